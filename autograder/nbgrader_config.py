@@ -1,0 +1,19 @@
+"""nbgrader configuration shared by the build, the tests and the TA grading command.
+
+The build copies this file into each nbgrader course directory it creates (build/nbgrader,
+or a temporary one in the tests), so every nbgrader run uses exactly these settings.
+"""
+
+c = get_config()  # noqa: F821 (provided by traitlets when nbgrader loads this file)
+
+c.CourseDirectory.course_id = "seqcourse"
+
+# What students see where a solution was.
+c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
+c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
+
+# A cell that runs longer than this fails (an infinite loop must not stall grading).
+c.Execute.timeout = 120
+
+# A student who deletes a test cell gets it back, graded, instead of a silent zero.
+c.OverwriteCells.add_missing_cells = True

@@ -1,0 +1,122 @@
+"""Checks that teach: shape and dtype guards for helpers, and comparisons for visible tests.
+
+Every failure names the quantity, what was expected and what was given, so a student
+reads "dW differs from autograd by 3.1e-02 at [1, 4]" instead of a bare AssertionError.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = ["as_numpy", "expect_shape", "expect_dtype", "assert_close"]
+
+
+def as_numpy(value: Any, name: str) -> np.ndarray:
+    """Return ``value`` as a NumPy array (torch tensors are detached and copied to the CPU).
+
+    Raises TypeError naming ``name`` when ``value`` is not array-like (None, a string, a dict...).
+    """
+    if hasattr(value, "detach") and hasattr(value, "cpu"):  # a torch tensor
+        return value.detach().cpu().numpy()
+    if value is None or isinstance(value, (str, bytes, dict)):
+        raise TypeError(f"{name}: expected an array or tensor, got {type(value).__name__}")
+    try:
+        array = np.asarray(value)
+    except (TypeError, ValueError) as error:
+        raise TypeError(f"{name}: expected an array or tensor, got {type(value).__name__}") from error
+    if array.dtype == object:
+        raise TypeError(f"{name}: expected a numeric array, got a ragged or object array")
+    return array
+
+
+def _format_shape(shape: Sequence[int | str | None]) -> str:
+    return "(" + ", ".join("*" if s is None else str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+def expect_shape(value: Any, shape: Sequence[int | str | None], name: str) -> dict[str, int]:
+    """Check that ``value`` has ``shape``; return the sizes bound to named dimensions.
+
+    ``shape`` mixes integers (must match), ``None`` (any size) and strings (named sizes that
+    must agree wherever the same name appears). Example::
+
+        dims = expect_shape(x, ("T", "D"), "x")   # -> {"T": 5, "D": 3}
+
+    Raises ValueError with the expected and the given shape.
+    """
+    given = tuple(as_numpy(value, name).shape) if not hasattr(value, "shape") else tuple(value.shape)
+    if len(given) != len(shape):
+        raise ValueError(
+            f"{name}: expected {len(shape)} dimensions {_format_shape(shape)}, "
+            f"got {len(given)} dimensions {_format_shape(given)}"
+        )
+    bound: dict[str, int] = {}
+    for axis, (want, got) in enumerate(zip(shape, given)):
+        if want is None:
+            continue
+        if isinstance(want, str):
+            if want in bound and bound[want] != got:
+                raise ValueError(
+                    f"{name}: dimension {axis} ({want}) should be {bound[want]} to match the earlier "
+                    f"{want}, got {got}; expected shape {_format_shape(shape)}, got {_format_shape(given)}"
+                )
+            bound[want] = got
+        elif want != got:
+            raise ValueError(
+                f"{name}: expected shape {_format_shape(shape)}, got {_format_shape(given)} "
+                f"(dimension {axis} should be {want}, not {got})"
+            )
+    return bound
+
+
+def expect_dtype(value: Any, kinds: str, name: str) -> None:
+    """Check the dtype kind of an array or tensor: ``kinds`` is a string of NumPy kind codes.
+
+    "f" is floating point, "i"/"u" integers, "b" booleans. Raises TypeError naming both.
+    """
+    names = {"f": "floating point", "i": "signed integer", "u": "unsigned integer", "b": "boolean"}
+    array_dtype = as_numpy(value, name).dtype
+    if array_dtype.kind not in kinds:
+        wanted = " or ".join(names.get(k, k) for k in kinds)
+        raise TypeError(f"{name}: expected a {wanted} array, got dtype {array_dtype}")
+
+
+def assert_close(
+    name: str,
+    got: Any,
+    expected: Any,
+    *,
+    atol: float = 1e-6,
+    rtol: float = 0.0,
+    against: str = "the reference",
+) -> None:
+    """Assert that ``got`` matches ``expected`` elementwise, with a message that says where.
+
+    The message gives the quantity's name, the largest difference, its index and both values,
+    e.g. ``dW differs from autograd by 3.1e-02 at [1, 4] (got 0.512, expected 0.481)``.
+    """
+    got_array = as_numpy(got, name)
+    expected_array = as_numpy(expected, f"expected {name}")
+    if got_array.shape != expected_array.shape:
+        raise AssertionError(
+            f"{name} has shape {_format_shape(got_array.shape)}, but {against} has shape "
+            f"{_format_shape(expected_array.shape)}"
+        )
+    if got_array.size == 0:
+        return
+    got_f = got_array.astype(np.float64)
+    expected_f = expected_array.astype(np.float64)
+    if not np.all(np.isfinite(got_f)):
+        index = tuple(int(i) for i in np.argwhere(~np.isfinite(got_f))[0])
+        raise AssertionError(f"{name} contains {got_f[index]} at {list(index)}; expected finite values")
+    difference = np.abs(got_f - expected_f)
+    excess = difference - (atol + rtol * np.abs(expected_f))
+    worst = np.unravel_index(int(np.argmax(excess)), excess.shape)
+    if excess[worst] > 0:
+        where = f" at {[int(i) for i in worst]}" if got_f.ndim else ""
+        raise AssertionError(
+            f"{name} differs from {against} by {difference[worst]:.1e}{where} "
+            f"(got {got_f[worst]:.6g}, expected {expected_f[worst]:.6g}; tolerance {atol:g})"
+        )

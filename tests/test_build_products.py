@@ -1,0 +1,146 @@
+"""What `make` built: executed lectures and solutions, metrics, the website and the bundle.
+
+`make test` runs the build first, so these check the products of the same commit.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from tools import assignments as nbg
+from tools.build import BOOK, BUILD, DIST, METRICS, lecture_sources
+from tools.notebooks import REPO
+
+HTML = BOOK / "_build" / "html"
+LECTURES = [s.stem for s in lecture_sources()]
+ASSIGNMENTS = nbg.assignment_ids()
+
+
+def test_the_course_has_content():
+    assert LECTURES, "no lectures/NN_*.py found"
+    assert ASSIGNMENTS, "no solutions/<assignment>/*.py found"
+
+
+def _executed_without_error(path: Path) -> None:
+    assert path.exists(), f"{path} was not built; run `make`"
+    notebook = nbformat.read(path, as_version=4)
+    code_cells = [c for c in notebook.cells if c.cell_type == "code" and c.source.strip()]
+    assert code_cells, f"{path.name} has no code"
+    for index, cell in enumerate(code_cells):
+        assert cell.execution_count is not None, f"{path.name}: code cell {index} was never executed"
+        errors = [o for o in cell.outputs if o.output_type == "error"]
+        assert not errors, f"{path.name}: code cell {index} raised {errors[0].ename}: {errors[0].evalue}"
+
+
+@pytest.mark.parametrize("lecture", LECTURES)
+def test_lecture_executed_top_to_bottom(lecture):
+    _executed_without_error(BUILD / "lectures" / f"{lecture}.ipynb")
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_reference_solution_executed_top_to_bottom(assignment):
+    for source in nbg.source_files(assignment):
+        _executed_without_error(BUILD / "solutions" / assignment / f"{source.stem}.ipynb")
+
+
+@pytest.mark.parametrize("lecture", LECTURES)
+def test_each_trained_model_beats_its_baseline(lecture):
+    path = METRICS / f"{lecture}.json"
+    assert path.exists(), f"{lecture} recorded no figures with course.metrics.record"
+    metrics = json.loads(path.read_text())["metrics"]
+    assert metrics, f"{lecture} recorded an empty list of figures"
+    for metric in metrics:
+        assert metric["baseline"] is not None, f"{lecture}: {metric['name']} has no baseline to beat"
+        assert metric["passes"], f"{lecture}: {metric['name']} = {metric['value']} does not beat {metric['baseline']}"
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_build_autograded_the_reference_to_full_marks(assignment):
+    grades = json.loads((BUILD / "grades" / f"{assignment}.json").read_text())
+    assert grades["autograded_max"] >= 10, f"{assignment} has only {grades['autograded_max']} autograded points"
+    assert grades["autograded_score"] == grades["autograded_max"], grades
+
+
+# -- the website --------------------------------------------------------------------------
+
+
+class _Tags(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict]] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+
+def _tags(page: Path) -> list[tuple[str, dict]]:
+    parser = _Tags()
+    parser.feed(page.read_text(encoding="utf-8"))
+    return parser.tags
+
+
+def _pages() -> list[Path]:
+    return [HTML / "intro.html"] + [HTML / "_generated" / "lectures" / f"{name}.html" for name in LECTURES] + [
+        HTML / "_generated" / "assignments" / a / f"{s.stem}.html" for a in ASSIGNMENTS for s in nbg.source_files(a)
+    ]
+
+
+def test_every_unit_has_a_page():
+    missing = [str(p.relative_to(HTML)) for p in _pages() if not p.exists()]
+    assert not missing, f"pages not built: {missing}"
+
+
+@pytest.mark.parametrize("page", _pages(), ids=lambda p: p.stem)
+def test_page_loads_nothing_from_the_internet_and_its_files_exist(page):
+    for tag, attrs in _tags(page):
+        reference = attrs.get("src") if tag in {"script", "img"} else attrs.get("href") if tag == "link" else None
+        if not reference:
+            continue
+        assert not re.match(r"^(https?:)?//", reference), f"{page.name} loads {reference} from the internet"
+        target = (page.parent / reference.split("?")[0].split("#")[0]).resolve()
+        assert target.exists(), f"{page.name} refers to {reference}, which is not in the site"
+
+
+def test_math_is_rendered_by_the_local_mathjax():
+    page = HTML / "_generated" / "lectures" / f"{LECTURES[0]}.html"
+    scripts = [attrs.get("src", "") for tag, attrs in _tags(page) if tag == "script"]
+    mathjax = [s for s in scripts if "mathjax" in s.lower()]
+    assert mathjax, f"{page.name} loads no MathJax"
+    assert all(not s.startswith(("http", "//")) for s in mathjax), mathjax
+    assert (page.parent / mathjax[0]).resolve().exists()
+    assert 'class="math' in page.read_text(), f"{page.name} has no math for MathJax to render"
+
+
+def test_lecture_figures_are_in_the_site():
+    page = HTML / "_generated" / "lectures" / f"{LECTURES[0]}.html"
+    images = [attrs["src"] for tag, attrs in _tags(page) if tag == "img" and "src" in attrs]
+    figures = [src for src in images if not src.startswith("data:") and "logo" not in src]
+    assert len(figures) >= 3, f"{page.name} shows only {len(figures)} figures: {figures}"
+
+
+# -- the student bundle -------------------------------------------------------------------
+
+
+def test_student_bundle_has_what_a_student_needs_and_nothing_else():
+    assert (DIST / "README.md").exists() and (DIST / "environment.yml").exists()
+    assert (DIST / "course" / "__init__.py").exists()
+    for lecture in LECTURES:
+        _executed_without_error(DIST / "lectures" / f"{lecture}.ipynb")
+    for assignment in ASSIGNMENTS:
+        for source in nbg.source_files(assignment):
+            assert (DIST / "assignments" / assignment / f"{source.stem}.ipynb").exists()
+    top_level = {p.name for p in DIST.iterdir()}
+    assert not top_level & {"solutions", "autograder", "tools", "tests", "build"}, top_level
+    assert (DIST.parent / "student.zip").exists()
+
+
+def test_readme_gives_exactly_the_two_commands():
+    readme = (REPO / "README.md").read_text()
+    assert "make test" in readme and re.search(r"^make\s*(#.*)?$", readme, re.M), "README must show `make` and `make test`"
+    assert (REPO / ".ci" / "run").read_text().strip().splitlines()[-1].strip() == "make test"

@@ -1,0 +1,151 @@
+"""Autograding end to end, the sync of assignments/ with solutions/, and the leak check.
+
+One temporary nbgrader course directory per assignment: release it, submit four students
+(the reference solution, the untouched student version, a hard-coded cheat, and the
+reference with a visible test cell deleted), autograde them in one nbgrader run.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from tools import assignments as nbg
+from tools import leaks
+from tools.build import BOOK, DIST
+from tools.submissions import HIDDEN_BLOCK, hardcoded_submission, is_test_code, write
+
+ASSIGNMENTS = nbg.assignment_ids()
+
+
+def _normalised(path: Path) -> dict:
+    notebook = json.loads(path.read_text())
+    return {"metadata": notebook["metadata"], "cells": notebook["cells"]}
+
+
+@pytest.fixture(scope="module", params=ASSIGNMENTS)
+def graded(request, tmp_path_factory):
+    assignment = request.param
+    course_dir = nbg.make_course_dir(tmp_path_factory.mktemp(assignment), [assignment])
+    release_dir = nbg.release(course_dir, assignment)
+    stems = [s.stem for s in nbg.source_files(assignment)]
+    sources = {n: course_dir / "source" / assignment / f"{n}.ipynb" for n in stems}
+    releases = {n: release_dir / f"{n}.ipynb" for n in stems}
+    scratch = course_dir / "scratch"
+
+    cheats, deleted = {}, {}
+    for name in stems:
+        source = nbformat.read(sources[name], as_version=4)
+        release = nbformat.read(releases[name], as_version=4)
+        cheats[name] = write(hardcoded_submission(source, release), scratch / "cheat" / f"{name}.ipynb")
+        without = copy.deepcopy(source)
+        first_visible = next(i for i, c in enumerate(without.cells) if is_test_code(c) and not HIDDEN_BLOCK.search(c.source))
+        del without.cells[first_visible]
+        deleted[name] = write(without, scratch / "deleted" / f"{name}.ipynb")
+
+    nbg.submit(course_dir, assignment, "reference", sources)
+    nbg.submit(course_dir, assignment, "blank", releases)
+    nbg.submit(course_dir, assignment, "cheat", cheats)
+    nbg.submit(course_dir, assignment, "deleted_test", deleted)
+    nbg.autograde(course_dir, assignment)
+
+    visible_points, hidden_ids = 0.0, set()
+    for path in sources.values():
+        for cell in nbformat.read(path, as_version=4).cells:
+            if is_test_code(cell) and HIDDEN_BLOCK.search(cell.source):
+                hidden_ids.add(cell.metadata["nbgrader"]["grade_id"])
+            elif is_test_code(cell):
+                visible_points += cell.metadata["nbgrader"]["points"]
+    grades = {s: nbg.read_grades(course_dir, assignment, s) for s in ("reference", "blank", "cheat", "deleted_test")}
+    return {"assignment": assignment, "dir": course_dir, "release": release_dir, "grades": grades, "visible": visible_points, "hidden": hidden_ids}
+
+
+def test_assignment_has_enough_autograded_points_and_parts(graded):
+    reference = graded["grades"]["reference"]
+    hidden_parts = [p for p in reference.parts if p.grade_id in graded["hidden"]]
+    assert reference.autograded_max >= 10
+    assert len(hidden_parts) >= 3, f"only {len(hidden_parts)} parts have hidden tests"
+
+
+def test_reference_solution_gets_full_marks(graded):
+    reference = graded["grades"]["reference"]
+    lost = [p for p in reference.parts if p.auto and p.score != p.max_score]
+    assert not lost, f"the reference solution lost points in {lost}"
+
+
+def test_unchanged_student_version_scores_zero(graded):
+    blank = graded["grades"]["blank"]
+    assert blank.autograded_max == graded["grades"]["reference"].autograded_max, "a graded cell went missing"
+    assert blank.autograded_score == 0, [p for p in blank.parts if p.score]
+
+
+def test_hardcoded_answers_keep_only_the_visible_points(graded):
+    cheat = graded["grades"]["cheat"]
+    assert 0 < graded["visible"] < cheat.autograded_max
+    assert cheat.autograded_score == graded["visible"], cheat.parts
+    hidden = [p for p in cheat.parts if p.grade_id in graded["hidden"]]
+    assert hidden and all(p.score == 0 for p in hidden), hidden
+
+
+def test_a_deleted_test_cell_is_restored_and_graded(graded):
+    restored = graded["grades"]["deleted_test"]
+    assert restored.autograded_max == graded["grades"]["reference"].autograded_max
+    assert restored.autograded_score == restored.autograded_max
+
+
+def test_free_text_question_waits_for_a_human(graded):
+    manual = [p for p in graded["grades"]["reference"].parts if not p.auto]
+    assert manual and all(p.needs_manual_grade for p in manual)
+
+
+def test_assignments_folder_is_in_sync_with_solutions(graded):
+    committed = nbg.ASSIGNMENTS / graded["assignment"]
+    regenerated = sorted(p.name for p in graded["release"].iterdir())
+    assert sorted(p.name for p in committed.iterdir()) == regenerated, "assignments/ has other files than a fresh release"
+    for name in regenerated:
+        if name.endswith(".ipynb"):
+            assert _normalised(committed / name) == _normalised(graded["release"] / name), (
+                f"assignments/{graded['assignment']}/{name} differs from a fresh release of solutions/: run `make`"
+            )
+
+
+# -- leaks ------------------------------------------------------------------------------------
+
+
+SECRETS, _PUBLIC = leaks.secret_and_public_lines()
+
+
+def test_there_are_secrets_to_look_for():
+    assert len(SECRETS) >= 30, f"only {len(SECRETS)} secret lines found: the leak check would be toothless"
+
+
+@pytest.mark.parametrize(
+    "where",
+    [nbg.ASSIGNMENTS, DIST, BOOK / "_build" / "html"],
+    ids=["assignments", "student-bundle", "website"],
+)
+def test_no_solution_or_hidden_test_reaches_students(where):
+    assert where.exists(), f"{where} was not built"
+    found = leaks.find_leaks(where, SECRETS)
+    assert not found, "instructor-only lines found:\n" + "\n".join(f"{p}: {line}" for p, line in found[:10])
+    for marker in ("BEGIN SOLUTION", "BEGIN HIDDEN TESTS", "autograder.hidden"):
+        marked = [p for p in where.rglob("*") if p.is_file() and p.suffix in leaks.TEXT_SUFFIXES and marker in p.read_text(errors="replace")]
+        assert not marked, f"{marker!r} found in {marked[:3]}"
+
+
+def test_the_leak_check_finds_a_planted_solution_line(tmp_path):
+    secret = sorted(SECRETS)[len(SECRETS) // 2]
+    page = tmp_path / "page.html"
+    escaped = secret.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    page.write_text(f"<pre><span>{escaped[:5]}</span><span>{escaped[5:]}</span></pre>")
+    notebook = tmp_path / "copy.ipynb"
+    shutil.copyfile(next(nbg.ASSIGNMENTS.rglob("*.ipynb")), notebook)
+    data = json.loads(notebook.read_text())
+    data["cells"][0]["source"] = [secret + "\n"]
+    notebook.write_text(json.dumps(data))
+    assert {p.name for p, _ in leaks.find_leaks(tmp_path, {secret})} == {"page.html", "copy.ipynb"}

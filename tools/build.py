@@ -1,0 +1,215 @@
+"""Build the whole course: ``python -m tools.build [all|lectures|assignments|book|bundle]``.
+
+Stages, each incremental (a unit whose inputs did not change is not executed again):
+
+1. lectures     ``lectures/*.py`` -> executed ``build/lectures/*.ipynb``
+2. assignments  ``solutions/<a>/*.py`` -> executed reference ``build/solutions``, student version
+                (nbgrader release) -> ``assignments/<a>/``, reference autograded -> ``build/grades``
+3. book         ``jupyter_book/`` + the above -> ``jupyter_book/_build/html`` (offline, -W)
+4. bundle       ``dist/student/``: lectures, assignments, the ``course`` package, environment
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tools import assignments as nbg
+from tools.notebooks import REPO, NotebookBuildError, execute, fingerprint, read_source, write_notebook
+
+BUILD = REPO / "build"
+LECTURES = REPO / "lectures"
+BOOK = REPO / "jupyter_book"
+DIST = REPO / "dist" / "student"
+METRICS = BUILD / "metrics"
+TIMINGS = BUILD / "timings.json"
+COMMON_INPUTS = (REPO / "course", REPO / "requirements.txt")
+
+
+def log(message: str) -> None:
+    print(f"[build] {message}", flush=True)
+
+
+def lecture_sources() -> list[Path]:
+    return sorted(LECTURES.glob("[0-9]*.py"))
+
+
+# -- incremental bookkeeping -------------------------------------------------------------
+
+
+def _up_to_date(key: str, digest: str, *outputs: Path) -> bool:
+    stamp = BUILD / "stamps" / f"{key}.sha256"
+    return stamp.exists() and stamp.read_text() == digest and all(p.exists() for p in outputs)
+
+
+def _mark_done(key: str, digest: str) -> None:
+    stamp = BUILD / "stamps" / f"{key}.sha256"
+    stamp.parent.mkdir(parents=True, exist_ok=True)
+    stamp.write_text(digest)
+
+
+def _record_timing(name: str, seconds: float) -> None:
+    timings = json.loads(TIMINGS.read_text()) if TIMINGS.exists() else {}
+    timings[name] = round(seconds, 1)
+    TIMINGS.parent.mkdir(parents=True, exist_ok=True)
+    TIMINGS.write_text(json.dumps(timings, indent=2, sort_keys=True) + "\n")
+
+
+def _kernel_env() -> dict[str, str]:
+    path = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
+    return {"COURSE_METRICS_DIR": str(METRICS), "PYTHONPATH": path}
+
+
+# -- stages -----------------------------------------------------------------------------
+
+
+def build_lectures() -> list[Path]:
+    """Execute every lecture whose source (or the course package) changed."""
+    outputs = []
+    for source in lecture_sources():
+        output = BUILD / "lectures" / f"{source.stem}.ipynb"
+        digest = fingerprint(source, *COMMON_INPUTS)
+        outputs.append(output)
+        if _up_to_date(f"lecture-{source.stem}", digest, output):
+            log(f"lecture {source.stem}: up to date")
+            continue
+        log(f"lecture {source.stem}: executing")
+        result = execute(read_source(source), name=source.name, cwd=BUILD / "run" / source.stem, env=_kernel_env())
+        write_notebook(result.notebook, output)
+        _record_timing(f"lectures/{source.stem}", result.seconds)
+        _mark_done(f"lecture-{source.stem}", digest)
+        log(f"lecture {source.stem}: executed in {result.seconds:.1f} s")
+    return outputs
+
+
+def build_assignments() -> None:
+    """Execute each reference solution, release the student version, autograde the reference."""
+    course_dir = BUILD / "nbgrader"
+    for assignment in nbg.assignment_ids():
+        sources = nbg.source_files(assignment)
+        digest = fingerprint(REPO / "solutions" / assignment, REPO / "autograder", *COMMON_INPUTS)
+        grades_file = BUILD / "grades" / f"{assignment}.json"
+        released = [nbg.ASSIGNMENTS / assignment / f"{s.stem}.ipynb" for s in sources]
+        if _up_to_date(f"assignment-{assignment}", digest, grades_file, *released):
+            log(f"assignment {assignment}: up to date")
+            continue
+        for source in sources:
+            log(f"assignment {assignment}: executing the reference solution {source.name}")
+            result = execute(
+                read_source(source), name=source.name, cwd=BUILD / "run" / assignment, env=_kernel_env()
+            )
+            write_notebook(result.notebook, BUILD / "solutions" / assignment / f"{source.stem}.ipynb")
+            _record_timing(f"solutions/{assignment}/{source.stem}", result.seconds)
+
+        log(f"assignment {assignment}: generating the student version")
+        nbg.make_course_dir(course_dir, [assignment])
+        release_dir = nbg.release(course_dir, assignment)
+        target = nbg.ASSIGNMENTS / assignment
+        if target.exists():
+            shutil.rmtree(target)
+        shutil.copytree(release_dir, target)
+
+        log(f"assignment {assignment}: autograding the reference solution")
+        staged = {s.stem: course_dir / "source" / assignment / f"{s.stem}.ipynb" for s in sources}
+        nbg.submit(course_dir, assignment, "reference", staged)
+        nbg.autograde(course_dir, assignment, "reference")
+        grades = nbg.read_grades(course_dir, assignment, "reference")
+        grades_file.parent.mkdir(parents=True, exist_ok=True)
+        grades_file.write_text(json.dumps(grades.as_dict(), indent=2) + "\n")
+        log(f"assignment {assignment}: reference scored {grades.autograded_score:g}/{grades.autograded_max:g}")
+        _mark_done(f"assignment-{assignment}", digest)
+
+
+def write_toc() -> Path:
+    """Generate the book's table of contents from the lectures and assignments present."""
+    lines = ["# Generated by tools/build.py from lectures/ and solutions/: do not edit.", "format: jb-book", "root: intro", "parts:"]
+    lines += ["  - caption: Lectures", "    chapters:"]
+    lines += [f"      - file: _generated/lectures/{s.stem}" for s in lecture_sources()]
+    lines += ["  - caption: Assignments", "    chapters:"]
+    for assignment in nbg.assignment_ids():
+        lines += [f"      - file: _generated/assignments/{assignment}/{s.stem}" for s in nbg.source_files(assignment)]
+    toc = BOOK / "_generated" / "_toc.yml"
+    toc.parent.mkdir(parents=True, exist_ok=True)
+    toc.write_text("\n".join(lines) + "\n")
+    return toc
+
+
+def build_book() -> Path:
+    """Copy the executed lectures and the student versions into the book and build it offline."""
+    generated = BOOK / "_generated"
+    if generated.exists():
+        shutil.rmtree(generated)
+    for notebook in (BUILD / "lectures").glob("*.ipynb"):
+        (generated / "lectures").mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(notebook, generated / "lectures" / notebook.name)
+    shutil.copytree(nbg.ASSIGNMENTS, generated / "assignments", ignore=shutil.ignore_patterns(".*"))
+    toc = write_toc()
+    log("book: building the website (offline, warnings are errors)")
+    command = [
+        str(Path(sys.executable).with_name("jupyter-book")),
+        "build",
+        str(BOOK),
+        "--toc",
+        str(toc),
+        "-W",
+        "--keep-going",
+        "-q",
+    ]
+    started = time.perf_counter()
+    result = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise NotebookBuildError(f"the website build failed:\n{result.stdout}\n{result.stderr}")
+    log(f"book: built in {time.perf_counter() - started:.1f} s -> {BOOK / '_build' / 'html'}")
+    return BOOK / "_build" / "html"
+
+
+STUDENT_README = REPO / "tools" / "templates" / "STUDENT_README.md"
+
+
+def build_bundle() -> Path:
+    """Assemble ``dist/student/``: everything a student needs, nothing instructor-only."""
+    if DIST.exists():
+        shutil.rmtree(DIST)
+    (DIST / "lectures").mkdir(parents=True)
+    for notebook in sorted((BUILD / "lectures").glob("*.ipynb")):
+        shutil.copyfile(notebook, DIST / "lectures" / notebook.name)
+    shutil.copytree(nbg.ASSIGNMENTS, DIST / "assignments", ignore=shutil.ignore_patterns(".*"))
+    shutil.copytree(REPO / "course", DIST / "course", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for name in ("environment.yml", "requirements.txt", "pyproject.toml"):
+        shutil.copyfile(REPO / name, DIST / name)
+    shutil.copyfile(STUDENT_README, DIST / "README.md")
+    archive = shutil.make_archive(str(DIST.parent / "student"), "zip", DIST)
+    log(f"bundle: {DIST} and {archive}")
+    return DIST
+
+
+STAGES = {
+    "lectures": build_lectures,
+    "assignments": build_assignments,
+    "book": build_book,
+    "bundle": build_bundle,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("stage", nargs="?", default="all", choices=["all", *STAGES])
+    args = parser.parse_args(argv)
+    stages = list(STAGES) if args.stage == "all" else [args.stage]
+    try:
+        for stage in stages:
+            STAGES[stage]()
+    except (NotebookBuildError, nbg.NbgraderError, FileNotFoundError) as error:
+        print(f"[build] FAILED: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,104 @@
+"""Make submissions of an assignment for testing the grading: honest, blank and hard-coded.
+
+A *hard-coded* submission is the strongest cheap cheat: it runs the reference solution on the
+visible tests' inputs, records what each graded function returned (or raised), and submits
+functions that replay those records whatever they are called with. It passes every visible
+test, so the hidden tests alone must take its points away.
+"""
+
+from __future__ import annotations
+
+import ast
+import base64
+import copy
+import pickle
+import re
+from pathlib import Path
+from typing import Any
+
+import nbformat
+
+HIDDEN_BLOCK = re.compile(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS\n?", re.S)
+
+
+def _nbgrader(cell: dict) -> dict:
+    return cell.get("metadata", {}).get("nbgrader", {})
+
+
+def is_solution_code(cell: dict) -> bool:
+    return cell["cell_type"] == "code" and _nbgrader(cell).get("solution", False)
+
+
+def is_test_code(cell: dict) -> bool:
+    return cell["cell_type"] == "code" and _nbgrader(cell).get("grade", False) and not _nbgrader(cell).get("solution")
+
+
+def defined_functions(code: str) -> list[str]:
+    """Names of the top-level functions that ``code`` defines."""
+    return [node.name for node in ast.parse(code).body if isinstance(node, ast.FunctionDef)]
+
+
+class _Recorder:
+    """Wraps a function, remembering each outcome: ("return", value) or ("raise", exception)."""
+
+    def __init__(self, function):
+        self.function, self.outcomes = function, []
+
+    def __call__(self, *args, **kwargs):
+        try:
+            value = self.function(*args, **kwargs)
+        except Exception as error:
+            self.outcomes.append(("raise", error))
+            raise
+        self.outcomes.append(("return", copy.deepcopy(value)))
+        return value
+
+
+def record_visible_outcomes(source: nbformat.NotebookNode) -> dict[str, list[tuple[str, Any]]]:
+    """Run the reference notebook in this process (hidden tests stripped) and record outcomes."""
+    namespace: dict[str, Any] = {"__name__": "__reference__"}
+    recorders: dict[str, _Recorder] = {}
+    for cell in source.cells:
+        if cell["cell_type"] != "code":
+            continue
+        exec(compile(HIDDEN_BLOCK.sub("", cell["source"]), "<reference>", "exec"), namespace)
+        if is_solution_code(cell):
+            for name in defined_functions(cell["source"]):
+                recorders[name] = namespace[name] = _Recorder(namespace[name])
+    return {name: recorder.outcomes for name, recorder in recorders.items()}
+
+
+def _replay_code(names: list[str], outcomes: dict[str, list]) -> str:
+    payload = base64.b64encode(pickle.dumps({n: outcomes.get(n, []) for n in names})).decode()
+    lines = [
+        "import base64, itertools, pickle",
+        f"_recorded = pickle.loads(base64.b64decode({payload!r}))",
+        "_replays = {name: itertools.cycle(seq) for name, seq in _recorded.items() if seq}",
+        "",
+        "def _replay(name):",
+        "    kind, value = next(_replays[name])",
+        "    if kind == 'raise':",
+        "        raise value",
+        "    return value",
+    ]
+    for name in names:
+        lines += ["", f"def {name}(*args, **kwargs):", f"    return _replay({name!r})"]
+    return "\n".join(lines) + "\n"
+
+
+def hardcoded_submission(source: nbformat.NotebookNode, release: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """The student version with every solution cell replaced by replayed visible-test answers."""
+    outcomes = record_visible_outcomes(source)
+    submission = copy.deepcopy(release)
+    source_cells = {c.get("id"): c for c in source.cells}
+    for cell in submission.cells:
+        original = source_cells.get(cell.get("id"))
+        if original is not None and is_solution_code(original):
+            cell["source"] = _replay_code(defined_functions(original["source"]), outcomes)
+    return submission
+
+
+def write(notebook: nbformat.NotebookNode, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(nbformat.writes(notebook), encoding="utf-8")
+    return path
