@@ -14,9 +14,8 @@ venv: $(STAMP)
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements.txt
-	$(PY) -m pip install --quiet --no-deps -e .
+	set -o pipefail; $(PY) -m pip install --quiet -r requirements.txt 2>&1 | { grep -v "WARNING: Location" || true; }
+	set -o pipefail; $(PY) -m pip install --quiet --no-deps -e . 2>&1 | { grep -v "WARNING: Location" || true; }
 	touch $@
 
 test: all

@@ -26,14 +26,21 @@ def as_numpy(value: Any, name: str) -> np.ndarray:
     try:
         array = np.asarray(value)
     except (TypeError, ValueError) as error:
-        raise TypeError(f"{name}: expected an array or tensor, got {type(value).__name__}") from error
+        raise TypeError(
+            f"{name}: expected an array or tensor, got {type(value).__name__}"
+        ) from error
     if array.dtype == object:
         raise TypeError(f"{name}: expected a numeric array, got a ragged or object array")
     return array
 
 
 def _format_shape(shape: Sequence[int | str | None]) -> str:
-    return "(" + ", ".join("*" if s is None else str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+    return (
+        "("
+        + ", ".join("*" if s is None else str(s) for s in shape)
+        + ("," if len(shape) == 1 else "")
+        + ")"
+    )
 
 
 def expect_shape(value: Any, shape: Sequence[int | str | None], name: str) -> dict[str, int]:
@@ -46,14 +53,16 @@ def expect_shape(value: Any, shape: Sequence[int | str | None], name: str) -> di
 
     Raises ValueError with the expected and the given shape.
     """
-    given = tuple(as_numpy(value, name).shape) if not hasattr(value, "shape") else tuple(value.shape)
+    given = (
+        tuple(as_numpy(value, name).shape) if not hasattr(value, "shape") else tuple(value.shape)
+    )
     if len(given) != len(shape):
         raise ValueError(
             f"{name}: expected {len(shape)} dimensions {_format_shape(shape)}, "
             f"got {len(given)} dimensions {_format_shape(given)}"
         )
     bound: dict[str, int] = {}
-    for axis, (want, got) in enumerate(zip(shape, given)):
+    for axis, (want, got) in enumerate(zip(shape, given, strict=True)):
         if want is None:
             continue
         if isinstance(want, str):
@@ -108,9 +117,15 @@ def assert_close(
         return
     got_f = got_array.astype(np.float64)
     expected_f = expected_array.astype(np.float64)
+    if not np.all(np.isfinite(expected_f)):
+        raise ValueError(
+            f"expected {name} contains non-finite values: the reference itself is broken"
+        )
     if not np.all(np.isfinite(got_f)):
         index = tuple(int(i) for i in np.argwhere(~np.isfinite(got_f))[0])
-        raise AssertionError(f"{name} contains {got_f[index]} at {list(index)}; expected finite values")
+        raise AssertionError(
+            f"{name} contains {got_f[index]} at {list(index)}; expected finite values"
+        )
     difference = np.abs(got_f - expected_f)
     excess = difference - (atol + rtol * np.abs(expected_f))
     worst = np.unravel_index(int(np.argmax(excess)), excess.shape)

@@ -41,7 +41,9 @@ def record(
     baseline is given). Raises ValueError for a non-finite value or a bad notebook name.
     """
     if not _NOTEBOOK_NAME.match(notebook):
-        raise ValueError(f"notebook: expected a file-name-safe id such as '01_rnn_bptt', got {notebook!r}")
+        raise ValueError(
+            f"notebook: expected a file-name-safe id such as '01_rnn_bptt', got {notebook!r}"
+        )
     value = float(value)
     if not math.isfinite(value):
         raise ValueError(f"{name}: expected a finite value, got {value}")
@@ -59,14 +61,18 @@ def record(
         "higher_is_better": higher_is_better,
         "passes": passes,
     }
-    against = "" if baseline is None else f" (baseline {baseline_name or 'baseline'}: {baseline:.4g})"
-    print(f"[{notebook}] {name}: {value:.4g} {unit}{against}".rstrip())
+    against = (
+        "" if baseline is None else f" (baseline {baseline_name or 'baseline'}: {baseline:.4g})"
+    )
+    print(f"[{notebook}] {name}: {' '.join(filter(None, [f'{value:.4g}', unit]))}{against}")
 
     directory = os.environ.get(METRICS_ENV)
     if directory:
         path = Path(directory) / f"{notebook}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
-        saved = json.loads(path.read_text()) if path.exists() else {"notebook": notebook, "metrics": []}
+        saved = (
+            json.loads(path.read_text()) if path.exists() else {"notebook": notebook, "metrics": []}
+        )
         saved["metrics"] = [m for m in saved["metrics"] if m["name"] != name] + [entry]
         path.write_text(json.dumps(saved, indent=2) + "\n")
     return entry
@@ -79,5 +85,7 @@ def load_all(directory: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """
     folder = Path(directory)
     if not folder.is_dir():
-        raise FileNotFoundError(f"no metrics directory at {folder} (run the build or the benchmark first)")
+        raise FileNotFoundError(
+            f"no metrics directory at {folder} (run the build or the benchmark first)"
+        )
     return [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]

@@ -33,9 +33,13 @@ def _executed_without_error(path: Path) -> None:
     code_cells = [c for c in notebook.cells if c.cell_type == "code" and c.source.strip()]
     assert code_cells, f"{path.name} has no code"
     for index, cell in enumerate(code_cells):
-        assert cell.execution_count is not None, f"{path.name}: code cell {index} was never executed"
+        assert cell.execution_count is not None, (
+            f"{path.name}: code cell {index} was never executed"
+        )
         errors = [o for o in cell.outputs if o.output_type == "error"]
-        assert not errors, f"{path.name}: code cell {index} raised {errors[0].ename}: {errors[0].evalue}"
+        assert not errors, (
+            f"{path.name}: code cell {index} raised {errors[0].ename}: {errors[0].evalue}"
+        )
 
 
 @pytest.mark.parametrize("lecture", LECTURES)
@@ -56,14 +60,20 @@ def test_each_trained_model_beats_its_baseline(lecture):
     metrics = json.loads(path.read_text())["metrics"]
     assert metrics, f"{lecture} recorded an empty list of figures"
     for metric in metrics:
-        assert metric["baseline"] is not None, f"{lecture}: {metric['name']} has no baseline to beat"
-        assert metric["passes"], f"{lecture}: {metric['name']} = {metric['value']} does not beat {metric['baseline']}"
+        assert metric["baseline"] is not None, (
+            f"{lecture}: {metric['name']} has no baseline to beat"
+        )
+        assert metric["passes"], (
+            f"{lecture}: {metric['name']} = {metric['value']} does not beat {metric['baseline']}"
+        )
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_build_autograded_the_reference_to_full_marks(assignment):
     grades = json.loads((BUILD / "grades" / f"{assignment}.json").read_text())
-    assert grades["autograded_max"] >= 10, f"{assignment} has only {grades['autograded_max']} autograded points"
+    assert grades["autograded_max"] >= 10, (
+        f"{assignment} has only {grades['autograded_max']} autograded points"
+    )
     assert grades["autograded_score"] == grades["autograded_max"], grades
 
 
@@ -86,9 +96,15 @@ def _tags(page: Path) -> list[tuple[str, dict]]:
 
 
 def _pages() -> list[Path]:
-    return [HTML / "intro.html"] + [HTML / "_generated" / "lectures" / f"{name}.html" for name in LECTURES] + [
-        HTML / "_generated" / "assignments" / a / f"{s.stem}.html" for a in ASSIGNMENTS for s in nbg.source_files(a)
-    ]
+    return (
+        [HTML / "intro.html"]
+        + [HTML / "_generated" / "lectures" / f"{name}.html" for name in LECTURES]
+        + [
+            HTML / "_generated" / "assignments" / a / f"{s.stem}.html"
+            for a in ASSIGNMENTS
+            for s in nbg.source_files(a)
+        ]
+    )
 
 
 def test_every_unit_has_a_page():
@@ -99,10 +115,18 @@ def test_every_unit_has_a_page():
 @pytest.mark.parametrize("page", _pages(), ids=lambda p: p.stem)
 def test_page_loads_nothing_from_the_internet_and_its_files_exist(page):
     for tag, attrs in _tags(page):
-        reference = attrs.get("src") if tag in {"script", "img"} else attrs.get("href") if tag == "link" else None
+        reference = (
+            attrs.get("src")
+            if tag in {"script", "img"}
+            else attrs.get("href")
+            if tag == "link"
+            else None
+        )
         if not reference:
             continue
-        assert not re.match(r"^(https?:)?//", reference), f"{page.name} loads {reference} from the internet"
+        assert not re.match(r"^(https?:)?//", reference), (
+            f"{page.name} loads {reference} from the internet"
+        )
         target = (page.parent / reference.split("?")[0].split("#")[0]).resolve()
         assert target.exists(), f"{page.name} refers to {reference}, which is not in the site"
 
@@ -142,5 +166,7 @@ def test_student_bundle_has_what_a_student_needs_and_nothing_else():
 
 def test_readme_gives_exactly_the_two_commands():
     readme = (REPO / "README.md").read_text()
-    assert "make test" in readme and re.search(r"^make\s*(#.*)?$", readme, re.M), "README must show `make` and `make test`"
+    assert "make test" in readme and re.search(r"^make\s*(#.*)?$", readme, re.M), (
+        "README must show `make` and `make test`"
+    )
     assert (REPO / ".ci" / "run").read_text().strip().splitlines()[-1].strip() == "make test"

@@ -42,9 +42,15 @@ def graded(request, tmp_path_factory):
     for name in stems:
         source = nbformat.read(sources[name], as_version=4)
         release = nbformat.read(releases[name], as_version=4)
-        cheats[name] = write(hardcoded_submission(source, release), scratch / "cheat" / f"{name}.ipynb")
+        cheats[name] = write(
+            hardcoded_submission(source, release), scratch / "cheat" / f"{name}.ipynb"
+        )
         without = copy.deepcopy(source)
-        first_visible = next(i for i, c in enumerate(without.cells) if is_test_code(c) and not HIDDEN_BLOCK.search(c.source))
+        first_visible = next(
+            i
+            for i, c in enumerate(without.cells)
+            if is_test_code(c) and not HIDDEN_BLOCK.search(c.source)
+        )
         del without.cells[first_visible]
         deleted[name] = write(without, scratch / "deleted" / f"{name}.ipynb")
 
@@ -61,8 +67,18 @@ def graded(request, tmp_path_factory):
                 hidden_ids.add(cell.metadata["nbgrader"]["grade_id"])
             elif is_test_code(cell):
                 visible_points += cell.metadata["nbgrader"]["points"]
-    grades = {s: nbg.read_grades(course_dir, assignment, s) for s in ("reference", "blank", "cheat", "deleted_test")}
-    return {"assignment": assignment, "dir": course_dir, "release": release_dir, "grades": grades, "visible": visible_points, "hidden": hidden_ids}
+    grades = {
+        s: nbg.read_grades(course_dir, assignment, s)
+        for s in ("reference", "blank", "cheat", "deleted_test")
+    }
+    return {
+        "assignment": assignment,
+        "dir": course_dir,
+        "release": release_dir,
+        "grades": grades,
+        "visible": visible_points,
+        "hidden": hidden_ids,
+    }
 
 
 def test_assignment_has_enough_autograded_points_and_parts(graded):
@@ -80,7 +96,9 @@ def test_reference_solution_gets_full_marks(graded):
 
 def test_unchanged_student_version_scores_zero(graded):
     blank = graded["grades"]["blank"]
-    assert blank.autograded_max == graded["grades"]["reference"].autograded_max, "a graded cell went missing"
+    assert blank.autograded_max == graded["grades"]["reference"].autograded_max, (
+        "a graded cell went missing"
+    )
     assert blank.autograded_score == 0, [p for p in blank.parts if p.score]
 
 
@@ -106,7 +124,9 @@ def test_free_text_question_waits_for_a_human(graded):
 def test_assignments_folder_is_in_sync_with_solutions(graded):
     committed = nbg.ASSIGNMENTS / graded["assignment"]
     regenerated = sorted(p.name for p in graded["release"].iterdir())
-    assert sorted(p.name for p in committed.iterdir()) == regenerated, "assignments/ has other files than a fresh release"
+    assert sorted(p.name for p in committed.iterdir()) == regenerated, (
+        "assignments/ has other files than a fresh release"
+    )
     for name in regenerated:
         if name.endswith(".ipynb"):
             assert _normalised(committed / name) == _normalised(graded["release"] / name), (
@@ -121,7 +141,9 @@ SECRETS, _PUBLIC = leaks.secret_and_public_lines()
 
 
 def test_there_are_secrets_to_look_for():
-    assert len(SECRETS) >= 30, f"only {len(SECRETS)} secret lines found: the leak check would be toothless"
+    assert len(SECRETS) >= 30, (
+        f"only {len(SECRETS)} secret lines found: the leak check would be toothless"
+    )
 
 
 @pytest.mark.parametrize(
@@ -132,9 +154,17 @@ def test_there_are_secrets_to_look_for():
 def test_no_solution_or_hidden_test_reaches_students(where):
     assert where.exists(), f"{where} was not built"
     found = leaks.find_leaks(where, SECRETS)
-    assert not found, "instructor-only lines found:\n" + "\n".join(f"{p}: {line}" for p, line in found[:10])
+    assert not found, "instructor-only lines found:\n" + "\n".join(
+        f"{p}: {line}" for p, line in found[:10]
+    )
     for marker in ("BEGIN SOLUTION", "BEGIN HIDDEN TESTS", "autograder.hidden"):
-        marked = [p for p in where.rglob("*") if p.is_file() and p.suffix in leaks.TEXT_SUFFIXES and marker in p.read_text(errors="replace")]
+        marked = [
+            p
+            for p in where.rglob("*")
+            if p.is_file()
+            and p.suffix in leaks.TEXT_SUFFIXES
+            and marker in p.read_text(errors="replace")
+        ]
         assert not marked, f"{marker!r} found in {marked[:3]}"
 
 

@@ -44,7 +44,9 @@ def test_read_source_names_a_missing_file(tmp_path):
 def test_execute_names_the_failing_cell(tmp_path):
     source = tmp_path / "broken.py"
     source.write_text("# %%\nx = 1\n\n# %%\nraise ValueError('shape mismatch in cell two')\n")
-    with pytest.raises(NotebookBuildError, match=r"broken.py: cell #1 \(cell-001\) failed:(.|\n)*shape mismatch"):
+    with pytest.raises(
+        NotebookBuildError, match=r"broken.py: cell #1 \(cell-001\) failed:(.|\n)*shape mismatch"
+    ):
         execute(read_source(source), name="broken.py", cwd=tmp_path)
 
 
@@ -92,7 +94,9 @@ def test_replayed_functions_return_and_raise_in_order():
     with pytest.raises(ValueError, match="max_norm"):
         namespace["f"]()
     assert namespace["f"]("anything") == 1
-    assert defined_functions("import os\ndef a():\n    pass\nclass B:\n    def c(self):\n        pass\n") == ["a"]
+    assert defined_functions(
+        "import os\ndef a():\n    pass\nclass B:\n    def c(self):\n        pass\n"
+    ) == ["a"]
 
 
 def test_build_reports_a_broken_lecture_and_stops(tmp_path, monkeypatch, capsys):
@@ -123,8 +127,22 @@ def test_build_skips_an_unchanged_lecture(tmp_path, monkeypatch, capsys):
 def test_metrics_table_lists_times_and_figures():
     table = format_table(
         {"lectures/01_x": 12.3},
-        [{"notebook": "01_x", "metrics": [{"name": "char-RNN", "value": 2.5, "unit": "bits/char", "baseline": 4.6,
-                                             "baseline_name": "unigram", "higher_is_better": False, "passes": True}]}],
+        [
+            {
+                "notebook": "01_x",
+                "metrics": [
+                    {
+                        "name": "char-RNN",
+                        "value": 2.5,
+                        "unit": "bits/char",
+                        "baseline": 4.6,
+                        "baseline_name": "unigram",
+                        "higher_is_better": False,
+                        "passes": True,
+                    }
+                ],
+            }
+        ],
     )
     assert "| lectures/01_x | 12.3 |" in table
     assert "| 01_x | char-RNN | 2.5 bits/char | 4.6 (unigram) | yes |" in table
@@ -134,3 +152,30 @@ def test_written_notebook_is_valid(tmp_path):
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1", id="c0")])
     write_notebook(notebook, tmp_path / "deep" / "n.ipynb")
     nbformat.validate(nbformat.read(tmp_path / "deep" / "n.ipynb", as_version=4))
+
+
+def test_widget_outputs_are_dropped_but_figures_and_text_kept(tmp_path):
+    source = tmp_path / "w.py"
+    source.write_text(
+        "# %%\nimport ipywidgets, matplotlib.pyplot as plt\nfrom tqdm.auto import tqdm\n"
+        "for _ in tqdm(range(2)):\n    pass\nprint('trained')\nplt.plot([1, 2])\nplt.show()\n\n"
+        "# %%\nipywidgets.interact(lambda x=1: print(x), x=(0, 3))\n"
+    )
+    notebook = execute(read_source(source), name="w.py", cwd=tmp_path).notebook
+    outputs = [o for c in notebook.cells for o in c.outputs]
+    assert not [
+        o for o in outputs if "application/vnd.jupyter.widget-view+json" in o.get("data", {})
+    ]
+    assert "widgets" not in notebook.metadata
+    assert any("image/png" in o.get("data", {}) for o in outputs)
+    assert any("trained" in o.get("text", "") for o in outputs)
+
+
+def test_replays_from_several_cells_do_not_clobber_each_other():
+    namespace: dict = {}
+    exec(_replay_code(["f"], {"f": [("return", "f1")]}), namespace)
+    exec(_replay_code(["g"], {"g": [("return", "g1")]}), namespace)
+    exec(_replay_code(["h"], {}), namespace)
+    assert (namespace["f"](), namespace["g"]()) == ("f1", "g1")
+    with pytest.raises(NotImplementedError):
+        namespace["h"]()

@@ -59,12 +59,21 @@ def nbgrader(course_dir: Path, *args: str, timeout: float = 1800) -> str:
 
     ``PYTHONPATH`` gains the repository so hidden-test cells can import ``autograder``.
     """
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    env = {
+        **os.environ,
+        # the hidden-test cells import `autograder`; nbgrader runs `alembic` from the venv
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+    }
     command = [sys.executable, "-m", "nbgrader", *args]
-    result = subprocess.run(command, cwd=course_dir, env=env, capture_output=True, text=True, timeout=timeout)
+    result = subprocess.run(
+        command, cwd=course_dir, env=env, capture_output=True, text=True, timeout=timeout
+    )
     log = result.stdout + result.stderr
     if result.returncode != 0:
-        raise NbgraderError(f"`nbgrader {' '.join(args)}` failed in {course_dir} (exit {result.returncode}):\n{log}")
+        raise NbgraderError(
+            f"`nbgrader {' '.join(args)}` failed in {course_dir} (exit {result.returncode}):\n{log}"
+        )
     return log
 
 
@@ -130,7 +139,9 @@ def read_grades(course_dir: Path, assignment: str, student: str) -> Grades:
         try:
             submission = gradebook.find_submission(assignment, student)
         except MissingEntry as error:
-            raise NbgraderError(f"no graded submission of {assignment} by {student} in {course_dir}") from error
+            raise NbgraderError(
+                f"no graded submission of {assignment} by {student} in {course_dir}"
+            ) from error
         parts = []
         for notebook in submission.notebooks:
             for grade in notebook.grades:

@@ -21,13 +21,14 @@ from tools.metrics_table import format_table
 from tools.notebooks import REPO, NotebookBuildError, execute, read_source
 
 
-
 def main() -> int:
     scratch = Path(tempfile.mkdtemp(prefix="bench-"))
     metrics_dir = scratch / "metrics"
     env = {"COURSE_METRICS_DIR": str(metrics_dir), "PYTHONPATH": str(REPO)}
     jobs = [(f"lectures/{s.stem}", s) for s in lecture_sources()]
-    jobs += [(f"solutions/{a}/{s.stem}", s) for a in nbg.assignment_ids() for s in nbg.source_files(a)]
+    jobs += [
+        (f"solutions/{a}/{s.stem}", s) for a in nbg.assignment_ids() for s in nbg.source_files(a)
+    ]
     timings: dict[str, float] = {}
     budgets: dict[str, float] = {}
     try:
@@ -44,7 +45,9 @@ def main() -> int:
         return 1
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    over = [f"{n} took {timings[n]:.1f} s, budget {b} s" for n, b in budgets.items() if timings[n] > b]
+    over = [
+        f"{n} took {timings[n]:.1f} s, budget {b} s" for n, b in budgets.items() if timings[n] > b
+    ]
     table += "".join(f"\nOVER BUDGET: {line}" for line in over)
     (BUILD / "bench.md").parent.mkdir(parents=True, exist_ok=True)
     (BUILD / "bench.md").write_text(table)

@@ -23,7 +23,20 @@ BLOCK = {
     "solution": re.compile(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", re.S),
     "hidden": re.compile(r"### BEGIN HIDDEN TESTS\n(.*?)### END HIDDEN TESTS", re.S),
 }
-TEXT_SUFFIXES = {".py", ".md", ".txt", ".json", ".ipynb", ".html", ".js", ".yml", ".yaml", ".cfg", ".toml", ".csv"}
+TEXT_SUFFIXES = {
+    ".py",
+    ".md",
+    ".txt",
+    ".json",
+    ".ipynb",
+    ".html",
+    ".js",
+    ".yml",
+    ".yaml",
+    ".cfg",
+    ".toml",
+    ".csv",
+}
 
 
 def normalise(text: str) -> str:
@@ -45,7 +58,9 @@ def secret_and_public_lines(solutions: Path = REPO / "solutions") -> tuple[set[s
             if cell["cell_type"] == "markdown" and meta.get("solution"):
                 secret |= _lines(text)  # a model answer: the whole cell
                 continue
-            hidden_parts = [m.group(1) for pattern in BLOCK.values() for m in pattern.finditer(text)]
+            hidden_parts = [
+                m.group(1) for pattern in BLOCK.values() for m in pattern.finditer(text)
+            ]
             for part in hidden_parts:
                 secret |= _lines(part)
             public_text = text

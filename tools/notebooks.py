@@ -72,25 +72,48 @@ def execute(
     log points straight at the problem.
     """
     cwd.mkdir(parents=True, exist_ok=True)
-    kernel_env = {**os.environ, **(env or {}), "MPLBACKEND": "module://matplotlib_inline.backend_inline"}
+    kernel_env = {
+        **os.environ,
+        **(env or {}),
+        "MPLBACKEND": "module://matplotlib_inline.backend_inline",
+    }
     client = NotebookClient(
         notebook,
         timeout=timeout_per_cell,
         kernel_name="python3",
         resources={"metadata": {"path": str(cwd)}},
-        store_widget_state=False,
     )
     started = time.perf_counter()
     try:
         client.execute(env=kernel_env)
     except CellTimeoutError as error:
-        raise NotebookBuildError(f"{name}: a cell ran longer than {timeout_per_cell} s ({error})") from error
+        raise NotebookBuildError(
+            f"{name}: a cell ran longer than {timeout_per_cell} s ({error})"
+        ) from error
     except DeadKernelError as error:
         raise NotebookBuildError(f"{name}: the kernel died ({error})") from error
     except CellExecutionError as error:
         position = _failing_cell(notebook)
         raise NotebookBuildError(f"{name}: cell {position} failed:\n{error}") from error
-    return ExecutionResult(notebook, time.perf_counter() - started)
+    seconds = time.perf_counter() - started
+    drop_widget_views(notebook)
+    return ExecutionResult(notebook, seconds)
+
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def drop_widget_views(notebook: nbformat.NotebookNode) -> None:
+    """Remove live-widget outputs (sliders, tqdm bars) and their saved state.
+
+    They need a running kernel: saved, they show a bar frozen at 0% or "model not found", and
+    their state would make the static site fetch widget JavaScript from the internet. Figures
+    and printed text stay.
+    """
+    notebook.metadata.pop("widgets", None)
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            cell.outputs = [o for o in cell.outputs if WIDGET_VIEW not in o.get("data", {})]
 
 
 def _failing_cell(notebook: nbformat.NotebookNode) -> str:

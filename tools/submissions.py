@@ -30,7 +30,11 @@ def is_solution_code(cell: dict) -> bool:
 
 
 def is_test_code(cell: dict) -> bool:
-    return cell["cell_type"] == "code" and _nbgrader(cell).get("grade", False) and not _nbgrader(cell).get("solution")
+    return (
+        cell["cell_type"] == "code"
+        and _nbgrader(cell).get("grade", False)
+        and not _nbgrader(cell).get("solution")
+    )
 
 
 def defined_functions(code: str) -> list[str]:
@@ -69,24 +73,26 @@ def record_visible_outcomes(source: nbformat.NotebookNode) -> dict[str, list[tup
 
 
 def _replay_code(names: list[str], outcomes: dict[str, list]) -> str:
-    payload = base64.b64encode(pickle.dumps({n: outcomes.get(n, []) for n in names})).decode()
-    lines = [
-        "import base64, itertools, pickle",
-        f"_recorded = pickle.loads(base64.b64decode({payload!r}))",
-        "_replays = {name: itertools.cycle(seq) for name, seq in _recorded.items() if seq}",
-        "",
-        "def _replay(name):",
-        "    kind, value = next(_replays[name])",
-        "    if kind == 'raise':",
-        "        raise value",
-        "    return value",
-    ]
+    """Code defining each function in ``names`` as a replay of its recorded outcomes, in order."""
+    lines = ["import base64, itertools, pickle"]
     for name in names:
-        lines += ["", f"def {name}(*args, **kwargs):", f"    return _replay({name!r})"]
+        payload = base64.b64encode(pickle.dumps(outcomes.get(name, []))).decode()
+        lines += [
+            "",
+            f"_replay_{name} = itertools.cycle(pickle.loads(base64.b64decode({payload!r})))",
+            "",
+            f"def {name}(*args, **kwargs):",
+            f"    kind, value = next(_replay_{name}, ('raise', NotImplementedError()))",
+            "    if kind == 'raise':",
+            "        raise value",
+            "    return value",
+        ]
     return "\n".join(lines) + "\n"
 
 
-def hardcoded_submission(source: nbformat.NotebookNode, release: nbformat.NotebookNode) -> nbformat.NotebookNode:
+def hardcoded_submission(
+    source: nbformat.NotebookNode, release: nbformat.NotebookNode
+) -> nbformat.NotebookNode:
     """The student version with every solution cell replaced by replayed visible-test answers."""
     outcomes = record_visible_outcomes(source)
     submission = copy.deepcopy(release)

@@ -1,0 +1,586 @@
+"""Hidden checks of Assignment 1: the RNN forward pass, BPTT by hand, global-norm clipping.
+
+The hidden test cells of ``a1_rnn_bptt`` call, at autograde time::
+
+    check_rnn_forward(rnn_forward, sequence_loss)
+    check_rnn_backward(rnn_backward)
+    check_clip_by_global_norm(clip_by_global_norm)
+
+Each check runs the student's functions on inputs that the visible tests do not use (other
+shapes and seeds, T = 1, non-zero h0, scores near 1000, non-contiguous arrays, gradients below
+the threshold...) and compares them with references computed here with torch, never with the
+student's code. A failure raises AssertionError that names the case, the quantity that is off
+and by how much, e.g. ``[rnn_backward, T=1, D=2, H=3, K=4] dW differs from autograd by 3.1e-02
+at [1, 0] (...)``.
+
+While a student's function runs, the routines that would do its work (autograd,
+``Tensor.backward``, ``torch.nn.RNN``, ``clip_grad_norm_`` and every public callable of the
+``course`` package except ``course.checks``) are replaced by traps; see :func:`no_shortcuts`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import pkgutil
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+from unittest import mock
+
+import numpy as np
+import torch
+
+from course.checks import assert_close
+
+__all__ = [
+    "ShortcutUsed",
+    "no_shortcuts",
+    "shortcut_targets",
+    "check_rnn_forward",
+    "check_rnn_backward",
+    "check_clip_by_global_norm",
+]
+
+PARAMETER_NAMES = ("W", "U", "b", "V", "c")
+# Read-out first: when several gradients are wrong, the first message points at the earliest
+# stage of the backward pass that went wrong.
+GRADIENT_ORDER = ("V", "c", "W", "U", "b", "h0")
+
+FORWARD_DUTY = "be written by hand with NumPy"
+BACKWARD_DUTY = "compute gradients by hand"
+CLIP_DUTY = "compute the global norm and the scaling by hand"
+
+
+class ShortcutUsed(AssertionError):
+    """A checked function called a library routine that does its work for it."""
+
+
+# --------------------------------------------------------------------------------------------
+# Traps
+# --------------------------------------------------------------------------------------------
+
+_TORCH_SHORTCUTS = (
+    ("torch.autograd", ("backward", "grad")),
+    ("torch.Tensor", ("backward",)),
+    ("torch.nn", ("RNN",)),
+    ("torch.nn.modules.rnn", ("RNN",)),
+    (
+        "torch.nn.utils",
+        ("clip_grad_norm_", "clip_grad_norm", "get_total_norm", "clip_grads_with_norm_"),
+    ),
+    (
+        "torch.nn.utils.clip_grad",
+        ("clip_grad_norm_", "clip_grad_norm", "_get_total_norm", "_clip_grads_with_norm_"),
+    ),
+)
+
+
+def _resolve(dotted: str) -> Any:
+    """Import ``dotted`` as a module, or as an attribute of its parent module (torch.Tensor)."""
+    try:
+        return importlib.import_module(dotted)
+    except ImportError:
+        parent, _, attribute = dotted.rpartition(".")
+        return getattr(importlib.import_module(parent), attribute)
+
+
+def _course_modules() -> list[Any]:
+    """The ``course`` submodules whose callables are off limits (all but ``course.checks``)."""
+    import course
+
+    modules = []
+    for info in sorted(pkgutil.iter_modules(course.__path__), key=lambda found: found.name):
+        if info.name.startswith("_") or info.name == "checks":
+            continue
+        try:
+            modules.append(importlib.import_module(f"course.{info.name}"))
+        except Exception:  # noqa: BLE001 - a helper that does not import cannot be called either
+            continue
+    return modules
+
+
+def shortcut_targets() -> list[tuple[Any, str, str]]:
+    """Every (owner, attribute, label) that :func:`no_shortcuts` replaces by a trap."""
+    targets = []
+    for owner_name, attributes in _TORCH_SHORTCUTS:
+        owner = _resolve(owner_name)
+        for attribute in attributes:
+            if hasattr(owner, attribute):
+                targets.append((owner, attribute, f"{owner_name}.{attribute.lstrip('_')}"))
+    for module in _course_modules():
+        for attribute, value in sorted(vars(module).items()):
+            origin = getattr(value, "__module__", None) or ""
+            if (
+                not attribute.startswith("_")
+                and callable(value)
+                and origin.startswith("course.")
+                and not origin.startswith("course.checks")
+            ):
+                targets.append((module, attribute, f"{module.__name__}.{attribute}"))
+    return targets
+
+
+def _function_name(function: Any) -> str:
+    return getattr(function, "__name__", None) or type(function).__name__
+
+
+@contextlib.contextmanager
+def no_shortcuts(function: Callable[..., Any], duty: str) -> Iterator[list[str]]:
+    """Replace every shortcut by a trap inside the ``with`` block; yield the list of trapped calls.
+
+    Both the module attributes (``torch.autograd.grad``) and the names in ``function``'s globals
+    that are bound to a shortcut (``from torch.autograd import grad`` in a notebook) are
+    replaced. A trap records its label and raises ShortcutUsed("<name> must <duty>; it called
+    <label>"). Everything is restored on exit, even after an error.
+    """
+    name = _function_name(function)
+    calls: list[str] = []
+
+    def make_trap(label: str) -> Callable[..., Any]:
+        def trap(*args: Any, **kwargs: Any) -> Any:
+            calls.append(label)
+            raise ShortcutUsed(f"{name} must {duty}; it called {label}")
+
+        trap.__name__ = f"trapped_{label.rpartition('.')[2]}"
+        return trap
+
+    namespace = getattr(function, "__globals__", None)
+    with contextlib.ExitStack() as stack:
+        for owner, attribute, label in shortcut_targets():
+            original = getattr(owner, attribute)
+            trap = make_trap(label)
+            stack.enter_context(mock.patch.object(owner, attribute, trap))
+            if isinstance(namespace, dict):
+                for key, value in list(namespace.items()):
+                    if value is original:
+                        namespace[key] = trap
+                        stack.callback(namespace.__setitem__, key, value)
+        yield calls
+
+
+def _call_by_hand(function: Callable[..., Any], duty: str, *args: Any) -> Any:
+    """Call ``function(*args)`` with every shortcut trapped, even if the function hides the trap."""
+    name = _function_name(function)
+    with no_shortcuts(function, duty) as calls:
+        try:
+            result = function(*args)
+        except ShortcutUsed:
+            raise
+        except Exception as error:
+            if calls:
+                raise ShortcutUsed(f"{name} must {duty}; it called {calls[0]}") from error
+            raise
+    if calls:
+        raise ShortcutUsed(f"{name} must {duty}; it called {calls[0]} (and caught the error)")
+    return result
+
+
+# --------------------------------------------------------------------------------------------
+# Test cases and references
+# --------------------------------------------------------------------------------------------
+
+
+def _strided(array: np.ndarray) -> np.ndarray:
+    """The same values, as a view that is not contiguous in memory."""
+    wide = np.zeros((*np.shape(array), 2), dtype=np.asarray(array).dtype)
+    wide[..., 0] = array
+    return wide[..., 0]
+
+
+@dataclass(frozen=True)
+class _Case:
+    label: str
+    seed: int
+    T: int
+    D: int
+    H: int
+    K: int
+    recurrent_scale: float = 0.8  # W is this times a Gaussian matrix / sqrt(H)
+    read_out_scale: float = 1.0
+    h0_scale: float = 0.5
+    score_offset: float = 0.0  # added to every entry of c
+    strided: bool = False
+    target_dtype: type = np.int64
+
+    def build(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+        rng = np.random.default_rng(self.seed)
+        xs = rng.normal(size=(self.T, self.D))
+        h0 = self.h0_scale * rng.normal(size=self.H)
+        params = {
+            "W": self.recurrent_scale * rng.normal(size=(self.H, self.H)) / np.sqrt(self.H),
+            "U": 0.7 * rng.normal(size=(self.H, self.D)),
+            "b": 0.2 * rng.normal(size=self.H),
+            "V": self.read_out_scale * rng.normal(size=(self.K, self.H)),
+            "c": rng.normal(size=self.K) + self.score_offset,
+        }
+        targets = rng.integers(0, self.K, size=self.T).astype(self.target_dtype)
+        if self.strided:
+            xs, h0 = _strided(xs), _strided(h0)
+            params = {name: _strided(value) for name, value in params.items()}
+        return xs, targets, h0, params
+
+
+@dataclass(frozen=True)
+class _Reference:
+    hs: np.ndarray
+    probs: np.ndarray
+    loss: float
+    grads: dict[str, np.ndarray]
+
+
+def _reference(
+    xs: np.ndarray, targets: np.ndarray, h0: np.ndarray, params: dict[str, np.ndarray]
+) -> _Reference:
+    """Forward pass, summed loss and gradients, with torch autograd in float64."""
+    leaves = {
+        name: torch.tensor(np.array(value, dtype=np.float64), requires_grad=True)
+        for name, value in {**params, "h0": h0}.items()
+    }
+    inputs = torch.tensor(np.array(xs, dtype=np.float64))
+    state = leaves["h0"]
+    states = []
+    for x_t in inputs:
+        state = torch.tanh(leaves["W"] @ state + leaves["U"] @ x_t + leaves["b"])
+        states.append(state)
+    hs = torch.stack(states)  # (T, H)
+    log_probs = torch.log_softmax(hs @ leaves["V"].T + leaves["c"], dim=1)  # (T, K)
+    ids = torch.as_tensor(np.asarray(targets, dtype=np.int64))
+    loss = torch.nn.functional.nll_loss(log_probs, ids, reduction="sum")
+    gradients = torch.autograd.grad(loss, [leaves[name] for name in GRADIENT_ORDER])
+    return _Reference(
+        hs=hs.detach().numpy(),
+        probs=log_probs.detach().exp().numpy(),
+        loss=float(loss.detach()),
+        grads={name: grad.numpy() for name, grad in zip(GRADIENT_ORDER, gradients, strict=True)},
+    )
+
+
+def _reference_clip(
+    grads: Mapping[str, np.ndarray], max_norm: float
+) -> tuple[dict[str, np.ndarray], float]:
+    """What ``torch.nn.utils.clip_grad_norm_`` makes of copies of ``grads``."""
+    holders = []
+    for value in grads.values():
+        holder = torch.zeros(np.shape(value), dtype=torch.float64, requires_grad=True)
+        holder.grad = torch.tensor(np.array(value, dtype=np.float64))
+        holders.append(holder)
+    total = torch.nn.utils.clip_grad_norm_(holders, max_norm)
+    clipped = {key: holder.grad.numpy() for key, holder in zip(grads, holders, strict=True)}
+    return clipped, float(total)
+
+
+# --------------------------------------------------------------------------------------------
+# Small assertions with messages that teach
+# --------------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _case(description: str) -> Iterator[None]:
+    """Prefix the message of any AssertionError raised inside the block with the case."""
+    try:
+        yield
+    except AssertionError as error:
+        message = f"[{description}] {error}"
+        try:
+            prefixed = type(error)(message)
+        except Exception:  # noqa: BLE001 - an AssertionError subclass with another signature
+            prefixed = AssertionError(message)
+        raise prefixed.with_traceback(error.__traceback__) from None
+
+
+def _describe(value: Any) -> str:
+    shape = getattr(value, "shape", None)
+    if shape is not None:
+        return f"{type(value).__name__} of shape {tuple(shape)}"
+    if isinstance(value, (tuple, list)):
+        return f"{type(value).__name__} of length {len(value)}"
+    return type(value).__name__
+
+
+def _unpack(result: Any, function_name: str, names: tuple[str, ...]) -> tuple[Any, ...]:
+    if not isinstance(result, (tuple, list)) or len(result) != len(names):
+        raise AssertionError(
+            f"{function_name} should return a tuple ({', '.join(names)}), got {_describe(result)}"
+        )
+    return tuple(result)
+
+
+def _expect_scalar(name: str, value: Any) -> float:
+    if isinstance(value, (str, bytes)) or value is None or np.ndim(value) != 0:
+        raise AssertionError(f"{name} should be a single number, got {_describe(value)}")
+    return float(value)
+
+
+def _snapshot(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {key: (item, np.array(item, copy=True)) for key, item in value.items()}
+    return np.array(value, copy=True)
+
+
+def _expect_unchanged(function_name: str, label: str, value: Any, snapshot: Any) -> None:
+    """Raise if ``value`` (an array, or a dict of arrays) differs from its ``snapshot``."""
+    if isinstance(snapshot, dict):
+        if set(value) != set(snapshot):
+            raise AssertionError(
+                f"{function_name} changed the keys of its input {label} from {sorted(snapshot)} "
+                f"to {sorted(value)}; it must leave its inputs unchanged"
+            )
+        for key, (original_object, original_values) in snapshot.items():
+            if value[key] is not original_object:
+                raise AssertionError(
+                    f"{function_name} replaced {label}[{key!r}] in its input dict; it must leave "
+                    "its inputs unchanged (build a new dict instead)"
+                )
+            _expect_unchanged(function_name, f"{label}[{key!r}]", value[key], original_values)
+        return
+    if not np.array_equal(value, snapshot):
+        change = float(np.max(np.abs(np.asarray(value, dtype=np.float64) - snapshot)))
+        raise AssertionError(
+            f"{function_name} modified its input {label} in place (largest change {change:.1e}); "
+            "it must leave its inputs unchanged (compute new arrays instead)"
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# Part A: rnn_forward and sequence_loss
+# --------------------------------------------------------------------------------------------
+
+FORWARD_CASES = (
+    _Case("T=1, D=3, H=4, K=5, non-zero h0", seed=11, T=1, D=3, H=4, K=5),
+    _Case("T=7, D=2, H=5, K=3, non-contiguous arrays", seed=12, T=7, D=2, H=5, K=3, strided=True),
+    _Case(
+        "T=4, D=4, H=3, K=6, scores near 1000 (a naive softmax overflows)",
+        seed=13,
+        T=4,
+        D=4,
+        H=3,
+        K=6,
+        read_out_scale=10.0,
+        score_offset=1000.0,
+    ),
+    _Case(
+        "T=12, D=1, H=6, K=2, zero h0, strong recurrence, int32 targets",
+        seed=14,
+        T=12,
+        D=1,
+        H=6,
+        K=2,
+        recurrent_scale=2.0,
+        h0_scale=0.0,
+        target_dtype=np.int32,
+    ),
+)
+
+
+def check_rnn_forward(rnn_forward: Callable[..., Any], sequence_loss: Callable[..., Any]) -> None:
+    """Hidden test of Part A: hidden states, probabilities and summed loss on new cases.
+
+    ``sequence_loss`` gets the reference probabilities, so that a mistake in ``rnn_forward``
+    is not counted twice.
+    """
+    for case in FORWARD_CASES:
+        xs, targets, h0, params = case.build()
+        expected = _reference(xs, targets, h0, params)
+        before = {"xs": _snapshot(xs), "h0": _snapshot(h0), "params": _snapshot(params)}
+        with _case(f"rnn_forward, {case.label}"):
+            result = _call_by_hand(rnn_forward, FORWARD_DUTY, xs, h0, params)
+            hs, probs = _unpack(result, "rnn_forward", ("hs", "probs"))
+            for label, value in (("xs", xs), ("h0", h0), ("params", params)):
+                _expect_unchanged("rnn_forward", label, value, before[label])
+            assert_close("hs", hs, expected.hs, atol=1e-9, rtol=1e-7, against="the reference")
+            assert_close(
+                "probs", probs, expected.probs, atol=1e-9, rtol=1e-7, against="the reference"
+            )
+
+        probs_in = expected.probs.copy()
+        with _case(f"sequence_loss, {case.label}"):
+            loss = _call_by_hand(sequence_loss, FORWARD_DUTY, probs_in, targets)
+            value = _expect_scalar("sequence_loss", loss)
+            _expect_unchanged("sequence_loss", "probs", probs_in, expected.probs)
+            if case.T > 1 and abs(value - expected.loss / case.T) < 1e-9 * max(1.0, expected.loss):
+                raise AssertionError(
+                    f"sequence_loss returned {value:.6g}, the mean over the {case.T} steps; "
+                    f"the loss is their sum, {expected.loss:.6g}"
+                )
+            assert_close(
+                "sequence_loss", value, expected.loss, atol=1e-8, rtol=1e-9, against="the reference"
+            )
+    print(f"check_rnn_forward: all {len(FORWARD_CASES)} hidden cases passed.")
+
+
+# --------------------------------------------------------------------------------------------
+# Part B: rnn_backward
+# --------------------------------------------------------------------------------------------
+
+BACKWARD_CASES = (
+    _Case("T=1, D=2, H=3, K=4, non-zero h0", seed=21, T=1, D=2, H=3, K=4),
+    _Case("T=9, D=3, H=5, K=4, non-contiguous arrays", seed=22, T=9, D=3, H=5, K=4, strided=True),
+    _Case(
+        "T=5, D=2, H=4, K=3, scores near 1000 (a naive softmax overflows)",
+        seed=23,
+        T=5,
+        D=2,
+        H=4,
+        K=3,
+        read_out_scale=3.0,
+        score_offset=1000.0,
+    ),
+    _Case(
+        "T=25, D=2, H=3, K=2, long sequence, strong recurrence, int32 targets",
+        seed=24,
+        T=25,
+        D=2,
+        H=3,
+        K=2,
+        recurrent_scale=2.0,
+        target_dtype=np.int32,
+    ),
+)
+
+
+def check_rnn_backward(rnn_backward: Callable[..., Any]) -> None:
+    """Hidden test of Part B: every gradient against autograd on new cases, no autograd inside."""
+    for case in BACKWARD_CASES:
+        xs, targets, h0, params = case.build()
+        expected = _reference(xs, targets, h0, params)
+        before = {"xs": _snapshot(xs), "h0": _snapshot(h0), "params": _snapshot(params)}
+        with _case(f"rnn_backward, {case.label}"):
+            grads = _call_by_hand(rnn_backward, BACKWARD_DUTY, xs, targets, h0, params)
+            for label, value in (("xs", xs), ("h0", h0), ("params", params)):
+                _expect_unchanged("rnn_backward", label, value, before[label])
+            if not isinstance(grads, Mapping):
+                raise AssertionError(
+                    f"rnn_backward should return a dict of gradients, got {_describe(grads)}"
+                )
+            missing = [name for name in GRADIENT_ORDER if name not in grads]
+            if missing:
+                raise AssertionError(
+                    f"rnn_backward returned no gradient for {', '.join(map(repr, missing))}; "
+                    "expected the keys 'W', 'U', 'b', 'V', 'c' and 'h0'"
+                )
+            for name in GRADIENT_ORDER:
+                assert_close(
+                    f"d{name}",
+                    grads[name],
+                    expected.grads[name],
+                    atol=1e-8,
+                    rtol=1e-6,
+                    against="autograd",
+                )
+    print(f"check_rnn_backward: all {len(BACKWARD_CASES)} hidden cases passed.")
+
+
+# --------------------------------------------------------------------------------------------
+# Part C: clip_by_global_norm
+# --------------------------------------------------------------------------------------------
+
+
+def _scaled_to(
+    norms: Mapping[str, tuple[tuple[int, ...], float]], seed: int
+) -> dict[str, np.ndarray]:
+    """Random arrays of the given shapes, each rescaled to the given Euclidean norm."""
+    rng = np.random.default_rng(seed)
+    arrays = {}
+    for key, (shape, norm) in norms.items():
+        raw = rng.normal(size=shape)
+        arrays[key] = raw * (norm / np.linalg.norm(raw)) if norm else np.zeros(shape)
+    return arrays
+
+
+def clip_cases() -> list[tuple[str, dict[str, np.ndarray], float]]:
+    """(label, grads, max_norm) of every hidden clipping case."""
+    six = {"W": (4, 4), "U": (4, 3), "b": (4,), "V": (2, 4), "c": (2,), "h0": (4,)}
+    below = _scaled_to({"W": ((2, 5), 0.6), "kernel": ((2, 3, 4), 0.6)}, seed=33)
+    return [
+        (
+            "six gradients of norm 2 each (global norm 4.9), max_norm=3",
+            _scaled_to({key: (shape, 2.0) for key, shape in six.items()}, seed=31),
+            3.0,
+        ),
+        (
+            "an exploding gradient next to a tiny one, max_norm=5",
+            _scaled_to({"W": ((3, 3), 2.5e3), "b": ((3,), 1e-3)}, seed=32),
+            5.0,
+        ),
+        ("global norm 0.85, below max_norm=1 (an int): nothing to clip", below, 1),
+        ("all-zero gradients, max_norm=0.5", {"W": np.zeros((3, 3)), "b": np.zeros(3)}, 0.5),
+        (
+            "non-contiguous and 3-D gradients, max_norm=0.25",
+            {
+                key: _strided(value)
+                for key, value in _scaled_to(
+                    {"A": ((2, 2, 3), 0.3), "z": ((5,), 0.4)}, seed=34
+                ).items()
+            },
+            0.25,
+        ),
+    ]
+
+
+def check_clip_by_global_norm(clip_by_global_norm: Callable[..., Any]) -> None:
+    """Hidden test of Part C: global (not per-tensor) scaling, new arrays, inputs untouched."""
+    cases = clip_cases()
+    for label, grads, max_norm in cases:
+        expected, expected_total = _reference_clip(grads, max_norm)
+        nothing_to_clip = expected_total <= max_norm
+        before = _snapshot(grads)
+        with _case(f"clip_by_global_norm, {label}"):
+            result = _call_by_hand(clip_by_global_norm, CLIP_DUTY, grads, max_norm)
+            _expect_unchanged("clip_by_global_norm", "grads", grads, before)
+            clipped, total = _unpack(result, "clip_by_global_norm", ("clipped", "total_norm"))
+            if not isinstance(clipped, Mapping):
+                raise AssertionError(
+                    f"clip_by_global_norm should return a dict as clipped, got {_describe(clipped)}"
+                )
+            if clipped is grads:
+                raise AssertionError(
+                    "clip_by_global_norm returned its input dict as clipped; return a new dict"
+                )
+            if set(clipped) != set(grads):
+                raise AssertionError(
+                    f"clipped has the keys {sorted(clipped)}, but grads has {sorted(grads)}"
+                )
+            assert_close(
+                "total_norm",
+                _expect_scalar("total_norm", total),
+                expected_total,
+                atol=1e-9,
+                rtol=1e-9,
+                against="the norm before clipping",
+            )
+            for key, value in grads.items():
+                assert_close(
+                    f"clipped[{key!r}]",
+                    clipped[key],
+                    expected[key],
+                    atol=1e-12 if nothing_to_clip else 1e-6,
+                    rtol=1e-6,
+                    against="the unchanged gradient" if nothing_to_clip else "clip_grad_norm_",
+                )
+                returned = clipped[key]
+                if returned is value or (
+                    isinstance(returned, np.ndarray) and np.may_share_memory(returned, value)
+                ):
+                    raise AssertionError(
+                        f"clipped[{key!r}] is (a view of) the input array grads[{key!r}]; return "
+                        "new arrays, also when nothing needs clipping"
+                    )
+
+    for bad in (0, 0.0, -1.0):
+        grads = _scaled_to({"W": ((2, 2), 1.0)}, seed=35)
+        call = f"clip_by_global_norm(grads, max_norm={bad!r})"
+        try:
+            _call_by_hand(clip_by_global_norm, CLIP_DUTY, grads, bad)
+        except ValueError:
+            continue
+        except ShortcutUsed:
+            raise
+        except Exception as error:
+            raise AssertionError(
+                f"{call} should raise ValueError, but raised {type(error).__name__}: {error}"
+            ) from error
+        raise AssertionError(
+            f"{call} should raise ValueError (the threshold must be positive), but it returned"
+        )
+    print(f"check_clip_by_global_norm: all {len(cases) + 3} hidden cases passed.")

@@ -1,0 +1,197 @@
+"""Unit tests of course.checks: the values it accepts and every message it gives."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+import torch
+
+from course.checks import as_numpy, assert_close, expect_dtype, expect_shape
+
+# --------------------------------------------------------------------------------------------
+# as_numpy
+# --------------------------------------------------------------------------------------------
+
+
+def test_as_numpy_detaches_and_copies_tensors():
+    tensor = torch.tensor([1.0, 2.0], requires_grad=True)
+    array = as_numpy(tensor * 2, "y")
+    assert isinstance(array, np.ndarray)
+    np.testing.assert_array_equal(array, [2.0, 4.0])
+
+
+def test_as_numpy_accepts_arrays_lists_and_scalars():
+    original = np.arange(3.0)
+    assert as_numpy(original, "x") is original
+    np.testing.assert_array_equal(as_numpy([[1, 2], [3, 4]], "x"), [[1, 2], [3, 4]])
+    assert as_numpy(2.5, "x").shape == ()
+
+
+@pytest.mark.parametrize(
+    ("value", "type_name"),
+    [(None, "NoneType"), ("abc", "str"), (b"abc", "bytes"), ({"a": 1}, "dict")],
+)
+def test_as_numpy_rejects_non_arrays_naming_the_quantity(value, type_name):
+    with pytest.raises(TypeError, match=rf"^hs: expected an array or tensor, got {type_name}$"):
+        as_numpy(value, "hs")
+
+
+def test_as_numpy_rejects_ragged_lists():
+    with pytest.raises(TypeError, match=r"^probs: expected an array or tensor, got list$"):
+        as_numpy([[1.0, 2.0], [3.0]], "probs")
+
+
+def test_as_numpy_rejects_values_that_numpy_cannot_convert():
+    class Unconvertible:
+        def __array__(self, dtype=None, copy=None):
+            raise TypeError("no")
+
+    with pytest.raises(TypeError, match=r"^x: expected an array or tensor, got Unconvertible$"):
+        as_numpy(Unconvertible(), "x")
+
+
+def test_as_numpy_rejects_object_arrays():
+    with pytest.raises(
+        TypeError, match=r"^x: expected a numeric array, got a ragged or object array$"
+    ):
+        as_numpy([object(), object()], "x")
+
+
+# --------------------------------------------------------------------------------------------
+# expect_shape
+# --------------------------------------------------------------------------------------------
+
+
+def test_expect_shape_binds_named_dimensions():
+    assert expect_shape(np.zeros((5, 3)), ("T", "D"), "xs") == {"T": 5, "D": 3}
+    assert expect_shape(torch.zeros(4, 4), ("H", "H"), "W") == {"H": 4}
+    assert expect_shape([[1, 2, 3]], (1, None), "row") == {}
+
+
+def test_expect_shape_reports_the_number_of_dimensions():
+    with pytest.raises(
+        ValueError, match=r"^xs: expected 2 dimensions \(T, D\), got 1 dimensions \(5,\)$"
+    ):
+        expect_shape(np.zeros(5), ("T", "D"), "xs")
+
+
+def test_expect_shape_reports_a_named_dimension_that_disagrees():
+    message = (
+        "W: dimension 1 (H) should be 3 to match the earlier H, got 4; "
+        "expected shape (H, H), got (3, 4)"
+    )
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        expect_shape(np.zeros((3, 4)), ("H", "H"), "W")
+
+
+def test_expect_shape_reports_a_fixed_dimension_and_writes_wildcards_as_stars():
+    message = "x: expected shape (3, *), got (4, 2) (dimension 0 should be 3, not 4)"
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        expect_shape(np.zeros((4, 2)), (3, None), "x")
+
+
+def test_expect_shape_writes_one_dimensional_shapes_with_a_comma():
+    with pytest.raises(ValueError, match=re.escape("expected shape (4,), got (3,)")):
+        expect_shape(np.zeros(3), (4,), "b")
+
+
+def test_expect_shape_rejects_non_arrays():
+    with pytest.raises(TypeError, match="^b: expected an array or tensor, got NoneType$"):
+        expect_shape(None, (4,), "b")
+
+
+# --------------------------------------------------------------------------------------------
+# expect_dtype
+# --------------------------------------------------------------------------------------------
+
+
+def test_expect_dtype_accepts_the_given_kinds():
+    expect_dtype(np.zeros(2), "f", "x")
+    expect_dtype(torch.zeros(2, dtype=torch.int64), "iu", "ids")
+    expect_dtype(np.array([True]), "b", "mask")
+
+
+def test_expect_dtype_names_the_wanted_and_the_given_dtype():
+    with pytest.raises(TypeError, match=r"^xs: expected a floating point array, got dtype int64$"):
+        expect_dtype(np.arange(3, dtype=np.int64), "f", "xs")
+    with pytest.raises(
+        TypeError,
+        match=r"^targets: expected a signed integer or unsigned integer array, got dtype float32$",
+    ):
+        expect_dtype(torch.zeros(2), "iu", "targets")
+    with pytest.raises(TypeError, match=r"^flags: expected a boolean array, got dtype float64$"):
+        expect_dtype(np.zeros(1), "b", "flags")
+
+
+def test_expect_dtype_falls_back_to_the_kind_code_for_other_kinds():
+    with pytest.raises(TypeError, match=r"^z: expected a c array, got dtype float64$"):
+        expect_dtype(np.zeros(1), "c", "z")
+
+
+# --------------------------------------------------------------------------------------------
+# assert_close
+# --------------------------------------------------------------------------------------------
+
+
+def test_assert_close_passes_within_tolerance_for_arrays_tensors_and_scalars():
+    assert_close("x", np.array([1.0, 2.0]), [1.0, 2.0 + 5e-7])
+    assert_close("x", torch.tensor([1.0, 2.0]), np.array([1.0, 2.0]))
+    assert_close("loss", 3.0, np.float64(3.0))
+    assert_close("x", np.zeros((0, 3)), np.zeros((0, 3)))
+
+
+def test_assert_close_gives_the_message_of_its_docstring():
+    got = np.zeros((2, 5))
+    expected = np.zeros((2, 5))
+    got[1, 4], expected[1, 4] = 0.512, 0.481
+    message = (
+        "dW differs from autograd by 3.1e-02 at [1, 4] (got 0.512, expected 0.481; tolerance 1e-06)"
+    )
+    with pytest.raises(AssertionError, match=f"^{re.escape(message)}$"):
+        assert_close("dW", got, expected, against="autograd")
+
+
+def test_assert_close_reports_the_worst_entry_relative_to_the_tolerance():
+    expected = np.array([100.0, 1.0])
+    got = np.array([100.5, 1.2])  # 0.5 is within rtol on 100, 0.2 is not within it on 1
+    with pytest.raises(AssertionError, match=re.escape("by 2.0e-01 at [1] (got 1.2, expected 1;")):
+        assert_close("v", got, expected, atol=0.0, rtol=0.01)
+    assert_close("v", np.array([100.5, 1.005]), expected, atol=0.0, rtol=0.01)
+
+
+def test_assert_close_on_a_scalar_has_no_index_and_default_wording():
+    message = "loss differs from the reference by 5.0e-01 (got 1.5, expected 1; tolerance 0.1)"
+    with pytest.raises(AssertionError, match=f"^{re.escape(message)}$"):
+        assert_close("loss", 1.5, 1.0, atol=0.1)
+
+
+def test_assert_close_reports_a_shape_mismatch():
+    message = "dW has shape (3, 2), but autograd has shape (2, 3)"
+    with pytest.raises(AssertionError, match=f"^{re.escape(message)}$"):
+        assert_close("dW", np.zeros((3, 2)), np.zeros((2, 3)), against="autograd")
+    with pytest.raises(
+        AssertionError, match=re.escape("b has shape (4,), but the reference has shape (1, 4)")
+    ):
+        assert_close("b", np.zeros(4), np.zeros((1, 4)))
+
+
+@pytest.mark.parametrize(("bad", "shown"), [(np.nan, "nan"), (np.inf, "inf"), (-np.inf, "-inf")])
+def test_assert_close_reports_the_first_non_finite_entry(bad, shown):
+    got = np.array([[0.0, 1.0], [bad, bad]])
+    message = f"probs contains {shown} at [1, 0]; expected finite values"
+    with pytest.raises(AssertionError, match=f"^{re.escape(message)}$"):
+        assert_close("probs", got, np.zeros((2, 2)))
+
+
+def test_assert_close_rejects_values_that_are_not_arrays():
+    with pytest.raises(TypeError, match=r"^hs: expected an array or tensor, got NoneType$"):
+        assert_close("hs", None, np.zeros(2))
+    with pytest.raises(TypeError, match=r"^expected hs: expected an array or tensor, got dict$"):
+        assert_close("hs", np.zeros(2), {"a": 1})
+
+
+def test_assert_close_refuses_a_broken_reference():
+    with pytest.raises(ValueError, match="expected dW contains non-finite values"):
+        assert_close("dW", np.zeros(2), np.array([0.0, np.nan]))
