@@ -17,7 +17,7 @@ import pytest
 
 from tools import assignments as nbg
 from tools import leaks
-from tools.build import BOOK, DIST
+from tools.build import BOOK, BUILD, DIST
 from tools.submissions import HIDDEN_BLOCK, hardcoded_submission, is_test_code, write
 
 ASSIGNMENTS = nbg.assignment_ids()
@@ -179,3 +179,12 @@ def test_the_leak_check_finds_a_planted_solution_line(tmp_path):
     data["cells"][0]["source"] = [secret + "\n"]
     notebook.write_text(json.dumps(data))
     assert {p.name for p, _ in leaks.find_leaks(tmp_path, {secret})} == {"page.html", "copy.ipynb"}
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_the_leak_check_finds_the_solution_in_the_reference_notebook(assignment):
+    reference = BUILD / "solutions" / assignment
+    found = {line for _, line in leaks.find_leaks(reference, SECRETS)}
+    assert len(found) >= 20, (
+        f"only {len(found)} secret lines found in the reference notebook itself"
+    )

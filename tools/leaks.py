@@ -118,12 +118,16 @@ def readable_text(path: Path) -> str:
 
 
 def find_leaks(root: Path, secrets: set[str]) -> list[tuple[Path, str]]:
-    """Every (file, secret line) pair where a secret line appears in a text file below ``root``."""
+    """Every (file, secret line) pair where a secret line stands as a line of a text file below ``root``.
+
+    Lines are compared whole, after folding white space, in what a reader sees (HTML without its
+    tags, notebook cells and outputs), so syntax highlighting or JSON escaping hides nothing.
+    """
     leaks = []
     files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
     for path in files:
         if path.suffix not in TEXT_SUFFIXES:
             continue
-        text = normalise(readable_text(path))
-        leaks += [(path, line) for line in secrets if line in text]
+        lines = {normalise(line) for line in readable_text(path).splitlines()}
+        leaks += [(path, line) for line in sorted(secrets & lines)]
     return leaks

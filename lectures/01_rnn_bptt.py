@@ -1,0 +1,608 @@
+# ---
+# jupyter:
+#   course:
+#     budget_seconds: 60
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Lecture 1: Recurrent networks and backpropagation through time
+#
+# A recurrent neural network (RNN) reads a sequence one element at a time and keeps a
+# running summary of what it has read so far, its *hidden state*. The same weights are
+# used at every step, so one small set of parameters handles sequences of any length.
+#
+# This lecture builds an RNN from its equations and trains it, in six steps:
+#
+# 1. the RNN cell and its loss, written by hand and checked against `torch.nn.RNN`;
+# 2. backpropagation through time (BPTT), written by hand and checked against autograd;
+# 3. truncated BPTT, and why it is not the same thing as an n-gram window;
+# 4. vanishing and exploding gradients, measured, and gradient clipping;
+# 5. a widget to explore how gradients fade or blow up;
+# 6. a character-level RNN language model trained on Python's own source code.
+#
+# Everything runs on a CPU in well under a minute, with fixed seeds.
+
+# %%
+import math
+import time
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+from torch.nn import functional as F
+
+from course.data import CharVocab, load_python_source
+from course.metrics import record
+from course.models import CharRNN, rescale_spectral_radius_, spectral_radius
+from course.train import bits_per_char, ngram_bits_per_char, sample, train_language_model
+from course.viz import interact_gradient_norms, plot_gradient_norms, plot_training_histories
+
+torch.manual_seed(0)
+torch.set_num_threads(1)  # small models: one thread is as fast, and robust on a busy 2-core CPU
+torch.set_printoptions(precision=4, sci_mode=False)
+LECTURE_START = time.perf_counter()
+
+# %% [markdown]
+# ## 1. The RNN cell
+#
+# At step $t$ the network receives an input vector $x_t$ (here the one-hot code of a
+# character, of size $K$, the vocabulary size) and the previous hidden state $h_{t-1}$
+# (of size $H$). It mixes them into a new state and reads a prediction out of that state:
+#
+# $$h_t = \tanh\left(W h_{t-1} + U x_t + b\right), \qquad
+#   \hat y_t = \operatorname{softmax}\left(V h_t + c\right).$$
+#
+# $W \in \mathbb{R}^{H\times H}$ is the recurrent matrix, $U \in \mathbb{R}^{H\times K}$
+# the input matrix and $V \in \mathbb{R}^{K\times H}$ the output matrix. They do not
+# depend on $t$. *Unrolling* the loop over $T$ steps gives an ordinary, if deep,
+# feed-forward network in which every layer shares the same weights.
+#
+# For language modelling the target $y_t$ is the next character, as a one-hot vector.
+# The loss of the whole sequence is the cross-entropy summed over the steps:
+#
+# $$L = \sum_{t=1}^{T} \mathrm{CE}(y_t, \hat y_t)
+#     = -\sum_{t=1}^{T} \sum_{w=1}^{K} y_{t,w} \log \hat y_{t,w}
+#     = -\sum_{t=1}^{T} \log \hat y_{t,\,\text{target}_t}.$$
+#
+# We write the cell in float64 on a toy text, so that later comparisons are exact to many
+# digits.
+
+# %%
+toy_text = "to be or not to be"
+toy_vocab = sorted(set(toy_text))
+K, H = len(toy_vocab), 4
+toy_ids = torch.tensor([toy_vocab.index(ch) for ch in toy_text])
+inputs, targets = toy_ids[:-1], toy_ids[1:]  # predict each next character
+T = len(inputs)
+xs = F.one_hot(inputs, K).double()  # (T, K)
+
+g = torch.Generator().manual_seed(0)
+
+
+def parameter(*shape: int) -> torch.Tensor:
+    return (0.5 * torch.randn(*shape, generator=g, dtype=torch.float64)).requires_grad_()
+
+
+params = {"W": parameter(H, H), "U": parameter(H, K), "b": parameter(H)}
+params |= {"V": parameter(K, H), "c": parameter(K), "h0": parameter(H)}
+print(f"K = {K} characters {toy_vocab}, H = {H}, T = {T}")
+
+
+def rnn_forward(xs, targets, W, U, b, V, c, h0):
+    """xs: (T, K) one-hot inputs, targets: (T,) ids. Returns hs (T+1, H), probs (T, K), loss."""
+    hs, probs, loss = [h0], [], 0.0
+    for t in range(1, len(xs) + 1):  # math time t = 1..T; xs[t-1] is x_t
+        h = torch.tanh(W @ hs[t - 1] + U @ xs[t - 1] + b)  # (H,)
+        y_hat = torch.softmax(V @ h + c, dim=0)  # (K,)
+        loss = loss - torch.log(y_hat[targets[t - 1]])  # CE with a one-hot target
+        hs.append(h)
+        probs.append(y_hat)
+    return torch.stack(hs), torch.stack(probs), loss  # hs[0] is h_0
+
+
+hs, probs, loss = rnn_forward(xs, targets, **params)
+print(f"hidden states {tuple(hs.shape)}, predictions {tuple(probs.shape)}, loss {loss.item():.4f}")
+print(f"a uniform guess would give T log K = {T * math.log(K):.4f}")
+
+# %% [markdown]
+# PyTorch's `nn.RNN` implements the same recurrence. It splits the bias in two
+# (`bias_ih + bias_hh`), so we copy $b$ into one and zero the other; $W$ is `weight_hh`
+# and $U$ is `weight_ih`. The readout $V h_t + c$ is not part of `nn.RNN`.
+
+# %%
+rnn = torch.nn.RNN(K, H, nonlinearity="tanh", dtype=torch.float64)
+with torch.no_grad():
+    rnn.weight_hh_l0.copy_(params["W"])
+    rnn.weight_ih_l0.copy_(params["U"])
+    rnn.bias_ih_l0.copy_(params["b"])
+    rnn.bias_hh_l0.zero_()
+    torch_hs, torch_h_last = rnn(xs, params["h0"][None])  # (T, H), (1, H)
+difference = (torch_hs - hs[1:]).abs().max().item()
+print(f"max |h_t(ours) - h_t(nn.RNN)| over all t and units: {difference:.2e}")
+assert difference < 1e-12
+
+# %% [markdown]
+# ## 2. Backpropagation through time, by hand
+#
+# Because the weights are shared, the gradient of $L$ with respect to $W$ is a sum over
+# all the places where $W$ is used. Write $a_t = W h_{t-1} + U x_t + b$ for the
+# pre-activation and $o_t = V h_t + c$ for the logits. Softmax and cross-entropy
+# together have the simple gradient
+#
+# $$\delta^o_t := \frac{\partial L}{\partial o_t} = \hat y_t - y_t .$$
+#
+# The hidden state $h_t$ influences the loss in two ways: directly through its own
+# prediction $\hat y_t$, and indirectly through $h_{t+1}$, which it helps to compute.
+# The chain rule adds the two, which gives a recursion that runs *backwards* in time:
+#
+# $$\frac{\partial L}{\partial h_t}
+#   = \underbrace{V^\top \delta^o_t}_{\text{local: loss at step } t}
+#   + \underbrace{W^\top \delta^a_{t+1}}_{\text{carried back from } t+1},
+#   \qquad
+#   \delta^a_t := \frac{\partial L}{\partial a_t}
+#   = \frac{\partial L}{\partial h_t} \odot \left(1 - h_t^{2}\right),$$
+#
+# starting from $\delta^a_{T+1} = 0$ (nothing comes after the last step). Each weight's
+# gradient then sums one term per step:
+#
+# $$\frac{\partial L}{\partial V} = \sum_t \delta^o_t h_t^\top, \quad
+#   \frac{\partial L}{\partial c} = \sum_t \delta^o_t, \quad
+#   \frac{\partial L}{\partial W} = \sum_t \delta^a_t h_{t-1}^\top, \quad
+#   \frac{\partial L}{\partial U} = \sum_t \delta^a_t x_t^\top, \quad
+#   \frac{\partial L}{\partial b} = \sum_t \delta^a_t, \quad
+#   \frac{\partial L}{\partial h_0} = W^\top \delta^a_1 .$$
+
+
+# %%
+@torch.no_grad()
+def bptt_gradients(xs, targets, hs, probs, W, V):
+    """The backward pass of rnn_forward, without autograd. Returns (grads, parts).
+
+    grads: dL/dW, dL/dU, dL/db, dL/dV, dL/dc, dL/dh0. parts: for each t, the norms of the
+    local and the carried terms of dL/dh_t.
+    """
+    T, K = xs.shape
+    H = W.shape[0]
+    zeros = lambda *shape: torch.zeros(*shape, dtype=torch.float64)
+    grads = {"W": zeros(H, H), "U": zeros(H, K), "b": zeros(H), "V": zeros(K, H), "c": zeros(K)}
+    carried = torch.zeros(H, dtype=torch.float64)  # W^T delta^a_{T+1} = 0
+    parts = []
+    for t in range(T, 0, -1):  # t = T, T-1, ..., 1
+        h_t, h_prev, x_t = hs[t], hs[t - 1], xs[t - 1]
+        d_o = probs[t - 1] - F.one_hot(targets[t - 1], K)  # (K,)  y_hat - y
+        grads["V"] += torch.outer(d_o, h_t)  # (K, H)
+        grads["c"] += d_o
+        local = V.T @ d_o  # (H,)
+        d_h = local + carried  # (H,)  dL/dh_t
+        d_a = d_h * (1 - h_t**2)  # (H,)  dL/da_t, through tanh
+        grads["W"] += torch.outer(d_a, h_prev)  # (H, H)
+        grads["U"] += torch.outer(d_a, x_t)  # (H, K)
+        grads["b"] += d_a
+        carried = W.T @ d_a  # (H,)  the part of dL/dh_{t-1} that comes from step t
+        parts.append((t, local.norm().item(), (d_h - local).norm().item()))
+    grads["h0"] = carried  # dL/dh_0 = W^T delta^a_1
+    return grads, parts[::-1]
+
+
+hand, parts = bptt_gradients(xs, targets, hs.detach(), probs.detach(), params["W"], params["V"])
+
+for p in params.values():
+    p.grad = None
+loss.backward()  # autograd on the same graph
+print(f"{'gradient':>10}  {'shape':>8}  max |hand - autograd|")
+for name, p in params.items():
+    gap = (hand[name] - p.grad).abs().max().item()
+    print(f"{'dL/d' + name:>10}  {str(tuple(p.shape)):>8}  {gap:.2e}")
+    assert gap < 1e-6, f"dL/d{name} differs from autograd by {gap:.2e}"
+
+# %% [markdown]
+# The hand-written pass agrees with autograd to rounding error. The recursion also shows
+# where the gradient of an early state comes from: mostly from the future, carried back
+# one step at a time.
+
+# %%
+steps = [t for t, _, _ in parts]
+fig, ax = plt.subplots(figsize=(7, 3))
+ax.bar(
+    np.array(steps) - 0.2, [lo for _, lo, _ in parts], width=0.4, label=r"local $V^\top\delta^o_t$"
+)
+ax.bar(
+    np.array(steps) + 0.2,
+    [ca for _, _, ca in parts],
+    width=0.4,
+    label=r"carried $W^\top\delta^a_{t+1}$",
+)
+ax.set_xticks(steps)
+ax.set_xlabel("step t")
+ax.set_ylabel("norm")
+ax.set_title(r"The two terms of $\partial L / \partial h_t$")
+ax.legend()
+plt.show()
+
+# %% [markdown]
+# ## 3. Truncated BPTT
+#
+# Full BPTT on a long text (a book, or a whole source file) would keep every hidden
+# state of the text in memory and make one update per pass. Instead we cut the stream
+# into chunks of $k$ steps and update the weights after each chunk. The hidden state is
+# *carried* from one chunk into the next, but *detached* from the graph:
+#
+# $$h_{\text{start of chunk}} \leftarrow \operatorname{stopgrad}\left(h_{\text{end of previous chunk}}\right).$$
+#
+# The forward computation is unchanged; only the backward recursion of Section 2 is
+# stopped at the chunk border, so the "carried" term there is set to zero.
+
+# %%
+text = load_python_source(max_chars=400_000, split="train")
+vocab = CharVocab.from_text(text)
+ids = vocab.encode(text)  # (N,)
+
+
+def truncated_bptt(model, ids, chunk, optimizer=None):
+    """Read ids (N,) in chunks of `chunk` steps, carrying the hidden state across chunks.
+
+    With an optimizer, update after every chunk (TBPTT training). Without one, accumulate
+    the gradients of all chunks in .grad (to compare with full BPTT). Returns chunk losses.
+    """
+    model.zero_grad()
+    losses, h = [], None
+    for start in range(0, len(ids) - 1, chunk):
+        y = ids[start + 1 : start + chunk + 1]  # (k,) next characters
+        x = ids[start : start + len(y)]  # (k,)
+        logits, h = model(x[None], h)  # (1, k, K), (1, 1, H)
+        loss = F.cross_entropy(logits[0], y, reduction="sum")
+        loss.backward()
+        h = h.detach()  # keep the value, cut the graph: the truncation
+        losses.append(loss.item() / len(y))
+        if optimizer is not None:
+            optimizer.step()
+            optimizer.zero_grad()
+    return losses
+
+
+torch.manual_seed(0)
+small = CharRNN(len(vocab), 64)
+chunk_losses = truncated_bptt(
+    small, ids[:20_000], 32, torch.optim.Adam(small.parameters(), lr=3e-3)
+)
+print(
+    f"{len(chunk_losses)} updates of 32 steps; loss {np.mean(chunk_losses[:20]):.2f} -> "
+    f"{np.mean(chunk_losses[-20:]):.2f} nats/char (first vs last 20 chunks)"
+)
+
+# %% [markdown]
+# How much of the true gradient survives the cut? We take one stretch of 256 characters,
+# compute the full BPTT gradient of its summed loss with respect to $W$, then the
+# truncated one for chunk lengths $k = 1, 2, 4, \dots, 256$ (same weights, no update), and
+# report the relative error $\lVert g_k - g\rVert / \lVert g\rVert$. We repeat this after
+# rescaling $W$ to other spectral radii $\rho$ (Section 4 explains why $\rho$ matters).
+
+# %%
+stretch = ids[50_000:50_257]  # 256 predictions
+chunks = [1, 2, 4, 8, 16, 32, 64, 128, 256]
+trained_rho = spectral_radius(small.rnn.weight_hh_l0)
+errors = {}
+for rho in (0.5, None, 2.0):
+    model = CharRNN(len(vocab), 64)
+    model.load_state_dict(small.state_dict())
+    if rho is not None:
+        rescale_spectral_radius_(model.rnn.weight_hh_l0, rho)
+    truncated_bptt(model, stretch, chunk=256)
+    full = model.rnn.weight_hh_l0.grad.clone()
+    label = f"trained W, ρ = {trained_rho:.2f}" if rho is None else f"W rescaled to ρ = {rho:g}"
+    errors[label] = []
+    for k in chunks:
+        truncated_bptt(model, stretch, chunk=k)
+        errors[label].append(((model.rnn.weight_hh_l0.grad - full).norm() / full.norm()).item())
+
+# Forward only: how much do the predictions change when the first character is replaced?
+# (in float64, so that tiny differences are not lost in float32 rounding)
+with torch.no_grad():
+    other = stretch.clone()
+    other[0] = vocab.encode("~")[0]
+    assert other[0] != stretch[0]
+    small64 = CharRNN(len(vocab), 64).double()
+    small64.load_state_dict(small.state_dict())
+    logits_a, _ = small64(stretch[None])  # (1, N, K)
+    logits_b, _ = small64(other[None])  # (1, N, K)
+    influence = (logits_a - logits_b)[0].norm(dim=1)  # (N,)
+print(f"character 1 changed from {vocab.decode(stretch[:1])!r} to '~'")
+
+fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 3.6))
+for label, errs in errors.items():
+    ax1.plot(chunks, errs, "o-", label=label)
+ax1.set_xscale("log", base=2)
+ax1.set_xlabel("chunk length k")
+ax1.set_ylabel(r"$\|g_k - g\| / \|g\|$ for $\partial L/\partial W$")
+ax1.set_title("Truncated vs full BPTT gradient")
+ax1.legend(fontsize=8)
+ax2.semilogy(influence.numpy())
+for border in range(32, len(stretch), 32):
+    ax2.axvline(border, color="grey", lw=0.5, alpha=0.5)
+ax2.set_xlabel("step t")
+ax2.set_ylabel(r"$\|o_t - o'_t\|$ (change in logits)")
+ax2.set_title("Effect of changing character 1 (grey: 32-step chunk borders)")
+fig.tight_layout()
+plt.show()
+print({label: [round(e, 3) for e in errs] for label, errs in errors.items()})
+
+# %% [markdown]
+# Three observations:
+#
+# * At $k = 256$ the truncated gradient is the full one (error 0). Short chunks lose the
+#   long-range terms; with $\rho = 0.5$ those terms are tiny anyway, so little is lost.
+#   With $\rho = 2$ the full gradient is dominated by terms that travel far back, and the
+#   truncated gradient points somewhere else entirely: truncation hides an explosion
+#   rather than fixing it.
+# * Truncation is **not** an n-gram model with a window of $k$ characters. An n-gram
+#   model forgets everything before its window. The RNN's hidden state is carried across
+#   chunk borders, so its predictions keep depending on character 1 long after the first
+#   border (right panel: the forward pass is the same with or without truncation, and the
+#   change made at $t = 1$ crosses every border). What truncation removes is the
+#   *learning signal* about dependencies longer than $k$: the weights are never told how a
+#   character at the start of one chunk should have been stored to help a prediction in
+#   the next chunk.
+# * The influence does fade: in this small trained model it decays roughly exponentially
+#   with distance, which brings us to vanishing gradients.
+
+# %% [markdown]
+# ## 4. Vanishing and exploding gradients, measured
+#
+# Unroll the recursion of Section 2 for a loss $L_T$ at the last step only. Since
+# $\partial h_j / \partial h_{j-1} = \operatorname{diag}(1 - h_j^2)\, W$,
+#
+# $$\frac{\partial L_T}{\partial h_t}
+#   = \frac{\partial L_T}{\partial h_T}\, \frac{\partial h_T}{\partial h_t},
+#   \qquad
+#   \frac{\partial h_T}{\partial h_t} = \prod_{j=t+1}^{T} \operatorname{diag}(1 - h_j^{2})\, W .$$
+#
+# The gradient that reaches $k = T - t$ steps back has been multiplied by $k$ Jacobians.
+# For a linear RNN (no $\tanh$) this is $W^k$, which behaves like $\rho^k$, where $\rho$ is
+# the spectral radius of $W$ (its largest eigenvalue in modulus): it shrinks
+# exponentially when $\rho < 1$ and grows exponentially when $\rho > 1$. The $\tanh$
+# derivative is at most 1, so it can only shrink things further.
+#
+# `course.viz.gradient_norms_by_distance` measures $\lVert\partial L_T/\partial h_t\rVert$
+# with autograd on a random RNN whose $W = \rho\, Q$ for a random orthogonal $Q$. For the
+# identity nonlinearity the curves are exactly $\rho^k$; with $\tanh$, saturation pulls them
+# down, and they grow only when $\rho$ is well above 1.
+
+# %%
+fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+plot_gradient_norms(1.0, seq_len=60, nonlinearity="identity", ax=axes[0])
+plot_gradient_norms(1.0, seq_len=60, nonlinearity="tanh", ax=axes[1])
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# A generic $W$ is not $\rho$ times an orthogonal matrix: its largest *singular value*
+# $\lVert W\rVert_2$ is bigger than $\rho$, so a product of a few factors can grow even when
+# $\rho < 1$. Over many factors, though, the growth rate per factor tends to $\rho$
+# ($\lVert W^k\rVert^{1/k} \to \rho$). Below, $W$ is Gaussian, rescaled to $\rho$, and we
+# plot the largest singular value of the product of $k$ Jacobians of a $\tanh$ RNN (run
+# on random inputs) next to $\lVert W^k\rVert_2$ and $\rho^k$.
+
+
+# %%
+def jacobian_product_norms(rho, n_factors=60, hidden=32, seed=0):
+    """Largest singular values of W^k and of prod_j diag(1 - h_j^2) W, for k = 1..n_factors."""
+    gen = torch.Generator().manual_seed(seed)
+    W = torch.randn(hidden, hidden, generator=gen, dtype=torch.float64) / hidden**0.5
+    rescale_spectral_radius_(W, rho)
+    U = 0.3 * torch.randn(hidden, 4, generator=gen, dtype=torch.float64) / 4**0.5
+    h = torch.zeros(hidden, dtype=torch.float64)
+    linear = torch.eye(hidden, dtype=torch.float64)
+    product = torch.eye(hidden, dtype=torch.float64)
+    linear_norms, product_norms = [], []
+    for _ in range(n_factors):
+        h = torch.tanh(W @ h + U @ torch.randn(4, generator=gen, dtype=torch.float64))  # (H,)
+        linear = W @ linear  # W^k
+        product = torch.diag(1 - h**2) @ W @ product  # dh_k/dh_0
+        linear_norms.append(torch.linalg.matrix_norm(linear, ord=2).item())
+        product_norms.append(torch.linalg.matrix_norm(product, ord=2).item())
+    return np.array(linear_norms), np.array(product_norms)
+
+
+fig, axes = plt.subplots(1, 2, figsize=(12, 3.8))
+for ax, rho in zip(axes, (0.9, 1.5), strict=True):
+    linear_norms, product_norms = jacobian_product_norms(rho)
+    k = np.arange(1, len(linear_norms) + 1)
+    ax.semilogy(k, linear_norms, label=r"$\|W^k\|_2$ (linear RNN)")
+    ax.semilogy(k, product_norms, label=r"$\|\prod \mathrm{diag}(1-h_j^2)W\|_2$ (tanh RNN)")
+    ax.semilogy(k, rho**k, "k--", lw=1, label=r"$\rho^k$")
+    ax.set_title(f"Gaussian W rescaled to ρ = {rho}")
+    ax.set_xlabel("number of factors k")
+    ax.legend(fontsize=8)
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# **Exploding gradients in training, and clipping.** When the gradient norm explodes, one
+# SGD step can throw the weights far from where they were. The standard remedy is to
+# rescale the whole gradient (all parameters together) whenever its norm exceeds a
+# threshold $\tau$:
+#
+# $$g \leftarrow g \cdot \min\left(1, \frac{\tau}{\lVert g\rVert}\right).$$
+#
+# The direction is kept; only the step length is capped. We train the same small model
+# twice from the same start, with $W$ initialised at $\rho = 2$ and plain SGD with a large
+# learning rate, once without and once with clipping at $\tau = 1$
+# (`train_language_model(..., clip_norm=...)` does exactly this with
+# `torch.nn.utils.clip_grad_norm_`).
+
+# %%
+short_ids = ids[:200_000]
+runs = {}
+for label, clip in (("no clipping", None), ("clip at τ = 1", 1.0)):
+    torch.manual_seed(0)
+    model = CharRNN(len(vocab), 64)
+    rescale_spectral_radius_(model.rnn.weight_hh_l0, 2.0)
+    runs[label] = train_language_model(
+        model,
+        short_ids,
+        steps=300,
+        batch_size=16,
+        seq_len=64,
+        lr=1.0,
+        clip_norm=clip,
+        optimizer="sgd",
+        seed=0,
+        progress=False,
+    )
+    history = runs[label]
+    print(
+        f"{label:>14}: largest gradient norm {max(history.grad_norms):.3g}, "
+        f"mean loss over the last 50 steps {np.mean(history.losses[-50:]):.2f} nats/char"
+    )
+plot_training_histories(runs)
+plt.show()
+
+# %% [markdown]
+# Both runs start from the same weights, so both meet the same huge gradient in their very
+# first step (the largest norm printed above, hundreds of times the typical one). Without
+# clipping, the step taken along that gradient wrecks the weights: the loss jumps far above
+# that of a uniform guess ($\ln K \approx 4.6$ nats) and stays erratic. With clipping, the
+# same gradient moves the weights by a bounded amount, and training proceeds. Clipping does
+# nothing against *vanishing* gradients: for those we need a different architecture (gated
+# cells such as the LSTM, next lecture).
+
+# %% [markdown]
+# ## 5. Explore it yourself
+#
+# `plot_gradient_norms` is a plain function with defaults; here it is called once (the
+# static version of this page shows this figure).
+
+# %%
+plot_gradient_norms()
+plt.show()
+
+# %% [markdown]
+# Run the next cell in JupyterLab to get sliders for the spectral radius $\rho$ and the
+# length $T$ and a menu for the nonlinearity (tanh, relu, sigmoid, identity). Try: the
+# identity at $\rho = 1$; tanh at $\rho = 1.5$ and $3$; sigmoid, whose derivative never
+# exceeds $1/4$; relu, which switches off about half the units.
+
+# %% tags=["remove-output"]
+controls = interact_gradient_norms()
+
+# %% [markdown]
+# ## 6. A character-level RNN language model
+#
+# Finally, a real task: predict the next character of Python source code. The corpus is
+# the standard library that ships with Python (no download). Training text and held-out
+# text come from *different* files.
+#
+# The quality measure is the held-out cross-entropy in **bits per character** (bpc):
+# $-\frac{1}{N}\sum_i \log_2 p(c_{i+1} \mid c_1 \dots c_i)$. Two count-based baselines,
+# fitted on the training text with add-one smoothing, set the bar: the **unigram** model
+# (character frequencies, no context) and the **bigram** model (one character of context).
+
+# %%
+train_text = load_python_source(max_chars=1_000_000, split="train")
+val_text = load_python_source(max_chars=100_000, split="val")
+vocab = CharVocab.from_text(train_text)
+train_ids, val_ids = vocab.encode(train_text), vocab.encode(val_text)
+print(f"train {len(train_ids):,} chars, held-out {len(val_ids):,} chars, vocabulary {len(vocab)}")
+
+unigram_bpc = ngram_bits_per_char(train_ids, val_ids, n=1, vocab_size=len(vocab))
+bigram_bpc = ngram_bits_per_char(train_ids, val_ids, n=2, vocab_size=len(vocab))
+print(f"unigram {unigram_bpc:.3f} bpc, bigram {bigram_bpc:.3f} bpc")
+
+# %% [markdown]
+# The model is `course.models.CharRNN`: one-hot input, an `nn.RNN` with $H = 128$ tanh
+# units, and a linear readout. Training uses random 32-character windows, Adam, clipping
+# at $\tau = 1$, and a wall-clock budget (the loop stops when time is up, whatever the step
+# count). Evaluation reads the held-out text in order, carrying the hidden state along.
+
+# %%
+torch.manual_seed(0)
+char_rnn = CharRNN(len(vocab), hidden_size=128)
+print(f"{sum(p.numel() for p in char_rnn.parameters()):,} parameters")
+history = train_language_model(
+    char_rnn,
+    train_ids,
+    steps=4000,
+    batch_size=32,
+    seq_len=32,
+    lr=5e-3,
+    clip_norm=1.0,
+    budget_seconds=20,
+    seed=0,
+)
+print(f"{history.steps} steps in {history.seconds:.1f} s (stopped by: {history.stopped_by})")
+
+rnn_bpc = bits_per_char(char_rnn, val_ids)
+record(
+    "01_rnn_bptt",
+    "char-RNN (H=128), held-out",
+    rnn_bpc,
+    unit="bits/char",
+    baseline=unigram_bpc,
+    baseline_name="unigram",
+)
+record(
+    "01_rnn_bptt",
+    "bigram, held-out",
+    bigram_bpc,
+    unit="bits/char",
+    baseline=unigram_bpc,
+    baseline_name="unigram",
+)
+assert rnn_bpc < unigram_bpc, f"the RNN ({rnn_bpc:.2f} bpc) should beat unigram ({unigram_bpc:.2f})"
+
+# %%
+fig, ax = plt.subplots(figsize=(7, 3.6))
+window = 25
+smoothed = np.convolve(history.losses, np.ones(window) / window, mode="valid") / math.log(2)
+ax.plot(
+    np.arange(window - 1, len(history.losses)), smoothed, label="training batches (running mean)"
+)
+for value, name, style in ((unigram_bpc, "unigram", ":"), (bigram_bpc, "bigram", "--")):
+    ax.axhline(value, color="grey", ls=style, label=f"{name}, held-out")
+ax.axhline(rnn_bpc, color="crimson", label="char-RNN, held-out")
+ax.set_xlabel("step")
+ax.set_ylabel("bits per character")
+ax.legend(fontsize=8)
+plt.show()
+
+# %% [markdown]
+# Samples, one character at a time. Dividing the logits by a temperature below 1
+# sharpens the distribution: the text gets more conservative, and a small model may get
+# stuck repeating a frequent pattern. The model has learnt indentation, keywords, `self.`,
+# brackets and quotes well before it has learnt to spell identifiers.
+
+# %%
+for temperature in (0.5, 0.8):
+    print(f"--- temperature {temperature} ---")
+    print(sample(char_rnn, vocab, "def ", 300, temperature=temperature, seed=1))
+print(f"(lecture ran in {time.perf_counter() - LECTURE_START:.0f} s)")
+
+# %% [markdown]
+# ## Summary
+#
+# * An RNN applies the same cell $h_t = \tanh(W h_{t-1} + U x_t + b)$ at every step; its
+#   loss is a sum of per-step cross-entropies.
+# * BPTT is the chain rule on the unrolled network. $\partial L/\partial h_t$ is the
+#   local term plus the term carried back from $t+1$, and every weight gradient is a sum
+#   over steps. Our hand-written version matches autograd to about $10^{-15}$.
+# * Truncated BPTT carries the hidden state forward but cuts the gradient every $k$
+#   steps. The model still *uses* the whole past; it only stops *learning* from
+#   dependencies longer than $k$.
+# * The gradient that travels $k$ steps back is multiplied by $k$ Jacobians and scales
+#   roughly like $\rho^k$: it vanishes for $\rho < 1$ and can explode for $\rho > 1$.
+#   Clipping the global norm tames explosions; vanishing needs new architectures.
+# * A 128-unit character RNN trained for about 20 seconds on a CPU beats the unigram and
+#   bigram baselines on held-out Python code.
+#
+# **Next:** Assignment 1 (`a1_rnn_bptt`) has you build these pieces again in NumPy: the
+# forward pass and its loss, BPTT checked against autograd, global-norm clipping, and a
+# written question on what truncation cuts away. Lecture 2 replaces the tanh cell by gated
+# cells (LSTM, GRU) that let gradients travel further.
