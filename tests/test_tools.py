@@ -144,7 +144,10 @@ def test_metrics_table_lists_times_and_figures():
             }
         ],
     )
-    assert "| lectures/01_x | 12.3 |" in table
+    assert "| lectures/01_x | 12.3 | - |" in table
+    assert "| lectures/01_x | 12.3 | 60 |" in format_table(
+        {"lectures/01_x": 12.3}, [], {"lectures/01_x": 60}
+    )
     assert "| 01_x | char-RNN | 2.5 bits/char | 4.6 (unigram) | yes |" in table
 
 

@@ -39,7 +39,9 @@ def main() -> int:
             if budget is not None:
                 budgets[name] = float(budget)
             timings[name] = execute(notebook, name=name, cwd=scratch / "run", env=env).seconds
-        table = format_table(timings, load_all(metrics_dir) if metrics_dir.exists() else [])
+        table = format_table(
+            timings, load_all(metrics_dir) if metrics_dir.exists() else [], budgets
+        )
     except NotebookBuildError as error:
         print(f"[bench] FAILED: {error}", file=sys.stderr)
         return 1

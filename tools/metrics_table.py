@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 
-def format_table(timings: dict[str, float], metrics: list[dict]) -> str:
-    """Two Markdown tables: notebook execution times, then model quality next to its baseline."""
-    lines = ["| notebook | seconds |", "| --- | ---: |"]
-    lines += [f"| {name} | {seconds:.1f} |" for name, seconds in sorted(timings.items())]
+def format_table(
+    timings: dict[str, float], metrics: list[dict], budgets: dict[str, float] | None = None
+) -> str:
+    """Two Markdown tables: notebook execution times (and budgets), then model quality."""
+    budgets = budgets or {}
+    lines = ["| notebook | seconds | budget |", "| --- | ---: | ---: |"]
+    for name, seconds in sorted(timings.items()):
+        budget = f"{budgets[name]:g}" if name in budgets else "-"
+        lines.append(f"| {name} | {seconds:.1f} | {budget} |")
     lines += [
         "",
         "| notebook | model | figure | baseline | beats baseline |",
