@@ -24,7 +24,7 @@ test: all
 bench: $(STAMP)
 	$(PY) -m tools.bench
 
-lab: all
+lab: $(STAMP)
 	$(VENV)/bin/jupyter lab --notebook-dir=.
 
 lint: $(STAMP)
