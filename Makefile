@@ -5,21 +5,29 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: all venv test bench lab lint clean
+.PHONY: all venv test browser bench lab lint clean
 
 all: $(STAMP)
 	$(PY) -m tools.build all
 
 venv: $(STAMP)
 
-$(STAMP): requirements.txt pyproject.toml
+$(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	set -o pipefail; $(PY) -m pip install --quiet -r requirements.txt 2>&1 | { grep -v "WARNING: Location" || true; }
+	set -o pipefail; $(PY) -m pip install --quiet -r requirements-dev.txt 2>&1 | { grep -v "WARNING: Location" || true; }
 	set -o pipefail; $(PY) -m pip install --quiet --no-deps -e . 2>&1 | { grep -v "WARNING: Location" || true; }
 	touch $@
 
-test: all
+test: all browser
 	$(PY) -m pytest
+
+# The website tests drive Debian's Chromium (headless, through Playwright). Install it if absent.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "make: installing chromium for the website tests (apt-get)"; \
+	  $(SUDO) apt-get update -qq && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
 bench: $(STAMP)
 	$(PY) -m tools.bench

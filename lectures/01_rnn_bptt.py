@@ -58,7 +58,7 @@ LECTURE_START = time.perf_counter()
 # (of size $H$). It mixes them into a new state and reads a prediction out of that state:
 #
 # $$h_t = \tanh\left(W h_{t-1} + U x_t + b\right), \qquad
-#   \hat y_t = \operatorname{softmax}\left(V h_t + c\right).$$
+#   \hat y_t = \operatorname{softmax}\left(V h_t + c\right).$$ (eq-rnn-cell)
 #
 # $W \in \mathbb{R}^{H\times H}$ is the recurrent matrix, $U \in \mathbb{R}^{H\times K}$
 # the input matrix and $V \in \mathbb{R}^{K\times H}$ the output matrix. They do not
@@ -70,7 +70,7 @@ LECTURE_START = time.perf_counter()
 #
 # $$L = \sum_{t=1}^{T} \mathrm{CE}(y_t, \hat y_t)
 #     = -\sum_{t=1}^{T} \sum_{w=1}^{K} y_{t,w} \log \hat y_{t,w}
-#     = -\sum_{t=1}^{T} \log \hat y_{t,\,\text{target}_t}.$$
+#     = -\sum_{t=1}^{T} \log \hat y_{t,\,\text{target}_t}.$$ (eq-rnn-loss)
 #
 # We write the cell in float64 on a toy text, so that later comparisons are exact to many
 # digits.
@@ -148,7 +148,7 @@ assert difference < 1e-12
 #   + \underbrace{W^\top \delta^a_{t+1}}_{\text{carried back from } t+1},
 #   \qquad
 #   \delta^a_t := \frac{\partial L}{\partial a_t}
-#   = \frac{\partial L}{\partial h_t} \odot \left(1 - h_t^{2}\right),$$
+#   = \frac{\partial L}{\partial h_t} \odot \left(1 - h_t^{2}\right),$$ (eq-bptt-recursion)
 #
 # starting from $\delta^a_{T+1} = 0$ (nothing comes after the last step). Each weight's
 # gradient then sums one term per step:
@@ -158,7 +158,7 @@ assert difference < 1e-12
 #   \frac{\partial L}{\partial W} = \sum_t \delta^a_t h_{t-1}^\top, \quad
 #   \frac{\partial L}{\partial U} = \sum_t \delta^a_t x_t^\top, \quad
 #   \frac{\partial L}{\partial b} = \sum_t \delta^a_t, \quad
-#   \frac{\partial L}{\partial h_0} = W^\top \delta^a_1 .$$
+#   \frac{\partial L}{\partial h_0} = W^\top \delta^a_1 .$$ (eq-bptt-weights)
 
 
 # %%
@@ -237,8 +237,8 @@ plt.show()
 #
 # $$h_{\text{start of chunk}} \leftarrow \operatorname{stopgrad}\left(h_{\text{end of previous chunk}}\right).$$
 #
-# The forward computation is unchanged; only the backward recursion of Section 2 is
-# stopped at the chunk border, so the "carried" term there is set to zero.
+# The forward computation is unchanged; only the backward recursion {eq}`eq-bptt-recursion`
+# of Section 2 is stopped at the chunk border, so the "carried" term there is set to zero.
 
 # %%
 text = load_python_source(max_chars=400_000, split="train")
@@ -356,18 +356,20 @@ print({label: [round(e, 3) for e in errs] for label, errs in errors.items()})
 # %% [markdown]
 # ## 4. Vanishing and exploding gradients, measured
 #
-# Unroll the recursion of Section 2 for a loss $L_T$ at the last step only. Since
+# Unroll the recursion {eq}`eq-bptt-recursion` for a loss $L_T$ at the last step only. Since
 # $\partial h_j / \partial h_{j-1} = \operatorname{diag}(1 - h_j^2)\, W$,
 #
 # $$\frac{\partial L_T}{\partial h_t}
 #   = \frac{\partial L_T}{\partial h_T}\, \frac{\partial h_T}{\partial h_t},
 #   \qquad
-#   \frac{\partial h_T}{\partial h_t} = \prod_{j=t+1}^{T} \operatorname{diag}(1 - h_j^{2})\, W .$$
+#   \frac{\partial h_T}{\partial h_t} = \prod_{j=t+1}^{T} \operatorname{diag}(1 - h_j^{2})\, W .$$ (eq-jacobian-product)
 #
-# The gradient that reaches $k = T - t$ steps back has been multiplied by $k$ Jacobians.
+# The gradient that reaches $k = T - t$ steps back has been multiplied by $k$ Jacobians
+# in {eq}`eq-jacobian-product`.
 # For a linear RNN (no $\tanh$) this is $W^k$, which behaves like $\rho^k$, where $\rho$ is
 # the spectral radius of $W$ (its largest eigenvalue in modulus): it shrinks
-# exponentially when $\rho < 1$ and grows exponentially when $\rho > 1$. The $\tanh$
+# exponentially when $\rho < 1$ and grows exponentially when $\rho > 1$
+# {cite:p}`hochreiter1997lstm,pascanu2013difficulty`. The $\tanh$
 # derivative is at most 1, so it can only shrink things further.
 #
 # `course.viz.gradient_norms_by_distance` measures $\lVert\partial L_T/\partial h_t\rVert$
@@ -426,15 +428,15 @@ plt.show()
 
 # %% [markdown]
 # **Exploding gradients in training, and clipping.** When the gradient norm explodes, one
-# SGD step can throw the weights far from where they were. The standard remedy is to
-# rescale the whole gradient (all parameters together) whenever its norm exceeds a
-# threshold $\tau$:
+# SGD step can throw the weights far from where they were. The standard remedy
+# {cite:p}`pascanu2013difficulty` is to rescale the whole gradient (all parameters together)
+# whenever its norm exceeds a threshold $\tau$:
 #
-# $$g \leftarrow g \cdot \min\left(1, \frac{\tau}{\lVert g\rVert}\right).$$
+# $$g \leftarrow g \cdot \min\left(1, \frac{\tau}{\lVert g\rVert}\right).$$ (eq-clip)
 #
 # The direction is kept; only the step length is capped. We train the same small model
 # twice from the same start, with $W$ initialised at $\rho = 2$ and plain SGD with a large
-# learning rate, once without and once with clipping at $\tau = 1$
+# learning rate, once without and once with clipping {eq}`eq-clip` at $\tau = 1$
 # (`train_language_model(..., clip_norm=...)` does exactly this with
 # `torch.nn.utils.clip_grad_norm_`).
 
@@ -472,7 +474,7 @@ plt.show()
 # that of a uniform guess ($\ln K \approx 4.6$ nats) and stays erratic. With clipping, the
 # same gradient moves the weights by a bounded amount, and training proceeds. Clipping does
 # nothing against *vanishing* gradients: for those we need a different architecture (gated
-# cells such as the LSTM, next lecture).
+# cells such as the LSTM {cite:p}`hochreiter1997lstm`, next lecture).
 
 # %% [markdown]
 # ## 5. Explore it yourself
@@ -496,7 +498,9 @@ controls = interact_gradient_norms()
 # %% [markdown]
 # ## 6. A character-level RNN language model
 #
-# Finally, a real task: predict the next character of Python source code. The corpus is
+# Finally, a real task: predict the next character of Python source code, as in
+# {cite:t}`karpathy2015visualizing`, who trained character-level RNNs on Linux's C source
+# among other texts. The corpus is
 # the standard library that ships with Python (no download). Training text and held-out
 # text come from *different* files.
 #
@@ -577,7 +581,9 @@ plt.show()
 # Samples, one character at a time. Dividing the logits by a temperature below 1
 # sharpens the distribution: the text gets more conservative, and a small model may get
 # stuck repeating a frequent pattern. The model has learnt indentation, keywords, `self.`,
-# brackets and quotes well before it has learnt to spell identifiers.
+# brackets and quotes well before it has learnt to spell identifiers; larger character
+# models even devote single hidden units to tracking quotes and indentation
+# {cite:p}`karpathy2015visualizing`.
 
 # %%
 for temperature in (0.5, 0.8):
@@ -588,21 +594,24 @@ print(f"(lecture ran in {time.perf_counter() - LECTURE_START:.0f} s)")
 # %% [markdown]
 # ## Summary
 #
-# * An RNN applies the same cell $h_t = \tanh(W h_{t-1} + U x_t + b)$ at every step; its
-#   loss is a sum of per-step cross-entropies.
+# * An RNN applies the same cell $h_t = \tanh(W h_{t-1} + U x_t + b)$ {eq}`eq-rnn-cell` at
+#   every step; its loss {eq}`eq-rnn-loss` is a sum of per-step cross-entropies.
 # * BPTT is the chain rule on the unrolled network. $\partial L/\partial h_t$ is the
-#   local term plus the term carried back from $t+1$, and every weight gradient is a sum
-#   over steps. Our hand-written version matches autograd to about $10^{-15}$.
+#   local term plus the term carried back from $t+1$ {eq}`eq-bptt-recursion`, and every
+#   weight gradient is a sum over steps {eq}`eq-bptt-weights`. Our hand-written version
+#   matches autograd to about $10^{-15}$.
 # * Truncated BPTT carries the hidden state forward but cuts the gradient every $k$
 #   steps. The model still *uses* the whole past; it only stops *learning* from
 #   dependencies longer than $k$.
 # * The gradient that travels $k$ steps back is multiplied by $k$ Jacobians and scales
 #   roughly like $\rho^k$: it vanishes for $\rho < 1$ and can explode for $\rho > 1$.
-#   Clipping the global norm tames explosions; vanishing needs new architectures.
+#   Clipping the global norm {eq}`eq-clip` tames explosions
+#   {cite:p}`pascanu2013difficulty`; vanishing needs new architectures.
 # * A 128-unit character RNN trained for about 20 seconds on a CPU beats the unigram and
 #   bigram baselines on held-out Python code.
 #
 # **Next:** Assignment 1 (`a1_rnn_bptt`) has you build these pieces again in NumPy: the
 # forward pass and its loss, BPTT checked against autograd, global-norm clipping, and a
 # written question on what truncation cuts away. Lecture 2 replaces the tanh cell by gated
-# cells (LSTM, GRU) that let gradients travel further.
+# cells, the LSTM {cite:p}`hochreiter1997lstm` and the GRU {cite:p}`cho2014learning`, that let
+# gradients travel further, and compares them {cite:p}`chung2014empirical`.

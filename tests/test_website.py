@@ -1,0 +1,345 @@
+"""The website in a real browser: Debian's headless Chromium, driven by Playwright.
+
+The site is served on 127.0.0.1 and every request to another host is blocked (and fails the
+page that made it). For every page: it answers 200, logs no console error, its math is
+typeset by the local MathJax, every image loads and every internal link (and its #anchor)
+resolves. Search finds lecture text. Screenshots and a table of page sizes go to
+``build/screenshots/``.
+
+Chromium is required, not optional: `make test` installs it (`make browser`) when absent.
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import importlib.util
+import os
+import shutil
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import pytest
+
+from tools.build import BOOK, BUILD, lecture_sources
+from tools.site_server import serve
+
+HTML = BOOK / "_build" / "html"
+SCREENSHOTS = BUILD / "screenshots"
+CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+# Flags known to work on the course machines; without the background-networking ones
+# Chromium keeps trying to reach Google and floods the closed network with refused connections.
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+FIRST_LECTURE = f"_generated/lectures/{lecture_sources()[0].stem}.html"
+SEARCH_TERM = "backpropagation"  # appears in Lecture 1's title and text
+
+
+def _site_pages() -> list[str]:
+    if not HTML.is_dir():
+        return []
+    return sorted(
+        p.relative_to(HTML).as_posix()
+        for p in HTML.rglob("*.html")
+        if p.relative_to(HTML).parts[0] not in {"_static", "_sources", "_downloads", "cdnjs"}
+    )
+
+
+PAGES = _site_pages()
+SIZES: dict[str, tuple[int, int, int]] = {}  # page -> (files loaded, bytes, bytes gzipped)
+
+
+@functools.cache
+def _gzipped_size(path: Path) -> int:
+    return len(gzip.compress(path.read_bytes(), compresslevel=6))
+
+
+# -- fixtures -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def site_url():
+    assert (HTML / "intro.html").exists(), f"{HTML} has no site; run `make` first"
+    with serve(HTML) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    assert Path(CHROMIUM).exists(), (
+        f"Chromium is not installed at {CHROMIUM}; `make test` installs it with apt-get"
+        " (`make browser`)"
+    )
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM, args=CHROMIUM_FLAGS, headless=True, timeout=30_000
+        )
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(scope="module")
+def context(browser, site_url):
+    """A browser context that can reach only the local site; blocked URLs are recorded."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.blocked = []
+    local = urlsplit(site_url).netloc
+
+    def route(route):
+        url = route.request.url
+        if urlsplit(url).netloc == local or url.startswith(("data:", "blob:")):
+            route.continue_()
+        else:
+            context.blocked.append(url)
+            route.abort()
+
+    context.route("**/*", route)
+    context.set_default_timeout(20_000)
+    yield context
+    context.close()
+
+
+# -- helpers ----------------------------------------------------------------------------------
+
+
+class _Anchors(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.ids: set[str] = set()
+        self.refresh = False
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        for key in ("id", "name"):
+            if attrs.get(key):
+                self.ids.add(attrs[key])
+        if tag == "meta" and (attrs.get("http-equiv") or "").lower() == "refresh":
+            self.refresh = True
+
+
+_ANCHORS: dict[Path, _Anchors] = {}
+
+
+def _anchors(path: Path) -> _Anchors:
+    if path not in _ANCHORS:
+        parser = _Anchors()
+        parser.feed(path.read_text(encoding="utf-8"))
+        _ANCHORS[path] = parser
+    return _ANCHORS[path]
+
+
+def _local_file(url: str, site_url: str) -> Path:
+    path = unquote(urlsplit(url).path)[len(urlsplit(site_url).path) :]
+    target = HTML / path
+    return target / "index.html" if target.is_dir() or not path else target
+
+
+def _open(context, url: str):
+    """Open ``url`` in a new tab; return (page, response, console errors, local files loaded)."""
+    page = context.new_page()
+    errors: list[str] = []
+    loaded: list[str] = []
+    page.on(
+        "console",
+        lambda message: (
+            errors.append(f"console: {message.text}") if message.type == "error" else None
+        ),
+    )
+    page.on("pageerror", lambda error: errors.append(f"uncaught: {error}"))
+    page.on("requestfailed", lambda request: errors.append(f"failed: {request.url}"))
+    page.on("response", lambda response: loaded.append(response.url))
+    response = page.goto(url, wait_until="load")
+    return page, response, errors, loaded
+
+
+TYPESET = """async () => {
+  if (!window.MathJax || !MathJax.startup || !MathJax.startup.promise) return null;
+  await MathJax.startup.promise;
+  return {
+    math: document.querySelectorAll('.math').length,
+    rendered: document.querySelectorAll('mjx-container').length,
+    errors: document.querySelectorAll('mjx-merror').length,
+  };
+}"""
+
+IMAGES = """async () => {
+  const images = Array.from(document.images);
+  images.forEach((img) => { img.loading = 'eager'; });
+  await Promise.all(images.map((img) => img.complete ? null :
+      new Promise((done) => { img.onload = img.onerror = done; })));
+  return images.map((img) => ({src: img.currentSrc || img.src, width: img.naturalWidth}));
+}"""
+
+
+# -- the checks -------------------------------------------------------------------------------
+
+
+def test_the_site_has_every_kind_of_page():
+    assert "intro.html" in PAGES and FIRST_LECTURE in PAGES, PAGES
+    assert any(p.startswith("_generated/assignments/") for p in PAGES), PAGES
+    for page in ("guides/students.html", "guides/tas.html", "guides/instructors.html"):
+        assert page in PAGES, f"{page} missing from {PAGES}"
+    assert "references.html" in PAGES and "search.html" in PAGES
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_page_works_offline_in_a_browser(name, context, site_url):
+    blocked_before = len(context.blocked)
+    page, response, errors, loaded = _open(context, site_url + name)
+    try:
+        assert response is not None and response.status == 200, (
+            f"{name} answered {response and response.status}"
+        )
+        if _anchors(HTML / name).refresh:  # index.html forwards to the landing page
+            page.wait_for_url("**/intro.html")
+            return
+
+        typeset = page.evaluate(TYPESET)
+        if typeset is None:  # Sphinx loads MathJax only on pages with math
+            typeset = {"math": page.locator(".math").count(), "rendered": 0, "errors": 0}
+        assert typeset["rendered"] >= typeset["math"], (
+            f"{name}: MathJax rendered {typeset['rendered']} of {typeset['math']} formulas"
+        )
+        assert typeset["errors"] == 0, f"{name}: {typeset['errors']} formulas fail to typeset"
+
+        broken = [i["src"] for i in page.evaluate(IMAGES) if i["width"] == 0]
+        assert not broken, f"{name}: images that do not load: {broken}"
+
+        links = page.eval_on_selector_all("a[href]", "(links) => links.map((a) => a.href)")
+        bad = []
+        for link in sorted(set(links)):
+            if not link.startswith(site_url):
+                continue  # links to the papers and other sites are not followed
+            target = _local_file(link, site_url)
+            if not target.is_file():
+                bad.append(f"{link} (no such file)")
+                continue
+            fragment = unquote(urlsplit(link).fragment)
+            if fragment and target.suffix == ".html" and fragment not in _anchors(target).ids:
+                bad.append(f"{link} (no #{fragment} in {target.name})")
+        assert not bad, f"{name}: internal links that do not resolve: {bad}"
+
+        page.wait_for_load_state("networkidle")
+        assert not errors, f"{name}: " + "; ".join(errors)
+        assert len(context.blocked) == blocked_before, (
+            f"{name} tried to reach the internet: {context.blocked[blocked_before:]}"
+        )
+        files = {_local_file(url, site_url) for url in loaded if url.startswith(site_url)}
+        files = {f for f in files if f.is_file()}
+        SIZES[name] = (
+            len(files),
+            sum(f.stat().st_size for f in files),
+            sum(_gzipped_size(f) for f in files),
+        )
+    finally:
+        page.close()
+
+
+def test_search_finds_lecture_text(context, site_url):
+    page, response, errors, _ = _open(context, f"{site_url}search.html?q={SEARCH_TERM}")
+    try:
+        assert response.status == 200
+        hit = page.wait_for_selector(
+            f"#search-results a[href*='{FIRST_LECTURE.removesuffix('.html')}']", timeout=15_000
+        )
+        assert hit is not None
+        summary = page.inner_text("#search-results")
+        assert "lecture" in summary.lower(), summary[:500]
+        assert not errors, errors
+    finally:
+        page.close()
+
+
+def test_screenshots_of_the_landing_page_and_a_lecture(context, site_url):
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page, _, _, _ = _open(context, site_url + "intro.html")
+    try:
+        page.evaluate(TYPESET)
+        page.screenshot(path=SCREENSHOTS / "landing.png", full_page=True)
+        page.goto(site_url + FIRST_LECTURE, wait_until="load")
+        page.evaluate(TYPESET)
+        page.evaluate(IMAGES)
+        page.screenshot(path=SCREENSHOTS / "lecture.png")
+        # a stretch with equations and a figure
+        page.locator(
+            "h2", has_text="Backpropagation through time"
+        ).first.scroll_into_view_if_needed()
+        page.evaluate("() => window.scrollBy(0, -80)")
+        page.screenshot(path=SCREENSHOTS / "lecture-bptt.png")
+    finally:
+        page.close()
+    for name in ("landing.png", "lecture.png", "lecture-bptt.png"):
+        assert (SCREENSHOTS / name).stat().st_size > 10_000, f"{name} looks empty"
+
+
+def _offline_site_extension():
+    path = BOOK / "_ext" / "offline_site.py"
+    spec = importlib.util.spec_from_file_location("offline_site", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_bertviz_views_work_offline_from_the_local_mirror(browser, tmp_path):
+    """A page embedding a bertviz head view draws it with no network (later units use them)."""
+    import torch
+    from bertviz import head_view
+
+    extension = _offline_site_extension()
+    generator = torch.Generator().manual_seed(0)
+    attention = [torch.softmax(torch.randn(1, 2, 4, 4, generator=generator), -1)] * 2
+    view = head_view(attention, ["the", "cat", "sat", "down"], html_action="return").data
+    assert extension.CDNJS in view, "bertviz no longer loads from cdnjs: update offline_site.py"
+    body = extension._localise_cdnjs(view, "lecture")
+    assert extension.CDNJS not in body
+    (tmp_path / "lecture.html").write_text(f"<!DOCTYPE html><html><body>{body}</body></html>")
+    shutil.copytree(extension.MIRROR, tmp_path / "cdnjs")
+
+    context = browser.new_context()
+    blocked = []
+    with serve(tmp_path) as url:
+        local = urlsplit(url).netloc
+        context.route(
+            "**/*",
+            lambda route: (
+                route.continue_()
+                if urlsplit(route.request.url).netloc == local
+                else (blocked.append(route.request.url), route.abort())
+            ),
+        )
+        page, response, errors, _ = _open(context, url + "lecture.html")
+        try:
+            assert response.status == 200
+            page.wait_for_selector("[id^=bertviz] svg text", timeout=15_000)
+            tokens = page.eval_on_selector_all("[id^=bertviz] svg text", "(t) => t.length")
+            assert tokens >= 8, f"the head view drew {tokens} token labels, expected 2 x 4"
+            assert not blocked, f"the view tried to reach {blocked}"
+            assert not errors, errors
+        finally:
+            page.close()
+            context.close()
+
+
+def test_report_page_sizes():
+    """Write the size of every page with everything it loaded (build/screenshots/page_sizes.md)."""
+    assert SIZES, "no page was measured"
+    lines = [
+        "| page | files loaded | total size (KiB) | gzipped (KiB) |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    for name, (count, size, gzipped) in sorted(SIZES.items()):
+        lines.append(f"| {name} | {count} | {size / 1024:,.0f} | {gzipped / 1024:,.0f} |")
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    (SCREENSHOTS / "page_sizes.md").write_text("\n".join(lines) + "\n")
+    print("\n" + "\n".join(lines))
