@@ -7,6 +7,10 @@ Notation (Lecture 1): for inputs x_t and hidden states h_t,
 
 ``torch.nn.RNN`` stores W as ``weight_hh_l0``, U as ``weight_ih_l0`` and splits b into
 ``bias_ih_l0 + bias_hh_l0``.
+
+Lecture 2 adds gated cells. ``torch.nn.LSTM`` stacks the four gate blocks of its weights in the
+order (i, f, g, o): input gate, forget gate, candidate (C~ in the slides) and output gate, so
+``weight_ih_l0[H:2H]`` and ``bias_ih_l0[H:2H]`` belong to the forget gate.
 """
 
 from __future__ import annotations
@@ -17,7 +21,14 @@ from torch.nn import functional as F
 
 from course.checks import expect_dtype, expect_shape
 
-__all__ = ["CharRNN", "spectral_radius", "rescale_spectral_radius_"]
+__all__ = [
+    "CharRNN",
+    "CharLSTM",
+    "SequenceTagger",
+    "set_forget_bias_",
+    "spectral_radius",
+    "rescale_spectral_radius_",
+]
 
 
 class CharRNN(nn.Module):
@@ -113,3 +124,127 @@ def rescale_spectral_radius_(matrix: torch.Tensor, radius: float) -> torch.Tenso
         raise ValueError("matrix: its spectral radius is 0 (nilpotent), so it cannot be rescaled")
     matrix.mul_(radius / current)
     return matrix
+
+
+@torch.no_grad()
+def set_forget_bias_(lstm: nn.LSTM | nn.LSTMCell, value: float) -> None:
+    """Set the forget-gate bias of every layer of ``lstm`` to ``value``, in place.
+
+    PyTorch adds two bias vectors (``bias_ih`` and ``bias_hh``); the forget block (rows H..2H,
+    gate order i, f, g, o) of the first is set to ``value`` and that of the second to 0, so the
+    total forget bias is exactly ``value``.
+    """
+    H = lstm.hidden_size
+    for name, bias in lstm.named_parameters():
+        if name.startswith("bias_ih"):
+            bias[H : 2 * H] = value
+        elif name.startswith("bias_hh"):
+            bias[H : 2 * H] = 0.0
+
+
+class CharLSTM(nn.Module):
+    """A character-level language model: input -> ``nn.LSTM`` -> linear readout.
+
+    Same interface as :class:`CharRNN`, but the state is a pair (h, c) of tensors of shape
+    (num_layers, B, H). ``forget_bias`` sets the forget-gate bias at initialisation (``None``
+    keeps PyTorch's random default; 1.0 is the usual choice).
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        hidden_size: int,
+        *,
+        embedding_dim: int | None = None,
+        num_layers: int = 1,
+        forget_bias: float | None = 1.0,
+    ) -> None:
+        super().__init__()
+        if vocab_size < 1 or hidden_size < 1 or num_layers < 1:
+            raise ValueError(
+                "vocab_size, hidden_size and num_layers must be >= 1, got "
+                f"{vocab_size}, {hidden_size} and {num_layers}"
+            )
+        self.vocab_size = vocab_size
+        self.hidden_size = hidden_size
+        self.num_layers = num_layers
+        self.embedding = None if embedding_dim is None else nn.Embedding(vocab_size, embedding_dim)
+        input_size = vocab_size if embedding_dim is None else embedding_dim
+        self.lstm = nn.LSTM(input_size, hidden_size, num_layers=num_layers, batch_first=True)
+        if forget_bias is not None:
+            set_forget_bias_(self.lstm, forget_bias)
+        self.readout = nn.Linear(hidden_size, vocab_size)
+
+    def init_hidden(self, batch_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Zeros (h_0, c_0), each of shape (num_layers, B, H)."""
+        weight = self.readout.weight
+        zeros = torch.zeros(
+            self.num_layers, batch_size, self.hidden_size, dtype=weight.dtype, device=weight.device
+        )
+        return zeros, zeros.clone()
+
+    def forward(
+        self, ids: torch.Tensor, state: tuple[torch.Tensor, torch.Tensor] | None = None
+    ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+        """ids: (B, T) integers in [0, K); state: (h_0, c_0), each (num_layers, B, H), or None.
+
+        Returns logits (B, T, K) and the final state (h_T, c_T) to carry into the next chunk.
+        """
+        dims = expect_shape(ids, ("B", "T"), "ids")
+        expect_dtype(ids, "iu", "ids")
+        if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= self.vocab_size):
+            raise ValueError(
+                f"ids: expected values in [0, {self.vocab_size}), "
+                f"got min {int(ids.min())} and max {int(ids.max())}"
+            )
+        if state is not None:
+            if not isinstance(state, (tuple, list)) or len(state) != 2:
+                raise TypeError("state: expected a pair (h_0, c_0) or None")
+            for name, value in zip(("h_0", "c_0"), state, strict=True):
+                expect_shape(value, (self.num_layers, dims["B"], self.hidden_size), name)
+            state = (state[0], state[1])
+        ids = ids.long()
+        if self.embedding is None:
+            x = F.one_hot(ids, self.vocab_size).to(self.readout.weight.dtype)  # (B, T, K)
+        else:
+            x = self.embedding(ids)  # (B, T, E)
+        hs, (h_last, c_last) = self.lstm(x, state)  # (B, T, H), 2 x (num_layers, B, H)
+        return self.readout(hs), (h_last, c_last)  # (B, T, K)
+
+
+class SequenceTagger(nn.Module):
+    """Embedding -> one recurrent layer -> linear readout: class logits at every step.
+
+    cell: "rnn" (tanh), "lstm" or "gru". ``embedding_dim`` is E, ``hidden_size`` H.
+    ``forget_bias`` (LSTM only) sets the forget-gate bias at initialisation; ``None`` keeps
+    PyTorch's random default.
+    """
+
+    CELLS = {"rnn": nn.RNN, "lstm": nn.LSTM, "gru": nn.GRU}
+
+    def __init__(
+        self,
+        vocab_size: int,
+        hidden_size: int,
+        num_classes: int,
+        *,
+        cell: str = "lstm",
+        embedding_dim: int = 16,
+        forget_bias: float | None = 1.0,
+    ) -> None:
+        super().__init__()
+        if cell not in self.CELLS:
+            raise ValueError(f"cell: expected one of {sorted(self.CELLS)}, got {cell!r}")
+        self.cell = cell
+        self.embedding = nn.Embedding(vocab_size, embedding_dim)
+        self.rnn = self.CELLS[cell](embedding_dim, hidden_size, batch_first=True)
+        if cell == "lstm" and forget_bias is not None:
+            set_forget_bias_(self.rnn, forget_bias)
+        self.readout = nn.Linear(hidden_size, num_classes)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        """ids: (B, T) integers. Returns logits (B, T, num_classes), one row per step."""
+        expect_shape(ids, ("B", "T"), "ids")
+        expect_dtype(ids, "iu", "ids")
+        hs, _ = self.rnn(self.embedding(ids.long()))  # (B, T, E) -> (B, T, H)
+        return self.readout(hs)  # (B, T, H) -> (B, T, C)

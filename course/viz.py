@@ -24,6 +24,11 @@ __all__ = [
     "plot_gradient_norms",
     "interact_gradient_norms",
     "plot_training_histories",
+    "CELL_TYPES",
+    "cell_gradient_norms_by_distance",
+    "plot_cell_gradient_norms",
+    "cell_activation_html",
+    "interact_cell_activations",
 ]
 
 NONLINEARITIES: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
@@ -193,3 +198,150 @@ def plot_training_histories(
         ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
+
+
+# --------------------------------------------------------------------------------------------
+# Lecture 2: gradient flow through gated cells, and the activation of one LSTM cell over text
+# --------------------------------------------------------------------------------------------
+
+CELL_TYPES = ("rnn", "lstm", "gru")
+
+
+def cell_gradient_norms_by_distance(
+    cell: str = "lstm",
+    seq_len: int = 60,
+    *,
+    hidden_size: int = 32,
+    forget_bias: float | None = None,
+    wrt: str = "h",
+    seed: int = 0,
+) -> np.ndarray:
+    """||dL_T/dh_t|| (or ||dL_T/dc_t|| with ``wrt="c"``, LSTM only) against the distance T - t.
+
+    A freshly initialised ``torch.nn.RNNCell`` (tanh), ``LSTMCell`` or ``GRUCell`` with
+    PyTorch's default initialisation (seeded by ``seed``) runs for T = ``seq_len`` steps in
+    float64 on standard normal inputs of size 8, from a zero state. ``forget_bias`` (LSTM only)
+    overrides the forget-gate bias. The loss is L_T = u . h_T for a random unit vector u, as in
+    :func:`gradient_norms_by_distance`. Returns an array (T,) whose entry k is the norm at
+    distance k.
+    """
+    if cell not in CELL_TYPES:
+        raise ValueError(f"cell: expected one of {CELL_TYPES}, got {cell!r}")
+    if wrt not in ("h", "c") or (wrt == "c" and cell != "lstm"):
+        raise ValueError(f"wrt: expected 'h', or 'c' for an LSTM; got {wrt!r} for {cell!r}")
+    if seq_len < 1 or hidden_size < 1:
+        raise ValueError(f"seq_len and hidden_size must be >= 1, got {seq_len} and {hidden_size}")
+    from course.models import set_forget_bias_
+
+    torch.manual_seed(seed)
+    layer_type = {"rnn": torch.nn.RNNCell, "lstm": torch.nn.LSTMCell, "gru": torch.nn.GRUCell}
+    layer = layer_type[cell](8, hidden_size, dtype=torch.float64)
+    if forget_bias is not None:
+        if cell != "lstm":
+            raise ValueError("forget_bias: only an LSTM has a forget gate")
+        set_forget_bias_(layer, forget_bias)
+    g = torch.Generator().manual_seed(seed + 1)
+    xs = torch.randn(seq_len, 1, 8, generator=g, dtype=torch.float64)  # (T, 1, 8)
+    u = torch.randn(hidden_size, generator=g, dtype=torch.float64)
+    u = u / u.norm()
+    h = torch.zeros(1, hidden_size, dtype=torch.float64)
+    c = torch.zeros_like(h)
+    tracked = []
+    for x in xs:
+        if cell == "lstm":
+            h, c = layer(x, (h, c))  # (1, H), (1, H)
+        else:
+            h = layer(x, h)  # (1, H)
+        tracked.append(c if wrt == "c" else h)
+    loss = h[0] @ u
+    grads = torch.autograd.grad(loss, tracked, allow_unused=True)
+    norms = [0.0 if grad is None else float(grad.norm()) for grad in grads]
+    return np.array(norms[::-1])
+
+
+def plot_cell_gradient_norms(
+    curves: Mapping[str, Mapping[str, Any]] | None = None,
+    seq_len: int = 60,
+    *,
+    ax: Axes | None = None,
+) -> Figure:
+    """Plot :func:`cell_gradient_norms_by_distance` for several cells on one log-scale axis.
+
+    ``curves`` maps a label to the keyword arguments of one measurement, e.g.
+    ``{"LSTM, forget bias 1": {"cell": "lstm", "forget_bias": 1.0}}``; the default compares the
+    RNN, the LSTM (forget bias 0 and 1) and the GRU. Returns the figure.
+    """
+    import matplotlib.pyplot as plt
+
+    if curves is None:
+        curves = {
+            "RNN (tanh)": {"cell": "rnn"},
+            "LSTM, forget bias 0": {"cell": "lstm", "forget_bias": 0.0},
+            "LSTM, forget bias 1": {"cell": "lstm", "forget_bias": 1.0},
+            "GRU": {"cell": "gru"},
+        }
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    else:
+        fig = ax.figure
+    for label, kwargs in curves.items():
+        norms = cell_gradient_norms_by_distance(seq_len=seq_len, **kwargs)
+        ax.plot(np.arange(seq_len), norms, lw=1.8, label=label)
+    ax.set_yscale("log", nonpositive="mask")
+    ax.set_xlabel("distance k = T - t (steps back from the loss)")
+    ax.set_ylabel(r"$\|\partial L_T / \partial h_t\|$")
+    ax.set_title("Gradient reaching step t, freshly initialised cells")
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize=8)
+    return fig
+
+
+def cell_activation_html(text: str, values: Sequence[float], *, title: str = "") -> str:
+    """HTML that shows ``text`` in a monospace block, each character coloured by its value.
+
+    values: (N,) numbers in [-1, 1], one per character (e.g. tanh(c_t) of one LSTM cell);
+    red for positive, blue for negative, white for 0. Newlines are kept.
+    """
+    from html import escape
+
+    values = np.asarray(values, dtype=float)
+    if values.shape != (len(text),):
+        raise ValueError(
+            f"values: expected shape ({len(text)},), one per character, got {values.shape}"
+        )
+    spans = []
+    for ch, value in zip(text, np.clip(values, -1.0, 1.0), strict=True):
+        strength = int(round(255 * (1 - abs(value))))
+        color = f"255,{strength},{strength}" if value > 0 else f"{strength},{strength},255"
+        shown = "\n" if ch == "\n" else escape(ch)
+        if ch == "\n":
+            spans.append(f'<span style="background:rgb({color})"> </span>\n')
+        else:
+            spans.append(f'<span style="background:rgb({color})">{shown}</span>')
+    heading = f"<div><b>{escape(title)}</b></div>" if title else ""
+    return (
+        f'{heading}<pre style="font-family:monospace;line-height:1.25;color:#000">'
+        + "".join(spans)
+        + "</pre>"
+    )
+
+
+def interact_cell_activations(
+    render: Callable[[int, str], Any], cells: Sequence[int], snippets: Mapping[str, str]
+) -> Any:
+    """A cell menu and a snippet menu around ``render(cell, snippet_text)`` (JupyterLab).
+
+    ``render`` returns something displayable (e.g. ``IPython.display.HTML``); it is shown
+    for the selected cell index and snippet. Returns what ``ipywidgets.interact`` returns.
+    """
+    import ipywidgets as widgets
+    from IPython.display import display
+
+    def show(cell: int, snippet: str) -> None:
+        display(render(cell, snippets[snippet]))
+
+    return widgets.interact(
+        show,
+        cell=widgets.Dropdown(options=list(cells), value=cells[0], description="cell"),
+        snippet=widgets.Dropdown(options=list(snippets), description="snippet"),
+    )

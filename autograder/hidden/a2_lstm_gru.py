@@ -1,0 +1,471 @@
+"""Hidden checks of Assignment 2: LSTM and GRU cells, a masked LSTM loop, a quote cell.
+
+The hidden test cells of ``a2_lstm_gru`` call, at autograde time::
+
+    check_lstm_cell(lstm_cell_forward)
+    check_lstm_sequence(lstm_sequence_forward)
+    check_gru_cell(gru_cell_forward)
+    check_select_quote_cell(select_quote_cell)
+
+Each check runs the student's function on inputs the visible tests do not use (other shapes
+and seeds, B = 1, H = 1, non-zero states, non-contiguous arrays, padded batches, constant and
+negatively correlated cells...) and compares the results with references computed *before*
+the call with ``torch.nn.LSTMCell``, ``torch.nn.LSTM`` (packed sequences), ``torch.nn.GRUCell``
+and NumPy, never with the student's code. The student's weights are in the assignment's gate
+order (LSTM: f, i, g, o; GRU: z, r, n); the references reorder them into PyTorch's (i, f, g, o)
+and (r, z, n).
+
+While a student's function runs, the routines that would do its work (the recurrent modules
+and functions of torch, autograd, and every public callable of the ``course`` package except
+``course.checks``) are replaced by traps that raise :class:`ShortcutUsed`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import pkgutil
+from collections.abc import Callable, Iterator
+from typing import Any
+from unittest import mock
+
+import numpy as np
+import torch
+
+from course.checks import assert_close
+
+__all__ = [
+    "ShortcutUsed",
+    "no_shortcuts",
+    "shortcut_targets",
+    "check_lstm_cell",
+    "check_lstm_sequence",
+    "check_gru_cell",
+    "check_select_quote_cell",
+]
+
+BY_HAND = "compute the gates by hand with NumPy"
+SELECT_BY_HAND = "compute the correlations by hand with NumPy"
+
+
+class ShortcutUsed(AssertionError):
+    """A checked function called a library routine that does its work for it."""
+
+
+# --------------------------------------------------------------------------------------------
+# Traps
+# --------------------------------------------------------------------------------------------
+
+_TORCH_SHORTCUTS = (
+    ("torch.nn", ("LSTM", "LSTMCell", "GRU", "GRUCell", "RNN", "RNNCell", "RNNBase")),
+    ("torch.nn.modules.rnn", ("LSTM", "LSTMCell", "GRU", "GRUCell", "RNN", "RNNCell", "RNNBase")),
+    ("torch", ("lstm", "lstm_cell", "gru", "gru_cell")),
+    ("torch._VF", ("lstm", "lstm_cell", "gru", "gru_cell")),
+    ("torch.autograd", ("backward", "grad")),
+    ("torch.Tensor", ("backward",)),
+)
+
+
+def _resolve(dotted: str) -> Any:
+    try:
+        return importlib.import_module(dotted)
+    except ImportError:
+        parent, _, attribute = dotted.rpartition(".")
+        return getattr(importlib.import_module(parent), attribute)
+
+
+def _course_modules() -> list[Any]:
+    import course
+
+    modules = []
+    for info in sorted(pkgutil.iter_modules(course.__path__), key=lambda found: found.name):
+        if info.name.startswith("_") or info.name == "checks":
+            continue
+        try:
+            modules.append(importlib.import_module(f"course.{info.name}"))
+        except Exception:  # noqa: BLE001 - a helper that does not import cannot be called either
+            continue
+    return modules
+
+
+def shortcut_targets() -> list[tuple[Any, str, str]]:
+    """Every (owner, attribute, label) that :func:`no_shortcuts` replaces by a trap."""
+    targets = []
+    for owner_name, attributes in _TORCH_SHORTCUTS:
+        try:
+            owner = _resolve(owner_name)
+        except (ImportError, AttributeError):
+            continue
+        for attribute in attributes:
+            if hasattr(owner, attribute):
+                targets.append((owner, attribute, f"{owner_name}.{attribute}"))
+    for module in _course_modules():
+        for attribute, value in sorted(vars(module).items()):
+            origin = getattr(value, "__module__", None) or ""
+            if (
+                not attribute.startswith("_")
+                and callable(value)
+                and origin.startswith("course.")
+                and not origin.startswith("course.checks")
+            ):
+                targets.append((module, attribute, f"{module.__name__}.{attribute}"))
+    return targets
+
+
+def _name(function: Any) -> str:
+    return getattr(function, "__name__", None) or type(function).__name__
+
+
+@contextlib.contextmanager
+def no_shortcuts(function: Callable[..., Any], duty: str) -> Iterator[list[str]]:
+    """Inside the block every shortcut (also as bound in ``function``'s globals) is a trap.
+
+    A trap records its label and raises ShortcutUsed("<name> must <duty>; it called <label>").
+    Everything is restored on exit. Yields the list of trapped calls.
+    """
+    name = _name(function)
+    calls: list[str] = []
+
+    def make_trap(label: str) -> Callable[..., Any]:
+        def trap(*args: Any, **kwargs: Any) -> Any:
+            calls.append(label)
+            raise ShortcutUsed(f"{name} must {duty}; it called {label}")
+
+        return trap
+
+    namespace = getattr(function, "__globals__", None)
+    with contextlib.ExitStack() as stack:
+        for owner, attribute, label in shortcut_targets():
+            original = getattr(owner, attribute)
+            trap = make_trap(label)
+            stack.enter_context(mock.patch.object(owner, attribute, trap))
+            if isinstance(namespace, dict):
+                for key, value in list(namespace.items()):
+                    if value is original:
+                        namespace[key] = trap
+                        stack.callback(namespace.__setitem__, key, value)
+        yield calls
+
+
+def _call_by_hand(function: Callable[..., Any], duty: str, *args: Any) -> Any:
+    """``function(*args)`` with the shortcuts trapped, even if the function catches the trap."""
+    name = _name(function)
+    with no_shortcuts(function, duty) as calls:
+        try:
+            result = function(*args)
+        except ShortcutUsed:
+            raise
+        except Exception as error:
+            if calls:
+                raise ShortcutUsed(f"{name} must {duty}; it called {calls[0]}") from error
+            raise
+    if calls:
+        raise ShortcutUsed(f"{name} must {duty}; it called {calls[0]} (and caught the error)")
+    return result
+
+
+# --------------------------------------------------------------------------------------------
+# Helpers
+# --------------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _case(description: str) -> Iterator[None]:
+    """Prefix the message of any AssertionError raised inside the block with the case."""
+    try:
+        yield
+    except AssertionError as error:
+        message = f"[{description}] {error}"
+        try:
+            prefixed = type(error)(message)
+        except Exception:  # noqa: BLE001
+            prefixed = AssertionError(message)
+        raise prefixed.with_traceback(error.__traceback__) from None
+
+
+def _strided(array: np.ndarray) -> np.ndarray:
+    """The same values, as a view that is not contiguous in memory."""
+    wide = np.zeros((*np.shape(array), 2), dtype=np.asarray(array).dtype)
+    wide[..., 0] = array
+    return wide[..., 0]
+
+
+def _describe(value: Any) -> str:
+    shape = getattr(value, "shape", None)
+    if shape is not None:
+        return f"{type(value).__name__} of shape {tuple(shape)}"
+    if isinstance(value, (tuple, list)):
+        return f"{type(value).__name__} of length {len(value)}"
+    return type(value).__name__
+
+
+def _pair(result: Any, function_name: str, names: tuple[str, str]) -> tuple[Any, Any]:
+    if not isinstance(result, (tuple, list)) or len(result) != 2:
+        raise AssertionError(
+            f"{function_name} should return a tuple ({', '.join(names)}), got {_describe(result)}"
+        )
+    return result[0], result[1]
+
+
+def _snapshots(values: dict[str, Any]) -> dict[str, Any]:
+    out = {}
+    for label, value in values.items():
+        if isinstance(value, dict):
+            out.update({f"{label}[{k!r}]": np.array(v, copy=True) for k, v in value.items()})
+        else:
+            out[label] = np.array(value, copy=True)
+    return out
+
+
+def _expect_unchanged(function_name: str, values: dict[str, Any], before: dict[str, Any]) -> None:
+    now = _snapshots(values)
+    for label, snapshot in before.items():
+        if label not in now or not np.array_equal(now[label], snapshot):
+            raise AssertionError(
+                f"{function_name} modified its input {label} in place; it must leave its inputs "
+                "unchanged (compute new arrays instead)"
+            )
+
+
+LSTM_BLOCKS = "figo"  # the assignment's order: forget, input, candidate g, output
+TORCH_LSTM_BLOCKS = "ifgo"
+GRU_BLOCKS = "zrn"  # the assignment's order: update, reset, candidate n
+TORCH_GRU_BLOCKS = "rzn"
+
+
+def _reorder(matrix: np.ndarray, blocks: str, order: str) -> torch.Tensor:
+    """Rows of ``matrix`` (len(blocks) * H, ...) regrouped from the ``blocks`` to ``order``."""
+    parts = dict(
+        zip(blocks, np.split(np.asarray(matrix, dtype=np.float64), len(blocks)), strict=True)
+    )
+    return torch.tensor(np.concatenate([parts[key] for key in order]))
+
+
+def _lstm_params(rng: np.random.Generator, D: int, H: int, scale: float = 0.6) -> dict:
+    return {
+        "W": scale * rng.normal(size=(4 * H, D)),
+        "U": scale * rng.normal(size=(4 * H, H)),
+        "b": 0.5 * rng.normal(size=4 * H),
+    }
+
+
+def _torch_lstm_cell(params: dict, D: int, H: int) -> torch.nn.LSTMCell:
+    cell = torch.nn.LSTMCell(D, H, dtype=torch.float64)
+    with torch.no_grad():
+        cell.weight_ih.copy_(_reorder(params["W"], LSTM_BLOCKS, TORCH_LSTM_BLOCKS))
+        cell.weight_hh.copy_(_reorder(params["U"], LSTM_BLOCKS, TORCH_LSTM_BLOCKS))
+        cell.bias_ih.copy_(_reorder(params["b"], LSTM_BLOCKS, TORCH_LSTM_BLOCKS))
+        cell.bias_hh.zero_()
+    return cell
+
+
+# --------------------------------------------------------------------------------------------
+# Part A: lstm_cell_forward
+# --------------------------------------------------------------------------------------------
+
+LSTM_CELL_CASES = (
+    # label, seed, B, D, H, strided, weight scale
+    ("B=1, D=1, H=1", 101, 1, 1, 1, False, 0.6),
+    ("B=5, D=7, H=3, non-zero states", 102, 5, 7, 3, False, 0.6),
+    ("B=2, D=3, H=6, non-contiguous arrays", 103, 2, 3, 6, True, 0.6),
+    ("B=4, D=2, H=5, saturated gates (pre-activations near +-40)", 104, 4, 2, 5, False, 12.0),
+)
+
+
+def check_lstm_cell(lstm_cell_forward: Callable[..., Any]) -> None:
+    """Hidden test of Part A: one LSTM step against torch.nn.LSTMCell with copied weights."""
+    for label, seed, B, D, H, strided, scale in LSTM_CELL_CASES:
+        rng = np.random.default_rng(seed)
+        params = _lstm_params(rng, D, H, scale)
+        x = rng.normal(size=(B, D))
+        h_prev, c_prev = rng.normal(size=(B, H)), 2.0 * rng.normal(size=(B, H))
+        with torch.no_grad():
+            h_ref, c_ref = _torch_lstm_cell(params, D, H)(
+                torch.tensor(x), (torch.tensor(h_prev), torch.tensor(c_prev))
+            )
+        if strided:
+            x, h_prev, c_prev = _strided(x), _strided(h_prev), _strided(c_prev)
+            params = {k: _strided(v) for k, v in params.items()}
+        inputs = {"x": x, "h_prev": h_prev, "c_prev": c_prev, "params": params}
+        before = _snapshots(inputs)
+        with _case(f"lstm_cell_forward, {label}"), np.errstate(over="ignore"):
+            result = _call_by_hand(lstm_cell_forward, BY_HAND, x, h_prev, c_prev, params)
+            h, c = _pair(result, "lstm_cell_forward", ("h", "c"))
+            _expect_unchanged("lstm_cell_forward", inputs, before)
+            assert_close("c", c, c_ref, atol=1e-9, rtol=1e-7, against="torch.nn.LSTMCell")
+            assert_close("h", h, h_ref, atol=1e-9, rtol=1e-7, against="torch.nn.LSTMCell")
+    print(f"check_lstm_cell: all {len(LSTM_CELL_CASES)} hidden cases passed.")
+
+
+# --------------------------------------------------------------------------------------------
+# Part B: lstm_sequence_forward with a mask
+# --------------------------------------------------------------------------------------------
+
+SEQUENCE_CASES = (
+    # label, seed, lengths, D, H
+    ("B=1, T=1, no padding", 201, (1,), 2, 3),
+    ("B=3, T=6, lengths 6, 2, 4", 202, (6, 2, 4), 3, 4),
+    ("B=4, T=9, lengths 9, 1, 9, 5, non-zero h0 and c0", 203, (9, 1, 9, 5), 2, 5),
+    ("B=2, T=5, one sequence is all padding (length 0)", 204, (5, 0), 4, 2),
+)
+
+
+def _reference_sequence(params, xs, lengths, h0, c0):
+    """hs (B, T, H) with zeros at padded steps, and the state after each last real step."""
+    B, T, D = xs.shape
+    H = h0.shape[1]
+    cell = _torch_lstm_cell(params, D, H)
+    layer = torch.nn.LSTM(D, H, batch_first=True, dtype=torch.float64)
+    hs = torch.zeros(B, T, H, dtype=torch.float64)
+    h_last, c_last = torch.tensor(h0).clone(), torch.tensor(c0).clone()
+    with torch.no_grad():
+        for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
+            getattr(layer, f"{name}_l0").copy_(getattr(cell, name))
+        real = [b for b in range(B) if lengths[b] > 0]
+        packed = torch.nn.utils.rnn.pack_padded_sequence(
+            torch.tensor(xs[real]),
+            [lengths[b] for b in real],
+            batch_first=True,
+            enforce_sorted=False,
+        )
+        out, (h_n, c_n) = layer(
+            packed, (torch.tensor(h0[real])[None], torch.tensor(c0[real])[None])
+        )
+        padded, _ = torch.nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=T)
+        hs[real] = padded
+        h_last[real], c_last[real] = h_n[0], c_n[0]
+    return hs.numpy(), h_last.numpy(), c_last.numpy()
+
+
+def check_lstm_sequence(lstm_sequence_forward: Callable[..., Any]) -> None:
+    """Hidden test of Part B: padded batches against torch.nn.LSTM on packed sequences."""
+    for label, seed, lengths, D, H in SEQUENCE_CASES:
+        rng = np.random.default_rng(seed)
+        B, T = len(lengths), max(lengths)
+        params = _lstm_params(rng, D, H)
+        xs = rng.normal(size=(B, T, D))
+        mask = np.arange(T)[None, :] < np.array(lengths)[:, None]  # (B, T)
+        xs[~mask] = 7.0  # padding with garbage: it must not matter
+        nonzero = "non-zero" in label
+        h0 = rng.normal(size=(B, H)) if nonzero else np.zeros((B, H))
+        c0 = rng.normal(size=(B, H)) if nonzero else np.zeros((B, H))
+        hs_ref, h_ref, c_ref = _reference_sequence(params, xs, lengths, h0, c0)
+        inputs = {"xs": xs, "mask": mask, "h0": h0, "c0": c0, "params": params}
+        before = _snapshots(inputs)
+        with _case(f"lstm_sequence_forward, {label}"):
+            result = _call_by_hand(lstm_sequence_forward, BY_HAND, xs, mask, h0, c0, params)
+            hs, final = _pair(result, "lstm_sequence_forward", ("hs", "(h_last, c_last)"))
+            h_last, c_last = _pair(final, "the second output of lstm_sequence_forward", ("h", "c"))
+            _expect_unchanged("lstm_sequence_forward", inputs, before)
+            assert_close("hs", hs, hs_ref, atol=1e-9, rtol=1e-7, against="nn.LSTM (packed)")
+            assert_close("h_last", h_last, h_ref, atol=1e-9, rtol=1e-7, against="nn.LSTM (packed)")
+            assert_close("c_last", c_last, c_ref, atol=1e-9, rtol=1e-7, against="nn.LSTM (packed)")
+    print(f"check_lstm_sequence: all {len(SEQUENCE_CASES)} hidden cases passed.")
+
+
+# --------------------------------------------------------------------------------------------
+# Part C: gru_cell_forward
+# --------------------------------------------------------------------------------------------
+
+GRU_CASES = (
+    ("B=1, D=1, H=1", 301, 1, 1, 1, False),
+    ("B=6, D=4, H=3", 302, 6, 4, 3, False),
+    ("B=2, D=5, H=7, non-contiguous arrays", 303, 2, 5, 7, True),
+)
+
+
+def check_gru_cell(gru_cell_forward: Callable[..., Any]) -> None:
+    """Hidden test of Part C: one GRU step against torch.nn.GRUCell with copied weights."""
+    for label, seed, B, D, H, strided in GRU_CASES:
+        rng = np.random.default_rng(seed)
+        params = {
+            "W": 0.7 * rng.normal(size=(3 * H, D)),
+            "U": 0.7 * rng.normal(size=(3 * H, H)),
+            "b_W": 0.5 * rng.normal(size=3 * H),
+            "b_U": 0.5 * rng.normal(size=3 * H),
+        }
+        x, h_prev = rng.normal(size=(B, D)), rng.normal(size=(B, H))
+        cell = torch.nn.GRUCell(D, H, dtype=torch.float64)
+        with torch.no_grad():
+            cell.weight_ih.copy_(_reorder(params["W"], GRU_BLOCKS, TORCH_GRU_BLOCKS))
+            cell.weight_hh.copy_(_reorder(params["U"], GRU_BLOCKS, TORCH_GRU_BLOCKS))
+            cell.bias_ih.copy_(_reorder(params["b_W"], GRU_BLOCKS, TORCH_GRU_BLOCKS))
+            cell.bias_hh.copy_(_reorder(params["b_U"], GRU_BLOCKS, TORCH_GRU_BLOCKS))
+            h_ref = cell(torch.tensor(x), torch.tensor(h_prev)).numpy()
+        if strided:
+            x, h_prev = _strided(x), _strided(h_prev)
+            params = {k: _strided(v) for k, v in params.items()}
+        inputs = {"x": x, "h_prev": h_prev, "params": params}
+        before = _snapshots(inputs)
+        with _case(f"gru_cell_forward, {label}"):
+            h = _call_by_hand(gru_cell_forward, BY_HAND, x, h_prev, params)
+            _expect_unchanged("gru_cell_forward", inputs, before)
+            assert_close("h", h, h_ref, atol=1e-9, rtol=1e-7, against="torch.nn.GRUCell")
+    print(f"check_gru_cell: all {len(GRU_CASES)} hidden cases passed.")
+
+
+# --------------------------------------------------------------------------------------------
+# Part D: select_quote_cell
+# --------------------------------------------------------------------------------------------
+
+
+def quote_cases() -> list[tuple[str, np.ndarray, np.ndarray, int]]:
+    """(label, activations (N, H), labels (N,), the index of the best cell)."""
+    cases = []
+    rng = np.random.default_rng(401)
+    labels = rng.random(300) < 0.3
+    acts = np.tanh(rng.normal(size=(300, 12)))
+    acts[:, 9] = -0.8 * labels + 0.3 * rng.normal(size=300)  # strongly *negative*
+    acts[:, 4] = 0.4 * labels + 0.4 * rng.normal(size=300)  # positive, weaker
+    cases.append(
+        ("N=300, H=12, the best cell is anti-correlated (off inside quotes)", acts, labels, 9)
+    )
+
+    rng = np.random.default_rng(402)
+    labels = (rng.random(200) < 0.5).astype(np.int64)
+    acts = 0.1 * rng.normal(size=(200, 6))
+    acts[:, 0] = 0.0  # a dead cell: constant, its correlation must count as 0, not nan
+    acts[:, 2] = 50.0 * rng.normal(size=200) + 5.0 * labels  # large but mostly noise
+    acts[:, 5] = 0.05 * labels + 0.01 * rng.normal(size=200)  # small but clean
+    cases.append(("N=200, H=6, a constant cell, int labels, scales differ", acts, labels, 5))
+
+    rng = np.random.default_rng(403)
+    labels = rng.random(50) < 0.4
+    acts = rng.normal(size=(50, 3))
+    acts[:, 1] = labels + 0.2 * rng.normal(size=50)
+    cases.append(
+        (
+            "N=50, H=3, float32 activations, non-contiguous",
+            _strided(acts.astype(np.float32)),
+            labels,
+            1,
+        )
+    )
+
+    rng = np.random.default_rng(404)
+    labels = rng.random(80) < 0.5
+    acts = rng.normal(size=(80, 1))
+    cases.append(("N=80, H=1, a single cell", acts, labels, 0))
+    return cases
+
+
+def check_select_quote_cell(select_quote_cell: Callable[..., Any]) -> None:
+    """Hidden test of Part D: the cell with the largest |correlation|, as an int."""
+    cases = quote_cases()
+    for label, acts, labels, best in cases:
+        inputs = {"activations": acts, "inside_quotes": labels}
+        before = _snapshots(inputs)
+        with _case(f"select_quote_cell, {label}"):
+            chosen = _call_by_hand(select_quote_cell, SELECT_BY_HAND, acts, labels)
+            _expect_unchanged("select_quote_cell", inputs, before)
+            if isinstance(chosen, (bool, np.bool_)) or not isinstance(chosen, (int, np.integer)):
+                raise AssertionError(
+                    f"select_quote_cell should return the index of a cell as an int, got "
+                    f"{_describe(chosen)}"
+                )
+            if int(chosen) != best:
+                raise AssertionError(
+                    f"select_quote_cell chose cell {int(chosen)}, but cell {best} has the "
+                    "largest absolute correlation with the labels"
+                )
+    print(f"check_select_quote_cell: all {len(cases)} hidden cases passed.")

@@ -1,0 +1,474 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Assignment 2: LSTM and GRU cells, padded batches, and a cell that detects quotes
+#
+# In Lecture 2 you saw the LSTM cell written with torch and checked against `nn.LSTMCell`.
+# Here you write it yourself in NumPy, for a whole batch at once, then run it over a batch of
+# sequences of different lengths, write a GRU cell, and find a meaningful cell in a trained
+# network's activations.
+#
+# **Goals.** After this assignment you can
+#
+# 1. compute one LSTM step for a batch from the gate equations (Part A);
+# 2. run an LSTM over a padded batch, using a mask so that padding changes nothing (Part B);
+# 3. compute one GRU step (Part C);
+# 4. pick, from recorded activations, the cell that best detects "inside a quote" (Part D);
+# 5. explain why the forget gate lets gradients survive long distances (Part E, written).
+#
+# ## Notation
+#
+# Everything is NumPy, in `float64`. A batch has $B$ rows; inputs have $D$ features and the
+# state has $H$ units. Vectors are **rows**: `x` has shape (B, D), so a weight matrix acts as
+# `x @ W.T`. The sigmoid is $\sigma(a) = 1 / (1 + e^{-a})$.
+#
+# **LSTM.** The four blocks of the weights are stacked in the order of the slides:
+# **forget, input, candidate, output** (f, i, g, o), each of $H$ rows. (PyTorch uses the order
+# i, f, g, o; the tests take care of the conversion, you should not.)
+#
+# $$\begin{aligned}
+# a_t &= W x_t + U h_{t-1} + b \quad\text{(shape } 4H\text{, split into } a^f, a^i, a^g, a^o)\\
+# f_t &= \sigma(a^f), \quad i_t = \sigma(a^i), \quad g_t = \tanh(a^g), \quad o_t = \sigma(a^o)\\
+# c_t &= f_t \odot c_{t-1} + i_t \odot g_t, \qquad h_t = o_t \odot \tanh(c_t)
+# \end{aligned}$$
+#
+# | name | shape | meaning |
+# | --- | --- | --- |
+# | `params["W"]` | (4H, D) | input weights, blocks f, i, g, o |
+# | `params["U"]` | (4H, H) | recurrent weights, blocks f, i, g, o |
+# | `params["b"]` | (4H,) | bias, blocks f, i, g, o |
+#
+# **GRU** (PyTorch's convention, with the reset gate applied after the recurrent matrix).
+# Blocks in the order **update, reset, candidate** (z, r, n):
+#
+# $$\begin{aligned}
+# z_t &= \sigma(W^z x_t + b_W^z + U^z h_{t-1} + b_U^z), \qquad
+# r_t = \sigma(W^r x_t + b_W^r + U^r h_{t-1} + b_U^r)\\
+# n_t &= \tanh\left(W^n x_t + b_W^n + r_t \odot (U^n h_{t-1} + b_U^n)\right), \qquad
+# h_t = (1 - z_t) \odot n_t + z_t \odot h_{t-1}
+# \end{aligned}$$
+#
+# with `params["W"]` (3H, D), `params["U"]` (3H, H), `params["b_W"]` (3H,), `params["b_U"]`
+# (3H,), each stacked z, r, n.
+#
+# ## How you are graded
+#
+# * Parts A to D are autograded. Each has a **visible test** that you can run now (fixed
+#   inputs; it names the quantity that is off and by how much), and a **hidden test** that
+#   runs at grading time on other shapes, seeds and edge cases ($B = 1$, $H = 1$, saturated
+#   gates, non-contiguous arrays, sequences of length 0, dead cells...). Hard-coding the
+#   visible answers keeps the visible points only.
+# * Part E is a short written answer, graded by hand.
+# * Write code only where it says `YOUR CODE HERE`; keep function names and signatures; do not
+#   delete or copy cells. Your functions must not modify their inputs.
+# * During the hidden tests `torch.nn.LSTM`, `LSTMCell`, `GRU`, `GRUCell` (and torch's other
+#   recurrent routines), autograd and the helpers of the `course` package are replaced by
+#   traps: calling them from your functions fails the test. (`course.checks` is allowed.)
+#
+# Autograded: 14 points. Written: 2 points.
+
+# %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
+import numpy as np
+
+from course.checks import assert_close
+
+np.set_printoptions(precision=4, suppress=True)
+
+# %% [markdown]
+# ## Part A: one LSTM step (4 points)
+#
+# Implement `lstm_cell_forward` for a batch. A numerically safe sigmoid avoids overflow
+# warnings for large negative inputs: `0.5 * (1 + np.tanh(a / 2))` is the same function.
+
+
+# %% nbgrader={"grade": false, "grade_id": "lstm_cell_forward", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def lstm_cell_forward(
+    x: np.ndarray, h_prev: np.ndarray, c_prev: np.ndarray, params: dict[str, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """One LSTM step for a batch.
+
+    Args:
+        x: inputs x_t, shape (B, D).
+        h_prev: hidden states h_{t-1}, shape (B, H).
+        c_prev: cell states c_{t-1}, shape (B, H).
+        params: "W" (4H, D), "U" (4H, H), "b" (4H,), blocks in the order f, i, g, o.
+
+    Returns:
+        h: the new hidden states h_t, shape (B, H).
+        c: the new cell states c_t, shape (B, H).
+    """
+    ### BEGIN SOLUTION
+    width = np.shape(h_prev)[-1]
+    scores = np.asarray(x, float) @ params["W"].T + np.asarray(h_prev, float) @ params["U"].T
+    scores = scores + params["b"]  # (B, 4H)
+    squash = 0.5 * (1.0 + np.tanh(0.5 * scores[:, : 2 * width]))  # forget and input gates
+    keep, write = squash[:, :width], squash[:, width:]
+    proposal = np.tanh(scores[:, 2 * width : 3 * width])
+    reveal = 0.5 * (1.0 + np.tanh(0.5 * scores[:, 3 * width :]))
+    memory = keep * np.asarray(c_prev, float) + write * proposal
+    return reveal * np.tanh(memory), memory
+    ### END SOLUTION
+
+
+# %% [markdown]
+# ### Visible test for Part A
+#
+# Fixed weights (no randomness); the expected numbers come from `torch.nn.LSTMCell` with the
+# blocks reordered.
+
+# %% nbgrader={"grade": true, "grade_id": "test_lstm_cell_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+params_a = {
+    "W": np.linspace(-1.0, 1.0, 8 * 3).reshape(8, 3),  # H=2, D=3
+    "U": np.linspace(0.5, -0.5, 8 * 2).reshape(8, 2),
+    "b": np.array([1.0, 1.0, 0.0, 0.0, 0.1, -0.1, 0.2, -0.2]),
+}
+x_a = np.array([[1.0, 0.0, -1.0], [0.5, 2.0, -0.5]])  # B=2
+h_a = np.array([[0.1, -0.2], [0.0, 0.3]])
+c_a = np.array([[1.0, -1.0], [0.5, 0.0]])
+h_out_a, c_out_a = lstm_cell_forward(x_a, h_a, c_a, params_a)
+assert_close(
+    "c",
+    c_out_a,
+    [[0.6617367116, -0.7999818711], [0.2299893446, 0.2006958032]],
+    atol=1e-8,
+    against="the expected value",
+)
+assert_close(
+    "h",
+    h_out_a,
+    [[0.2998125534, -0.2797856128], [0.1778936009, 0.1585249303]],
+    atol=1e-8,
+    against="the expected value",
+)
+print("Part A, visible test: passed.")
+
+# %% nbgrader={"grade": true, "grade_id": "test_lstm_cell_hidden", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+# Hidden test (3 points): lstm_cell_forward against torch.nn.LSTMCell (weights copied and
+# reordered) for B = 1 and H = 1, other shapes, non-zero states, saturated gates and
+# non-contiguous arrays; inputs must come back unmodified.
+### BEGIN HIDDEN TESTS
+from autograder.hidden.a2_lstm_gru import check_lstm_cell
+
+check_lstm_cell(lstm_cell_forward)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Part B: a padded batch, with a mask (4 points)
+#
+# Sequences in a batch rarely have the same length. We pad them to a common length $T$ and
+# pass a boolean `mask` of shape (B, T): `mask[b, t]` is True when step $t$ of sequence $b$
+# is real, False when it is padding. Padding must change nothing:
+#
+# * at a padded step, the state of that sequence is carried over unchanged
+#   ($h_t = h_{t-1}$, $c_t = c_{t-1}$), whatever garbage the padded input holds;
+# * `hs[b, t]` is the new hidden state at a real step and **zero** at a padded step (as
+#   PyTorch's `pad_packed_sequence` does);
+# * the returned `(h_last, c_last)` is the state after each sequence's last real step (its
+#   initial state if it has no real step at all).
+#
+# Use your `lstm_cell_forward` for the steps. Hint: compute the step for the whole batch,
+# then use `np.where` with the mask column to choose, per row, the new or the old state.
+
+
+# %% nbgrader={"grade": false, "grade_id": "lstm_sequence_forward", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def lstm_sequence_forward(
+    xs: np.ndarray,
+    mask: np.ndarray,
+    h0: np.ndarray,
+    c0: np.ndarray,
+    params: dict[str, np.ndarray],
+) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    """Run an LSTM over a padded batch.
+
+    Args:
+        xs: inputs, shape (B, T, D); padded steps may hold any values.
+        mask: shape (B, T), True at real steps, False at padding.
+        h0, c0: initial states, shape (B, H) each.
+        params: as in lstm_cell_forward.
+
+    Returns:
+        hs: shape (B, T, H), h_t at real steps and 0 at padded steps.
+        (h_last, c_last): the state after each sequence's last real step, (B, H) each.
+    """
+    ### BEGIN SOLUTION
+    valid = np.asarray(mask, dtype=bool)
+    n_rows, n_steps = valid.shape
+    outputs = np.zeros((n_rows, n_steps, np.shape(h0)[-1]))
+    state_h, state_c = np.array(h0, dtype=float), np.array(c0, dtype=float)
+    for step in range(n_steps):
+        fresh_h, fresh_c = lstm_cell_forward(xs[:, step], state_h, state_c, params)
+        real = valid[:, step : step + 1]  # (B, 1), broadcasts over the H units
+        state_h = np.where(real, fresh_h, state_h)
+        state_c = np.where(real, fresh_c, state_c)
+        outputs[:, step] = np.where(real, fresh_h, 0.0)
+    return outputs, (state_h, state_c)
+    ### END SOLUTION
+
+
+# %% [markdown]
+# ### Visible test for Part B
+#
+# Two sequences of lengths 3 and 1, padded to $T = 3$. The second row's padding holds large
+# numbers that must not leak into the result. The expected values come from `torch.nn.LSTM`
+# on packed sequences, with the weights of Part A's visible test. Part A must pass first.
+
+# %% nbgrader={"grade": true, "grade_id": "test_lstm_sequence_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+xs_b = np.array(
+    [
+        [[1.0, 0.0, -1.0], [0.0, 1.0, 0.0], [-0.5, 0.5, 1.0]],
+        [[0.2, -0.3, 0.4], [99.0, 99.0, 99.0], [-99.0, 99.0, -99.0]],
+    ]
+)  # (B=2, T=3, D=3)
+mask_b = np.array([[True, True, True], [True, False, False]])
+params_b = {  # the weights of Part A's visible test
+    "W": np.linspace(-1.0, 1.0, 8 * 3).reshape(8, 3),
+    "U": np.linspace(0.5, -0.5, 8 * 2).reshape(8, 2),
+    "b": np.array([1.0, 1.0, 0.0, 0.0, 0.1, -0.1, 0.2, -0.2]),
+}
+h0_b, c0_b = np.zeros((2, 2)), np.array([[0.0, 0.0], [0.5, -0.5]])
+hs_b, (h_last_b, c_last_b) = lstm_sequence_forward(xs_b, mask_b, h0_b, c0_b, params_b)
+assert_close(
+    "hs",
+    hs_b,
+    [
+        [
+            [-0.0170580788, -0.0494975788],
+            [0.0531580160, 0.0456738580],
+            [0.1370996199, 0.1582869936],
+        ],
+        [[0.2351310474, -0.1665763527], [0.0, 0.0], [0.0, 0.0]],
+    ],
+    atol=1e-8,
+    against="the expected value",
+)
+assert_close(
+    "h_last",
+    h_last_b,
+    [[0.1370996199, 0.1582869936], [0.2351310474, -0.1665763527]],
+    atol=1e-8,
+    against="the expected value",
+)
+assert_close(
+    "c_last",
+    c_last_b,
+    [[0.1924681157, 0.2337464574], [0.4126277920, -0.3301073503]],
+    atol=1e-8,
+    against="the expected value",
+)
+print("Part B, visible test: passed.")
+
+# %% nbgrader={"grade": true, "grade_id": "test_lstm_sequence_hidden", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+# Hidden test (3 points): lstm_sequence_forward against torch.nn.LSTM on packed sequences, for
+# other lengths and shapes (T = 1, a sequence of length 0, non-zero initial states, garbage in
+# the padding); inputs must come back unmodified.
+### BEGIN HIDDEN TESTS
+from autograder.hidden.a2_lstm_gru import check_lstm_sequence
+
+check_lstm_sequence(lstm_sequence_forward)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Part C: one GRU step (3 points)
+#
+# Implement `gru_cell_forward` with the equations and the block order (z, r, n) given at the
+# top. Watch where the reset gate goes: it multiplies $U^n h_{t-1} + b_U^n$, bias included.
+
+
+# %% nbgrader={"grade": false, "grade_id": "gru_cell_forward", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def gru_cell_forward(
+    x: np.ndarray, h_prev: np.ndarray, params: dict[str, np.ndarray]
+) -> np.ndarray:
+    """One GRU step for a batch.
+
+    Args:
+        x: inputs, shape (B, D).
+        h_prev: hidden states h_{t-1}, shape (B, H).
+        params: "W" (3H, D), "U" (3H, H), "b_W" (3H,), "b_U" (3H,), blocks z, r, n.
+
+    Returns:
+        h: the new hidden states, shape (B, H).
+    """
+    ### BEGIN SOLUTION
+    old = np.asarray(h_prev, dtype=float)
+    size = old.shape[-1]
+    from_input = np.asarray(x, float) @ params["W"].T + params["b_W"]  # (B, 3H)
+    from_state = old @ params["U"].T + params["b_U"]  # (B, 3H)
+    both = from_input[:, : 2 * size] + from_state[:, : 2 * size]
+    gates = 0.5 * (1.0 + np.tanh(0.5 * both))  # update, then reset
+    update, reset = gates[:, :size], gates[:, size:]
+    proposal = np.tanh(from_input[:, 2 * size :] + reset * from_state[:, 2 * size :])
+    return proposal + update * (old - proposal)
+    ### END SOLUTION
+
+
+# %% [markdown]
+# ### Visible test for Part C
+
+# %% nbgrader={"grade": true, "grade_id": "test_gru_cell_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+params_c = {
+    "W": np.linspace(-0.8, 0.8, 6 * 3).reshape(6, 3),  # H=2, D=3
+    "U": np.linspace(0.6, -0.6, 6 * 2).reshape(6, 2),
+    "b_W": np.array([0.1, 0.2, -0.1, 0.0, 0.3, -0.3]),
+    "b_U": np.array([0.0, -0.2, 0.1, 0.1, 0.5, 0.5]),
+}
+x_c = np.array([[1.0, 0.0, -1.0], [0.5, 2.0, -0.5]])  # B=2
+h_prev_c = np.array([[0.1, -0.2], [0.0, 0.3]])
+h_out_c = gru_cell_forward(x_c, h_prev_c, params_c)
+assert_close(
+    "h",
+    h_out_c,
+    [[0.2309497710, -0.2046181292], [0.6519069214, 0.6741948541]],
+    atol=1e-8,
+    against="the expected value",
+)
+print("Part C, visible test: passed.")
+
+# %% nbgrader={"grade": true, "grade_id": "test_gru_cell_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# Hidden test (2 points): gru_cell_forward against torch.nn.GRUCell (weights copied and
+# reordered) for B = 1 and H = 1, other shapes and non-contiguous arrays; inputs must come back
+# unmodified.
+### BEGIN HIDDEN TESTS
+from autograder.hidden.a2_lstm_gru import check_gru_cell
+
+check_gru_cell(gru_cell_forward)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Part D: which cell detects quotes? (3 points)
+#
+# You are given the activations of $H$ cells of a character-level LSTM at $N$ characters,
+# `activations` of shape (N, H), and for each character a label `inside_quotes` of shape
+# (N,) (True or 1 inside a string literal, False or 0 outside). Return the index of the cell
+# whose activation has the largest **absolute** Pearson correlation with the labels:
+#
+# $$r_j = \frac{\sum_n (a_{nj} - \bar a_j)(y_n - \bar y)}
+#   {\sqrt{\sum_n (a_{nj} - \bar a_j)^2}\,\sqrt{\sum_n (y_n - \bar y)^2}} .$$
+#
+# A cell that switches *off* inside quotes detects them just as well as one that switches on.
+# A constant cell (a dead unit) has no correlation at all: count it as 0, never `nan`.
+# Return a plain Python `int`.
+
+
+# %% nbgrader={"grade": false, "grade_id": "select_quote_cell", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def select_quote_cell(activations: np.ndarray, inside_quotes: np.ndarray) -> int:
+    """Index of the cell (column) with the largest |Pearson correlation| with the labels."""
+    ### BEGIN SOLUTION
+    centred = np.asarray(activations, dtype=np.float64)
+    centred = centred - centred.mean(axis=0, keepdims=True)
+    target = np.asarray(inside_quotes, dtype=np.float64)
+    target = target - target.mean()
+    spread = np.linalg.norm(centred, axis=0) * np.linalg.norm(target)  # (H,)
+    agreement = np.abs(target @ centred)  # (H,)
+    strength = np.divide(agreement, spread, out=np.zeros_like(agreement), where=spread > 0)
+    return int(np.argmax(strength))
+    ### END SOLUTION
+
+
+# %% [markdown]
+# ### Visible test for Part D
+#
+# Five made-up cells over a line of code: cell 3 copies the quote labels with some noise.
+
+# %% nbgrader={"grade": true, "grade_id": "test_select_quote_cell_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+line_d = 'x = "a, b" + f(1)'
+labels_d = np.array([0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0], dtype=bool)
+steps_d = np.arange(len(line_d))
+activations_d = np.stack(
+    [
+        np.sin(steps_d),  # a wiggle
+        steps_d / len(line_d),  # position in the line
+        np.zeros(len(line_d)),  # a dead cell
+        0.9 * labels_d - 0.1 * np.cos(3 * steps_d),  # the quote cell
+        np.array([ch in "()" for ch in line_d], dtype=float),  # brackets
+    ],
+    axis=1,
+)  # (N=17, H=5)
+chosen_d = select_quote_cell(activations_d, labels_d)
+assert isinstance(chosen_d, int), f"select_quote_cell should return an int, got {type(chosen_d)}"
+assert chosen_d == 3, f"select_quote_cell chose cell {chosen_d}, expected cell 3"
+print("Part D, visible test: passed.")
+
+# %% nbgrader={"grade": true, "grade_id": "test_select_quote_cell_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# Hidden test (2 points): select_quote_cell on other activations: a cell that switches off
+# inside quotes, dead (constant) cells, cells of very different scales, int labels, float32
+# and non-contiguous arrays, a single cell.
+### BEGIN HIDDEN TESTS
+from autograder.hidden.a2_lstm_gru import check_select_quote_cell
+
+check_select_quote_cell(select_quote_cell)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Explore (not graded): the cell path keeps what the forget gate keeps
+#
+# Once Part A passes, this cell writes a value into a one-unit LSTM at the first step and
+# then feeds zeros. With forget bias $b_f$ and nothing else, $c_t = \sigma(b_f)^{t-1} c_1$:
+# the memory (and, along the cell path, the gradient) decays geometrically unless
+# $\sigma(b_f)$ is close to 1. Try other biases.
+
+
+# %%
+def remembered_after(forget_bias: float, steps: int = 50) -> float:
+    """c_T / c_1 for a 1-unit LSTM whose only non-zero weights are the biases."""
+    weights = {
+        "W": np.zeros((4, 1)),
+        "U": np.zeros((4, 1)),
+        "b": np.array([forget_bias, 10.0, 10.0, 10.0]),  # write once, then only forget
+    }
+    h, c = lstm_cell_forward(np.zeros((1, 1)), np.zeros((1, 1)), np.zeros((1, 1)), weights)
+    first = c[0, 0]
+    weights["b"] = np.array([forget_bias, -10.0, 0.0, 10.0])  # the input gate is now closed
+    for _ in range(steps - 1):
+        h, c = lstm_cell_forward(np.zeros((1, 1)), h, c, weights)
+    return float(c[0, 0] / first)
+
+
+try:
+    for bias in (0.0, 1.0, 3.0, 6.0):
+        print(f"forget bias {bias}: c_50 / c_1 = {remembered_after(bias):.2e}")
+except NotImplementedError:
+    print("Implement lstm_cell_forward first, then run this cell again.")
+
+# %% [markdown]
+# ## Part E: why the forget gate preserves gradients (2 points, graded by hand)
+#
+# In 4 to 8 sentences, explain why gradients can travel much further back in time through an
+# LSTM than through a vanilla RNN. Use the derivative $\partial c_t / \partial c_{t-1}$ along the
+# cell path, compare it with the Jacobian $\partial h_t / \partial h_{t-1}$ of a tanh RNN, and
+# say what the forget gate has to do for the gradient to survive, and why initialising its bias
+# to about 1 helps.
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "forget_gate_gradients", "locked": false, "points": 2, "schema_version": 3, "solution": true, "task": false}
+# **Model answer.** Along the cell path, $c_t = f_t \odot c_{t-1} + i_t \odot g_t$ gives
+# $\partial c_t / \partial c_{t-1} = \operatorname{diag}(f_t)$, so the gradient that reaches
+# $c_t$ from $c_T$ is multiplied only by the product of the forget gates in between, one number
+# per unit. In a tanh RNN, $\partial h_t / \partial h_{t-1} = \operatorname{diag}(1 - h_t^2)\,W$:
+# the same matrix $W$ is applied at every step and the $\tanh$ derivative is at most 1, so the
+# product behaves like $\rho(W)^k$ and vanishes (or explodes) exponentially unless $W$ is tuned
+# very precisely. The LSTM's cell update is additive: the sum passes the gradient on to
+# $c_{t-1}$ unchanged apart from the gate, with no squashing function and no weight matrix on
+# this path. When the network keeps $f_t \approx 1$ for a unit (it learns to do so where the
+# memory is useful, and the gate depends on the input, so it can also choose to forget), the
+# gradient passes back almost intact across many steps. With a forget bias of 0, freshly
+# initialised gates sit near $\sigma(0) = 0.5$ and the cell path halves the gradient at each
+# step; a bias of about 1 gives $\sigma(1) \approx 0.73$ and more, so long-range gradients
+# exist from the first updates and the network can discover long dependencies. Other paths
+# (through $h_{t-1}$ and the gates) can still vanish or explode, so this is a route for the
+# gradient, not a guarantee.
+#
+# *Grading notes: 1 point for the derivative $\operatorname{diag}(f_t)$ of the additive cell
+# path contrasted with the repeated $W$ and $\tanh'$ of the RNN Jacobian; 1 point for saying
+# that gradients survive when the (learned, input-dependent) forget gates stay close to 1, and
+# that a positive forget bias puts them there at initialisation.*
