@@ -151,6 +151,20 @@ def test_metrics_table_lists_times_and_figures():
     assert "| 01_x | char-RNN | 2.5 bits/char | 4.6 (unigram) | yes |" in table
 
 
+def test_metrics_table_escapes_pipes_in_cells():
+    entry = {
+        "name": "best |r|",
+        "value": 0.3,
+        "unit": "|r|",
+        "baseline": 0.03,
+        "baseline_name": "median",
+        "higher_is_better": True,
+        "passes": True,
+    }
+    row = format_table({}, [{"notebook": "02_x", "metrics": [entry]}]).splitlines()[-1]
+    assert row == "| 02_x | best \\|r\\| | 0.3 \\|r\\| | 0.03 (median) | yes |"
+
+
 def test_written_notebook_is_valid(tmp_path):
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1", id="c0")])
     write_notebook(notebook, tmp_path / "deep" / "n.ipynb")

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 
+def _cell(text: str) -> str:
+    """Table-safe text: a literal "|" would end the Markdown cell."""
+    return text.replace("|", "\\|")
+
+
 def format_table(
     timings: dict[str, float], metrics: list[dict], budgets: dict[str, float] | None = None
 ) -> str:
@@ -23,7 +28,7 @@ def format_table(
                 "-" if m["baseline"] is None else f"{m['baseline']:.4g} ({m['baseline_name']})"
             )
             lines.append(
-                f"| {notebook['notebook']} | {m['name']} | {m['value']:.4g} {m['unit']}".rstrip()
+                f"| {notebook['notebook']} | {_cell(m['name'])} | {m['value']:.4g} {_cell(m['unit'])}".rstrip()
                 + f" | {baseline} | {'yes' if m['passes'] else 'NO'} |"
             )
     return "\n".join(lines) + "\n"
