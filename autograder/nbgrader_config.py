@@ -17,3 +17,11 @@ c.Execute.timeout = 120
 
 # A student who deletes a test cell gets it back, graded, instead of a silent zero.
 c.OverwriteCells.add_missing_cells = True
+
+# Feedback shows no hidden-test source (the TA grading command also writes tracebacks without
+# hidden lines: see autograder/judge.py).
+c.GenerateFeedback.preprocessors = [
+    "nbgrader.preprocessors.GetGrades",
+    "nbgrader.preprocessors.ClearHiddenTests",
+    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+]

@@ -1,0 +1,589 @@
+"""``python -m autograder grade ASSIGNMENT PATH``: grade a folder or zip of notebooks, in parallel.
+
+Steps: an nbgrader course directory under ``OUT/course`` (source, release, gradebook); every
+notebook in PATH becomes a student (named by the file, or by its folder when the file is named
+like the assignment's notebook); each submission is judged in a separate process with its own
+sandboxed kernel (``--workers`` at a time); nbgrader then records the judged outputs in its
+gradebook and writes feedback; ``OUT/grades.csv`` gets one row per submission with its
+per-part scores, total and status, and a summary is printed.
+
+A re-run skips submissions whose file (and the grading settings) did not change, so running
+twice on the same folder neither duplicates nor loses anything; ``--force`` judges all again.
+
+Exit code: 0 all graded, nothing for a human; 1 only written answers wait for manual
+grading; 2 some submission needs a look (see its status); 3 the command itself failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import json
+import multiprocessing
+import multiprocessing.connection
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import zipfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from tqdm import tqdm
+
+from autograder import judge, nbgrading
+from autograder.sandbox import Limits, SandboxUnavailable, check_sandbox_available
+
+REPO = Path(__file__).resolve().parent.parent
+CONFIG = REPO / "autograder" / "nbgrader_config.py"
+MAX_FILE_BYTES = 50 * 1024 * 1024
+EXIT_OK, EXIT_MANUAL, EXIT_LOOK, EXIT_FAILED = 0, 1, 2, 3
+
+
+class GradingError(RuntimeError):
+    """The command cannot run (bad arguments, nbgrader failing on the course itself)."""
+
+
+# -- course directory ------------------------------------------------------------------------------
+
+
+def _nbgrader(course: Path, *args: str, progress: tqdm | None = None) -> tuple[int, str]:
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-m", "nbgrader", *args],
+        cwd=course,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    lines = []
+    assert process.stdout is not None
+    for line in process.stdout:
+        lines.append(line)
+        if progress is not None and "] Autograding " in line:
+            progress.update(1)
+    return process.wait(), "".join(lines)
+
+
+def source_fingerprint(assignment: str) -> str:
+    digest = hashlib.sha256()
+    for path in [*sorted((REPO / "solutions" / assignment).glob("*.py")), CONFIG]:
+        digest.update(path.name.encode() + path.read_bytes())
+    for path in sorted((REPO / "autograder").glob("*.py")):
+        digest.update(path.name.encode() + path.read_bytes())
+    hidden = REPO / "autograder" / "hidden" / f"{assignment}.py"
+    if hidden.exists():
+        digest.update(hidden.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def prepare_course(out: Path, assignment: str) -> Path:
+    """OUT/course with the assignment's source and release (rebuilt when the source changed)."""
+    from tools.assignments import make_course_dir, source_files
+
+    if not (REPO / "solutions" / assignment).is_dir():
+        known = sorted(p.name for p in (REPO / "solutions").iterdir() if p.is_dir())
+        raise GradingError(f"unknown assignment {assignment!r}; known: {', '.join(known)}")
+    course = out / "course"
+    stamp = course / ".source-fingerprint"
+    fingerprint = source_fingerprint(assignment)
+    if stamp.exists() and stamp.read_text() == fingerprint:
+        return course
+    make_course_dir(course, [assignment])
+    config = CONFIG.read_text() + nbgrading.GRADING_CONFIG.format(
+        root=str(course / nbgrading.JUDGED)
+    )
+    (course / "nbgrader_config.py").write_text(config)
+    code, log = _nbgrader(course, "generate_assignment", assignment, "--force")
+    if code != 0:
+        raise GradingError(f"nbgrader generate_assignment failed:\n{log[-3000:]}")
+    notebooks = [p.stem for p in source_files(assignment)]
+    for name in notebooks:
+        if not (course / "release" / assignment / f"{name}.ipynb").exists():
+            raise GradingError(f"the release of {assignment} lacks {name}.ipynb")
+    stamp.write_text(fingerprint)
+    return course
+
+
+# -- importing submissions ---------------------------------------------------------------------
+
+
+@dataclass
+class Entry:
+    student: str
+    files: dict[str, bytes]  # notebook name -> raw bytes
+    origin: str
+    problem: str = ""  # set when the upload itself is unusable (too large...)
+
+    @property
+    def digest(self) -> str:
+        digest = hashlib.sha256()
+        for name in sorted(self.files):
+            digest.update(name.encode() + b"\0" + self.files[name] + b"\0")
+        return digest.hexdigest()
+
+
+def _student_id(text: str) -> str:
+    cleaned = re.sub(r"[^A-Za-z0-9_.@-]", "_", text).strip("._") or "unnamed"
+    return cleaned[:100]
+
+
+def collect(path: Path, notebooks: list[str]) -> list[Entry]:
+    """One entry per student found in a folder or zip of notebooks."""
+    items: list[tuple[tuple[str, ...], bytes | None]] = []
+    if path.is_file() and zipfile.is_zipfile(path):
+        with zipfile.ZipFile(path) as archive:
+            for info in archive.infolist():
+                parts = tuple(p for p in info.filename.split("/") if p)
+                if info.is_dir() or not parts or not parts[-1].endswith(".ipynb"):
+                    continue
+                if any(p.startswith((".", "__MACOSX")) for p in parts):
+                    continue
+                data = archive.read(info) if info.file_size <= MAX_FILE_BYTES else None
+                items.append((parts, data))
+    elif path.is_dir():
+        for file in sorted(path.rglob("*.ipynb")):
+            parts = file.relative_to(path).parts
+            if any(p.startswith(".") for p in parts):
+                continue
+            size = file.stat().st_size
+            items.append((parts, file.read_bytes() if size <= MAX_FILE_BYTES else None))
+    else:
+        raise GradingError(f"{path} is neither a folder nor a zip file")
+    entries: dict[str, Entry] = {}
+    for parts, data in sorted(items, key=lambda item: item[0]):
+        stem = parts[-1][: -len(".ipynb")]
+        if stem in notebooks and len(parts) > 1:
+            student, notebook = parts[-2], stem
+        else:
+            student, notebook = stem, notebooks[0]
+        student = _student_id(student)
+        entry = entries.setdefault(student, Entry(student, {}, "/".join(parts)))
+        if data is None:
+            entry.problem = f"{'/'.join(parts)} is larger than {MAX_FILE_BYTES >> 20} MB"
+            data = b""
+        if notebook in entry.files:
+            entry.problem = entry.problem or f"two files for {student}: kept {entry.origin}"
+            continue
+        entry.files[notebook] = data
+    return list(entries.values())
+
+
+# -- judging one submission (in a worker process) ----------------------------------------------
+
+
+@dataclass
+class Job:
+    entry: Entry
+    assignment: str
+    course: str
+    limits: Limits
+
+
+def judge_entry(job: Job) -> dict:
+    """Judge one student's notebooks; write the canonical notebooks and outputs; the record."""
+    import torch
+
+    torch.set_num_threads(1)
+    course = Path(job.course)
+    entry, assignment = job.entry, job.assignment
+    record = {
+        "student": entry.student,
+        "origin": entry.origin,
+        "digest": entry.digest,
+        "flags": [],
+        "messages": [],
+        "tests": {},
+        "seconds": {},
+        "gradable": False,
+    }
+
+    def flag(status: str, message: str) -> None:
+        if status not in record["flags"]:
+            record["flags"].append(status)
+        if message:
+            record["messages"].append(message)
+
+    if entry.problem:
+        flag("invalid notebook", entry.problem)
+    submitted = course / "submitted" / entry.student / assignment
+    judged = course / nbgrading.JUDGED / entry.student / assignment
+    for folder in (submitted, judged):
+        shutil.rmtree(folder, ignore_errors=True)
+    specs = load_specs(course, assignment)
+    canonicals = {}
+    for name, spec in specs.items():
+        raw = entry.files.get(name)
+        prefix = f"{name}: " if len(specs) > 1 else ""
+        if raw is None:
+            flag("invalid notebook", f"{prefix}missing notebook {name}.ipynb")
+            continue
+        try:
+            notebook, notes = judge.read_submission(raw, spec)
+            for note in notes:
+                flag("wrong kernel", prefix + note)
+            canonical, repairs = judge.canonicalize(notebook, spec)
+        except judge.Unreadable as error:
+            flag(error.status, prefix + str(error))
+            continue
+        for note in repairs:
+            flag("cells restored or overwritten", prefix + note)
+        canonicals[name] = (spec, canonical, raw)
+    if set(record["flags"]) & {"invalid notebook", "wrong assignment"}:
+        return record
+    scratch = Path(os.environ.get("TMPDIR", "/tmp")) / f"autograder-{os.getpid()}"
+    try:
+        for name, (spec, canonical, raw) in canonicals.items():
+            verdict = judge.NotebookVerdict(name)
+            judge.judge_notebook(spec, canonical, raw, scratch, job.limits, verdict)
+            for status in verdict.flags:
+                flag(status, "")
+            record["messages"] += verdict.messages
+            record["tests"].update(verdict.tests)
+            for key, value in verdict.seconds.items():
+                record["seconds"][key] = record["seconds"].get(key, 0.0) + value
+            submitted.mkdir(parents=True, exist_ok=True)
+            judged.mkdir(parents=True, exist_ok=True)
+            (submitted / f"{name}.ipynb").write_text(nbformat_writes(canonical), encoding="utf-8")
+            (judged / f"{name}.json").write_text(json.dumps({"cells": verdict.cells}))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    record["gradable"] = True
+    return record
+
+
+def nbformat_writes(notebook) -> str:
+    import nbformat
+
+    return nbformat.writes(notebook)
+
+
+_SPECS: dict[tuple[str, str], dict[str, judge.NotebookSpec]] = {}
+
+
+def load_specs(course: Path, assignment: str) -> dict[str, judge.NotebookSpec]:
+    key = (str(course), assignment)
+    if key not in _SPECS:
+        sources = sorted((course / "source" / assignment).glob("*.ipynb"))
+        _SPECS[key] = {
+            p.stem: judge.NotebookSpec.load(p, course / "release" / assignment / p.name)
+            for p in sources
+        }
+    return _SPECS[key]
+
+
+def _child(job: Job, connection) -> None:
+    try:
+        record = judge_entry(job)
+    except BaseException as error:  # noqa: BLE001 - reported as this submission's grader error
+        record = _failed(job.entry, f"{type(error).__name__}: {error}")
+    connection.send(record)
+    connection.close()
+
+
+def _failed(entry: Entry, message: str) -> dict:
+    return {
+        "student": entry.student,
+        "origin": entry.origin,
+        "digest": entry.digest,
+        "flags": ["grader error"],
+        "messages": [f"the grader failed: {message}"[:500]],
+        "tests": {},
+        "seconds": {},
+        "gradable": False,
+    }
+
+
+def run_parallel(jobs: list[Job], workers: int):
+    """Judge each job in its own forked process, ``workers`` at a time; yield (entry, record).
+
+    A fresh process per submission: the hidden checks patch modules and set print options,
+    and nothing may carry over from one student to the next. A process that dies without an
+    answer gives that submission the status "grader error"; the batch goes on.
+    """
+    context = multiprocessing.get_context("fork")
+    queue = list(reversed(jobs))
+    running: dict = {}
+    while queue or running:
+        while queue and len(running) < workers:
+            job = queue.pop()
+            receiver, sender = context.Pipe(duplex=False)
+            process = context.Process(target=_child, args=(job, sender), daemon=True)
+            process.start()
+            sender.close()
+            running[receiver] = (process, job)
+        ready = multiprocessing.connection.wait(list(running))
+        for receiver in ready:
+            process, job = running.pop(receiver)
+            try:
+                record = receiver.recv()
+            except (EOFError, OSError):
+                record = _failed(job.entry, f"the grading process died (exit {process.exitcode})")
+            receiver.close()
+            process.join()
+            yield job.entry, record
+
+
+# -- the whole command ---------------------------------------------------------------------------
+
+
+def _state_path(out: Path) -> Path:
+    return out / "state.json"
+
+
+def _settings(limits: Limits) -> str:
+    return json.dumps(asdict(limits), sort_keys=True)
+
+
+def grade(
+    assignment: str,
+    path: Path,
+    out: Path,
+    workers: int = 1,
+    limits: Limits | None = None,
+    force: bool = False,
+    quiet: bool = False,
+) -> int:
+    limits = limits or Limits()
+    check_sandbox_available()
+    out.mkdir(parents=True, exist_ok=True)
+    course = prepare_course(out, assignment)
+    specs = load_specs(course, assignment)
+    entries = collect(path, list(specs))
+    if not entries:
+        raise GradingError(f"no notebooks (*.ipynb) found in {path}")
+
+    state_file = _state_path(out)
+    state = json.loads(state_file.read_text()) if state_file.exists() else {}
+    fingerprint = source_fingerprint(assignment) + _settings(limits)
+    if state.get("fingerprint") != fingerprint or state.get("assignment") != assignment:
+        state = {"assignment": assignment, "fingerprint": fingerprint, "records": {}}
+    records: dict[str, dict] = state["records"]
+
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        for entry in entries:
+            gradebook.update_or_create_student(entry.student)
+
+    todo = [
+        e
+        for e in entries
+        if force
+        or records.get(e.student, {}).get("digest") != e.digest
+        or not records[e.student].get("recorded")
+    ]
+    started = time.monotonic()
+    jobs = [Job(e, assignment, str(course), limits) for e in todo]
+    import torch  # noqa: F401 - imported once here, inherited by every forked worker
+
+    with tqdm(total=len(jobs), desc="grading", unit="nb", disable=quiet or None) as bar:
+        for entry, record in run_parallel(jobs, workers):
+            record["recorded"] = False
+            records[entry.student] = record
+            state_file.write_text(json.dumps(state))
+            bar.update(1)
+    judge_seconds = time.monotonic() - started
+
+    record_seconds = _record_in_gradebook(course, assignment, [e.student for e in todo], records)
+    state_file.write_text(json.dumps(state))
+    rows = export_csv(course, assignment, specs, records, out / "grades.csv")
+    state["timing"] = {
+        "judged": len(todo),
+        "judge_seconds": judge_seconds,
+        "record_seconds": record_seconds,
+    }
+    state_file.write_text(json.dumps(state))
+    if not quiet:
+        print_summary(rows, out, len(todo), judge_seconds + record_seconds)
+    return exit_code(rows)
+
+
+def _record_in_gradebook(
+    course: Path, assignment: str, students: list[str], records: dict[str, dict]
+) -> float:
+    """nbgrader autograde (with InjectResults) and generate_feedback for the judged students."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    started = time.monotonic()
+    gradable = [s for s in students if records[s].get("gradable")]
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        for student in students:
+            for folder in ("autograded", "feedback"):
+                shutil.rmtree(course / folder / student / assignment, ignore_errors=True)
+            if student not in gradable:
+                shutil.rmtree(course / "submitted" / student / assignment, ignore_errors=True)
+                try:
+                    gradebook.remove_submission(assignment, student)
+                except MissingEntry:
+                    pass
+    if gradable:
+        with tqdm(total=len(gradable), desc="gradebook", unit="nb", disable=None) as bar:
+            code, log = _nbgrader(course, "autograde", assignment, progress=bar)
+        code_fb, log_fb = _nbgrader(course, "generate_feedback", assignment)
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        for student in gradable:
+            record = records[student]
+            try:
+                gradebook.find_submission(assignment, student)
+                ok = (course / "autograded" / student / assignment).is_dir()
+            except MissingEntry:
+                ok = False
+            if not ok:
+                record["flags"].insert(0, "grader error")
+                record["messages"].append(
+                    "nbgrader could not record this submission: " + _tail(log)
+                )
+            record["recorded"] = ok
+        for student in students:
+            if student not in gradable:
+                records[student]["recorded"] = True  # nothing to record: its row says why
+    return time.monotonic() - started
+
+
+def _tail(log: str) -> str:
+    lines = [line for line in log.splitlines() if "ERROR" in line or "Error" in line]
+    return " | ".join(lines[-3:])[:400]
+
+
+# -- results ----------------------------------------------------------------------------------------
+
+
+def export_csv(course, assignment, specs, records, target: Path) -> list[dict]:
+    """One row per submission: per-part scores, total, status, message, feedback file."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    parts = [(name, g) for name, spec in specs.items() for g in spec.order if _graded(spec, g)]
+    part_columns = [g if len(specs) == 1 else f"{name}:{g}" for name, g in parts]
+    rows = []
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        maximum = sum(
+            float(spec.source_cells[g].metadata["nbgrader"]["points"])
+            for name, g in parts
+            for spec in [specs[name]]
+        )
+        for student in sorted(records):
+            record = records[student]
+            flags = list(record["flags"])
+            row = {"student": student, "status": "", "total": "", "max": maximum}
+            scores: dict[str, float] = {}
+            if record.get("gradable") and record.get("recorded"):
+                try:
+                    submission = gradebook.find_submission(assignment, student)
+                except MissingEntry:
+                    submission = None
+                if submission is not None:
+                    for notebook in submission.notebooks:
+                        for grade in notebook.grades:
+                            column = (
+                                grade.name if len(specs) == 1 else f"{notebook.name}:{grade.name}"
+                            )
+                            scores[column] = float(grade.score)
+                            if grade.needs_manual_grade and "needs manual grading" not in flags:
+                                flags.append("needs manual grading")
+                            passed = record["tests"].get(grade.name)
+                            if passed is not None and passed != (grade.score == grade.max_score):
+                                flags.insert(0, "grader error")
+                                record["messages"].append(
+                                    f"{grade.name}: gradebook score disagrees with the judge"
+                                )
+                    row["total"] = round(sum(scores.values()), 4)
+            for column in part_columns:
+                row[column] = scores.get(column, "")
+            row["status"] = next((s for s in judge.STATUSES if s in flags), "graded")
+            row["flags"] = "; ".join(f for f in judge.STATUSES if f in flags)
+            row["message"] = " | ".join(dict.fromkeys(record["messages"]))[:1000]
+            feedback = sorted((course / "feedback" / student / assignment).glob("*.html"))
+            row["feedback"] = ";".join(str(p) for p in feedback)
+            rows.append(row)
+    columns = ["student", "status", "total", "max", *part_columns, "flags", "message", "feedback"]
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with target.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(rows)
+    return rows
+
+
+def _graded(spec: judge.NotebookSpec, grade_id: str) -> bool:
+    return bool(spec.source_cells[grade_id].metadata["nbgrader"].get("grade"))
+
+
+def exit_code(rows: list[dict]) -> int:
+    statuses = {row["status"] for row in rows}
+    if statuses <= {"graded"}:
+        return EXIT_OK
+    if statuses <= {"graded", "needs manual grading"}:
+        return EXIT_MANUAL
+    return EXIT_LOOK
+
+
+def print_summary(rows: list[dict], out: Path, judged: int, seconds: float) -> None:
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[row["status"]] = counts.get(row["status"], 0) + 1
+    totals = [row["total"] for row in rows if row["total"] != ""]
+    print()
+    print(f"{'status':<32}{'submissions':>12}")
+    for status in judge.STATUSES:
+        if status in counts:
+            print(f"{status:<32}{counts[status]:>12}")
+    print(f"{'total':<32}{len(rows):>12}")
+    if totals:
+        maximum = rows[0]["max"]
+        print(f"mean score {sum(totals) / len(totals):.2f} / {maximum:g} over {len(totals)} graded")
+    print(f"judged {judged} submission(s) in {seconds:.0f} s; the rest were unchanged")
+    look = [r for r in rows if r["status"] not in ("graded", "needs manual grading")]
+    if look:
+        print(f"\n{len(look)} submission(s) need a look:")
+        for row in look[:30]:
+            print(f"  {row['student']:<20} {row['status']:<30} {row['message'][:100]}")
+    print(f"\ngrades: {out / 'grades.csv'}")
+    print(f"feedback: {out / 'course' / 'feedback'}/<student>/")
+    print("manual grading: run `nbgrader formgrader` in " + str(out / "course"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m autograder",
+        description="Grade student notebooks with nbgrader, in parallel, safely.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    cmd = sub.add_parser("grade", help="grade a folder or zip of submissions")
+    cmd.add_argument("assignment", help="assignment id, e.g. a1_rnn_bptt")
+    cmd.add_argument("path", type=Path, help="folder or .zip of notebooks named by student id")
+    cmd.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 0))
+    cmd.add_argument("--out", type=Path, default=Path("grading"), help="output folder")
+    cmd.add_argument("--timeout", type=float, default=30.0, help="seconds per cell (30)")
+    cmd.add_argument("--memory-mb", type=int, default=2048, help="address space per kernel")
+    cmd.add_argument("--max-processes", type=int, default=64, help="processes per kernel")
+    cmd.add_argument("--force", action="store_true", help="judge unchanged submissions again")
+    cmd.add_argument("--quiet", action="store_true")
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as stop:
+        return EXIT_FAILED if stop.code else EXIT_OK
+    limits = Limits(
+        cell_timeout=args.timeout, memory_mb=args.memory_mb, processes=args.max_processes
+    )
+    try:
+        return grade(
+            args.assignment,
+            args.path.resolve(),
+            args.out.resolve(),
+            workers=max(1, args.workers),
+            limits=limits,
+            force=args.force,
+            quiet=args.quiet,
+        )
+    except (GradingError, SandboxUnavailable) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_FAILED

@@ -1,0 +1,370 @@
+"""A Jupyter kernel for untrusted student code, and a client that survives whatever it does.
+
+The kernel runs inside fresh Linux namespaces (``unshare -m -n -p``), chrooted into a
+throw-away root that holds only what Python needs (the system directories, the interpreter,
+the venv and the public ``course`` package) plus the submission's own work folder. It runs
+as an unprivileged uid (60000 + slot, no passwd entry needed), with resource limits
+(address space, processes, CPU time, file size), a scrubbed environment and no network
+(a new network namespace has only a downed loopback). The repository, the reference
+solutions, the hidden checks, the gradebook and the other submissions are simply not in its
+file system. Killing the kernel kills its whole pid namespace, so a fork bomb leaves nothing
+behind.
+
+:class:`SandboxKernel` executes code with a deadline, tells a timeout from a dead kernel,
+restarts a kernel that died or hung, and replays the cells that had run before.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import queue
+import shlex
+import shutil
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from jupyter_client import KernelManager
+
+SLOT_DIR = Path("/tmp/autograder-sandbox-slots")
+N_SLOTS = 64
+BASE_UID = 60000
+MAX_OUTPUT_CHARS = 20_000
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-kernel limits. ``cell_timeout`` is wall-clock seconds per cell or per graded call."""
+
+    cell_timeout: float = 30.0
+    memory_mb: int = 2048  # address space (RLIMIT_AS) of every process in the kernel
+    processes: int = 64  # RLIMIT_NPROC of the sandbox uid (threads count too)
+    cpu_seconds: int = 600  # RLIMIT_CPU, a backstop against CPU burnt outside any deadline
+    file_mb: int = 64  # RLIMIT_FSIZE: the largest file the kernel may write
+    tmpfs_mb: int = 128  # size of the private root (its /tmp and home)
+    startup_timeout: float = 60.0
+
+
+class SandboxUnavailable(RuntimeError):
+    """This machine cannot build the sandbox (not root, no unshare, ...)."""
+
+
+def check_sandbox_available() -> None:
+    if os.geteuid() != 0:
+        raise SandboxUnavailable("the sandbox needs root (for namespaces, chroot and setuid)")
+    for tool in ("unshare", "chroot", "setpriv", "prlimit", "mount"):
+        if shutil.which(tool) is None:
+            raise SandboxUnavailable(f"the sandbox needs `{tool}` (util-linux / coreutils)")
+
+
+class Slot:
+    """An exclusive sandbox uid, held through an flock that dies with the process."""
+
+    def __init__(self) -> None:
+        SLOT_DIR.mkdir(parents=True, exist_ok=True)
+        for index in range(N_SLOTS):
+            handle = open(SLOT_DIR / f"{index}.lock", "w")  # noqa: SIM115 - held until release
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                handle.close()
+                continue
+            self.index, self._handle = index, handle
+            self.uid = BASE_UID + index
+            return
+        raise SandboxUnavailable(f"all {N_SLOTS} sandbox slots are busy")
+
+    def release(self) -> None:
+        self._handle.close()
+
+
+def _readable_roots() -> list[str]:
+    """Folders the kernel needs, read-only: system dirs, the interpreter, venv, ``course``."""
+    import course
+
+    system = ["/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc"]  # bound as named
+    python = [sys.base_prefix, sys.prefix, str(Path(course.__file__).parent)]
+    found = [path for path in system if os.path.exists(path)]
+    for root in python:  # the venv (sys.prefix) is bound alone, never the checkout around it
+        path = os.path.realpath(root)
+        if os.path.exists(path) and not any(path == f or path.startswith(f + "/") for f in found):
+            found.append(path)
+    return found
+
+
+def launcher_script(root: Path, work: Path, limits: Limits, uid: int) -> str:
+    """The shell script that builds the private root and execs the kernel inside it."""
+    q = shlex.quote
+    tool = {name: q(shutil.which(name) or name) for name in ("chroot", "mount", "prlimit")}
+    setpriv = q(shutil.which("setpriv") or "setpriv")
+    lines = [
+        "set -e",
+        "PATH=/usr/sbin:/usr/bin:/sbin:/bin",
+        f"R={q(str(root))}",
+        f'mount -t tmpfs -o size={limits.tmpfs_mb}m,mode=755 tmpfs "$R"',
+    ]
+    for path in _readable_roots():
+        lines += [
+            f'mkdir -p "$R"{q(path)}',
+            f'mount --rbind {q(path)} "$R"{q(path)}',
+            f'mount -o remount,bind,ro,nosuid "$R"{q(path)}',
+        ]
+    lines += [
+        f'mkdir -p "$R"{q(str(work))} "$R/proc" "$R/dev" "$R/tmp" "$R/home/student"',
+        f'mount --bind {q(str(work))} "$R"{q(str(work))}',
+        'mount -t proc -o nosuid,nodev,noexec proc "$R/proc"',
+        'for d in null zero full random urandom tty; do touch "$R/dev/$d"; '
+        'mount --bind "/dev/$d" "$R/dev/$d"; done',
+        'chmod 1777 "$R/tmp"',
+        f'chown {uid}:{uid} "$R/home/student"',
+        # coreutils chroot changes directory to the new root, so no handle to the old root stays
+        f'exec {tool["chroot"]} "$R" /bin/sh -c "cd {q(str(work))} && exec {tool["prlimit"]}'
+        f" --as={limits.memory_mb * 1024 * 1024} --nproc={limits.processes}"
+        f" --cpu={limits.cpu_seconds} --fsize={limits.file_mb * 1024 * 1024} --core=0"
+        f" {setpriv} --reuid={uid} --regid={uid} --clear-groups --no-new-privs"
+        f" --inh-caps=-all --bounding-set=-all"
+        f' {q(sys.executable)} -m ipykernel_launcher -f {q(str(work / "kernel.json"))}"',
+    ]
+    return "\n".join(lines)
+
+
+def kernel_environment() -> dict[str, str]:
+    """What the kernel sees in os.environ: nothing that says who runs it or why."""
+    return {
+        "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
+        "HOME": "/home/student",
+        "LANG": "C.UTF-8",
+        "TMPDIR": "/tmp",
+        "MPLBACKEND": "agg",
+        "MPLCONFIGDIR": "/tmp",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "PYDEVD_DISABLE_FILE_VALIDATION": "1",
+    }
+
+
+class _SandboxManager(KernelManager):
+    """A KernelManager whose kernel command is the sandbox launcher."""
+
+    sandbox_argv: list[str] = []
+
+    def format_kernel_cmd(self, extra_arguments=None):  # noqa: D102 - see KernelManager
+        return list(self.sandbox_argv)
+
+
+@dataclass
+class Outcome:
+    """What one execution produced."""
+
+    status: str  # "ok", "error", "timeout", "died"
+    outputs: list[dict] = field(default_factory=list)  # nbformat outputs (stream / error / display)
+    ename: str = ""
+    evalue: str = ""
+    payloads: list[str] = field(default_factory=list)  # data of the grader's private mimetype
+    seconds: float = 0.0
+
+
+class SandboxKernel:
+    """One sandboxed kernel for one submission; restartable, always cleaned up by :meth:`close`."""
+
+    def __init__(self, scratch: Path, limits: Limits, files: dict[str, bytes] | None = None):
+        check_sandbox_available()
+        self.limits = limits
+        self.slot = Slot()
+        self.scratch = scratch
+        self.files = files or {}
+        self.history: list[str] = []  # cells that ran to completion, replayed after a restart
+        self.restarts = 0
+        self.km: _SandboxManager | None = None
+        self.kc = None
+        self._start()
+
+    # -- life cycle ---------------------------------------------------------------------------
+
+    def _start(self) -> None:
+        run = self.scratch / f"run-{uuid.uuid4().hex[:8]}"
+        work, root = run / "work", run / "root"
+        work.mkdir(parents=True)
+        root.mkdir()
+        for name, data in self.files.items():
+            (work / name).write_bytes(data)
+        for path in [work, *work.iterdir()]:
+            os.chown(path, self.slot.uid, self.slot.uid)
+        os.chmod(run, 0o755)
+        os.chmod(self.scratch, 0o755)
+        self._run = run
+        script = launcher_script(root, work, self.limits, self.slot.uid)
+        km = _SandboxManager(transport="ipc", ip=str(work / "ipc"))
+        km.connection_file = str(work / "kernel.json")
+        km.sandbox_argv = [
+            "unshare",
+            "--mount",
+            "--net",
+            "--pid",
+            "--fork",
+            "--kill-child",
+            "--propagation",
+            "private",
+            "/bin/sh",
+            "-c",
+            script,
+        ]
+        # the kernel (another uid) must read its connection file; it holds only this kernel's key
+        km.write_connection_file()
+        os.chown(work / "kernel.json", self.slot.uid, self.slot.uid)
+        km.start_kernel(env=kernel_environment(), cwd=str(work))
+        kc = km.client()
+        kc.start_channels()
+        try:
+            kc.wait_for_ready(timeout=self.limits.startup_timeout)
+        except RuntimeError:
+            kc.stop_channels()
+            km.shutdown_kernel(now=True)
+            raise
+        self.km, self.kc = km, kc
+
+    def _stop(self) -> None:
+        if self.kc is not None:
+            self.kc.stop_channels()
+        if self.km is not None:
+            try:
+                self.km.shutdown_kernel(now=True)
+            except Exception:  # noqa: BLE001 - already dead is fine
+                pass
+            try:
+                self.km.cleanup_resources()
+            except Exception:  # noqa: BLE001
+                pass
+        self.km = self.kc = None
+        if getattr(self, "_run", None) is not None:
+            shutil.rmtree(self._run, ignore_errors=True)
+
+    def restart(self) -> bool:
+        """Start a fresh kernel and replay the cells that completed; False if that fails."""
+        self._stop()
+        self.restarts += 1
+        try:
+            self._start()
+        except Exception:  # noqa: BLE001 - a kernel that cannot start is reported by the caller
+            return False
+        for code in self.history:
+            outcome = self._execute(code, self.limits.cell_timeout)
+            if outcome.status in ("timeout", "died"):
+                return False
+        return True
+
+    def close(self) -> None:
+        self._stop()
+        self.slot.release()
+
+    def alive(self) -> bool:
+        return self.km is not None and self.km.is_alive()
+
+    # -- execution ----------------------------------------------------------------------------
+
+    def run_cell(self, code: str) -> Outcome:
+        """Run a student cell; after a timeout or a death, restart and replay the earlier cells."""
+        if not self.alive() and not self.restart():
+            return Outcome("died", ename="DeadKernelError", evalue="the kernel could not restart")
+        outcome = self._execute(code, self.limits.cell_timeout)
+        if outcome.status in ("ok", "error"):
+            self.history.append(code)
+        else:
+            self.restart()
+        return outcome
+
+    def run_hidden(self, code: str, timeout: float, mimetype: str) -> Outcome:
+        """Run grader code (not kept in the history); collect the payloads of ``mimetype``."""
+        if not self.alive() and not self.restart():
+            return Outcome("died", ename="DeadKernelError", evalue="the kernel could not restart")
+        outcome = self._execute(code, timeout, mimetype=mimetype, keep_outputs=False)
+        if outcome.status in ("timeout", "died"):
+            self.restart()
+        return outcome
+
+    def _execute(
+        self, code: str, timeout: float, mimetype: str | None = None, keep_outputs: bool = True
+    ) -> Outcome:
+        kc, km = self.kc, self.km
+        assert kc is not None and km is not None
+        started = time.monotonic()
+        deadline = started + timeout
+        msg_id = kc.execute(code, store_history=False, allow_stdin=False)
+        outcome = Outcome("ok")
+        chars = 0
+        reply_seen = idle_seen = False
+        while not (reply_seen and idle_seen):
+            if time.monotonic() > deadline:
+                outcome.status = "timeout"
+                outcome.ename = "TimeoutError"
+                outcome.evalue = f"the cell ran longer than {timeout:g} s and was stopped"
+                break
+            if not km.is_alive():
+                outcome.status = "died"
+                outcome.ename = "DeadKernelError"
+                outcome.evalue = "the kernel died (it exited, crashed or hit a resource limit)"
+                break
+            if not reply_seen:
+                try:  # block on the shell channel only once the outputs are all in
+                    reply = kc.get_shell_msg(timeout=0.05 if idle_seen else 0)
+                    if reply["parent_header"].get("msg_id") == msg_id:
+                        reply_seen = True
+                except queue.Empty:
+                    pass
+            if idle_seen:
+                continue
+            try:
+                msg = kc.get_iopub_msg(timeout=0.05)
+            except queue.Empty:
+                continue
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            kind, content = msg["msg_type"], msg["content"]
+            if kind == "status" and content.get("execution_state") == "idle":
+                idle_seen = True
+            elif kind == "error":
+                outcome.status = "error"
+                outcome.ename = str(content.get("ename", ""))[:200]
+                outcome.evalue = str(content.get("evalue", ""))[:2000]
+                if keep_outputs:
+                    outcome.outputs.append(
+                        {
+                            "output_type": "error",
+                            "ename": outcome.ename,
+                            "evalue": outcome.evalue,
+                            "traceback": [str(line)[:2000] for line in content["traceback"][:50]],
+                        }
+                    )
+            elif kind in ("display_data", "execute_result"):
+                data = content.get("data", {})
+                if mimetype is not None and mimetype in data:
+                    outcome.payloads.append(str(data[mimetype]))
+                elif keep_outputs and chars < MAX_OUTPUT_CHARS:
+                    kept = {k: v for k, v in data.items() if k in ("text/plain", "image/png") and v}
+                    chars += sum(len(str(v)) for v in kept.values())
+                    if kept:
+                        outcome.outputs.append(
+                            {"output_type": "display_data", "data": kept, "metadata": {}}
+                        )
+            elif kind == "stream" and keep_outputs and chars < MAX_OUTPUT_CHARS:
+                text = str(content.get("text", ""))[: MAX_OUTPUT_CHARS - chars]
+                chars += len(text)
+                name = "stderr" if content.get("name") == "stderr" else "stdout"
+                if outcome.outputs and outcome.outputs[-1].get("name") == name:
+                    outcome.outputs[-1]["text"] += text
+                else:
+                    outcome.outputs.append({"output_type": "stream", "name": name, "text": text})
+        outcome.seconds = time.monotonic() - started
+        if outcome.status in ("timeout", "died") and keep_outputs:
+            outcome.outputs.append(
+                {
+                    "output_type": "error",
+                    "ename": outcome.ename,
+                    "evalue": outcome.evalue,
+                    "traceback": [f"{outcome.ename}: {outcome.evalue}"],
+                }
+            )
+        return outcome

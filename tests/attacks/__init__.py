@@ -1,0 +1,327 @@
+"""Attack and honest submissions for the TA grading command, generated from the release.
+
+Each :class:`Case` is one submission (a notebook built from the student version, or raw bytes)
+with the autograded score and the status the grading command must give it. The notebooks are
+made in code, from the release and the instructor source of the assignment, so they follow
+the assignment when it changes.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+from tools.submissions import hardcoded_submission, is_test_code
+
+SOLUTION_MARKERS = re.compile(r"^\s*### (BEGIN|END) SOLUTION\s*\n", re.M)
+
+
+@dataclass
+class Case:
+    name: str
+    content: bytes
+    score: float  # expected autograded total
+    status: str
+    why: str
+
+
+def _meta(cell) -> dict:
+    return cell.get("metadata", {}).get("nbgrader", {})
+
+
+def _by_id(notebook) -> dict:
+    return {_meta(c).get("grade_id"): c for c in notebook.cells if _meta(c).get("grade_id")}
+
+
+def honest(source, release) -> nbformat.NotebookNode:
+    """The student version with every solution cell (code and written) answered from the source."""
+    answered = copy.deepcopy(release)
+    reference = _by_id(source)
+    for cell in answered.cells:
+        meta = _meta(cell)
+        if meta.get("solution"):
+            cell.source = SOLUTION_MARKERS.sub("", reference[meta["grade_id"]].source)
+    return answered
+
+
+def _add_cell(notebook, code: str, after: str | None = None) -> nbformat.NotebookNode:
+    """A copy of ``notebook`` with a student code cell appended (or after the given grade id)."""
+    changed = copy.deepcopy(notebook)
+    cell = nbformat.v4.new_code_cell(code)
+    index = len(changed.cells)
+    if after is not None:
+        index = (
+            next(i for i, c in enumerate(changed.cells) if _meta(c).get("grade_id") == after) + 1
+        )
+    changed.cells.insert(index, cell)
+    return changed
+
+
+def _bytes(notebook) -> bytes:
+    return json.dumps(notebook, indent=1).encode()  # not nbformat.writes: it fixes duplicate ids
+
+
+def _points(source, hidden: bool | None = None) -> float:
+    total = 0.0
+    for cell in source.cells:
+        if is_test_code(cell):
+            is_hidden = "BEGIN HIDDEN TESTS" in cell.source
+            if hidden is None or hidden == is_hidden:
+                total += float(_meta(cell)["points"])
+    return total
+
+
+PATCHES = """
+import builtins, numpy as np, torch, course.checks
+np.allclose = lambda *a, **k: True
+np.testing.assert_allclose = lambda *a, **k: None
+np.array_equal = lambda *a, **k: True
+torch.allclose = lambda *a, **k: True
+course.checks.assert_close = lambda *a, **k: None
+builtins.all = builtins.any = lambda *a, **k: True
+builtins.abs = lambda x: 0.0
+class _Yes(float):
+    def __eq__(self, other): return True
+    def __lt__(self, other): return True
+    def __le__(self, other): return True
+    def __gt__(self, other): return True
+    def __ge__(self, other): return True
+    def __abs__(self): return _Yes(0.0)
+"""
+
+FAKE_PASS = """
+import IPython
+def _quiet(shell, etype, value, tb, tb_offset=None):
+    print("passed")
+get_ipython().set_custom_exc((BaseException,), _quiet)
+get_ipython().showtraceback = lambda *a, **k: print("passed")
+print("Part A, visible test: passed.")
+print("check_rnn_forward: all 4 hidden cases passed.")
+"""
+
+
+def secrets_probe(paths: list[str]) -> str:
+    """A cell that tries to read (and write) each path and prints what happened."""
+    return f"""
+import os, sys
+for path in {paths!r}:
+    try:
+        with open(path, "rb") as handle:
+            print("READ", path, len(handle.read()))
+    except Exception as error:
+        print("BLOCKED", path, type(error).__name__)
+for path in {[p for p in paths if p.endswith(".db")]!r}:
+    try:
+        import sqlite3
+        db = sqlite3.connect(path)
+        db.execute("update grade set auto_score = 100")
+        db.commit()
+        print("WROTE", path)
+    except Exception as error:
+        print("BLOCKED-WRITE", path, type(error).__name__)
+print("ENV", sorted(k for k in os.environ if "NBGRADER" in k or "GRAD" in k.upper()))
+"""
+
+
+def cases(source, release, secret_paths: list[str]) -> list[Case]:
+    """Every attack, and the honest submissions, for the assignment of ``source``."""
+    full, visible = _points(source), _points(source, hidden=False)
+    good = honest(source, release)
+    ids = _by_id(release)
+    first_test = next(g for g, c in ids.items() if is_test_code(c))
+    solutions = [g for g, c in ids.items() if _meta(c).get("solution") and c.cell_type == "code"]
+    first_solution, last_solution = solutions[0], solutions[-1]
+    order = list(ids)
+    last_part = sum(  # points of the tests after the last solution cell (they use only it)
+        float(_meta(ids[g])["points"])
+        for g in order[order.index(last_solution) :]
+        if is_test_code(ids[g])
+    )
+    found: list[Case] = []
+
+    def add(name, notebook_or_bytes, score, status, why):
+        content = (
+            notebook_or_bytes if isinstance(notebook_or_bytes, bytes) else _bytes(notebook_or_bytes)
+        )
+        found.append(Case(name, content, score, status, why))
+
+    add("honest_correct", good, full, "needs manual grading", "full marks, written answer waits")
+    add("honest_blank", release, 0.0, "graded", "the untouched student version")
+    add(
+        "hardcoded_cheat",
+        hardcoded_submission(source, release),
+        visible,
+        "graded",
+        "replays visible answers: keeps only the visible points",
+    )
+
+    # resource attacks, each in a cell after correct functions: the kernel is restarted, the
+    # earlier cells replayed, and the functions still earn their points
+    add("infinite_loop", _add_cell(good, "while True:\n    pass\n"), full, "timed out", "")
+    add(
+        "memory_bomb",
+        _add_cell(good, "hog = bytearray(64 * 1024**3)\n"),
+        full,
+        "resource limit",
+        "",
+    )
+    add(
+        "memory_bomb_growing",
+        _add_cell(good, "hog = []\nwhile True:\n    hog.append(bytearray(10**8))\n"),
+        full,
+        "resource limit",
+        "",
+    )
+    add(
+        "fork_bomb",
+        _add_cell(
+            good,
+            "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n",
+        ),
+        full,
+        "timed out",
+        "bounded by the process limit, killed with its pid namespace",
+    )
+    add("os_exit", _add_cell(good, "import os\nos._exit(0)\n"), full, "kernel died", "")
+    add(
+        "sys_exit",
+        _add_cell(good, "import sys\nsys.exit(1)\n"),
+        full,
+        "needs manual grading",
+        "SystemExit is an ordinary cell error",
+    )
+    exit_in_function = copy.deepcopy(good)
+    for cell in exit_in_function.cells:
+        if _meta(cell).get("grade_id") == last_solution:
+            cell.source += (
+                "\n\nimport os as _os\n"
+                + f"def {_solution_name(cell)}(*args, **kwargs):\n    _os._exit(3)\n"
+            )
+    add(
+        "os_exit_in_graded_function",
+        exit_in_function,
+        full - last_part,
+        "kernel died",
+        "the tests of that function fail, the others pass after a restart",
+    )
+
+    # tampering with the notebook
+    deleted = copy.deepcopy(good)
+    deleted.cells = [c for c in deleted.cells if not is_test_code(c)]
+    add("deleted_test_cells", deleted, full, "cells restored or overwritten", "")
+    edited = copy.deepcopy(release)
+    for cell in edited.cells:
+        if is_test_code(cell):
+            cell.source = "print('passed')\n"
+    add("edited_test_cells", edited, 0.0, "cells restored or overwritten", "")
+    points = copy.deepcopy(good)
+    for cell in points.cells:
+        if is_test_code(cell):
+            cell.metadata["nbgrader"]["points"] = 100
+    add("changed_points", points, full, "cells restored or overwritten", "")
+    duplicated = copy.deepcopy(good)
+    index = next(
+        i for i, c in enumerate(duplicated.cells) if _meta(c).get("grade_id") == first_test
+    )
+    duplicated.cells.insert(index, copy.deepcopy(duplicated.cells[index]))
+    solution_index = next(
+        i for i, c in enumerate(duplicated.cells) if _meta(c).get("grade_id") == first_solution
+    )
+    duplicated.cells.insert(solution_index + 1, copy.deepcopy(duplicated.cells[solution_index]))
+    for number, cell in enumerate(duplicated.cells):
+        cell.id = f"same-{number % 2}"  # duplicated cell ids as well
+    add("duplicated_ids", duplicated, full, "cells restored or overwritten", "")
+
+    # forging the score from inside the kernel: wrong functions plus patched comparisons
+    wrong = _returning_zeros(release)
+    add("monkeypatched_comparisons", _add_cell(wrong, PATCHES), 0.0, "graded", "")
+    add("fake_passed_output", _add_cell(wrong, FAKE_PASS), 0.0, "graded", "")
+    add(
+        "patched_exit_and_display",
+        _add_cell(
+            wrong,
+            "import os, sys, builtins\nos._exit = sys.exit = builtins.exit = lambda *a: None\n"
+            "from IPython import display\ndisplay.publish_display_data = lambda *a, **k: None\n",
+        ),
+        0.0,
+        "graded",
+        "",
+    )
+
+    # secrecy: reading solutions, hidden checks and the gradebook; writing the gradebook
+    add(
+        "read_and_write_secrets", _add_cell(release, secrets_probe(secret_paths)), 0.0, "graded", ""
+    )
+    steal = copy.deepcopy(release)
+    for cell in steal.cells:
+        if _meta(cell).get("grade_id") == first_solution:
+            cell.source = (
+                "import sys\nsys.path[:0] = ['/work/main', '"
+                + secret_paths[0].rsplit("/autograder", 1)[0]
+                + "']\n"
+                "from autograder.hidden.a1_rnn_bptt import _reference\n" + cell.source
+            )
+    add(
+        "import_hidden_checks",
+        steal,
+        0.0,
+        "graded",
+        "ImportError: the checks are not in the sandbox",
+    )
+
+    # bad input
+    add("invalid_json", b'{"cells": [', None, "invalid notebook", "")
+    add("empty_file", b"", None, "invalid notebook", "")
+    add("not_a_notebook", b'{"hello": 1}', None, "invalid notebook", "")
+    other = copy.deepcopy(release)
+    for cell in other.cells:
+        if _meta(cell).get("grade_id"):
+            cell.metadata["nbgrader"]["grade_id"] = "other_" + cell.metadata["nbgrader"]["grade_id"]
+    add("wrong_assignment", other, None, "wrong assignment", "")
+    renamed = copy.deepcopy(good)
+    renamed.metadata["kernelspec"] = {
+        "name": "conda-env-py311",
+        "display_name": "Py",
+        "language": "python",
+    }
+    add("wrong_kernel_name", renamed, full, "wrong kernel", "graded with python3, flagged")
+    r_kernel = copy.deepcopy(good)
+    r_kernel.metadata["kernelspec"] = {"name": "ir", "display_name": "R", "language": "R"}
+    add("r_kernel", r_kernel, None, "invalid notebook", "")
+    return found
+
+
+def _solution_name(cell) -> str:
+    match = re.search(r"^def (\w+)", cell.source, re.M)
+    assert match, cell.source[:200]
+    return match.group(1)
+
+
+def _returning_zeros(release) -> nbformat.NotebookNode:
+    """Every graded function replaced by one that returns zeros (wrong, but well-formed)."""
+    wrong = copy.deepcopy(release)
+    for cell in wrong.cells:
+        if _meta(cell).get("solution") and cell.cell_type == "code":
+            names = re.findall(r"^def (\w+)", cell.source, re.M)
+            cell.source = "import numpy as np\n" + "".join(
+                f"def {name}(*args, **kwargs):\n"
+                "    # an object equal to everything, when the patch cell defined one\n"
+                "    return globals()['_Yes'](0.0) if '_Yes' in globals() else np.zeros(3)\n"
+                for name in names
+            )
+    return wrong
+
+
+def write_cases(found: list[Case], folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for case in found:
+        (folder / f"{case.name}.ipynb").write_bytes(case.content)
+
+
+def as_json(found: list[Case]) -> str:
+    return json.dumps({c.name: [c.score, c.status] for c in found}, indent=1)

@@ -1,0 +1,231 @@
+"""The TA grading command against an attack suite, honest submissions, bad input and re-runs.
+
+One batch (``python -m autograder grade a1_rnn_bptt <folder> --workers 2 --timeout 10``) grades
+every submission of tests/attacks; each has an expected autograded score and status. Then the
+same folder is graded again: nothing is judged twice and nothing changes.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from attacks import cases, write_cases
+from nbgrader.api import Gradebook
+
+from autograder.grade import prepare_course
+from autograder.sandbox import BASE_UID, N_SLOTS
+from tools.notebooks import REPO
+
+ASSIGNMENT = "a1_rnn_bptt"
+
+
+def _run(folder: Path, out: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "autograder",
+            "grade",
+            ASSIGNMENT,
+            str(folder),
+            "--workers",
+            "2",
+            "--out",
+            str(out),
+            "--timeout",
+            "10",
+            "--quiet",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+
+
+def _rows(out: Path) -> dict[str, dict]:
+    with (out / "grades.csv").open(newline="") as handle:
+        return {row["student"]: row for row in csv.DictReader(handle)}
+
+
+@pytest.fixture(scope="module")
+def batch(tmp_path_factory):
+    out = tmp_path_factory.mktemp("grading")
+    course = prepare_course(out, ASSIGNMENT)
+    source = nbformat.read(course / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
+    release = nbformat.read(course / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
+    secrets = [
+        str(REPO / "autograder" / "hidden" / f"{ASSIGNMENT}.py"),
+        str(REPO / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.py"),
+        str(course / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"),
+        str(course / "gradebook.db"),
+        "/etc/shadow",
+    ]
+    found = cases(source, release, secrets)
+    folder = tmp_path_factory.mktemp("submissions")
+    write_cases(found, folder)
+    first = _run(folder, out)
+    rows = _rows(out)
+    csv_text = (out / "grades.csv").read_text()
+    second = _run(folder, out)
+    return {
+        "out": out,
+        "course": course,
+        "cases": {c.name: c for c in found},
+        "first": first,
+        "rows": rows,
+        "csv": csv_text,
+        "second": second,
+        "folder": folder,
+    }
+
+
+EXPECTED = [
+    "honest_correct",
+    "honest_blank",
+    "hardcoded_cheat",
+    "infinite_loop",
+    "memory_bomb",
+    "memory_bomb_growing",
+    "fork_bomb",
+    "os_exit",
+    "sys_exit",
+    "os_exit_in_graded_function",
+    "deleted_test_cells",
+    "edited_test_cells",
+    "changed_points",
+    "duplicated_ids",
+    "monkeypatched_comparisons",
+    "fake_passed_output",
+    "patched_exit_and_display",
+    "read_and_write_secrets",
+    "import_hidden_checks",
+    "invalid_json",
+    "empty_file",
+    "not_a_notebook",
+    "wrong_assignment",
+    "wrong_kernel_name",
+    "r_kernel",
+]
+
+
+def test_every_attack_is_in_the_batch(batch):
+    assert sorted(batch["cases"]) == sorted(EXPECTED)
+    assert sorted(batch["rows"]) == sorted(EXPECTED), batch["first"].stderr[-3000:]
+
+
+@pytest.mark.parametrize("name", EXPECTED)
+def test_score_and_status(batch, name):
+    case, row = batch["cases"][name], batch["rows"][name]
+    assert row["status"] == case.status, row
+    if case.score is None:
+        assert row["total"] == "", row  # ungradable: no score at all, never a silent 0
+        assert row["message"], row
+    else:
+        manual = float(row["tbptt_vs_ngram"] or 0)
+        assert float(row["total"]) - manual == case.score, row
+
+
+def test_honest_scores_are_exact_per_part(batch):
+    correct, blank = batch["rows"]["honest_correct"], batch["rows"]["honest_blank"]
+    parts = [
+        "test_forward_visible",
+        "test_forward_hidden",
+        "test_backward_visible",
+        "test_backward_hidden",
+        "test_clip_visible",
+        "test_clip_hidden",
+    ]
+    assert [float(correct[p]) for p in parts] == [1, 3, 2, 4, 1, 2]
+    assert [float(blank[p]) for p in parts] == [0] * 6
+    cheat = batch["rows"]["hardcoded_cheat"]
+    assert [float(cheat[p]) for p in parts] == [1, 0, 2, 0, 1, 0]
+
+
+def test_exit_code_says_a_human_must_look(batch):
+    assert batch["first"].returncode == 2, batch["first"].stderr[-3000:]
+
+
+def test_rerun_judges_nothing_and_changes_nothing(batch):
+    assert batch["second"].returncode == batch["first"].returncode
+    assert (batch["out"] / "grades.csv").read_text() == batch["csv"]
+    state = json.loads((batch["out"] / "state.json").read_text())
+    assert state["timing"]["judged"] == 0
+    with Gradebook(f"sqlite:///{batch['course'] / 'gradebook.db'}") as gradebook:
+        students = {s.id for s in gradebook.students}
+        submissions = gradebook.assignment_submissions(ASSIGNMENT)
+        assert students == set(EXPECTED)
+        gradable = {n for n, c in batch["cases"].items() if c.score is not None}
+        assert sorted(s.student.id for s in submissions) == sorted(gradable)
+
+
+def _outputs(batch, student: str) -> str:
+    judged = batch["course"] / "judged" / student / ASSIGNMENT / f"{ASSIGNMENT}.json"
+    return json.dumps(json.loads(judged.read_text()))
+
+
+def test_secrets_are_out_of_reach_and_the_gradebook_unwritable(batch):
+    text = _outputs(batch, "read_and_write_secrets")
+    assert "READ" not in text.replace("BLOCKED", "") and "WROTE" not in text, text
+    assert text.count("BLOCKED ") == 5 and "BLOCKED-WRITE" in text
+    assert "ENV []" in text, "the kernel's environment tells it that it is being graded"
+
+
+def test_no_sandbox_process_survives(batch):
+    uids = {str(BASE_UID + i) for i in range(N_SLOTS)}
+    found = subprocess.run(["ps", "-eo", "uid="], capture_output=True, text=True).stdout.split()
+    assert not uids & set(found)
+
+
+def test_feedback_shows_failures_but_no_hidden_test(batch):
+    feedback = batch["course"] / "feedback" / "honest_blank" / ASSIGNMENT / f"{ASSIGNMENT}.html"
+    html = feedback.read_text()
+    assert "NotImplementedError" in html
+    for secret in (
+        "BEGIN HIDDEN",
+        "autograder.hidden",
+        "check_rnn_backward(",
+        "_call_by_hand",
+        "no_shortcuts",
+        "_reference",
+    ):
+        assert secret not in html, secret
+    for path in (batch["course"] / "feedback").rglob("*.html"):
+        if "import_hidden_checks" in path.parts:
+            continue  # that student wrote the import into their own cell
+        assert "autograder.hidden" not in path.read_text(), path
+
+
+def test_a_failing_hidden_test_explains_itself_in_the_feedback(batch):
+    html = (
+        batch["course"] / "feedback" / "hardcoded_cheat" / ASSIGNMENT / f"{ASSIGNMENT}.html"
+    ).read_text()
+    assert "hidden" in html and "differs from" in html or "should return" in html
+
+
+def test_bad_arguments_exit_3(tmp_path):
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "autograder",
+            "grade",
+            "no_such_assignment",
+            str(tmp_path),
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ},
+    )
+    assert result.returncode == 3 and "unknown assignment" in result.stderr

@@ -1,0 +1,175 @@
+"""Benchmark TA grading: plain ``nbgrader autograde`` against ``python -m autograder grade``.
+
+Generates 50 submissions of Assignment 1 (correct, partly wrong, broken), grades them three
+ways (nbgrader alone; the command with 1 worker; with 2 workers) and prints submissions per
+minute and the overhead per submission beyond executing the notebook's cells. The execution
+time is measured by running a sample of the notebooks (hidden tests included) with nbclient
+in a plain kernel and summing the per-cell timings nbclient records.
+
+    .venv/bin/python -m tools.grading_bench [--n 50] [--out build/grading_bench]
+
+Not part of the test suite: it takes several minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+from tools import assignments as nbg
+from tools.notebooks import REPO
+
+ASSIGNMENT = "a1_rnn_bptt"
+MARKERS = re.compile(r"^\s*### (BEGIN|END) SOLUTION\s*\n", re.M)
+
+
+def _meta(cell) -> dict:
+    return cell.get("metadata", {}).get("nbgrader", {})
+
+
+def make_submissions(source, release, n: int) -> dict[str, bytes]:
+    """n submissions: 50% correct, 30% partly wrong, 20% broken."""
+    by_id = {_meta(c).get("grade_id"): c for c in source.cells}
+    good = copy.deepcopy(release)
+    for cell in good.cells:
+        if _meta(cell).get("solution"):
+            cell.source = MARKERS.sub("", by_id[_meta(cell)["grade_id"]].source)
+    wrong_loss, wrong_clip = copy.deepcopy(good), copy.deepcopy(good)
+    for cell in wrong_loss.cells:
+        if _meta(cell).get("grade_id") == "sequence_loss":
+            cell.source = cell.source.replace(".sum())", ".mean())")
+    for cell in wrong_clip.cells:
+        if _meta(cell).get("grade_id") == "clip_by_global_norm":
+            cell.source = cell.source.replace("max_norm / norm_before", "max_norm")
+    syntax = copy.deepcopy(good)
+    for cell in syntax.cells:
+        if _meta(cell).get("grade_id") == "rnn_backward":
+            cell.source = cell.source.replace("def rnn_backward(", "def rnn_backward((")
+    kinds = [
+        ("correct", nbformat.writes(good).encode(), 10),
+        ("wrong_loss", nbformat.writes(wrong_loss).encode(), 3),
+        ("wrong_clip", nbformat.writes(wrong_clip).encode(), 3),
+        ("blank", nbformat.writes(release).encode(), 2),
+        ("syntax_error", nbformat.writes(syntax).encode(), 1),
+        ("invalid_json", b'{"cells": [', 1),
+    ]
+    cycle = [kind for kind, _, weight in kinds for _ in range(weight)]
+    data = {kind: content for kind, content, _ in kinds}
+    return {f"s{i:03d}_{cycle[i % len(cycle)]}": data[cycle[i % len(cycle)]] for i in range(n)}
+
+
+def execution_seconds(course: Path, samples: dict[str, bytes]) -> float:
+    """Mean time nbclient spends in the cells (hidden tests restored), without kernel start."""
+    source = nbformat.read(course / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
+    tests = {_meta(c).get("grade_id"): c.source for c in source.cells if _meta(c).get("grade")}
+    times = []
+    for content in samples.values():
+        try:
+            notebook = nbformat.reads(content.decode(), as_version=4)
+        except Exception:  # noqa: BLE001 - an invalid notebook is not executed by anyone
+            continue
+        for cell in notebook.cells:
+            if _meta(cell).get("grade_id") in tests and cell.cell_type == "code":
+                cell.source = tests[_meta(cell)["grade_id"]]
+        client = NotebookClient(
+            notebook, timeout=120, kernel_name="python3", allow_errors=True, record_timing=True
+        )
+        import os
+
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        client.execute(env=env)
+        total = 0.0
+        for cell in notebook.cells:
+            timing = cell.get("metadata", {}).get("execution", {})
+            if "iopub.execute_input" in timing and "shell.execute_reply" in timing:
+                start = datetime.fromisoformat(timing["iopub.execute_input"].replace("Z", "+00:00"))
+                end = datetime.fromisoformat(timing["shell.execute_reply"].replace("Z", "+00:00"))
+                total += (end - start).total_seconds()
+        times.append(total)
+    return sum(times) / len(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=50)
+    parser.add_argument("--out", type=Path, default=REPO / "build" / "grading_bench")
+    args = parser.parse_args()
+    out = args.out.resolve()
+    shutil.rmtree(out, ignore_errors=True)
+    course = nbg.make_course_dir(out / "nbgrader_course", [ASSIGNMENT])
+    release_dir = nbg.release(course, ASSIGNMENT)
+    source = nbformat.read(course / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
+    release = nbformat.read(release_dir / f"{ASSIGNMENT}.ipynb", as_version=4)
+    submissions = make_submissions(source, release, args.n)
+    folder = out / "submissions"
+    folder.mkdir(parents=True)
+    for name, content in submissions.items():
+        (folder / f"{name}.ipynb").write_bytes(content)
+
+    results = {}
+    for name, content in submissions.items():
+        target = course / "submitted" / name / ASSIGNMENT
+        target.mkdir(parents=True)
+        (target / f"{ASSIGNMENT}.ipynb").write_bytes(content)
+    started = time.monotonic()
+    try:
+        nbg.autograde(course, ASSIGNMENT)
+    except nbg.NbgraderError:
+        pass  # the invalid-JSON submission makes nbgrader exit 1; the others are graded
+    results["nbgrader autograde"] = time.monotonic() - started
+
+    for workers in (1, 2):
+        started = time.monotonic()
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "autograder",
+                "grade",
+                ASSIGNMENT,
+                str(folder),
+                "--workers",
+                str(workers),
+                "--out",
+                str(out / f"ta_{workers}"),
+                "--quiet",
+            ],
+            cwd=REPO,
+            check=False,
+        )
+        results[f"autograder, {workers} worker(s)"] = time.monotonic() - started
+
+    kinds = {}
+    for name, content in submissions.items():
+        kinds.setdefault(name.split("_", 1)[1], content)
+    execution = execution_seconds(course, kinds)
+    n = len(submissions)
+    report = {"submissions": n, "mean_execution_s": round(execution, 2), "runs": {}}
+    print(f"\n{n} submissions; executing one notebook's cells takes {execution:.2f} s on average")
+    print(f"{'method':<28}{'wall s':>8}{'subs/min':>10}{'overhead s/sub':>16}")
+    for method, seconds in results.items():
+        workers = 2 if "2 worker" in method else 1
+        overhead = seconds * workers / n - execution
+        print(f"{method:<28}{seconds:>8.1f}{n / seconds * 60:>10.1f}{overhead:>16.2f}")
+        report["runs"][method] = {
+            "wall_s": round(seconds, 1),
+            "subs_per_min": round(n / seconds * 60, 1),
+            "overhead_s_per_sub": round(overhead, 2),
+        }
+    (out / "report.json").write_text(json.dumps(report, indent=1))
+    print("(overhead = wall time x workers / submissions - execution time of the cells)")
+
+
+if __name__ == "__main__":
+    main()
