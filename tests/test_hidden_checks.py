@@ -27,6 +27,7 @@ from torch.autograd import grad as imported_grad
 
 import course.metrics
 from autograder.hidden import a1_rnn_bptt as hidden
+from autograder.hidden import shortcuts
 
 ASSIGNMENT = "a1_rnn_bptt"
 PARTS = {  # visible test cell -> (hidden test cell, check, the functions it takes)
@@ -643,7 +644,7 @@ def test_traps_cover_the_required_routines_and_every_public_course_callable():
     labels = {label for _, _, label in hidden.shortcut_targets()}
     assert REQUIRED_TRAPS <= labels
     assert not any(label.startswith("course.checks") for label in labels)
-    for module in hidden._course_modules():
+    for module in shortcuts._course_modules():
         for name in getattr(module, "__all__", []):
             value = getattr(module, name)
             if callable(value) and not value.__module__.startswith("course.checks"):

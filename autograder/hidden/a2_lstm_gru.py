@@ -23,15 +23,17 @@ and functions of torch, autograd, and every public callable of the ``course`` pa
 from __future__ import annotations
 
 import contextlib
-import importlib
-import pkgutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
-from unittest import mock
 
 import numpy as np
 import torch
 
+from autograder.hidden import shortcuts
+from autograder.hidden.shortcuts import ShortcutUsed
+from autograder.hidden.shortcuts import case as _case
+from autograder.hidden.shortcuts import describe as _describe
+from autograder.hidden.shortcuts import strided as _strided
 from course.checks import assert_close
 
 __all__ = [
@@ -48,10 +50,6 @@ BY_HAND = "compute the gates by hand with NumPy"
 SELECT_BY_HAND = "compute the correlations by hand with NumPy"
 
 
-class ShortcutUsed(AssertionError):
-    """A checked function called a library routine that does its work for it."""
-
-
 # --------------------------------------------------------------------------------------------
 # Traps
 # --------------------------------------------------------------------------------------------
@@ -66,137 +64,26 @@ _TORCH_SHORTCUTS = (
 )
 
 
-def _resolve(dotted: str) -> Any:
-    try:
-        return importlib.import_module(dotted)
-    except ImportError:
-        parent, _, attribute = dotted.rpartition(".")
-        return getattr(importlib.import_module(parent), attribute)
-
-
-def _course_modules() -> list[Any]:
-    import course
-
-    modules = []
-    for info in sorted(pkgutil.iter_modules(course.__path__), key=lambda found: found.name):
-        if info.name.startswith("_") or info.name == "checks":
-            continue
-        try:
-            modules.append(importlib.import_module(f"course.{info.name}"))
-        except Exception:  # noqa: BLE001 - a helper that does not import cannot be called either
-            continue
-    return modules
-
-
 def shortcut_targets() -> list[tuple[Any, str, str]]:
     """Every (owner, attribute, label) that :func:`no_shortcuts` replaces by a trap."""
-    targets = []
-    for owner_name, attributes in _TORCH_SHORTCUTS:
-        try:
-            owner = _resolve(owner_name)
-        except (ImportError, AttributeError):
-            continue
-        for attribute in attributes:
-            if hasattr(owner, attribute):
-                targets.append((owner, attribute, f"{owner_name}.{attribute}"))
-    for module in _course_modules():
-        for attribute, value in sorted(vars(module).items()):
-            origin = getattr(value, "__module__", None) or ""
-            if (
-                not attribute.startswith("_")
-                and callable(value)
-                and origin.startswith("course.")
-                and not origin.startswith("course.checks")
-            ):
-                targets.append((module, attribute, f"{module.__name__}.{attribute}"))
-    return targets
+    return shortcuts.collect_targets(_TORCH_SHORTCUTS)
 
 
-def _name(function: Any) -> str:
-    return getattr(function, "__name__", None) or type(function).__name__
-
-
-@contextlib.contextmanager
-def no_shortcuts(function: Callable[..., Any], duty: str) -> Iterator[list[str]]:
-    """Inside the block every shortcut (also as bound in ``function``'s globals) is a trap.
-
-    A trap records its label and raises ShortcutUsed("<name> must <duty>; it called <label>").
-    Everything is restored on exit. Yields the list of trapped calls.
-    """
-    name = _name(function)
-    calls: list[str] = []
-
-    def make_trap(label: str) -> Callable[..., Any]:
-        def trap(*args: Any, **kwargs: Any) -> Any:
-            calls.append(label)
-            raise ShortcutUsed(f"{name} must {duty}; it called {label}")
-
-        return trap
-
-    namespace = getattr(function, "__globals__", None)
-    with contextlib.ExitStack() as stack:
-        for owner, attribute, label in shortcut_targets():
-            original = getattr(owner, attribute)
-            trap = make_trap(label)
-            stack.enter_context(mock.patch.object(owner, attribute, trap))
-            if isinstance(namespace, dict):
-                for key, value in list(namespace.items()):
-                    if value is original:
-                        namespace[key] = trap
-                        stack.callback(namespace.__setitem__, key, value)
-        yield calls
+def no_shortcuts(
+    function: Callable[..., Any], duty: str
+) -> contextlib.AbstractContextManager[list[str]]:
+    """Inside the ``with`` block every shortcut is a trap (see :mod:`autograder.hidden.shortcuts`)."""
+    return shortcuts.no_shortcuts(function, duty, shortcut_targets())
 
 
 def _call_by_hand(function: Callable[..., Any], duty: str, *args: Any) -> Any:
-    """``function(*args)`` with the shortcuts trapped, even if the function catches the trap."""
-    name = _name(function)
-    with no_shortcuts(function, duty) as calls:
-        try:
-            result = function(*args)
-        except ShortcutUsed:
-            raise
-        except Exception as error:
-            if calls:
-                raise ShortcutUsed(f"{name} must {duty}; it called {calls[0]}") from error
-            raise
-    if calls:
-        raise ShortcutUsed(f"{name} must {duty}; it called {calls[0]} (and caught the error)")
-    return result
+    """``function(*args)`` with every shortcut trapped, even if the function hides the trap."""
+    return shortcuts.call_by_hand(function, duty, shortcut_targets(), *args)
 
 
 # --------------------------------------------------------------------------------------------
 # Helpers
 # --------------------------------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def _case(description: str) -> Iterator[None]:
-    """Prefix the message of any AssertionError raised inside the block with the case."""
-    try:
-        yield
-    except AssertionError as error:
-        message = f"[{description}] {error}"
-        try:
-            prefixed = type(error)(message)
-        except Exception:  # noqa: BLE001
-            prefixed = AssertionError(message)
-        raise prefixed.with_traceback(error.__traceback__) from None
-
-
-def _strided(array: np.ndarray) -> np.ndarray:
-    """The same values, as a view that is not contiguous in memory."""
-    wide = np.zeros((*np.shape(array), 2), dtype=np.asarray(array).dtype)
-    wide[..., 0] = array
-    return wide[..., 0]
-
-
-def _describe(value: Any) -> str:
-    shape = getattr(value, "shape", None)
-    if shape is not None:
-        return f"{type(value).__name__} of shape {tuple(shape)}"
-    if isinstance(value, (tuple, list)):
-        return f"{type(value).__name__} of length {len(value)}"
-    return type(value).__name__
 
 
 def _pair(result: Any, function_name: str, names: tuple[str, str]) -> tuple[Any, Any]:
