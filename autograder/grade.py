@@ -29,7 +29,7 @@ import subprocess
 import sys
 import time
 import zipfile
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from tqdm import tqdm
@@ -122,6 +122,7 @@ class Entry:
     files: dict[str, bytes]  # notebook name -> raw bytes
     origin: str
     problem: str = ""  # set when the upload itself is unusable (too large...)
+    notes: list[str] = field(default_factory=list)  # harmless oddities a TA should hear of
 
     @property
     def digest(self) -> str:
@@ -171,7 +172,9 @@ def collect(path: Path, notebooks: list[str]) -> list[Entry]:
             entry.problem = f"{'/'.join(parts)} is larger than {MAX_FILE_BYTES >> 20} MB"
             data = b""
         if notebook in entry.files:
-            entry.problem = entry.problem or f"two files for {student}: kept {entry.origin}"
+            entry.notes.append(
+                f"two files for {student}: graded {entry.origin}, ignored {'/'.join(parts)}"
+            )
             continue
         entry.files[notebook] = data
     return list(entries.values())
@@ -214,6 +217,8 @@ def judge_entry(job: Job) -> dict:
 
     if entry.problem:
         flag("invalid notebook", entry.problem)
+    for note in entry.notes:
+        flag("duplicate upload", note)
     submitted = course / "submitted" / entry.student / assignment
     judged = course / nbgrading.JUDGED / entry.student / assignment
     for folder in (submitted, judged):
@@ -417,6 +422,8 @@ def _record_in_gradebook(
     gradable = [s for s in students if records[s].get("gradable")]
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
         for student in students:
+            if student not in gradable and "grader error" in records[student]["flags"]:
+                continue  # our failure, maybe transient: keep the gradebook's earlier result
             for folder in ("autograded", "feedback"):
                 shutil.rmtree(course / folder / student / assignment, ignore_errors=True)
             if student not in gradable:
@@ -445,7 +452,8 @@ def _record_in_gradebook(
             record["recorded"] = ok
         for student in students:
             if student not in gradable:
-                records[student]["recorded"] = True  # nothing to record: its row says why
+                # nothing to record: its row says why; a grader error is judged again next run
+                records[student]["recorded"] = "grader error" not in records[student]["flags"]
     return time.monotonic() - started
 
 

@@ -49,6 +49,7 @@ STATUSES = (
     "timed out",
     "resource limit",
     "cells restored or overwritten",
+    "duplicate upload",
     "wrong kernel",
     "needs manual grading",
     "graded",

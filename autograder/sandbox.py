@@ -204,6 +204,8 @@ class SandboxKernel:
             "--mount",
             "--net",
             "--pid",
+            "--ipc",  # SysV shared memory dies with the kernel and is no channel between kernels
+            "--uts",
             "--fork",
             "--kill-child",
             "--propagation",

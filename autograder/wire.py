@@ -272,6 +272,8 @@ _MIRRORED = {
     if isinstance(getattr(builtins, name), type)
     and issubclass(getattr(builtins, name), Exception)
     and not issubclass(getattr(builtins, name), (Warning, OSError, UnicodeError))
+    # raised inside a check's generator or map(), these would end it early instead of failing
+    and not issubclass(getattr(builtins, name), (StopIteration, StopAsyncIteration))
 }
 
 
@@ -381,9 +383,10 @@ class Session:
 
     def _spring_trap(self, label: Any, name: str) -> None:
         """The student's function called a trapped routine: let the check's own trap fire."""
-        for owner, attribute, known, _original in self.trap_targets:
-            if known == label:
-                getattr(owner, attribute)()
+        for owner, attribute, known, original in self.trap_targets:
+            current = getattr(owner, attribute)
+            if known == label and current is not original:  # only a trap the check has set
+                current()
         raise StudentError(f"{name} called a routine it must not use")
 
 
