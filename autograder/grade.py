@@ -32,6 +32,7 @@ import zipfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import nbformat
 from tqdm import tqdm
 
 from autograder import judge, nbgrading
@@ -257,18 +258,12 @@ def judge_entry(job: Job) -> dict:
                 record["seconds"][key] = record["seconds"].get(key, 0.0) + value
             submitted.mkdir(parents=True, exist_ok=True)
             judged.mkdir(parents=True, exist_ok=True)
-            (submitted / f"{name}.ipynb").write_text(nbformat_writes(canonical), encoding="utf-8")
+            (submitted / f"{name}.ipynb").write_text(nbformat.writes(canonical), encoding="utf-8")
             (judged / f"{name}.json").write_text(json.dumps({"cells": verdict.cells}))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     record["gradable"] = True
     return record
-
-
-def nbformat_writes(notebook) -> str:
-    import nbformat
-
-    return nbformat.writes(notebook)
 
 
 _SPECS: dict[tuple[str, str], dict[str, judge.NotebookSpec]] = {}
@@ -568,7 +563,7 @@ def main(argv: list[str] | None = None) -> int:
     cmd = sub.add_parser("grade", help="grade a folder or zip of submissions")
     cmd.add_argument("assignment", help="assignment id, e.g. a1_rnn_bptt")
     cmd.add_argument("path", type=Path, help="folder or .zip of notebooks named by student id")
-    cmd.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 0))
+    cmd.add_argument("--workers", type=int, default=max(1, os.cpu_count() or 2))
     cmd.add_argument("--out", type=Path, default=Path("grading"), help="output folder")
     cmd.add_argument("--timeout", type=float, default=30.0, help="seconds per cell (30)")
     cmd.add_argument("--memory-mb", type=int, default=2048, help="address space per kernel")

@@ -36,7 +36,6 @@ import nbformat
 from autograder import wire
 from autograder.sandbox import Limits, SandboxKernel
 
-HIDDEN_BLOCK = re.compile(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS\n?", re.S)
 CELL_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 NBGRADER_KEYS = ("grade", "solution", "locked", "task", "points", "grade_id")
 
@@ -160,10 +159,6 @@ class NotebookSpec:
         if missing:
             raise ValueError(f"{release_path} lacks the cells {sorted(missing)}: release again")
         return spec
-
-    @property
-    def manual_ids(self) -> list[str]:
-        return [g for g in self.order if self.kinds[g] in ("manual", "task")]
 
 
 # -- 1. reading ----------------------------------------------------------------------------------

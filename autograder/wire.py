@@ -427,11 +427,3 @@ def fetch_names(session: Session, names: list[str]) -> dict[str, Any]:
             target = {"kind": "name", "name": name}
             values[name] = Remote(session, target, name) if isinstance(value, Remote) else value
     return values
-
-
-def fetch_name(session: Session, name: str) -> Any:
-    """The student's ``name``: plain data as a copy, anything else as a :class:`Remote`."""
-    target = {"kind": "name", "name": name}
-    value = session.request(target, "get", label=name)
-    # a callable is re-resolved by name at each call, so it survives a kernel restart
-    return Remote(session, target, name) if isinstance(value, Remote) else value
