@@ -2,16 +2,96 @@
 
 Every failure names the quantity, what was expected and what was given, so a student
 reads "dW differs from autograd by 3.1e-02 at [1, 4]" instead of a bare AssertionError.
+
+The errors are ordinary AssertionError, ValueError and TypeError (subclasses of them, so
+``except``/``pytest.raises`` work as usual). In IPython and Jupyter they display briefly: the
+message first, then the line of the cell that ran the check, instead of a long traceback
+through this module.
 """
 
 from __future__ import annotations
 
+import linecache
+import os
+import sys
 from collections.abc import Sequence
+from types import TracebackType
 from typing import Any
 
 import numpy as np
 
-__all__ = ["as_numpy", "expect_shape", "expect_dtype", "assert_close"]
+__all__ = [
+    "as_numpy",
+    "expect_shape",
+    "expect_dtype",
+    "assert_close",
+    "CheckFailed",
+    "ShapeMismatch",
+    "TypeMismatch",
+]
+
+_COURSE_DIR = os.path.dirname(os.path.abspath(__file__))
+_RED, _BOLD, _DIM, _RESET = "\x1b[31m", "\x1b[1m", "\x1b[2m", "\x1b[0m"
+
+
+class _BriefError(Exception):
+    """Mixin: IPython shows the message and the caller's line, not the whole traceback.
+
+    IPython (and so JupyterLab's kernel) calls ``_render_traceback_`` to get the lines of an
+    error's traceback; plain Python and pytest ignore it and show the usual traceback.
+    """
+
+    def _render_traceback_(self) -> list[str]:
+        kind = next(c.__name__ for c in type(self).__mro__ if c.__module__ == "builtins")
+        lines = [f"{_RED}{_BOLD}{kind}{_RESET}{_BOLD}: {self}{_RESET}"]
+        lines += [f"{_DIM}{where}{_RESET}" for where in _caller_lines(self.__traceback__)]
+        return lines
+
+
+class CheckFailed(_BriefError, AssertionError):
+    """A value differs from what was expected (an AssertionError, displayed briefly)."""
+
+
+class ShapeMismatch(_BriefError, ValueError):
+    """An array has the wrong shape or number of dimensions (a ValueError, displayed briefly)."""
+
+
+class TypeMismatch(_BriefError, TypeError):
+    """A value is not an array, or not of the expected dtype (a TypeError, displayed briefly)."""
+
+
+def _cell_name(filename: str) -> str | None:
+    """``Cell In[3]`` for code typed in IPython/Jupyter, None for an ordinary file."""
+    shell = sys.modules.get("IPython") and sys.modules["IPython"].get_ipython()
+    names = getattr(getattr(shell, "compile", None), "_filename_map", None) or {}
+    if filename in names:
+        return f"Cell In[{names[filename]}]"
+    return "this cell" if filename.startswith("<ipython-input") else None
+
+
+def _caller_lines(traceback: TracebackType | None) -> list[str]:
+    """One line per frame outside this package and outside IPython: where the check was run.
+
+    The traceback starts in IPython's own machinery; the frames of the user's cell (and of
+    any function of theirs on the way) come next, then this package's frames, which are left
+    out.
+    """
+    lines = []
+    while traceback is not None:
+        code = traceback.tb_frame.f_code
+        filename, lineno = code.co_filename, traceback.tb_lineno
+        traceback = traceback.tb_next
+        if os.path.dirname(os.path.abspath(filename)).startswith(_COURSE_DIR):
+            break  # the check itself: nothing the student needs to read
+        cell = _cell_name(filename)
+        if cell is None and (
+            "IPython" in filename.split(os.sep) or "ipykernel" in filename.split(os.sep)
+        ):
+            continue
+        source = linecache.getline(filename, lineno).strip()
+        place = f"{cell}, line {lineno}" if cell else f"{filename}, line {lineno}, in {code.co_name}"
+        lines.append(f"  at {place}: {source}" if source else f"  at {place}")
+    return lines
 
 
 def as_numpy(value: Any, name: str) -> np.ndarray:
@@ -22,15 +102,15 @@ def as_numpy(value: Any, name: str) -> np.ndarray:
     if hasattr(value, "detach") and hasattr(value, "cpu"):  # a torch tensor
         return value.detach().cpu().numpy()
     if value is None or isinstance(value, (str, bytes, dict)):
-        raise TypeError(f"{name}: expected an array or tensor, got {type(value).__name__}")
+        raise TypeMismatch(f"{name}: expected an array or tensor, got {type(value).__name__}")
     try:
         array = np.asarray(value)
     except (TypeError, ValueError) as error:
-        raise TypeError(
+        raise TypeMismatch(
             f"{name}: expected an array or tensor, got {type(value).__name__}"
         ) from error
     if array.dtype == object:
-        raise TypeError(f"{name}: expected a numeric array, got a ragged or object array")
+        raise TypeMismatch(f"{name}: expected a numeric array, got a ragged or object array")
     return array
 
 
@@ -57,7 +137,7 @@ def expect_shape(value: Any, shape: Sequence[int | str | None], name: str) -> di
         tuple(as_numpy(value, name).shape) if not hasattr(value, "shape") else tuple(value.shape)
     )
     if len(given) != len(shape):
-        raise ValueError(
+        raise ShapeMismatch(
             f"{name}: expected {len(shape)} dimensions {_format_shape(shape)}, "
             f"got {len(given)} dimensions {_format_shape(given)}"
         )
@@ -67,13 +147,13 @@ def expect_shape(value: Any, shape: Sequence[int | str | None], name: str) -> di
             continue
         if isinstance(want, str):
             if want in bound and bound[want] != got:
-                raise ValueError(
+                raise ShapeMismatch(
                     f"{name}: dimension {axis} ({want}) should be {bound[want]} to match the earlier "
                     f"{want}, got {got}; expected shape {_format_shape(shape)}, got {_format_shape(given)}"
                 )
             bound[want] = got
         elif want != got:
-            raise ValueError(
+            raise ShapeMismatch(
                 f"{name}: expected shape {_format_shape(shape)}, got {_format_shape(given)} "
                 f"(dimension {axis} should be {want}, not {got})"
             )
@@ -89,7 +169,7 @@ def expect_dtype(value: Any, kinds: str, name: str) -> None:
     array_dtype = as_numpy(value, name).dtype
     if array_dtype.kind not in kinds:
         wanted = " or ".join(names.get(k, k) for k in kinds)
-        raise TypeError(f"{name}: expected a {wanted} array, got dtype {array_dtype}")
+        raise TypeMismatch(f"{name}: expected a {wanted} array, got dtype {array_dtype}")
 
 
 def assert_close(
@@ -109,7 +189,7 @@ def assert_close(
     got_array = as_numpy(got, name)
     expected_array = as_numpy(expected, f"expected {name}")
     if got_array.shape != expected_array.shape:
-        raise AssertionError(
+        raise CheckFailed(
             f"{name} has shape {_format_shape(got_array.shape)}, but {against} has shape "
             f"{_format_shape(expected_array.shape)}"
         )
@@ -123,7 +203,7 @@ def assert_close(
         )
     if not np.all(np.isfinite(got_f)):
         index = tuple(int(i) for i in np.argwhere(~np.isfinite(got_f))[0])
-        raise AssertionError(
+        raise CheckFailed(
             f"{name} contains {got_f[index]} at {list(index)}; expected finite values"
         )
     difference = np.abs(got_f - expected_f)
@@ -131,7 +211,7 @@ def assert_close(
     worst = np.unravel_index(int(np.argmax(excess)), excess.shape)
     if excess[worst] > 0:
         where = f" at {[int(i) for i in worst]}" if got_f.ndim else ""
-        raise AssertionError(
+        raise CheckFailed(
             f"{name} differs from {against} by {difference[worst]:.1e}{where} "
             f"(got {got_f[worst]:.6g}, expected {expected_f[worst]:.6g}; tolerance {atol:g})"
         )

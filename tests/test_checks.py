@@ -195,3 +195,75 @@ def test_assert_close_rejects_values_that_are_not_arrays():
 def test_assert_close_refuses_a_broken_reference():
     with pytest.raises(ValueError, match="expected dW contains non-finite values"):
         assert_close("dW", np.zeros(2), np.array([0.0, np.nan]))
+
+
+# --------------------------------------------------------------------------------------------
+# How a failure displays: briefly in Jupyter, as a normal exception elsewhere
+# --------------------------------------------------------------------------------------------
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def test_failures_are_ordinary_exceptions_with_the_full_traceback_outside_ipython():
+    import traceback
+
+    from course.checks import CheckFailed, ShapeMismatch, TypeMismatch
+
+    with pytest.raises(AssertionError) as caught:
+        assert_close("hs", np.zeros(2), np.ones(2))
+    assert type(caught.value) is CheckFailed and isinstance(caught.value, AssertionError)
+    text = "".join(traceback.format_exception(caught.value))
+    assert "checks.py" in text and text.rstrip().endswith(str(caught.value))
+    with pytest.raises(ValueError) as shape:
+        expect_shape(np.zeros(3), (4,), "b")
+    assert isinstance(shape.value, ShapeMismatch)
+    with pytest.raises(TypeError) as kind:
+        expect_dtype(np.zeros(3), "i", "ids")
+    assert isinstance(kind.value, TypeMismatch)
+
+
+def test_a_failing_check_in_a_jupyter_kernel_shows_its_message_first_and_briefly():
+    """A real ipykernel runs failing cells; their error outputs are what JupyterLab shows."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    cells = [
+        "import numpy as np\nfrom course.checks import assert_close, expect_shape",
+        "got = np.zeros((2, 3))\n\nassert_close(\n    'hs',\n    got,\n    np.ones((2, 3)),\n"
+        "    against='the expected value',\n)",
+        "def check(value):\n    assert_close('loss', value, 2.0)\n\ncheck(1.5)",
+        "assert_close('probs', None, [1.0])",
+        "expect_shape(np.zeros(3), ('T', 'D'), 'xs')",
+        "1 / 0",
+    ]
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(source) for source in cells]
+    NotebookClient(notebook, kernel_name="python3", allow_errors=True, timeout=60).execute()
+    errors = [
+        [ANSI.sub("", line) for line in output.traceback]
+        for cell in notebook.cells[1:]
+        for output in cell.outputs
+        if output.output_type == "error"
+    ]
+    assert len(errors) == len(cells) - 1, errors
+    hs, loss, probs, shape, zero = errors
+    assert hs == [
+        "AssertionError: hs differs from the expected value by 1.0e+00 at [0, 0] (got 0, "
+        "expected 1; tolerance 1e-06)",
+        "  at Cell In[2], line 3: assert_close(",
+    ]
+    assert loss[0].startswith("AssertionError: loss differs from the reference by 5.0e-01")
+    assert loss[1:] == [
+        "  at Cell In[3], line 4: check(1.5)",
+        "  at Cell In[3], line 2: assert_close('loss', value, 2.0)",
+    ]
+    assert probs == [
+        "TypeError: probs: expected an array or tensor, got NoneType",
+        "  at Cell In[4], line 1: assert_close('probs', None, [1.0])",
+    ]
+    assert shape[0].startswith("ValueError: xs: expected 2 dimensions (T, D), got 1 dimensions")
+    assert len(shape) == 2
+    for lines in (hs, loss, probs, shape):
+        assert not any("checks.py" in line or "Traceback" in line for line in lines), lines
+    # Errors that do not come from a check keep IPython's usual traceback.
+    assert "ZeroDivisionError" in "".join(zero) and "Traceback" in "".join(zero)
