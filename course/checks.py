@@ -89,7 +89,9 @@ def _caller_lines(traceback: TracebackType | None) -> list[str]:
         ):
             continue
         source = linecache.getline(filename, lineno).strip()
-        place = f"{cell}, line {lineno}" if cell else f"{filename}, line {lineno}, in {code.co_name}"
+        place = (
+            f"{cell}, line {lineno}" if cell else f"{filename}, line {lineno}, in {code.co_name}"
+        )
         lines.append(f"  at {place}: {source}" if source else f"  at {place}")
     return lines
 
