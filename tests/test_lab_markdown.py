@@ -79,7 +79,8 @@ def test_textual_citations_put_the_year_in_brackets_and_each_work_is_listed_once
         _notebook("As {cite:t}`many2013` showed, and {cite:p}`many2013`."), BIB
     )
     assert (
-        converted.cells[0].source == "As Pascanu *et al.* (2013) showed, and (Pascanu *et al.*, 2013)."
+        converted.cells[0].source
+        == "As Pascanu *et al.* (2013) showed, and (Pascanu *et al.*, 2013)."
     )
     assert converted.cells[-1].source.count("Pascanu") == 1
 
