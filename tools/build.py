@@ -317,9 +317,10 @@ def build_book() -> Path:
 TEMPLATES = REPO / "tools" / "templates"
 STUDENT_README = TEMPLATES / "STUDENT_README.md"
 STUDENT_REQUIREMENTS = "requirements-student.txt"
-# JupyterLab settings installed into the student's environment with the bundle: nbgrader's
-# instructor panels (Formgrader, Course List, Create Assignment) and its assignment list (no
-# exchange in the bundle) are off; its Validate button stays.
+# JupyterLab settings installed into the student's environment with the bundle, laid out as
+# in the environment's prefix: nbgrader's instructor panels (Formgrader, Course List, Create
+# Assignment) and its assignment list (no exchange in the bundle) are off, its Validate button
+# stays; JupyterLab does not ask to fetch news or check for updates (the course is offline).
 STUDENT_JUPYTER_CONFIG = TEMPLATES / "jupyter-config"
 
 
@@ -328,8 +329,8 @@ def _student_pyproject() -> str:
     and the JupyterLab settings for students, installed by ``pip install ... .``.
 
     The project table comes from the repository's pyproject.toml. The settings are data files
-    that pip copies to ``<environment>/etc/jupyter/``, which JupyterLab reads at start-up
-    (data files need a regular install, not ``-e``).
+    that pip copies into the environment (``etc/jupyter/``, ``share/jupyter/lab/settings/``),
+    where JupyterLab reads them at start-up (data files need a regular install, not ``-e``).
     """
     import tomllib
 
@@ -361,8 +362,8 @@ def _student_pyproject() -> str:
         files = sorted(
             f.relative_to(STUDENT_JUPYTER_CONFIG.parent).as_posix() for f in folder.glob("*.json")
         )
-        if files:
-            target = f"etc/jupyter/{folder.relative_to(STUDENT_JUPYTER_CONFIG).as_posix()}"
+        if files:  # jupyter-config/<prefix path> -> <environment>/<prefix path>
+            target = folder.relative_to(STUDENT_JUPYTER_CONFIG).as_posix()
             lines.append(f"{json.dumps(target)} = {json.dumps(files)}")
     return "\n".join(lines) + "\n"
 

@@ -1,0 +1,555 @@
+"""The student's flow, in a real browser: the bundle installed as its README says, JupyterLab
+on 127.0.0.1, Debian's Chromium driven by Playwright.
+
+One module-wide JupyterLab serves every test. For each lecture: Run All, no cell errors, no
+raw MyST markup in the rendered text, numbered equations typeset, every widget control live
+(moving it redraws its figure). For each assignment: the reference answers typed into the
+solution cells, Run All, every test cell passes, nbgrader's Validate button reports success.
+No instructor panel (Formgrader, Course List, Create Assignment) anywhere. A failing check
+shows its message first and briefly. Nothing is fetched from the internet.
+
+Screenshots go to ``build/screenshots/student/``; the install time and size, and the time of
+each step, to ``build/student_flow.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from tools import assignments as nbg
+from tools.build import BUILD, DIST
+from tools.student_lab import (
+    BUNDLE_ZIP,
+    CHROMIUM_FLAGS,
+    chromium,
+    filled_in_answers,
+    install_bundle,
+    installed_version,
+    running_lab,
+    unpack_bundle,
+)
+
+SCREENSHOTS = BUILD / "screenshots" / "student"
+REPORT = BUILD / "student_flow.json"
+LECTURES = sorted(p.name for p in (DIST / "lectures").glob("*.ipynb"))
+ASSIGNMENTS = [f"{a}/{s.stem}.ipynb" for a in nbg.assignment_ids() for s in nbg.source_files(a)]
+RUN_TIMEOUT = 900  # seconds for Run All of one notebook (lectures train for ~20-40 s each)
+TEACHER_PANELS = ("Formgrader", "Course List", "Create Assignment", "Assignment List", "Nbgrader")
+# MyST markup that JupyterLab would show raw: a role ({eq}, {cite:p}... rendered without its
+# backticks), a target line, or an equation label left after display math.
+RAW_MYST = re.compile(
+    r"(?<![\\\w^_}])\{[a-z][\w:+-]*\}(?=[^\s{])"
+    r"|^\s*\([\w:.-]+\)=\s*$"
+    r"|\((?:eq|fig|sec|tab)-[\w:.-]+\)",
+    re.M,
+)
+NOTEBOOK = ".jp-NotebookPanel:not(.lm-mod-hidden)"  # the notebook in the open tab
+
+
+def _record(**values) -> None:
+    data = json.loads(REPORT.read_text()) if REPORT.exists() else {}
+    data.update(values)
+    REPORT.parent.mkdir(parents=True, exist_ok=True)
+    REPORT.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+# -- fixtures -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("student")
+
+
+@pytest.fixture(scope="module")
+def installation(workdir):
+    assert BUNDLE_ZIP.exists(), f"{BUNDLE_ZIP} is missing; run `make` first"
+    bundle = unpack_bundle(BUNDLE_ZIP, workdir / "course")
+    installed = install_bundle(bundle, workdir / "venv")
+    _record(
+        install_seconds=round(installed.seconds, 1),
+        install_megabytes=round(installed.megabytes),
+        install_command="python -m venv .venv && .venv/bin/pip install -r "
+        "requirements-student.txt .",
+    )
+    return installed
+
+
+@pytest.fixture(scope="module")
+def lab(installation, workdir):
+    with running_lab(installation, workdir / "home") as lab:
+        yield lab
+
+
+@pytest.fixture(scope="module")
+def context(lab):
+    from playwright.sync_api import sync_playwright
+
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    for old in SCREENSHOTS.glob("*.png"):
+        old.unlink()
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=chromium(), args=CHROMIUM_FLAGS, headless=True, timeout=60_000
+        )
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        context.blocked = []
+        local = lab.url
+
+        def route(route):
+            url = route.request.url
+            if url.startswith((local, "data:", "blob:")):
+                route.continue_()
+            else:
+                context.blocked.append(url)
+                route.abort()
+
+        context.route("**/*", route)
+        context.set_default_timeout(60_000)
+        yield context
+        context.close()
+        browser.close()
+
+
+# -- helpers ----------------------------------------------------------------------------------
+# Waiting loops call page.wait_for_timeout, never time.sleep: Playwright's sync API serves the
+# context's routes (every request of the page) only while a Playwright call is running.
+
+
+def _shot(page, name: str, element=None) -> Path:
+    path = SCREENSHOTS / f"{name}.png"
+    (element or page).screenshot(path=str(path))
+    return path
+
+
+def _kernel_states(lab) -> list[str]:
+    status, body = lab.get("/api/kernels")
+    assert status == 200, body
+    return [kernel["execution_state"] for kernel in json.loads(body)]
+
+
+def _wait_idle(page, lab, timeout: float = 120, settle: float = 1.0) -> None:
+    """Wait until every kernel has been idle for ``settle`` seconds."""
+    deadline = time.monotonic() + timeout
+    idle_since = None
+    while time.monotonic() < deadline:
+        states = _kernel_states(lab)
+        if states and all(s == "idle" for s in states):
+            idle_since = idle_since or time.monotonic()
+            if time.monotonic() - idle_since >= settle:
+                return
+        else:
+            idle_since = None
+        page.wait_for_timeout(250)
+    raise AssertionError(
+        f"the kernels did not become idle in {timeout:.0f} s: {_kernel_states(lab)}"
+    )
+
+
+def _open_notebook(context, lab, path: str):
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.errors = errors
+    page.goto(lab.page(path, workspace=re.sub(r"\W", "-", path)))
+    page.locator(f"{NOTEBOOK} .jp-Cell").first.wait_for()
+    page.locator(f"{NOTEBOOK} .jp-NotebookPanel-toolbar").first.wait_for()
+    _wait_for_kernel(page, lab, path)
+    return page
+
+
+def _wait_for_kernel(page, lab, path: str, timeout: float = 300) -> None:
+    """Wait until the notebook at ``path`` has a kernel that is idle (started and ready)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status, body = lab.get("/api/sessions")
+        sessions = json.loads(body) if status == 200 else []
+        mine = [s for s in sessions if path in (s.get("path"), s.get("notebook", {}).get("path"))]
+        if any((s.get("kernel") or {}).get("execution_state") == "idle" for s in mine):
+            _wait_idle(page, lab)
+            return
+        page.wait_for_timeout(500)
+    raise AssertionError(f"no kernel became ready for {path} in {timeout:.0f} s: {body}")
+
+
+def _menu(page, menu: str, item: str) -> None:
+    """Click a main-menu entry, as a student does (``Run`` -> ``Run All Cells``)."""
+    page.locator(".lm-MenuBar-item", has_text=re.compile(f"^{menu}$")).click()
+    label = re.compile(f"^{re.escape(item)}$")
+    page.locator(".lm-Menu .lm-Menu-itemLabel", has_text=label).click()
+
+
+def _code_cell_prompts(page) -> list[tuple[str, str]]:
+    """(prompt, source) of every code cell of the open notebook, in order."""
+    return page.evaluate(
+        """sel => Array.from(document.querySelectorAll(sel + ' .jp-CodeCell')).map(
+            c => [(c.querySelector('.jp-InputPrompt') || {}).textContent || '',
+                  (c.querySelector('.cm-content') || {}).textContent || ''])""",
+        NOTEBOOK,
+    )
+
+
+def _run_all(page, lab, path: str) -> float:
+    started = time.perf_counter()
+    _menu(page, "Run", "Run All Cells")
+    deadline = time.monotonic() + RUN_TIMEOUT
+    while True:
+        prompts = _code_cell_prompts(page)
+        pending = [
+            p for p, source in prompts if source.strip() and not re.fullmatch(r"\s*\[\d+\]:\s*", p)
+        ]
+        if prompts and not pending and all(s == "idle" for s in _kernel_states(lab)):
+            break
+        assert time.monotonic() < deadline, f"{path}: Run All did not finish: {pending[:3]}"
+        page.wait_for_timeout(1000)
+    _wait_idle(page, lab)
+    return time.perf_counter() - started
+
+
+def _save(page, lab, path: str) -> nbformat.NotebookNode:
+    """Save from the File menu; return the notebook as JupyterLab wrote it to disk."""
+    file = lab.root / path
+    before = file.stat().st_mtime_ns
+    _menu(page, "File", "Save Notebook")
+    deadline = time.monotonic() + 60
+    while file.stat().st_mtime_ns == before:
+        assert time.monotonic() < deadline, f"{path} was not saved"
+        page.wait_for_timeout(200)
+    page.locator(".lm-TabBar-tab.jp-mod-current.jp-mod-dirty").wait_for(state="detached")
+    return nbformat.read(file, as_version=4)
+
+
+def _errors(notebook: nbformat.NotebookNode) -> list[str]:
+    return [
+        f"cell {index}: {output.ename}: {output.evalue}"
+        for index, cell in enumerate(notebook.cells)
+        if cell.cell_type == "code"
+        for output in cell.outputs
+        if output.output_type == "error"
+    ]
+
+
+def _rendered_markdown(page) -> list[str]:
+    return page.evaluate(
+        """sel => Array.from(document.querySelectorAll(
+            sel + ' .jp-MarkdownCell .jp-RenderedMarkdown')).map(e => e.textContent)""",
+        NOTEBOOK,
+    )
+
+
+def _teacher_panels_shown(page) -> list[str]:
+    """Instructor entries in the menu bar, the side bars, the menus and the command palette."""
+    found = []
+    labels = page.evaluate(
+        """() => Array.from(document.querySelectorAll(
+            '.lm-MenuBar-item, .lm-TabBar-tab, .jp-SideBar .lm-TabBar-tab, .lm-Menu-item'
+        )).map(e => (e.textContent || '') + ' ' + (e.getAttribute('title') || ''))"""
+    )
+    for label in labels:
+        found += [panel for panel in TEACHER_PANELS if panel.lower() in label.lower()]
+    return found
+
+
+# -- the install ------------------------------------------------------------------------------
+
+
+def test_the_bundle_installs_only_what_students_need(installation):
+    torch = installed_version(installation, "torch")
+    assert torch and torch.startswith("2.13.0"), f"the bundle installed torch {torch}"
+    for needed in ("jupyterlab", "nbgrader", "ipywidgets", "matplotlib", "course"):
+        assert installed_version(installation, needed), f"{needed} is not installed"
+    for tool in ("jupyter-book", "sphinx", "pytest", "playwright", "ruff", "jupytext"):
+        assert installed_version(installation, tool) is None, f"the bundle installed {tool}"
+    settings = installation.venv / "etc" / "jupyter" / "labconfig" / "page_config.json"
+    assert settings.is_file(), "the bundle's JupyterLab settings were not installed"
+
+
+# -- no instructor tools ----------------------------------------------------------------------
+
+
+def test_no_teacher_panel_is_shown(context, lab):
+    page = context.new_page()
+    page.goto(lab.page())
+    page.locator(".jp-LauncherCard").first.wait_for()
+    assert not _teacher_panels_shown(page)
+    for menu in ("File", "Edit", "View", "Run", "Kernel", "Tabs", "Settings", "Help"):
+        page.locator(".lm-MenuBar-item", has_text=re.compile(f"^{menu}$")).click()
+        page.locator(".lm-Menu").first.wait_for()
+        assert not _teacher_panels_shown(page), (
+            f"the {menu} menu offers {_teacher_panels_shown(page)}"
+        )
+        page.keyboard.press("Escape")
+    page.keyboard.press("Control+Shift+c")  # the command palette lists every command
+    palette = page.locator(".jp-mod-left .lm-CommandPalette, .lm-CommandPalette").first
+    palette.wait_for()
+    for word in ("grader", "assignment", "course"):
+        page.locator(".lm-CommandPalette-input").fill(word)
+        commands = page.locator(".lm-CommandPalette-item").all_text_contents()
+        teacher = [c for c in commands if any(p.lower() in c.lower() for p in TEACHER_PANELS)]
+        assert not teacher, f"the command palette offers {teacher}"
+    _shot(page, "00_launcher_and_palette")
+    page.close()
+    # and on the server: the instructor handlers are not there
+    for url in ("/formgrader", "/formgrader/api/courses", "/assignments"):
+        status, _ = lab.get(url)
+        assert status == 404, f"{url} answers {status}: an instructor extension is enabled"
+
+
+# -- lectures ---------------------------------------------------------------------------------
+
+
+def _slider_drag(page, control) -> None:
+    """Drag a slider's handle to three quarters of its track."""
+    track = control.locator(".noUi-target").first
+    handle = control.locator(".noUi-handle").first
+    box, knob = track.bounding_box(), handle.bounding_box()
+    target_x = box["x"] + 0.75 * box["width"]
+    if abs(target_x - (knob["x"] + knob["width"] / 2)) < 10:
+        target_x = box["x"] + 0.25 * box["width"]
+    page.mouse.move(knob["x"] + knob["width"] / 2, knob["y"] + knob["height"] / 2)
+    page.mouse.down()
+    page.mouse.move(target_x, knob["y"] + knob["height"] / 2, steps=8)
+    page.mouse.up()
+
+
+def _choose_other_option(control) -> str:
+    select = control.locator("select").first
+    options = select.locator("option").all_text_contents()
+    current = select.evaluate("s => s.options[s.selectedIndex].textContent")
+    others = [o for o in options if o != current]
+    assert others, f"the menu offers only {options}"
+    select.select_option(label=others[-1])
+    return others[-1]
+
+
+def _output_state(output) -> str:
+    return output.inner_html()
+
+
+def _check_widgets(page, lab, name: str) -> int:
+    """Move every control of every interact widget; each must redraw its output."""
+    interacts = page.locator(f"{NOTEBOOK} .widget-interact")
+    count = interacts.count()
+    moved = 0
+    for i in range(count):
+        interact = interacts.nth(i)
+        interact.scroll_into_view_if_needed()
+        output = interact.locator(".widget-output").first
+        controls = interact.locator(".widget-hslider, .widget-dropdown")
+        assert controls.count() >= 1, f"{name}: widget {i} has no control"
+        for j in range(controls.count()):
+            control = controls.nth(j)
+            label = (control.locator(".widget-label").first.text_content() or f"{j}").strip()
+            _wait_idle(page, lab)
+            before_html = _output_state(output)
+            assert "<img" in before_html or len(before_html) > 200, (
+                f"{name}: widget {i} shows no figure before {label!r} is moved"
+            )
+            before_png = output.screenshot()
+            if j == 0:
+                _shot(page, f"{name}-widget{i}-before", interact)
+            if "widget-hslider" in (control.get_attribute("class") or ""):
+                readout = control.locator(".widget-readout").first
+                old_value = readout.text_content()
+                _slider_drag(page, control)
+                assert readout.text_content() != old_value, (
+                    f"{name}: the {label} slider did not move (still {old_value})"
+                )
+            else:
+                _choose_other_option(control)
+            deadline = time.monotonic() + 120
+            while (
+                _output_state(output) == before_html
+                or "<img" not in _output_state(output)
+                and len(_output_state(output)) < 200
+            ):
+                assert time.monotonic() < deadline, f"{name}: moving {label!r} changed nothing"
+                page.wait_for_timeout(500)
+            _wait_idle(page, lab)
+            after_png = output.screenshot()
+            assert after_png != before_png, f"{name}: moving {label!r} left the figure as it was"
+            assert "Traceback" not in output.text_content(), f"{name}: moving {label!r} raised"
+            _shot(page, f"{name}-widget{i}-after-{j}", interact)
+            moved += 1
+    return moved
+
+
+@pytest.mark.parametrize("lecture", LECTURES)
+def test_lecture_runs_cleanly_in_jupyterlab(context, lab, lecture):
+    path = f"lectures/{lecture}"
+    name = Path(lecture).stem
+    page = _open_notebook(context, lab, path)
+    assert not _teacher_panels_shown(page)
+    _shot(page, f"{name}-opened")
+    seconds = _run_all(page, lab, path)
+    saved = _save(page, lab, path)
+    assert not _errors(saved), f"{lecture}: {_errors(saved)}"
+    visible_errors = page.locator(
+        ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']",
+        has_text="Traceback",
+    )
+    assert visible_errors.count() == 0, f"{lecture} shows a traceback"
+
+    # the text reads cleanly: no raw MyST, equations numbered and typeset
+    texts = _rendered_markdown(page)
+    markdown = [c for c in saved.cells if c.cell_type == "markdown"]
+    assert len(texts) == len(markdown), (len(texts), len(markdown))
+    raw = [m.group(0) for text in texts for m in RAW_MYST.finditer(text)]
+    assert not raw, f"{lecture} shows raw MyST markup: {raw[:5]}"
+    tags = sum(c.source.count("\\tag{") for c in markdown)
+    for cell in page.locator(f"{NOTEBOOK} .jp-MarkdownCell").all():
+        cell.scroll_into_view_if_needed()
+    page.wait_for_function(  # MathJax typesets a tagged equation with a column of labels
+        "([sel, n]) => document.querySelectorAll(sel + ' mjx-labels mjx-mtd').length >= n",
+        arg=[NOTEBOOK, tags],
+        timeout=60_000,
+    )
+    numbers = page.evaluate(
+        """sel => Array.from(document.querySelectorAll(
+            sel + ' mjx-assistive-mml mlabeledtr > mtd:first-child')).map(e => e.textContent)""",
+        NOTEBOOK,
+    )
+    assert numbers == [f"({n})" for n in range(1, tags + 1)], numbers
+    unrendered = [t for t in texts if "$$" in t]
+    assert not unrendered, f"{lecture}: display math left as TeX: {unrendered[0][:200]}"
+    equation = page.locator(f"{NOTEBOOK} mjx-container[display='true']").first
+    if tags:
+        equation.scroll_into_view_if_needed()
+        _shot(page, f"{name}-equations")
+
+    moved = _check_widgets(page, lab, name)
+    assert moved >= 1 or "interact" not in json.dumps([c.source for c in saved.cells]), (
+        f"{lecture} creates widgets, but none was found live in JupyterLab"
+    )
+    references = page.locator(f"{NOTEBOOK} .jp-MarkdownCell", has_text="References").last
+    if references.count():
+        references.scroll_into_view_if_needed()
+        _shot(page, f"{name}-references")
+    assert not page.errors, f"{lecture}: JavaScript errors {page.errors}"
+    _record(**{f"run_all_seconds/{name}": round(seconds, 1), f"widget_controls/{name}": moved})
+    page.close()
+    lab.shut_down_kernels()
+
+
+# -- assignments ------------------------------------------------------------------------------
+
+
+def _type_into_cell(page, cell, cell_type: str, text: str) -> None:
+    """Replace a cell's text the way a student does: click into it, select all, type."""
+    cell.scroll_into_view_if_needed()
+    if cell_type == "markdown":
+        cell.locator(".jp-RenderedMarkdown, .jp-MarkdownOutput").first.dblclick()
+    editor = cell.locator(".cm-content").first
+    editor.click()
+    page.keyboard.press("Control+a")
+    page.keyboard.press("Delete")
+    page.keyboard.insert_text(text)
+
+
+def _validate(page, name: str) -> str:
+    button = page.locator(f"{NOTEBOOK} .jp-NotebookPanel-toolbar .validate-button").first
+    assert button.count(), "the notebook toolbar has no Validate button"
+    button.click()
+    dialog = page.locator(".jp-Dialog .validation-success, .jp-Dialog .validation-failed")
+    dialog.first.wait_for(timeout=300_000)
+    text = page.locator(".jp-Dialog").first.text_content()
+    _shot(page, f"{name}-validate")
+    page.locator(".jp-Dialog .jp-Dialog-button").last.click()
+    return text
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_assignment_with_the_reference_answers_passes_and_validates(context, lab, assignment):
+    name = Path(assignment).stem
+    reference = BUILD / "solutions" / assignment
+    answers = filled_in_answers(reference)
+    path = f"assignments/{assignment}"
+    released = nbformat.read(lab.root / path, as_version=4)
+    page = _open_notebook(context, lab, path)
+    assert not _teacher_panels_shown(page)
+    _shot(page, f"{name}-opened")
+    untouched = _validate(page, f"{name}-untouched")  # Validate can fail: as released, it does
+    assert "Success!" not in untouched and "failed" in untouched.lower(), untouched
+    cells = page.locator(f"{NOTEBOOK} .jp-Notebook .jp-Cell")
+    assert cells.count() == len(released.cells)
+    typed = {}
+    for index, cell in enumerate(released.cells):
+        grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        if grade_id in answers:
+            cell_type, text = answers[grade_id]
+            _type_into_cell(page, cells.nth(index), cell_type, text)
+            typed[index] = text
+    assert set(typed.values()) == {text for _, text in answers.values()}, (
+        "a solution cell is missing"
+    )
+    seconds = _run_all(page, lab, path)
+    saved = _save(page, lab, path)
+    for index, text in typed.items():
+        assert saved.cells[index].source == text, (
+            f"{assignment}: cell {index} was not typed as given"
+        )
+    assert not _errors(saved), f"{assignment}: {_errors(saved)}"
+    tests = [
+        c
+        for c in saved.cells
+        if c.get("metadata", {}).get("nbgrader", {}).get("grade") and c.cell_type == "code"
+    ]
+    assert tests and all(c.execution_count for c in tests), f"{assignment}: a test cell did not run"
+    page.locator(
+        f"{NOTEBOOK} .jp-CodeCell", has_text="visible test"
+    ).first.scroll_into_view_if_needed()
+    _shot(page, f"{name}-tests-pass")
+    result = _validate(page, name)
+    assert "Success! Your notebook passes all the tests." in result, result
+    assert not page.errors, f"{assignment}: JavaScript errors {page.errors}"
+    _record(**{f"run_all_seconds/{name}": round(seconds, 1)})
+    page.close()
+    lab.shut_down_kernels()
+
+
+# -- a failing check --------------------------------------------------------------------------
+
+
+def test_a_failing_check_shows_its_message_first_and_briefly(context, lab):
+    path = "scratch-failing-check.ipynb"
+    notebook = nbformat.v4.new_notebook()
+    notebook.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    notebook.cells = [
+        nbformat.v4.new_code_cell(
+            "from course.checks import assert_close\n\n"
+            "assert_close(\n    'hs',\n    [[0.0, 0.5]],\n    [[0.0, 0.59]],\n"
+            "    against='the expected value',\n)"
+        )
+    ]
+    nbformat.write(notebook, lab.root / path)
+    try:
+        page = _open_notebook(context, lab, path)
+        _run_all(page, lab, path)
+        error = page.locator(
+            ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']"
+        ).first
+        error.wait_for()
+        lines = [line for line in error.inner_text().splitlines() if line.strip()]
+        _shot(page, "failing-check", page.locator(f"{NOTEBOOK} .jp-Cell").first)
+        assert lines[0].startswith(
+            "AssertionError: hs differs from the expected value by 9.0e-02 at [0, 1]"
+        ), lines
+        assert len(lines) <= 3 and "checks.py" not in error.inner_text(), lines
+        page.close()
+    finally:
+        lab.shut_down_kernels()
+        (lab.root / path).unlink()
+
+
+def test_nothing_was_fetched_from_the_internet(context):
+    assert not context.blocked, f"JupyterLab tried to load {sorted(set(context.blocked))[:5]}"

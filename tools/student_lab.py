@@ -1,0 +1,318 @@
+"""The student's set-up, reproduced: unpack the bundle, install it, run JupyterLab on it.
+
+Used by ``tests/test_student_flow.py`` (which drives the JupyterLab in Chromium) and by hand::
+
+    python -m tools.student_lab /tmp/lab    # unpack + install + serve until Ctrl-C
+
+Everything follows the bundle's README: a fresh virtual environment, then
+``pip install -r requirements-student.txt .`` in the unpacked bundle (pip's wheel cache makes
+it quick on a machine that has installed the course before). JupyterLab runs on 127.0.0.1
+with a random token and isolated Jupyter/IPython directories, so nothing from the user's own
+configuration leaks in.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+from tools.notebooks import REPO
+
+BUNDLE_ZIP = REPO / "dist" / "student.zip"
+STUDENT_REQUIREMENTS = "requirements-student.txt"
+# Chromium flags for a headless run on the course machines: no sandbox (root in a container),
+# and none of the background services that would try to reach Google.
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+SOLUTION_MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
+
+
+class StudentLabError(RuntimeError):
+    """Installing the bundle or starting JupyterLab failed; the message carries the log."""
+
+
+def chromium() -> str:
+    """The system's Chromium (Debian's ``chromium``); Playwright must never download one."""
+    path = os.environ.get("CHROMIUM") or shutil.which("chromium")
+    if not path:
+        raise StudentLabError("chromium is not installed; `make browser` installs it (apt-get)")
+    return path
+
+
+# -- install ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Installation:
+    bundle: Path  # the unpacked bundle (the student's course folder)
+    venv: Path
+    seconds: float
+    megabytes: float
+
+    @property
+    def bin(self) -> Path:
+        return self.venv / ("Scripts" if os.name == "nt" else "bin")
+
+
+def unpack_bundle(archive: Path, target: Path) -> Path:
+    """Unzip the student bundle into ``target`` (as a student does with student.zip)."""
+    if not archive.is_file():
+        raise StudentLabError(f"{archive} does not exist; run `make` first")
+    if target.exists():
+        shutil.rmtree(target)
+    with zipfile.ZipFile(archive) as bundle:
+        bundle.extractall(target)
+    if not (target / STUDENT_REQUIREMENTS).is_file():
+        raise StudentLabError(f"{archive} has no {STUDENT_REQUIREMENTS}")
+    return target
+
+
+def _size_mb(folder: Path) -> float:
+    total = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file() and not f.is_symlink())
+    return total / 1e6
+
+
+def install_bundle(bundle: Path, venv: Path, *, python: str = sys.executable) -> Installation:
+    """Create a fresh venv and install the bundle into it, following its README."""
+    if venv.exists():
+        shutil.rmtree(venv)
+    started = time.perf_counter()
+    steps = [
+        [python, "-m", "venv", str(venv)],
+        [
+            str(venv / "bin" / "python"),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "-r",
+            STUDENT_REQUIREMENTS,
+            ".",
+        ],
+    ]
+    env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "VIRTUAL_ENV"}}
+    for command in steps:
+        result = subprocess.run(command, cwd=bundle, env=env, capture_output=True, text=True)
+        if result.returncode != 0:
+            raise StudentLabError(
+                f"`{' '.join(command)}` failed (exit {result.returncode}):\n"
+                f"{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
+            )
+    seconds = time.perf_counter() - started
+    return Installation(bundle, venv, seconds, _size_mb(venv))
+
+
+def installed_version(installation: Installation, package: str) -> str | None:
+    """The version of ``package`` in the student's environment (None if absent)."""
+    code = (
+        "import importlib.metadata as m, sys\n"
+        "try: print(m.version(sys.argv[1]))\n"
+        "except m.PackageNotFoundError: print('')"
+    )
+    result = subprocess.run(
+        [str(installation.bin / "python"), "-c", code, package],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return result.stdout.strip() or None
+
+
+# -- JupyterLab -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Lab:
+    url: str  # http://127.0.0.1:PORT
+    token: str
+    root: Path
+    log: Path
+
+    def page(self, path: str = "", workspace: str | None = None) -> str:
+        """URL of a file in JupyterLab (or the Lab itself), logged in with the token.
+
+        A named ``workspace`` starts from an empty layout, instead of reopening the
+        notebooks of an earlier visit.
+        """
+        where = f"/workspaces/{workspace}" if workspace else ""
+        where += f"/tree/{path}" if path else ""
+        return f"{self.url}/lab{where}?token={self.token}"
+
+    def request(self, path: str, method: str = "GET") -> tuple[int, str]:
+        """Call an API path of the server (with the token); (status, body)."""
+        request = urllib.request.Request(
+            f"{self.url}{path}", method=method, headers={"Authorization": f"token {self.token}"}
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return response.status, response.read().decode("utf-8", "replace")
+        except urllib.error.HTTPError as error:
+            return error.code, error.read().decode("utf-8", "replace")
+
+    def get(self, path: str) -> tuple[int, str]:
+        return self.request(path)
+
+    def shut_down_kernels(self) -> None:
+        """End every session and its kernel (as *Kernel -> Shut Down All Kernels* does)."""
+        import json
+
+        status, body = self.request("/api/sessions")
+        for session in json.loads(body) if status == 200 else []:
+            self.request(f"/api/sessions/{session['id']}", method="DELETE")
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def lab_environment(installation: Installation, home: Path) -> dict[str, str]:
+    """The server's environment: the student's venv first on PATH, private Jupyter dirs."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in {"PYTHONPATH", "VIRTUAL_ENV", "COURSE_METRICS_DIR"}
+        and not k.startswith(("JUPYTER", "IPYTHON", "NBGRADER"))
+    }
+    for name in ("config", "data", "runtime", "ipython", "mpl"):
+        (home / name).mkdir(parents=True, exist_ok=True)
+    env.update(
+        PATH=os.pathsep.join([str(installation.bin), env.get("PATH", "")]),
+        VIRTUAL_ENV=str(installation.venv),
+        JUPYTER_CONFIG_DIR=str(home / "config"),
+        JUPYTER_DATA_DIR=str(home / "data"),
+        JUPYTER_RUNTIME_DIR=str(home / "runtime"),
+        JUPYTER_PLATFORM_DIRS="1",
+        IPYTHONDIR=str(home / "ipython"),
+        MPLCONFIGDIR=str(home / "mpl"),
+    )
+    return env
+
+
+@contextmanager
+def running_lab(installation: Installation, home: Path, *, timeout: float = 120) -> Iterator[Lab]:
+    """Start the student's ``jupyter lab`` on 127.0.0.1 in the bundle folder; stop it after."""
+    home.mkdir(parents=True, exist_ok=True)
+    port, token = _free_port(), secrets.token_hex(16)
+    command = [
+        str(installation.bin / "jupyter"),
+        "lab",
+        "--no-browser",
+        "--ip=127.0.0.1",
+        f"--port={port}",
+        f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={installation.bundle}",
+        "--ServerApp.port_retries=0",
+        "--LabApp.news_url=",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+    ]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        command.append("--allow-root")  # JupyterLab refuses to run as root without it
+    log = home / "jupyterlab.log"
+    lab = Lab(f"http://127.0.0.1:{port}", token, installation.bundle, log)
+    with open(log, "w") as log_file:
+        process = subprocess.Popen(
+            command,
+            cwd=installation.bundle,
+            env=lab_environment(installation, home),
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            if process.poll() is not None:
+                raise StudentLabError(
+                    f"jupyter lab exited ({process.returncode}):\n{log.read_text()}"
+                )
+            try:
+                if lab.get("/api/status")[0] == 200:
+                    break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise StudentLabError(
+                    f"jupyter lab did not answer in {timeout:.0f} s:\n{log.read_text()}"
+                )
+            time.sleep(0.5)
+        yield lab
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)  # the server and the kernels it started
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+
+
+# -- what a student types -------------------------------------------------------------------
+
+
+def filled_in_answers(reference: Path) -> dict[str, tuple[str, str]]:
+    """{grade_id: (cell_type, text)} for every solution cell of a reference notebook.
+
+    The text is what a student who found the reference answer would type: the reference
+    cell without nbgrader's solution markers.
+    """
+    notebook = nbformat.read(reference, as_version=4)
+    answers = {}
+    for cell in notebook.cells:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if not meta.get("solution"):
+            continue
+        lines = [line for line in cell.source.splitlines() if line.strip() not in SOLUTION_MARKERS]
+        answers[meta["grade_id"]] = (cell.cell_type, "\n".join(lines).strip("\n"))
+    if not answers:
+        raise StudentLabError(f"{reference} has no nbgrader solution cells")
+    return answers
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    import tempfile
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("workdir", nargs="?", type=Path)
+    args = parser.parse_args(argv)
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="student-lab-"))
+    bundle = unpack_bundle(BUNDLE_ZIP, workdir / "course")
+    installation = install_bundle(bundle, workdir / "venv")
+    print(f"installed in {installation.seconds:.0f} s, {installation.megabytes:.0f} MB")
+    with running_lab(installation, workdir / "home") as lab:
+        print(f"JupyterLab: {lab.page()}  (Ctrl-C stops it)")
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            pass
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
