@@ -164,6 +164,89 @@ def test_student_bundle_has_what_a_student_needs_and_nothing_else():
     assert (DIST.parent / "student.zip").exists()
 
 
+STUDENT_REQUIREMENTS = REPO / "requirements-student.txt"
+INSTRUCTOR_ONLY = {"jupyter-book", "sphinx", "sphinx-mathjax-offline", "sphinxcontrib-bibtex"}
+INSTRUCTOR_ONLY |= {"pytest", "playwright", "ruff", "jupytext", "bertviz", "nbclient"}
+
+
+def _requirement_names(path: Path) -> set[str]:
+    names = set()
+    for line in path.read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if line and not line.startswith("-"):
+            names.add(re.split(r"[<>=!~\[ ;]", line, maxsplit=1)[0].lower())
+    return names
+
+
+def test_student_bundle_installs_only_the_student_requirements():
+    shipped = DIST / STUDENT_REQUIREMENTS.name
+    assert shipped.read_text() == STUDENT_REQUIREMENTS.read_text()
+    assert "torch==2.13.0" in shipped.read_text().split()
+    assert not _requirement_names(shipped) & INSTRUCTOR_ONLY, _requirement_names(shipped)
+    assert {"jupyterlab", "nbgrader", "ipywidgets"} <= _requirement_names(shipped)
+    assert "-r requirements-student.txt" in (REPO / "requirements.txt").read_text()
+    assert not (DIST / "requirements.txt").exists()
+    environment = (DIST / "environment.yml").read_text()
+    assert "- -r requirements-student.txt" in environment and "requirements.txt" not in environment
+    assert "pip install -r requirements-student.txt ." in (DIST / "README.md").read_text()
+
+
+def test_student_bundle_turns_off_the_teacher_panels():
+    import tomllib
+
+    data_files = tomllib.loads((DIST / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "data-files"
+    ]
+    installed = {Path(f).name: DIST / f for files in data_files.values() for f in files}
+    assert all(path.is_file() for path in installed.values()), installed
+    disabled = json.loads(installed["page_config.json"].read_text())["disabledExtensions"]
+    for plugin in ("formgrader", "course-list", "create-assignment"):
+        assert disabled.get(f"@jupyter/nbgrader:{plugin}") is True, disabled
+    assert "@jupyter/nbgrader:validate-assignment" not in disabled
+    server = json.loads(installed["seqcourse_student.json"].read_text())
+    extensions = server["ServerApp"]["jpserver_extensions"]
+    assert extensions["nbgrader.server_extensions.formgrader"] is False
+    assert extensions["nbgrader.server_extensions.course_list"] is False
+    assert extensions["nbgrader.server_extensions.validate_assignment"] is True
+    # loaded after nbgrader's own file, which turns everything on
+    assert "seqcourse_student.json" > "nbgrader.json"
+
+
+def _bundle_notebooks() -> list[Path]:
+    return sorted(DIST.glob("lectures/*.ipynb")) + sorted(DIST.glob("assignments/*/*.ipynb"))
+
+
+@pytest.mark.parametrize("notebook", _bundle_notebooks(), ids=lambda p: p.stem)
+def test_bundle_notebooks_use_no_myst_markup(notebook):
+    from tools.lab_markdown import DIRECTIVE, LABELLED_MATH, ROLE, TARGET
+
+    for index, cell in enumerate(nbformat.read(notebook, as_version=4).cells):
+        if cell.cell_type != "markdown":
+            continue
+        for pattern in (ROLE, TARGET, LABELLED_MATH, DIRECTIVE):
+            found = pattern.search(cell.source)
+            assert not found, f"{notebook.name} cell {index}: {found.group(0)!r}"
+
+
+@pytest.mark.parametrize("lecture", LECTURES)
+def test_bundle_equations_are_numbered_as_on_the_website(lecture):
+    from tools.lab_markdown import collect_labels
+
+    executed = nbformat.read(BUILD / "lectures" / f"{lecture}.ipynb", as_version=4)
+    bundle_numbers, _ = collect_labels(executed.cells)
+    page = (HTML / "_generated" / "lectures" / f"{lecture}.html").read_text(encoding="utf-8")
+    site_numbers = {
+        label: int(number)
+        for label, number in re.findall(
+            r'id="equation-([\w:.-]+)">\s*<span class="eqno">\((\d+)\)', page
+        )
+    }
+    assert bundle_numbers == site_numbers
+    bundle = nbformat.read(DIST / "lectures" / f"{lecture}.ipynb", as_version=4)
+    tags = re.findall(r"\\tag\{(\d+)\}", "".join(c.source for c in bundle.cells))
+    assert [int(t) for t in tags] == sorted(site_numbers.values())
+
+
 def test_readme_gives_exactly_the_two_commands():
     readme = (REPO / "README.md").read_text()
     assert "make test" in readme and re.search(r"^make\s*(#.*)?$", readme, re.M), (

@@ -153,7 +153,7 @@ def _where(cell_index: int, cell) -> str:
     return f"markdown cell {cell_index} ({cell.get('id', '?')})"
 
 
-def _collect_labels(cells: list) -> tuple[dict[str, int], dict[str, str]]:
+def collect_labels(cells: list) -> tuple[dict[str, int], dict[str, str]]:
     """Equation numbers (in order of appearance) and the headings under ``(label)=`` targets."""
     equations: dict[str, int] = {}
     headings: dict[str, str] = {}
@@ -192,7 +192,7 @@ def for_jupyterlab(
     cite get their references listed in a "References" cell appended at the end.
     """
     converted = copy.deepcopy(notebook)
-    equations, headings = _collect_labels(converted.cells)
+    equations, headings = collect_labels(converted.cells)
     cited: list[str] = []
     for index, cell in enumerate(converted.cells):
         if cell.cell_type != "markdown":
