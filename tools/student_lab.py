@@ -103,7 +103,7 @@ def install_bundle(bundle: Path, venv: Path, *, python: str = sys.executable) ->
     steps = [
         [python, "-m", "venv", str(venv)],
         [
-            str(venv / "bin" / "python"),
+            str(venv / ("Scripts" if os.name == "nt" else "bin") / "python"),
             "-m",
             "pip",
             "install",
