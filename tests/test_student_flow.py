@@ -296,7 +296,7 @@ def test_no_teacher_panel_is_shown(context, lab):
     _shot(page, "00_launcher_and_palette")
     page.close()
     # and on the server: the instructor handlers are not there
-    for url in ("/formgrader", "/formgrader/api/courses", "/assignments"):
+    for url in ("/formgrader", "/formgraders", "/assignments"):
         status, _ = lab.get(url)
         assert status == 404, f"{url} answers {status}: an instructor extension is enabled"
 

@@ -13,11 +13,12 @@ configuration leaks in.
 
 from __future__ import annotations
 
+import http.client
+import json
 import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -177,17 +178,9 @@ class Lab:
 
     def shut_down_kernels(self) -> None:
         """End every session and its kernel (as *Kernel -> Shut Down All Kernels* does)."""
-        import json
-
         status, body = self.request("/api/sessions")
         for session in json.loads(body) if status == 200 else []:
             self.request(f"/api/sessions/{session['id']}", method="DELETE")
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def lab_environment(installation: Installation, home: Path) -> dict[str, str]:
@@ -217,44 +210,54 @@ def lab_environment(installation: Installation, home: Path) -> dict[str, str]:
 def running_lab(installation: Installation, home: Path, *, timeout: float = 120) -> Iterator[Lab]:
     """Start the student's ``jupyter lab`` on 127.0.0.1 in the bundle folder; stop it after."""
     home.mkdir(parents=True, exist_ok=True)
-    port, token = _free_port(), secrets.token_hex(16)
+    token = secrets.token_hex(16)
     command = [
         str(installation.bin / "jupyter"),
         "lab",
         "--no-browser",
         "--ip=127.0.0.1",
-        f"--port={port}",
+        "--port=0",  # a free port, chosen by the server; read back from its runtime file
+        "--ServerApp.port_retries=0",
         f"--IdentityProvider.token={token}",
         f"--ServerApp.root_dir={installation.bundle}",
-        "--ServerApp.port_retries=0",
         "--LabApp.news_url=",
         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
     ]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         command.append("--allow-root")  # JupyterLab refuses to run as root without it
     log = home / "jupyterlab.log"
-    lab = Lab(f"http://127.0.0.1:{port}", token, installation.bundle, log)
+    env = lab_environment(installation, home)
     with open(log, "w") as log_file:
         process = subprocess.Popen(
             command,
             cwd=installation.bundle,
-            env=lab_environment(installation, home),
+            env=env,
             stdout=log_file,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
     try:
+        runtime = Path(env["JUPYTER_RUNTIME_DIR"]) / f"jpserver-{process.pid}.json"
         deadline = time.monotonic() + timeout
+        lab = None
         while True:
             if process.poll() is not None:
                 raise StudentLabError(
                     f"jupyter lab exited ({process.returncode}):\n{log.read_text()}"
                 )
-            try:
-                if lab.get("/api/status")[0] == 200:
-                    break
-            except OSError:
-                pass
+            if lab is None and runtime.is_file():
+                try:
+                    port = json.loads(runtime.read_text())["port"]
+                except (ValueError, KeyError):
+                    port = None  # being written
+                if port:
+                    lab = Lab(f"http://127.0.0.1:{port}", token, installation.bundle, log)
+            if lab is not None:
+                try:
+                    if lab.get("/api/status")[0] == 200:
+                        break
+                except (OSError, http.client.HTTPException):
+                    pass
             if time.monotonic() > deadline:
                 raise StudentLabError(
                     f"jupyter lab did not answer in {timeout:.0f} s:\n{log.read_text()}"
