@@ -22,7 +22,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from course.checks import expect_dtype, expect_shape
-from course.data import CharVocab, batch_windows
+from course.data.code import CharVocab, batch_windows
 
 __all__ = [
     "TrainingHistory",

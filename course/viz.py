@@ -231,7 +231,7 @@ def cell_gradient_norms_by_distance(
         raise ValueError(f"wrt: expected 'h', or 'c' for an LSTM; got {wrt!r} for {cell!r}")
     if seq_len < 1 or hidden_size < 1:
         raise ValueError(f"seq_len and hidden_size must be >= 1, got {seq_len} and {hidden_size}")
-    from course.models import set_forget_bias_
+    from course.models.recurrent import set_forget_bias_
 
     torch.manual_seed(seed)
     layer_type = {"rnn": torch.nn.RNNCell, "lstm": torch.nn.LSTMCell, "gru": torch.nn.GRUCell}

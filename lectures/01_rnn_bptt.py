@@ -39,9 +39,9 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
-from course.data import CharVocab, load_python_source
+from course.data.code import CharVocab, load_python_source
 from course.metrics import record
-from course.models import CharRNN, rescale_spectral_radius_, spectral_radius
+from course.models.recurrent import CharRNN, rescale_spectral_radius_, spectral_radius
 from course.train import bits_per_char, ngram_bits_per_char, sample, train_language_model
 from course.viz import interact_gradient_norms, plot_gradient_norms, plot_training_histories
 
@@ -521,7 +521,7 @@ bigram_bpc = ngram_bits_per_char(train_ids, val_ids, n=2, vocab_size=len(vocab))
 print(f"unigram {unigram_bpc:.3f} bpc, bigram {bigram_bpc:.3f} bpc")
 
 # %% [markdown]
-# The model is `course.models.CharRNN`: one-hot input, an `nn.RNN` with $H = 128$ tanh
+# The model is `course.models.recurrent.CharRNN`: one-hot input, an `nn.RNN` with $H = 128$ tanh
 # units, and a linear readout. Training uses random 32-character windows, Adam, clipping
 # at $\tau = 1$, and a wall-clock budget (the loop stops when time is up, whatever the step
 # count). Evaluation reads the held-out text in order, carrying the hidden state along.

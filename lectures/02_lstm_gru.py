@@ -50,11 +50,11 @@ import numpy as np
 import torch
 from IPython.display import HTML, display
 
-from course.data import CharVocab, load_python_source
-from course.interpret import FEATURES, best_cells, code_features, lstm_states
+from course.data.code import CharVocab, load_python_source
+from course.analysis.interpret import FEATURES, best_cells, code_features, lstm_states
 from course.metrics import record
-from course.models import CharLSTM, CharRNN, SequenceTagger
-from course.tasks import RecallTask, recall_accuracy, train_recall
+from course.models.recurrent import CharLSTM, CharRNN, SequenceTagger
+from course.data.recall import RecallTask, recall_accuracy, train_recall
 from course.train import bits_per_char, ngram_bits_per_char, train_language_model
 from course.viz import (
     cell_activation_html,
@@ -289,7 +289,7 @@ print(
 # forget bias of 1 gives $f \approx \sigma(1) = 0.73$, and 3 gives $0.95$: the cell starts
 # out remembering, and the gradient reaches much further from the first update on. This is
 # why LSTM implementations commonly initialise the forget bias to 1 {cite:p}`gers2000forget,jozefowicz2015empirical`;
-# `course.models.CharLSTM` does, PyTorch does not. Training then
+# `course.models.recurrent.CharLSTM` does, PyTorch does not. Training then
 # moves each forget gate towards 1 where memory pays off.
 
 # %% [markdown]
@@ -468,7 +468,7 @@ plt.show()
 # %% [markdown]
 # Now the cells. We run the trained LSTM over 20,000 held-out characters, keep $\tanh(C_t)$
 # for each of its 128 cells at every character, and label the same characters with five
-# features computed by `course.interpret.code_features` (a small scanner, not a parser):
+# features computed by `course.analysis.interpret.code_features` (a small scanner, not a parser):
 # inside a string literal, inside a comment, bracket depth, indentation of the line, and
 # position in the line. For each feature, `best_cells` returns the cell with the largest
 # absolute Pearson correlation $r$.

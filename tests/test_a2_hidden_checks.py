@@ -362,7 +362,7 @@ def gru_cell_with_torch(x, h, params):
 
 
 def quote_cell_with_course(acts, labels):
-    from course.interpret import best_cells
+    from course.analysis.interpret import best_cells
 
     return best_cells(acts, {"quote": labels})["quote"].cell
 
@@ -396,7 +396,7 @@ def lstm_cell_that_hides_the_trap(x, h, c, params):
             "check_select_quote_cell",
             quote_cell_with_course,
             "select_quote_cell",
-            "course.interpret.best_cells",
+            "course.analysis.interpret.best_cells",
         ),
     ],
 )
@@ -433,10 +433,10 @@ REQUIRED_TRAPS = {
     "torch.gru_cell",
     "torch.autograd.grad",
     "torch.Tensor.backward",
-    "course.interpret.best_cells",
-    "course.interpret.correlations",
-    "course.interpret.lstm_states",
-    "course.models.CharLSTM",
+    "course.analysis.interpret.best_cells",
+    "course.analysis.interpret.correlations",
+    "course.analysis.interpret.lstm_states",
+    "course.models.recurrent.CharLSTM",
 }
 
 

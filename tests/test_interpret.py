@@ -1,4 +1,4 @@
-"""Tests for course.interpret (code features, LSTM states, best cells) and the cell widget."""
+"""Tests for course.analysis.interpret (code features, LSTM states, best cells) and the cell widget."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from course.checks import assert_close
-from course.interpret import (
+from course.analysis.interpret import (
     FEATURES,
     CellMatch,
     best_cells,
@@ -15,7 +15,7 @@ from course.interpret import (
     correlations,
     lstm_states,
 )
-from course.models import CharLSTM
+from course.models.recurrent import CharLSTM
 from course.viz import cell_activation_html, interact_cell_activations
 
 

@@ -17,8 +17,8 @@ import torch
 from torch.nn import functional as F
 
 from course.checks import assert_close
-from course.data import CharVocab, load_python_source
-from course.models import CharRNN, rescale_spectral_radius_
+from course.data.code import CharVocab, load_python_source
+from course.models.recurrent import CharRNN, rescale_spectral_radius_
 from course.train import ngram_bits_per_char
 
 LECTURE = Path(__file__).resolve().parents[1] / "lectures" / "01_rnn_bptt.py"

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from course.checks import assert_close
-from course.models import CharLSTM, SequenceTagger, set_forget_bias_
-from course.tasks import RecallTask, recall_accuracy, recall_batch, train_recall
+from course.models.recurrent import CharLSTM, SequenceTagger, set_forget_bias_
+from course.data.recall import RecallTask, recall_accuracy, recall_batch, train_recall
 from course.train import bits_per_char
 from course.viz import cell_gradient_norms_by_distance, plot_cell_gradient_norms
 

@@ -1,4 +1,4 @@
-"""Tests for course.models: CharRNN against a hand-written loop, and the spectral helpers."""
+"""Tests for course.models.recurrent: CharRNN against a hand-written loop, and the spectral helpers."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from course.checks import assert_close
-from course.models import CharRNN, rescale_spectral_radius_, spectral_radius
+from course.models.recurrent import CharRNN, rescale_spectral_radius_, spectral_radius
 
 
 def hand_written_rnn(model: CharRNN, ids: torch.Tensor, h0: torch.Tensor | None = None):

@@ -8,8 +8,8 @@ import pytest
 import torch
 from torch import nn
 
-from course.data import CharVocab
-from course.models import CharRNN
+from course.data.code import CharVocab
+from course.models.recurrent import CharRNN
 from course.train import (
     TrainingHistory,
     bits_per_char,

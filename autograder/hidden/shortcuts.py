@@ -40,11 +40,13 @@ def _course_modules() -> list[Any]:
     import course
 
     modules = []
-    for info in sorted(pkgutil.iter_modules(course.__path__), key=lambda found: found.name):
-        if info.name.startswith("_") or info.name == "checks":
+    found = pkgutil.walk_packages(course.__path__, prefix="course.")
+    for info in sorted(found, key=lambda module: module.name):
+        parts = info.name.split(".")
+        if any(part.startswith("_") for part in parts) or info.name == "course.checks":
             continue
         try:
-            modules.append(importlib.import_module(f"course.{info.name}"))
+            modules.append(importlib.import_module(info.name))
         except Exception:  # noqa: BLE001 - a helper that does not import cannot be called either
             continue
     return modules

@@ -98,7 +98,7 @@ def code_features(text: str) -> dict[str, np.ndarray]:
 def lstm_states(model: torch.nn.Module, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Hidden and cell states of the first LSTM layer of ``model`` at every character.
 
-    model: a :class:`course.models.CharLSTM` (one-hot input); ids: (N,) integers. Starts from
+    model: a :class:`course.models.recurrent.CharLSTM` (one-hot input); ids: (N,) integers. Starts from
     zero state. Returns hs (N, H) and cs (N, H), where row t is the state after reading
     ids[t]. Computed one step at a time with the gate equations of Lecture 2 (PyTorch's
     gate order i, f, g, o), because ``nn.LSTM`` returns the cell state of the last step only.
