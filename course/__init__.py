@@ -5,10 +5,13 @@ Import the module you need; nothing heavy is imported here. One topic per module
 - ``course.data``: corpora and tasks (``code``: Python's own source and character vocabularies;
   ``recall``: the synthetic long-range recall task)
 - ``course.models``: one model family per file (``recurrent``: CharRNN, CharLSTM, taggers)
-- ``course.train``: the one training loop, with a progress bar and a wall-clock budget
-- ``course.analysis``: measurements that return numbers (``interpret``: interpretable cells)
-- ``course.viz``: figure functions with defaults, and thin ``interact`` wrappers
-- ``course.checks``: shape guards and the comparisons that visible tests use
+- ``course.train``: the one training loop (``fit``), with clipping, a progress bar and a
+  wall-clock budget, and the language-model trainer built on it
+- ``course.analysis``: measurements that return numbers (``lm``: bits per character, baselines,
+  samples; ``gradients``: gradient flow; ``interpret``: interpretable cells)
+- ``course.viz``: figures and widgets by topic (``gradients``, ``training``, ``recall``,
+  ``cells``): figure functions with defaults, and thin ``interact`` wrappers
+- ``course.checks``: shape, dtype and input guards, and the comparisons that visible tests use
 - ``course.metrics``: recording measured figures for the benchmark table
 """
 

@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 import torch
 
-from course.checks import assert_close
 from course.analysis.interpret import (
     FEATURES,
     CellMatch,
@@ -15,8 +14,9 @@ from course.analysis.interpret import (
     correlations,
     lstm_states,
 )
+from course.checks import assert_close
 from course.models.recurrent import CharLSTM
-from course.viz import cell_activation_html, interact_cell_activations
+from course.viz.cells import cell_activation_html, interact_cell_activations
 
 
 def _row(values):
