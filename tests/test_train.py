@@ -143,7 +143,8 @@ def squared_error(model: Line, batch: tuple[float, float]) -> torch.Tensor:
     return (model.w * x - y) ** 2
 
 
-def test_fit_takes_one_plain_sgd_step_that_can_be_computed_by_hand():
+@pytest.mark.parametrize("clip_norm, w_after", [(None, 0.4), (0.5, 0.05)])
+def test_fit_takes_one_sgd_step_that_can_be_computed_by_hand(clip_norm, w_after):
     model = Line(0.0)
     history = fit(
         model,
@@ -152,29 +153,15 @@ def test_fit_takes_one_plain_sgd_step_that_can_be_computed_by_hand():
         steps=1,
         optimizer="sgd",
         lr=0.1,
-        clip_norm=None,
+        clip_norm=clip_norm,
         progress=False,
     )
-    # loss (0 - 2)^2 = 4, gradient 2 (w x - y) x = -4, so w = 0 + 0.1 * 4
-    assert history.losses == [4.0] and history.grad_norms == [4.0]
-    assert model.w.item() == pytest.approx(0.4)
-    assert history.steps == 1 and history.stopped_by == "steps"
-
-
-def test_fit_clips_the_step_but_records_the_norm_before_clipping():
-    model = Line(0.0)
-    history = fit(
-        model,
-        squared_error,
-        [(1.0, 2.0)],
-        steps=1,
-        optimizer="sgd",
-        lr=0.1,
-        clip_norm=0.5,
-        progress=False,
-    )
+    # loss (0 - 2)^2 = 4, gradient 2 (w x - y) x = -4: w = 0 + 0.1 * 4 unclipped, and
+    # 0 + 0.1 * 0.5 with the gradient clipped to norm 0.5
+    assert history.losses == [4.0]
     assert history.grad_norms == [4.0]  # measured once, before clipping
-    assert model.w.item() == pytest.approx(0.05)  # lr * the clipped gradient 0.5
+    assert model.w.item() == pytest.approx(w_after)
+    assert history.steps == 1 and history.stopped_by == "steps"
 
 
 def test_fit_records_extra_logged_values_and_stops_when_the_batches_run_out():
