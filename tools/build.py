@@ -157,7 +157,7 @@ def write_toc() -> Path:
 
     Lists the executed lectures and released assignments copied into ``_generated/`` (a unit
     whose notebook is not built yet is left out; the tests require a page for every unit),
-    then the guides and the references.
+    then the guides, the notation page and the references.
     """
     generated = BOOK / "_generated"
     lines = [
@@ -182,7 +182,7 @@ def write_toc() -> Path:
         ("Lectures", lectures),
         ("Assignments", assignments),
         ("Guides", guides),
-        ("Reading", ["references"]),
+        ("Reading", ["notation", "references"]),
     ]
     for caption, files in parts:
         if files:

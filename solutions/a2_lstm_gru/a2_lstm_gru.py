@@ -32,36 +32,52 @@
 #
 # Everything is NumPy, in `float64`. A batch has $B$ rows; inputs have $D$ features and the
 # state has $H$ units. Vectors are **rows**: `x` has shape (B, D), so a weight matrix acts as
-# `x @ W.T`. The sigmoid is $\sigma(a) = 1 / (1 + e^{-a})$.
+# `x @ M.T` for a matrix `M`. The sigmoid is $\sigma(a) = 1 / (1 + e^{-a})$.
+#
+# The symbols follow the course's notation page: for every gate, $U_\bullet$ ($H \times D$)
+# acts on the input $x_t$ and $W_\bullet$ ($H \times H$) on the previous state $h_{t-1}$.
+# **Mind the dictionary keys**, which are named the other way round: `params["W"]` holds the
+# input matrices $U_\bullet$ and `params["U"]` the recurrent matrices $W_\bullet$. The tables
+# below say which key holds what.
 #
 # **LSTM.** The four blocks of the weights are stacked in the order of the slides:
-# **forget, input, candidate, output** (f, i, g, o), each of $H$ rows. (PyTorch uses the order
-# i, f, g, o; the tests take care of the conversion, you should not.)
+# **forget, input, candidate, output**, labelled (f, i, g, o), each of $H$ rows. The candidate
+# is $\tilde c_t$ in the lecture; the code labels its block `g`, the letter PyTorch uses for it.
+# (PyTorch stacks the blocks in the order i, f, g, o; the tests take care of the conversion,
+# you should not.)
 #
 # $$\begin{aligned}
-# a_t &= W x_t + U h_{t-1} + b \quad\text{(shape } 4H\text{, split into } a^f, a^i, a^g, a^o)\\
-# f_t &= \sigma(a^f), \quad i_t = \sigma(a^i), \quad g_t = \tanh(a^g), \quad o_t = \sigma(a^o)\\
-# c_t &= f_t \odot c_{t-1} + i_t \odot g_t, \qquad h_t = o_t \odot \tanh(c_t)
+# a_t &= U x_t + W h_{t-1} + b \quad\text{(shape } 4H\text{, split into } a^f, a^i, a^g, a^o)\\
+# f_t &= \sigma(a^f), \quad i_t = \sigma(a^i), \quad \tilde c_t = \tanh(a^g), \quad o_t = \sigma(a^o)\\
+# c_t &= f_t \odot c_{t-1} + i_t \odot \tilde c_t, \qquad h_t = o_t \odot \tanh(c_t)
 # \end{aligned}$$
 #
-# | name | shape | meaning |
+# where $U$ stacks $U_f, U_i, U_{\tilde c}, U_o$ and $W$ stacks $W_f, W_i, W_{\tilde c}, W_o$.
+#
+# | key | shape | holds |
 # | --- | --- | --- |
-# | `params["W"]` | (4H, D) | input weights, blocks f, i, g, o |
-# | `params["U"]` | (4H, H) | recurrent weights, blocks f, i, g, o |
-# | `params["b"]` | (4H,) | bias, blocks f, i, g, o |
+# | `params["W"]` | (4H, D) | the input matrix $U$, blocks f, i, g, o |
+# | `params["U"]` | (4H, H) | the recurrent matrix $W$, blocks f, i, g, o |
+# | `params["b"]` | (4H,) | the bias $b$, blocks f, i, g, o |
 #
 # **GRU** (PyTorch's convention, with the reset gate applied after the recurrent matrix).
-# Blocks in the order **update, reset, candidate** (z, r, n):
+# Blocks in the order **update, reset, candidate**, labelled (z, r, n); the candidate is
+# $\tilde h_t$ in the lecture, and `n` is PyTorch's label for it. Each side has its own bias,
+# $b^{\text{in}}$ next to $U$ and $b^{\text{rec}}$ next to $W$:
 #
 # $$\begin{aligned}
-# z_t &= \sigma(W^z x_t + b_W^z + U^z h_{t-1} + b_U^z), \qquad
-# r_t = \sigma(W^r x_t + b_W^r + U^r h_{t-1} + b_U^r)\\
-# n_t &= \tanh\left(W^n x_t + b_W^n + r_t \odot (U^n h_{t-1} + b_U^n)\right), \qquad
-# h_t = (1 - z_t) \odot n_t + z_t \odot h_{t-1}
+# z_t &= \sigma(U_z x_t + b^{\text{in}}_z + W_z h_{t-1} + b^{\text{rec}}_z), \qquad
+# r_t = \sigma(U_r x_t + b^{\text{in}}_r + W_r h_{t-1} + b^{\text{rec}}_r)\\
+# \tilde h_t &= \tanh\left(U_h x_t + b^{\text{in}}_h + r_t \odot (W_h h_{t-1} + b^{\text{rec}}_h)\right), \qquad
+# h_t = (1 - z_t) \odot \tilde h_t + z_t \odot h_{t-1}
 # \end{aligned}$$
 #
-# with `params["W"]` (3H, D), `params["U"]` (3H, H), `params["b_W"]` (3H,), `params["b_U"]`
-# (3H,), each stacked z, r, n.
+# | key | shape | holds |
+# | --- | --- | --- |
+# | `params["W"]` | (3H, D) | the input matrices $U_z, U_r, U_h$ |
+# | `params["U"]` | (3H, H) | the recurrent matrices $W_z, W_r, W_h$ |
+# | `params["b_W"]` | (3H,) | the input-side biases $b^{\text{in}}$, blocks z, r, n |
+# | `params["b_U"]` | (3H,) | the recurrent-side biases $b^{\text{rec}}$, blocks z, r, n |
 #
 # ## How you are graded
 #
@@ -283,7 +299,8 @@ check_lstm_sequence(lstm_sequence_forward)
 # ## Part C: one GRU step (3 points)
 #
 # Implement `gru_cell_forward` with the equations and the block order (z, r, n) given at the
-# top. Watch where the reset gate goes: it multiplies $U^n h_{t-1} + b_U^n$, bias included.
+# top. Watch where the reset gate goes: it multiplies $W_h h_{t-1} + b^{\text{rec}}_h$, bias
+# included.
 
 
 # %% nbgrader={"grade": false, "grade_id": "gru_cell_forward", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -451,7 +468,7 @@ except NotImplementedError:
 # to about 1 helps.
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "forget_gate_gradients", "locked": false, "points": 2, "schema_version": 3, "solution": true, "task": false}
-# **Model answer.** Along the cell path, $c_t = f_t \odot c_{t-1} + i_t \odot g_t$ gives
+# **Model answer.** Along the cell path, $c_t = f_t \odot c_{t-1} + i_t \odot \tilde c_t$ gives
 # $\partial c_t / \partial c_{t-1} = \operatorname{diag}(f_t)$, so the gradient that reaches
 # $c_t$ from $c_T$ is multiplied only by the product of the forget gates in between, one number
 # per unit. In a tanh RNN, $\partial h_t / \partial h_{t-1} = \operatorname{diag}(1 - h_t^2)\,W$:
