@@ -94,7 +94,7 @@ def _make_optimizer(
 
 
 def _end_bar(bar: Any) -> None:
-    """Make a bar that stopped early end full, then close it.
+    """Make a bar that stopped early on purpose end full, then close it.
 
     tqdm's notebook bar turns red when it closes before reaching its total, which reads as a
     crash; a run that stopped on purpose is not one. Setting the total to the steps done (and,
@@ -189,9 +189,11 @@ def fit(
             bar.update(1)
             if step % 25 == 0:
                 bar.set_postfix(loss=f"{loss_value:.3f}")
-    finally:
-        history.seconds = time.perf_counter() - start
-        _end_bar(bar)
+    except BaseException:
+        bar.close()  # an error or an interrupt keeps tqdm's red bar: that one is a failure
+        raise
+    history.seconds = time.perf_counter() - start
+    _end_bar(bar)
     if progress:
         print(history.summary())
     return history

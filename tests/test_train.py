@@ -293,6 +293,24 @@ def test_a_budget_stopped_run_leaves_the_notebook_bar_green_not_red(monkeypatch,
     )
 
 
+def test_a_run_that_fails_keeps_the_red_bar(monkeypatch):
+    from tqdm.notebook import tqdm as notebook_tqdm
+
+    bars = Bars(notebook_tqdm)
+    monkeypatch.setattr(train_module, "tqdm", bars)
+
+    def fails_at_the_third_batch(model, batch):
+        if batch[0] > 2:
+            raise RuntimeError("bad batch")
+        return squared_error(model, batch)
+
+    with pytest.raises(RuntimeError, match="bad batch"):
+        fit(Line(), fails_at_the_third_batch, [(1.0, 0.0), (2.0, 0.0), (3.0, 0.0)], steps=5)
+    (bar,) = bars.made
+    assert bar.n == 2 and bar.total == 5  # not completed: this stop was not on purpose
+    assert bar.container.children[1].bar_style == "danger"
+
+
 def test_a_diverged_run_says_so_plainly_and_its_bar_ends_full(monkeypatch, capsys):
     import io
 
