@@ -413,10 +413,15 @@ def rst_paragraphs(lines: list[str]) -> tuple[str | None, list[str]]:
         bullet = _BULLET.match(stripped)
         item_indent = indent + (bullet.end() if bullet else 0)
         chunk = [stripped[bullet.end() :] if bullet else stripped]
+        if chunk[0].startswith(".."):  # "* .. _target:": the item's text follows, indented
+            i += 1
+            continue
         j = i + 1
         while j < len(lines) and lines[j].strip():
             nxt = lines[j].strip()
-            if _BULLET.match(nxt) or nxt.startswith(".. ") or nxt.startswith(">>>"):
+            if bullet and _BULLET.match(nxt) and _indent(lines[j]) == indent:
+                break  # the next item ("- x" inside a paragraph or an item's text is text)
+            if nxt.startswith(".. ") or nxt.startswith(">>>"):
                 break
             if _indent(lines[j]) != item_indent and not (bullet is None and j == i + 1):
                 break
@@ -438,11 +443,7 @@ def rst_paragraphs(lines: list[str]) -> tuple[str | None, list[str]]:
         text = rst_inline(text)
         if re.search(r"[A-Za-z]{2}", text):
             paragraphs.append(text)
-        i = j
-        if literal_follows:
-            i = _block_end(lines, j, indent)
-        elif bullet and j < len(lines) and lines[j].strip() and _indent(lines[j]) > indent:
-            pass  # nested content of the item: read on the next turn
+        i = _block_end(lines, j, indent) if literal_follows else j
     return title, paragraphs
 
 
@@ -458,8 +459,9 @@ _PYDOCS_SKIPPED = {
 def pydocs_pages(sources_dir: Path) -> list[dict]:
     """Return one record per documentation page (sorted by path), prose only."""
     pages = []
-    for path in sorted(sources_dir.rglob("*.rst.txt")):
-        name = path.relative_to(sources_dir).as_posix().removesuffix(".rst.txt")
+    names = {p.relative_to(sources_dir).as_posix().removesuffix(".rst.txt"): p
+             for p in sources_dir.rglob("*.rst.txt")}  # fmt: skip
+    for name, path in sorted(names.items()):
         if name in _PYDOCS_SKIPPED:
             continue
         title, paragraphs = rst_paragraphs(path.read_text(encoding="utf-8").splitlines())
