@@ -808,8 +808,9 @@ Each is gzip-compressed JSON Lines, one object per line.
 - Prose (one object per document, in corpus order): `{{"id": "web/Gen.1", "title": "Genesis 1",
   "split": "train", "paragraphs": [["In the beginning, God created the heavens and the
   earth.", ...], ...]}}`. Bible documents are chapters (books in canonical order, with the
-  deuterocanonical books after Malachi as in the module); Python documents are pages, sorted
-  by path (`contents`, `copyright`, `license` and `whatsnew/changelog` left out). Paragraphs
+  deuterocanonical books after Malachi as in the module; Greek Daniel and Greek Esther are
+  left out: they repeat Daniel and Esther, and the module stores Greek Daniel cut short);
+  Python documents are pages, sorted by path (`contents`, `copyright`, `license` and `whatsnew/changelog` left out). Paragraphs
   follow the sources' paragraph marks; sentences come from a rule-based splitter.
 - WordNet (one object per example sentence with its marked word): `{{"tokens": [...],
   "target": 3, "lemma": "dog", "synset": "02084071-n", "pos": "noun", "supersense":
@@ -823,14 +824,14 @@ lemma is 0 mod 10, to `val` when it is 1 mod 10, to `train` otherwise.
 {_table(["source", "split", "documents", "paragraphs", "sentences", "words", "characters"], prose_rows)}
 
 Words are runs of letters (apostrophes inside words allowed), so numbers and code punctuation
-do not count. Both sources together: {total_words:,} words. The Bible has
-{stats["web_verses"]:,} verses with text.
+do not count. Both sources together: {total_words:,} words.
+The Bible has {stats["web_verses"]:,} verses with text.
 
 ## Labelled tasks (WordNet example sentences)
 
-Of {wn.get("sentences", 0):,} example sentences, {wn.get("kept", 0):,} are kept: the target word
+Of {wn.get("sentences", 0):,} example sentences, {wn.get("kept", 0):,} are kept. The target word
 was not found in {wn.get("target not found", 0):,} (a multi-word lemma, or an inflection the
-rules do not know) and {wn.get("duplicate", 0):,} repeat a sentence and target already kept.
+rules do not know), and {wn.get("duplicate", 0):,} repeat a sentence and target already kept.
 The target is the first single-word lemma of the synset found in the sentence (inflections
 through WordNet's exception lists and suffix rules written for this course). Tokens are words
 and punctuation, clitics apart (`is n't`, `dog 's`).
