@@ -310,6 +310,7 @@ def test_bad_json_is_a_clear_error_with_the_line(data_copy, name):
         ({"target": 99}, "target 99"),
         ({"pos": "pronoun"}, "pronoun"),
         ({"supersense": "noun.cheese"}, "noun.cheese"),
+        ({"pos": "noun", "supersense": "verb.motion"}, "verb.motion is not a noun"),
         ({"split": "dev"}, "dev"),
         ({"tokens": "a string"}, "tokens"),
         ({"target": "3"}, "target"),

@@ -85,6 +85,7 @@ SUPERSENSE_LABELS: tuple[str, ...] = (
 )  # fmt: skip
 # Lexicographer classes of adjectives and adverbs: stored in the file, not a task label.
 OTHER_LEXNAMES: tuple[str, ...] = ("adj.all", "adj.pert", "adj.ppl", "adv.all")
+_LEXNAMES = frozenset(SUPERSENSE_LABELS + OTHER_LEXNAMES)
 
 # The package directory holding the prepared files. A Traversable, so it also works when the
 # package is imported from a wheel or a zip; tests point it at a temporary copy.
@@ -256,8 +257,9 @@ def load_prose(split: Split, source: str = "all") -> list[Document]:
     for name in sources:
         path = DATA_DIR / PROSE_FILES[name]
         for number, record in _read_records(PROSE_FILES[name]):
+            document = _parse_document(record, name, path, number)  # checks every line
             if _split_of(record, path, number) == split:
-                documents.append(_parse_document(record, name, path, number))
+                documents.append(document)
     return documents
 
 
@@ -291,8 +293,10 @@ def _parse_example(record: dict, task: str, path: object, number: int) -> Exampl
     supersense = _field(record, "supersense", str, path, number)
     if pos not in POS_LABELS:
         raise CorruptCorpusFileError(path, f"line {number}: unknown part of speech {pos!r}")
-    if supersense not in SUPERSENSE_LABELS + OTHER_LEXNAMES:
+    if supersense not in _LEXNAMES:
         raise CorruptCorpusFileError(path, f"line {number}: unknown supersense {supersense!r}")
+    if supersense.split(".")[0] != pos:
+        raise CorruptCorpusFileError(path, f"line {number}: {supersense} is not a {pos}")
     return Example(
         tokens=tuple(tokens),
         target=target,
@@ -317,10 +321,8 @@ def load_tagging_task(task: str, split: Split) -> list[Example]:
     path = DATA_DIR / WORDNET_FILE
     examples: list[Example] = []
     for number, record in _read_records(WORDNET_FILE):
-        if _split_of(record, path, number) != split:
-            continue
-        example = _parse_example(record, task, path, number)
-        if example.label in labels:
+        example = _parse_example(record, task, path, number)  # checks every line
+        if _split_of(record, path, number) == split and example.label in labels:
             examples.append(example)
     return examples
 
