@@ -342,7 +342,7 @@ def test_empty_or_malformed_prose_is_a_clear_error(data_copy):
 def test_split_sentences_handles_quotes_and_abbreviations():
     text = (
         "God said, “Let there be light,” and there was light. God saw the light. "
-        "See e.g. the os module. J. R. R. Tolkien wrote it. Is it? “Yes.” Done"
+        "See e.g. the os module. J. R. R. Tolkien wrote it. Is it? “No.” Done"
     )
     assert prep.split_sentences(text) == [
         "God said, “Let there be light,” and there was light.",
@@ -350,7 +350,7 @@ def test_split_sentences_handles_quotes_and_abbreviations():
         "See e.g. the os module.",
         "J. R. R. Tolkien wrote it.",
         "Is it?",
-        "“Yes.”",
+        "“No.”",
         "Done",
     ]
     assert prep.split_sentences("Use os.path.join. then go on.") == [

@@ -80,7 +80,7 @@ def write_jsonl_gz(path: Path, records: Iterable[dict]) -> None:
 # Sentences and words
 
 _ABBREVIATIONS = {
-    "e.g", "i.e", "cf", "vs", "mr", "mrs", "ms", "dr", "st", "no", "fig", "approx", "al",
+    "e.g", "i.e", "cf", "vs", "mr", "mrs", "ms", "dr", "st", "fig", "approx", "al",
     "resp", "ca", "jr", "sr", "vol", "p", "pp", "ch", "sec", "ver", "viz", "incl",
 }  # fmt: skip
 # A sentence ends at . ! ? (or ...) plus closing quotes or brackets, then whitespace.
@@ -102,9 +102,9 @@ def split_sentences(paragraph: str) -> list[str]:
         end = match.end()
         if not _NEXT_STARTS_SENTENCE.match(text, end):
             continue
-        if text[match.start()] == ".":
-            if match.group().startswith("..") and not match.group().startswith("..."):
-                continue  # "[A .. Z]"
+        if match.group().startswith("..") and not match.group().startswith("..."):
+            continue  # "[A .. Z]"
+        if match.group() == ".":  # not after a closing quote: '“No.” Then' ends a sentence
             word = re.search(r"([\w.'’]+)$", text[start : match.start()])
             previous = word.group(1) if word else ""
             if (
