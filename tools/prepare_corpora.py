@@ -457,7 +457,7 @@ _PYDOCS_SKIPPED = {
 
 
 def pydocs_pages(sources_dir: Path) -> list[dict]:
-    """Return one record per documentation page (sorted by path), prose only."""
+    """Return one record per documentation page (sorted by page name), prose only."""
     pages = []
     names = {p.relative_to(sources_dir).as_posix().removesuffix(".rst.txt"): p
              for p in sources_dir.rglob("*.rst.txt")}  # fmt: skip
@@ -777,8 +777,8 @@ def render_readme(stats: dict) -> str:
     wn = stats["wordnet_counts"]
     return f"""# Prepared English corpora
 
-Made by `{REBUILD_COMMAND}` (from the repository root; it needs Debian's `apt-get` and
-`dpkg-deb`, and writes every file here, this README included). Students never need it: the
+Made by `{REBUILD_COMMAND}` from the repository root. It needs Debian's `apt-get`
+and `dpkg-deb`, and writes every file here, this README included. Students never need it: the
 files ship with the course and are read by `course/data/english.py` with the standard library.
 Same packages, same bytes: sources are read in a fixed order, splits come from a CRC32 hash of
 a name, and gzip stores no time stamp or file name.
@@ -806,12 +806,13 @@ and disclaimer appear on all copies: `LICENSE-WordNet.txt`.
 Each is gzip-compressed JSON Lines, one object per line.
 
 - Prose (one object per document, in corpus order): `{{"id": "web/Gen.1", "title": "Genesis 1",
-  "split": "train", "paragraphs": [["In the beginning, God created the heavens and the
+  "split": "test", "paragraphs": [["In the beginning, God created the heavens and the
   earth.", ...], ...]}}`. Bible documents are chapters (books in canonical order, with the
   deuterocanonical books after Malachi as in the module; Greek Daniel and Greek Esther are
-  left out: they repeat Daniel and Esther, and the module stores Greek Daniel cut short);
-  Python documents are pages, sorted by path (`contents`, `copyright`, `license` and `whatsnew/changelog` left out). Paragraphs
-  follow the sources' paragraph marks; sentences come from a rule-based splitter.
+  left out: they repeat Daniel and Esther, and the module stores Greek Daniel cut short).
+  Python documents are pages, sorted by name (`contents`, `copyright`, `license` and
+  `whatsnew/changelog` left out). Paragraphs follow the sources' paragraph marks; sentences
+  come from a rule-based splitter.
 - WordNet (one object per example sentence with its marked word): `{{"tokens": [...],
   "target": 3, "lemma": "dog", "synset": "02084071-n", "pos": "noun", "supersense":
   "noun.animal", "ambiguous": true, "split": "train"}}`.
