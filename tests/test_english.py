@@ -584,9 +584,13 @@ def test_the_package_ships_the_files():
     """pyproject.toml installs course.data with its files, so a wheel or bundle has them."""
     import tomllib
 
+    from setuptools import find_packages
+
     config = tomllib.loads((Path(prep.REPO) / "pyproject.toml").read_text(encoding="utf-8"))
     setuptools = config["tool"]["setuptools"]
-    assert "course.data" in setuptools["packages"]
-    patterns = setuptools["package-data"]["course.data"]
+    include = setuptools["packages"]["find"]["include"]
+    assert "course.data" in find_packages(str(prep.REPO), include=include)
+    package_data = setuptools["package-data"]
+    patterns = [*package_data.get("*", []), *package_data.get("course.data", [])]
     for name in (*PROSE_FILES.values(), WORDNET_FILE, "README.md", "LICENSE-WordNet.txt"):
         assert any(Path("files", name).match(p) for p in patterns), name
