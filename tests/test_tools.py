@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import nbformat
 import pytest
 
-from tools import assignments as nbg
+from autograder import nbgrader_format as nbg
 from tools import build
 from tools.metrics_table import format_table
-from tools.notebooks import NotebookBuildError, execute, fingerprint, read_source, write_notebook
+from tools.notebooks import NotebookBuildError, execute, read_source, write_notebook
 from tools.submissions import _replay_code, defined_functions
 
 HEADER = "# %% [markdown]\n# A title\n\n"
@@ -65,19 +66,14 @@ def test_execute_returns_outputs_and_time(tmp_path):
     assert 0 < result.seconds < 60
 
 
-def test_fingerprint_follows_content(tmp_path):
-    (tmp_path / "a.py").write_text("x = 1\n")
-    before = fingerprint(tmp_path)
-    assert fingerprint(tmp_path) == before
-    (tmp_path / "a.py").write_text("x = 2\n")
-    assert fingerprint(tmp_path) != before
-
-
-def test_source_files_names_the_empty_folder(tmp_path, monkeypatch):
-    monkeypatch.setattr(nbg, "SOLUTIONS", tmp_path)
+def test_source_files_names_the_empty_folder_and_the_unknown_assignment(tmp_path):
     (tmp_path / "a9").mkdir()
+    (tmp_path / "a1").mkdir()
+    (tmp_path / "a1" / "a1.py").write_text("# %%\n")
     with pytest.raises(FileNotFoundError, match="no notebook sources"):
-        nbg.source_files("a9")
+        nbg.source_files("a9", solutions=tmp_path)
+    with pytest.raises(FileNotFoundError, match="unknown assignment 'a7'; known: a1"):
+        nbg.source_files("a7", solutions=tmp_path)
 
 
 def test_nbgrader_failure_carries_its_log(tmp_path):
@@ -99,24 +95,26 @@ def test_replayed_functions_return_and_raise_in_order():
     ) == ["a"]
 
 
-def test_build_reports_a_broken_lecture_and_stops(tmp_path, monkeypatch, capsys):
-    lectures = tmp_path / "lectures"
-    lectures.mkdir()
-    (lectures / "99_broken.py").write_text("# %%\n1 / 0\n")
-    monkeypatch.setattr(build, "LECTURES", lectures)
+@pytest.fixture
+def lectures(tmp_path, monkeypatch) -> Path:
+    """An empty lectures folder that the build reads, building into tmp_path/build."""
+    folder = tmp_path / "lectures"
+    folder.mkdir()
+    monkeypatch.setattr(build, "LECTURES", folder)
     monkeypatch.setattr(build, "BUILD", tmp_path / "build")
+    monkeypatch.setattr(build, "TIMINGS", tmp_path / "build" / "timings.json")
+    return folder
+
+
+def test_build_reports_a_broken_lecture_and_stops(tmp_path, lectures, capsys):
+    (lectures / "99_broken.py").write_text("# %%\n1 / 0\n")
     assert build.main(["lectures"]) == 1
     assert "99_broken.py: cell #0 (cell-000) failed" in capsys.readouterr().err
     assert not (tmp_path / "build" / "lectures" / "99_broken.ipynb").exists()
 
 
-def test_build_skips_an_unchanged_lecture(tmp_path, monkeypatch, capsys):
-    lectures = tmp_path / "lectures"
-    lectures.mkdir()
+def test_build_skips_an_unchanged_lecture(tmp_path, lectures, capsys):
     (lectures / "98_tiny.py").write_text("# %%\nprint('ran')\n")
-    monkeypatch.setattr(build, "LECTURES", lectures)
-    monkeypatch.setattr(build, "BUILD", tmp_path / "build")
-    monkeypatch.setattr(build, "TIMINGS", tmp_path / "build" / "timings.json")
     assert build.main(["lectures"]) == 0
     assert "98_tiny: executed" in capsys.readouterr().out
     assert build.main(["lectures"]) == 0

@@ -23,18 +23,19 @@ from pathlib import Path
 
 import nbformat
 
-from tools import assignments as nbg
+from autograder import nbgrader_format as nbg
+from autograder.fingerprint import files_digest, grading_fingerprint
 from tools.notebooks import (
     REPO,
     NotebookBuildError,
     execute,
-    fingerprint,
     read_source,
     write_notebook,
 )
 
 BUILD = REPO / "build"
 LECTURES = REPO / "lectures"
+ASSIGNMENTS = REPO / "assignments"
 BOOK = REPO / "jupyter_book"
 DIST = REPO / "dist" / "student"
 METRICS = BUILD / "metrics"
@@ -84,7 +85,7 @@ def build_lectures() -> list[Path]:
     outputs = []
     for source in lecture_sources():
         output = BUILD / "lectures" / f"{source.stem}.ipynb"
-        digest = fingerprint(source, *COMMON_INPUTS)
+        digest = files_digest([source, *COMMON_INPUTS], REPO)
         outputs.append(output)
         if _up_to_date(f"lecture-{source.stem}", digest, output):
             log(f"lecture {source.stem}: up to date")
@@ -108,9 +109,9 @@ def build_assignments() -> None:
     course_dir = BUILD / "nbgrader"
     for assignment in nbg.assignment_ids():
         sources = nbg.source_files(assignment)
-        digest = fingerprint(REPO / "solutions" / assignment, REPO / "autograder", *COMMON_INPUTS)
+        digest = grading_fingerprint(assignment)
         grades_file = BUILD / "grades" / f"{assignment}.json"
-        released = [nbg.ASSIGNMENTS / assignment / f"{s.stem}.ipynb" for s in sources]
+        released = [ASSIGNMENTS / assignment / f"{s.stem}.ipynb" for s in sources]
         if _up_to_date(f"assignment-{assignment}", digest, grades_file, *released):
             log(f"assignment {assignment}: up to date")
             continue
@@ -130,7 +131,7 @@ def build_assignments() -> None:
         log(f"assignment {assignment}: generating the student version")
         nbg.make_course_dir(course_dir, [assignment])
         release_dir = nbg.release(course_dir, assignment)
-        target = nbg.ASSIGNMENTS / assignment
+        target = ASSIGNMENTS / assignment
         if target.exists():
             shutil.rmtree(target)
         shutil.copytree(release_dir, target)
@@ -283,8 +284,8 @@ def build_book() -> Path:
             generated / "lectures" / notebook.name,
             f"../downloads/lectures/{notebook.name}",
         )
-    shutil.copytree(nbg.ASSIGNMENTS, generated / "assignments", ignore=shutil.ignore_patterns(".*"))
-    for notebook in sorted(nbg.ASSIGNMENTS.glob("*/*.ipynb")):
+    shutil.copytree(ASSIGNMENTS, generated / "assignments", ignore=shutil.ignore_patterns(".*"))
+    for notebook in sorted(ASSIGNMENTS.glob("*/*.ipynb")):
         assignment = notebook.parent.name
         (downloads / "assignments" / assignment).mkdir(parents=True, exist_ok=True)
         shutil.copyfile(notebook, downloads / "assignments" / assignment / notebook.name)
@@ -323,7 +324,7 @@ def build_bundle() -> Path:
     (DIST / "lectures").mkdir(parents=True)
     for notebook in sorted((BUILD / "lectures").glob("*.ipynb")):
         shutil.copyfile(notebook, DIST / "lectures" / notebook.name)
-    shutil.copytree(nbg.ASSIGNMENTS, DIST / "assignments", ignore=shutil.ignore_patterns(".*"))
+    shutil.copytree(ASSIGNMENTS, DIST / "assignments", ignore=shutil.ignore_patterns(".*"))
     shutil.copytree(
         REPO / "course", DIST / "course", ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
     )
