@@ -133,7 +133,9 @@ def test_a_renamed_file_changes_the_digest(tmp_path):
 
 
 def test_the_build_and_the_grading_command_use_this_fingerprint():
-    assert build.grading_fingerprint is grading_fingerprint
+    units = {unit.key: unit.digest for unit in build.assignment_units()}
+    for assignment in assignment_ids():
+        assert units[f"assignment-{assignment}"] == grading_fingerprint(assignment)
     assert grade.grading_fingerprint is grading_fingerprint
     names = {path.relative_to(REPO).as_posix() for path in grading_inputs(ASSIGNMENT)}
     assert names == {"autograder", "course", f"solutions/{ASSIGNMENT}", "requirements.txt"}
