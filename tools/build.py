@@ -125,8 +125,10 @@ def run_assignment(
     """Execute the reference solution, release the student version, autograde the reference.
 
     Each assignment has its own nbgrader course directory (``build/nbgrader/<assignment>``),
-    so assignments can be built at the same time.
+    so assignments can be built at the same time. The times: each reference notebook's
+    execution, and ``assignments/<assignment>``, the whole unit (release and autograde too).
     """
+    started = time.perf_counter()
     seconds = {}
     sources = nbg.source_files(assignment)
     for source in sources:
@@ -151,6 +153,7 @@ def run_assignment(
     grades_file = build / "grades" / f"{assignment}.json"
     grades_file.parent.mkdir(parents=True, exist_ok=True)
     grades_file.write_text(json.dumps(grades.as_dict(), indent=2) + "\n")
+    seconds[f"assignments/{assignment}"] = time.perf_counter() - started
     return seconds
 
 
@@ -203,11 +206,12 @@ def _report(unit: Unit, seconds: dict[str, float]) -> None:
     if unit.work is run_lecture:
         log(f"{unit.label}: executed in {sum(seconds.values()):.1f} s")
         return
+    whole = seconds.pop(f"assignments/{unit.args[0]}")
     times = ", ".join(f"{name} in {value:.1f} s" for name, value in sorted(seconds.items()))
     grades = json.loads(unit.outputs[0].read_text())
     log(
-        f"{unit.label}: executed {times}; student version released; reference scored "
-        f"{grades['autograded_score']:g}/{grades['autograded_max']:g}"
+        f"{unit.label}: executed {times}; released and autograded, {whole:.1f} s in all; "
+        f"reference scored {grades['autograded_score']:g}/{grades['autograded_max']:g}"
     )
 
 
@@ -245,7 +249,7 @@ def run_units(units: list[Unit], jobs: int | None = None) -> None:
                         continue
                     _record_timings(seconds)
                     _mark_done(unit.key, unit.digest)
-                    _report(unit, seconds)
+                    _report(unit, dict(seconds))
         except BaseException:
             pool.shutdown(wait=False, cancel_futures=True)
             raise
