@@ -13,7 +13,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tools import assignments as nbg
+from autograder import nbgrader_format as nbg
 from tools.build import BOOK, BUILD, DIST, METRICS, lecture_sources
 from tools.notebooks import REPO
 

@@ -20,7 +20,6 @@ While a student's function runs, the routines that would do its work (autograd,
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -32,7 +31,10 @@ from autograder.hidden import shortcuts
 from autograder.hidden.shortcuts import ShortcutUsed
 from autograder.hidden.shortcuts import case as _case
 from autograder.hidden.shortcuts import describe as _describe
+from autograder.hidden.shortcuts import expect_unchanged as _expect_unchanged
+from autograder.hidden.shortcuts import snapshot as _snapshot
 from autograder.hidden.shortcuts import strided as _strided
+from autograder.hidden.shortcuts import unpack as _unpack
 from course.checks import assert_close
 
 __all__ = [
@@ -74,21 +76,8 @@ _TORCH_SHORTCUTS = (
 )
 
 
-def shortcut_targets() -> list[tuple[Any, str, str]]:
-    """Every (owner, attribute, label) that :func:`no_shortcuts` replaces by a trap."""
-    return shortcuts.collect_targets(_TORCH_SHORTCUTS)
-
-
-def no_shortcuts(
-    function: Callable[..., Any], duty: str
-) -> contextlib.AbstractContextManager[list[str]]:
-    """Inside the ``with`` block every shortcut is a trap (see :mod:`autograder.hidden.shortcuts`)."""
-    return shortcuts.no_shortcuts(function, duty, shortcut_targets())
-
-
-def _call_by_hand(function: Callable[..., Any], duty: str, *args: Any) -> Any:
-    """``function(*args)`` with every shortcut trapped, even if the function hides the trap."""
-    return shortcuts.call_by_hand(function, duty, shortcut_targets(), *args)
+TRAPS = shortcuts.Traps(_TORCH_SHORTCUTS)
+shortcut_targets, no_shortcuts, _call_by_hand = TRAPS.methods()
 
 
 # --------------------------------------------------------------------------------------------
@@ -183,48 +172,10 @@ def _reference_clip(
 # --------------------------------------------------------------------------------------------
 
 
-def _unpack(result: Any, function_name: str, names: tuple[str, ...]) -> tuple[Any, ...]:
-    if not isinstance(result, (tuple, list)) or len(result) != len(names):
-        raise AssertionError(
-            f"{function_name} should return a tuple ({', '.join(names)}), got {_describe(result)}"
-        )
-    return tuple(result)
-
-
 def _expect_scalar(name: str, value: Any) -> float:
     if isinstance(value, (str, bytes)) or value is None or np.ndim(value) != 0:
         raise AssertionError(f"{name} should be a single number, got {_describe(value)}")
     return float(value)
-
-
-def _snapshot(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {key: (item, np.array(item, copy=True)) for key, item in value.items()}
-    return np.array(value, copy=True)
-
-
-def _expect_unchanged(function_name: str, label: str, value: Any, snapshot: Any) -> None:
-    """Raise if ``value`` (an array, or a dict of arrays) differs from its ``snapshot``."""
-    if isinstance(snapshot, dict):
-        if set(value) != set(snapshot):
-            raise AssertionError(
-                f"{function_name} changed the keys of its input {label} from {sorted(snapshot)} "
-                f"to {sorted(value)}; it must leave its inputs unchanged"
-            )
-        for key, (original_object, original_values) in snapshot.items():
-            if value[key] is not original_object:
-                raise AssertionError(
-                    f"{function_name} replaced {label}[{key!r}] in its input dict; it must leave "
-                    "its inputs unchanged (build a new dict instead)"
-                )
-            _expect_unchanged(function_name, f"{label}[{key!r}]", value[key], original_values)
-        return
-    if not np.array_equal(value, snapshot):
-        change = float(np.max(np.abs(np.asarray(value, dtype=np.float64) - snapshot)))
-        raise AssertionError(
-            f"{function_name} modified its input {label} in place (largest change {change:.1e}); "
-            "it must leave its inputs unchanged (compute new arrays instead)"
-        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -267,12 +218,12 @@ def check_rnn_forward(rnn_forward: Callable[..., Any], sequence_loss: Callable[.
     for case in FORWARD_CASES:
         xs, targets, h0, params = case.build()
         expected = _reference(xs, targets, h0, params)
-        before = {"xs": _snapshot(xs), "h0": _snapshot(h0), "params": _snapshot(params)}
+        inputs = {"xs": xs, "h0": h0, "params": params}
+        before = _snapshot(inputs)
         with _case(f"rnn_forward, {case.label}"):
             result = _call_by_hand(rnn_forward, FORWARD_DUTY, xs, h0, params)
             hs, probs = _unpack(result, "rnn_forward", ("hs", "probs"))
-            for label, value in (("xs", xs), ("h0", h0), ("params", params)):
-                _expect_unchanged("rnn_forward", label, value, before[label])
+            _expect_unchanged("rnn_forward", inputs, before)
             assert_close("hs", hs, expected.hs, atol=1e-9, rtol=1e-7, against="the reference")
             assert_close(
                 "probs", probs, expected.probs, atol=1e-9, rtol=1e-7, against="the reference"
@@ -282,7 +233,7 @@ def check_rnn_forward(rnn_forward: Callable[..., Any], sequence_loss: Callable[.
         with _case(f"sequence_loss, {case.label}"):
             loss = _call_by_hand(sequence_loss, FORWARD_DUTY, probs_in, targets)
             value = _expect_scalar("sequence_loss", loss)
-            _expect_unchanged("sequence_loss", "probs", probs_in, expected.probs)
+            _expect_unchanged("sequence_loss", {"probs": probs_in}, {"probs": expected.probs})
             if case.T > 1 and abs(value - expected.loss / case.T) < 1e-9 * max(1.0, expected.loss):
                 raise AssertionError(
                     f"sequence_loss returned {value:.6g}, the mean over the {case.T} steps; "
@@ -329,11 +280,11 @@ def check_rnn_backward(rnn_backward: Callable[..., Any]) -> None:
     for case in BACKWARD_CASES:
         xs, targets, h0, params = case.build()
         expected = _reference(xs, targets, h0, params)
-        before = {"xs": _snapshot(xs), "h0": _snapshot(h0), "params": _snapshot(params)}
+        inputs = {"xs": xs, "h0": h0, "params": params}
+        before = _snapshot(inputs)
         with _case(f"rnn_backward, {case.label}"):
             grads = _call_by_hand(rnn_backward, BACKWARD_DUTY, xs, targets, h0, params)
-            for label, value in (("xs", xs), ("h0", h0), ("params", params)):
-                _expect_unchanged("rnn_backward", label, value, before[label])
+            _expect_unchanged("rnn_backward", inputs, before)
             if not isinstance(grads, Mapping):
                 raise AssertionError(
                     f"rnn_backward should return a dict of gradients, got {_describe(grads)}"
@@ -409,10 +360,10 @@ def check_clip_by_global_norm(clip_by_global_norm: Callable[..., Any]) -> None:
     for label, grads, max_norm in cases:
         expected, expected_total = _reference_clip(grads, max_norm)
         nothing_to_clip = expected_total <= max_norm
-        before = _snapshot(grads)
+        before = _snapshot({"grads": grads})
         with _case(f"clip_by_global_norm, {label}"):
             result = _call_by_hand(clip_by_global_norm, CLIP_DUTY, grads, max_norm)
-            _expect_unchanged("clip_by_global_norm", "grads", grads, before)
+            _expect_unchanged("clip_by_global_norm", {"grads": grads}, before)
             clipped, total = _unpack(result, "clip_by_global_norm", ("clipped", "total_norm"))
             if not isinstance(clipped, Mapping):
                 raise AssertionError(
