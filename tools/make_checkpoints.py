@@ -36,16 +36,42 @@ THREADS = 1  # one thread per run: as fast for these sizes, and deterministic
 
 CHAR_LSTM_STDLIB = {
     "model": {"hidden_size": 256, "embedding_dim": 32, "forget_bias": 1.0},
-    "training": {
-        "steps": 6000,
-        "batch_size": 32,
-        "seq_len": 100,
-        "lr": 3e-3,
-        "clip_norm": 1.0,
-        "optimizer": "adam",
-        "seed": SEED,
-    },
+    "training": {"batch_size": 32, "seq_len": 100, "clip_norm": 1.0, "optimizer": "adam"},
+    # A step decay: a fast learning rate, then a slower one (a fresh Adam, new batches).
+    "phases": [
+        {"steps": 3000, "lr": 1e-2, "seed": SEED},
+        {"steps": 1000, "lr": 2e-3, "seed": SEED + 1},
+    ],
 }
+
+
+def train_in_phases(
+    model: torch.nn.Module, train_ids: torch.Tensor, common: dict, phases: list[dict]
+) -> dict:
+    """Run ``course.train.train_language_model`` once per phase (each for its fixed number of
+    steps, never a time budget) and return the training part of the metadata."""
+    losses, seconds = [], 0.0
+    for phase in phases:
+        history = train_language_model(model, train_ids, **common, **phase, budget_seconds=None)
+        if history.stopped_by != "steps" or history.steps != phase["steps"]:
+            raise RuntimeError(
+                f"training stopped by {history.stopped_by!r} after {history.steps} of "
+                f"{phase['steps']} steps ({phase})"
+            )
+        losses += history.losses
+        seconds += history.seconds
+    return {
+        "function": "course.train.train_language_model",
+        "steps": sum(phase["steps"] for phase in phases),
+        "seed": SEED,
+        "initial_weights": f"torch.manual_seed({SEED}) before {type(model).__name__}(**config)",
+        **common,
+        "phases": phases,
+        "torch_threads": torch.get_num_threads(),
+        "seconds": round(seconds, 1),
+        "final_loss_bits": round(statistics.fmean(losses[-100:]) / math.log(2), 4),
+        "stopped_by": "steps",
+    }
 
 
 def char_lstm_stdlib(directory: Path) -> dict:
@@ -55,30 +81,18 @@ def char_lstm_stdlib(directory: Path) -> dict:
     heldout_text = load_python_source(max_chars=100_000, split="val")  # Lecture 2's held-out text
     vocab = CharVocab.from_text(train_text)
     config = {"vocab_size": len(vocab), **CHAR_LSTM_STDLIB["model"]}
-    settings = dict(CHAR_LSTM_STDLIB["training"])
     torch.manual_seed(SEED)  # the initial weights
     model = CharLSTM(**config)
-    history = train_language_model(model, vocab.encode(train_text), **settings)
-    if history.stopped_by != "steps" or history.steps != settings["steps"]:
-        raise RuntimeError(
-            f"char_lstm_stdlib: training stopped by {history.stopped_by!r} after "
-            f"{history.steps} of {settings['steps']} steps"
-        )
+    training = train_in_phases(
+        model, vocab.encode(train_text), CHAR_LSTM_STDLIB["training"], CHAR_LSTM_STDLIB["phases"]
+    )
     python = platform.python_version()
     return save_checkpoint(
         model,
         "char_lstm_stdlib",
         config=config,
         vocab=vocab,
-        training={
-            "function": "course.train.train_language_model",
-            **settings,
-            "initial_weights": f"torch.manual_seed({SEED}) before {type(model).__name__}(**config)",
-            "torch_threads": torch.get_num_threads(),
-            "seconds": round(history.seconds, 1),
-            "final_loss_bits": round(statistics.fmean(history.losses[-100:]) / math.log(2), 4),
-            "stopped_by": history.stopped_by,
-        },
+        training=training,
         corpus={
             "description": (
                 "the source of Python's standard library (top-level modules, split 'train' of "
