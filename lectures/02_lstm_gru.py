@@ -511,8 +511,6 @@ for name in ("inside string", "inside comment"):
 # text, same 20,000 characters, same features.
 
 # %%
-from IPython.display import Markdown
-
 from course.checkpoints import checkpoint_vocab, load_checkpoint
 
 ckpt_lstm, ckpt_meta = load_checkpoint("char_lstm_stdlib")
@@ -535,18 +533,21 @@ ckpt_bpc = bits_per_char(ckpt_lstm, ckpt_vocab.encode(val_text))
 _, ckpt_cell_states = lstm_states(ckpt_lstm, ckpt_vocab.encode(probe_text))  # (N, H)
 ckpt_found = best_cells(torch.tanh(ckpt_cell_states).numpy(), features)
 
-rows = [
-    "| held-out figure | live model (trained above) | checkpoint |",
-    "| --- | ---: | ---: |",
-    f"| bits per character (lower is better) | {live_bpc:.2f} | {ckpt_bpc:.2f} |",
-]
+rows = [("bits per character (lower is better)", f"{live_bpc:.2f}", f"{ckpt_bpc:.2f}")]
 for name in FEATURES:
     live, ckpt = found[name], ckpt_found[name]
     rows.append(
-        f"| best \\|r\\|, {name} | {abs(live.r):.2f} (cell {live.cell}) "
-        f"| {abs(ckpt.r):.2f} (cell {ckpt.cell}) |"
+        (
+            f"best |r|, {name}",
+            f"{abs(live.r):.2f} (cell {live.cell})",
+            f"{abs(ckpt.r):.2f} (cell {ckpt.cell})",
+        )
     )
-display(Markdown("\n".join(rows)))
+header = "<tr><th>held-out figure</th><th>live model (trained above)</th><th>checkpoint</th></tr>"
+body = "".join(
+    f"<tr><td>{a}</td><td align='right'>{b}</td><td align='right'>{c}</td></tr>" for a, b, c in rows
+)
+display(HTML(f"<table>{header}{body}</table>"))
 
 bigram = ngram_bits_per_char(train_ids, val_ids, n=2, vocab_size=len(vocab))
 record(
