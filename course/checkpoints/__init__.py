@@ -16,7 +16,8 @@ Usage::
 
     model, meta = load_checkpoint("char_lstm_stdlib")     # eval mode, on the CPU
     vocab = checkpoint_vocab(meta)
-    heldout_bits_per_char(model, meta)                      # == meta["heldout"]["bits_per_char"]
+    text = load_heldout_text("char_lstm_stdlib")
+    heldout_bits_per_char(model, meta, text)               # == meta["heldout"]["bits_per_char"]
 
 Loading refuses a checkpoint whose model code changed since it was made (its weights may no
 longer mean the same thing), or whose files are missing or corrupt, with a message that says
