@@ -13,6 +13,7 @@ Import the module you need; nothing heavy is imported here. One topic per module
   ``cells``): figure functions with defaults, and thin ``interact`` wrappers
 - ``course.checks``: shape, dtype and input guards, and the comparisons that visible tests use
 - ``course.metrics``: recording measured figures for the benchmark table
+- ``course.checkpoints``: course-trained models that lectures load (``make checkpoints``)
 """
 
 __version__ = "0.1.0"

@@ -164,6 +164,17 @@ def test_student_bundle_has_what_a_student_needs_and_nothing_else():
     assert (DIST.parent / "student.zip").exists()
 
 
+def test_student_bundle_ships_the_course_trained_checkpoints_unchanged():
+    from course.checkpoints import CHECKPOINT_DIR, available_checkpoints
+
+    shipped = available_checkpoints(DIST / "course" / "checkpoints")
+    assert shipped and shipped == available_checkpoints(), shipped
+    for file in CHECKPOINT_DIR.iterdir():
+        if file.is_file() and file.suffix in (".pt", ".json", ".gz"):
+            copy = DIST / "course" / "checkpoints" / file.name
+            assert copy.read_bytes() == file.read_bytes(), f"the bundle's {file.name} differs"
+
+
 def test_readme_gives_exactly_the_two_commands():
     readme = (REPO / "README.md").read_text()
     assert "make test" in readme and re.search(r"^make\s*(#.*)?$", readme, re.M), (

@@ -96,4 +96,20 @@ def test_interact_cell_activations_renders_the_selected_cell(monkeypatch):
     shown = interact_cell_activations(
         lambda cell, text: calls.append((cell, text)), [4, 7], {"one": "x = 1", "two": "y"}
     )
-    assert calls == [(4, "x = 1")] and list(shown["cell"].options) == [4, 7]
+    assert calls == [(4, "x = 1")]
+    assert [tuple(option) for option in shown["cell"].options] == [("cell 4", 4), ("cell 7", 7)]
+
+
+def test_interact_cell_activations_names_cells_once(monkeypatch):
+    """(label, cell) pairs label the menu; a cell listed twice (best for two features) once."""
+    import ipywidgets
+
+    monkeypatch.setattr(ipywidgets, "interact", lambda function, **widgets: widgets)
+    choices = [("inside string (cell 3)", 3), ("inside comment (cell 3)", 3), ("depth (cell 9)", 9)]
+    shown = interact_cell_activations(lambda cell, text: None, choices, {"one": "x"})
+    assert [tuple(option) for option in shown["cell"].options] == [
+        ("inside string (cell 3)", 3),
+        ("depth (cell 9)", 9),
+    ]
+    with pytest.raises(ValueError, match="at least one cell"):
+        interact_cell_activations(lambda cell, text: None, [], {"one": "x"})

@@ -47,21 +47,33 @@ def cell_activation_html(text: str, values: Sequence[float], *, title: str = "")
 
 
 def interact_cell_activations(
-    render: Callable[[int, str], Any], cells: Sequence[int], snippets: Mapping[str, str]
+    render: Callable[[int, str], Any],
+    cells: Sequence[int] | Sequence[tuple[str, int]],
+    snippets: Mapping[str, str],
 ) -> Any:
     """A cell menu and a snippet menu around ``render(cell, snippet_text)`` (JupyterLab).
 
+    ``cells`` lists cell indices, or (label, cell) pairs such as ``("inside string (cell 74)",
+    74)`` so that the menu names what each cell is for; a cell listed twice appears once.
     ``render`` returns something displayable (e.g. ``IPython.display.HTML``); it is shown
     for the selected cell index and snippet. Returns what ``ipywidgets.interact`` returns.
     """
     import ipywidgets as widgets
     from IPython.display import display
 
+    options: dict[int, str] = {}
+    for entry in cells:
+        label, cell = entry if isinstance(entry, tuple) else (f"cell {entry}", entry)
+        options.setdefault(int(cell), label)
+    if not options:
+        raise ValueError("cells: expected at least one cell to choose from")
+
     def show(cell: int, snippet: str) -> None:
         display(render(cell, snippets[snippet]))
 
+    choices = [(label, cell) for cell, label in options.items()]
     return widgets.interact(
         show,
-        cell=widgets.Dropdown(options=list(cells), value=cells[0], description="cell"),
+        cell=widgets.Dropdown(options=choices, value=choices[0][1], description="cell"),
         snippet=widgets.Dropdown(options=list(snippets), description="snippet"),
     )
