@@ -41,8 +41,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
+from course.analysis.lm import bits_per_char
 from course.data.code import CharVocab
-from course.train import bits_per_char
 
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
@@ -85,7 +85,7 @@ NESTED_KEYS = {
     "corpus": ("description",),
     "heldout": ("bits_per_char", "file", "characters", "sha256", "evaluation"),
 }
-HELDOUT_EVALUATION = {"batch_size": 16, "seq_len": 256}  # arguments of course.train.bits_per_char
+HELDOUT_EVALUATION = {"batch_size": 16, "seq_len": 256}  # arguments of course.analysis.lm.bits_per_char
 _NAME = re.compile(r"^[a-z0-9_]+$")
 
 
@@ -150,7 +150,7 @@ def heldout_bits_per_char(model: nn.Module, metadata: Mapping[str, Any], text: s
     """Held-out bits per character of ``model`` on ``text``, evaluated exactly as recorded.
 
     Encodes ``text`` with the checkpoint's vocabulary and calls
-    ``course.train.bits_per_char`` with the recorded arguments (16 streams, chunks of 256).
+    ``course.analysis.lm.bits_per_char`` with the recorded arguments (16 streams, chunks of 256).
     """
     ids = checkpoint_vocab(metadata).encode(text)  # (N,)
     return bits_per_char(model, ids, **metadata["heldout"]["evaluation"])
