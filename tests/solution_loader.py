@@ -10,11 +10,13 @@ metadata:
   ``hidden_source`` is what only runs at autograde time.
 
 :func:`as_student` wraps a test implementation (with bug switches) under the name of the
-student's function, as every per-assignment test file needs.
+student's function, as every per-assignment test file needs. :func:`lecture_functions` defines
+the functions of a lecture's cells without running the lecture, to paste them into a test.
 """
 
 from __future__ import annotations
 
+import ast
 import sys
 import types
 from collections.abc import Callable
@@ -104,3 +106,31 @@ def as_student(function: Callable[..., Any], name: str, **bugs: Any) -> Callable
     namespace = getattr(function, "__globals__", student_function.__globals__)
     code = student_function.__code__
     return types.FunctionType(code, namespace, name, None, student_function.__closure__)
+
+
+def lecture_functions(path: Path) -> dict[str, Callable[..., Any]]:
+    """The top-level functions that the code cells of the lecture ``path`` define, by name.
+
+    The lecture is read with jupytext. Its import statements and function definitions are
+    executed, nothing else: no model is trained. A definition that needs more of the lecture
+    than its imports (a default argument computed by an earlier cell) is left out, as a
+    student who copied that one cell could not run it either.
+    """
+    import jupytext
+
+    namespace: dict[str, Any] = {"__name__": f"lecture_{path.stem}"}
+    defined: dict[str, Callable[..., Any]] = {}
+    for cell in jupytext.read(path).cells:
+        if cell.cell_type != "code":
+            continue
+        for node in ast.parse(cell.source).body:
+            if not isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef)):
+                continue
+            code = compile(ast.Module(body=[node], type_ignores=[]), f"<{path.name}>", "exec")
+            try:
+                exec(code, namespace)
+            except Exception:  # noqa: BLE001 - see the docstring
+                continue
+            if isinstance(node, ast.FunctionDef):
+                defined[node.name] = namespace[node.name]
+    return defined

@@ -26,9 +26,10 @@ def sigmoid(a):
     return 1.0 / (1.0 + np.exp(-a))
 
 
-def lstm_step(x, h, c, params, *, order="figo", in_place=False, tanh_c=True):
+def lstm_step(x, h, c, params, *, order="figo", in_place=False, tanh_c=True, swap_keys=False):
     H = np.shape(h)[-1]
-    a = x @ params["W"].T + h @ params["U"].T + params["b"]
+    U, W = (params["W"], params["U"]) if swap_keys else (params["U"], params["W"])
+    a = x @ U.T + h @ W.T + params["b"]  # U: input, W: recurrent
     blocks = dict(zip(order, np.split(a, 4, axis=1), strict=True))
     f, i, o = sigmoid(blocks["f"]), sigmoid(blocks["i"]), sigmoid(blocks["o"])
     g = np.tanh(blocks["g"])
@@ -57,15 +58,18 @@ def lstm_sequence(xs, mask, h0, c0, params, *, use_mask=True, zero_padding=True,
     return hs, (h, c)
 
 
-def gru_step(x, h, params, *, order="zrn", reset_before=False, swap_interpolation=False):
+def gru_step(
+    x, h, params, *, order="zrn", reset_before=False, swap_interpolation=False, swap_keys=False
+):
     H = np.shape(h)[-1]
-    gx = dict(zip(order, np.split(x @ params["W"].T + params["b_W"], 3, axis=1), strict=True))
-    gh = dict(zip(order, np.split(h @ params["U"].T + params["b_U"], 3, axis=1), strict=True))
+    U, W = (params["W"], params["U"]) if swap_keys else (params["U"], params["W"])
+    gx = dict(zip(order, np.split(x @ U.T + params["b_in"], 3, axis=1), strict=True))
+    gh = dict(zip(order, np.split(h @ W.T + params["b_rec"], 3, axis=1), strict=True))
     z, r = sigmoid(gx["z"] + gh["z"]), sigmoid(gx["r"] + gh["r"])
-    if reset_before:  # the original paper's convention: U (r * h), not r * (U h + b)
-        U_n = np.split(params["U"], 3)[order.index("n")]
-        b_n = np.split(params["b_U"], 3)[order.index("n")]
-        n = np.tanh(gx["n"] + (r * h) @ U_n.T + b_n)
+    if reset_before:  # the original paper's convention: W (r * h), not r * (W h + b)
+        W_n = np.split(W, 3)[order.index("n")]
+        b_n = np.split(params["b_rec"], 3)[order.index("n")]
+        n = np.tanh(gx["n"] + (r * h) @ W_n.T + b_n)
     else:
         n = np.tanh(gx["n"] + r * gh["n"])
     assert n.shape[-1] == H
@@ -113,6 +117,8 @@ def test_the_independent_implementations_pass_too():
         ({"order": "ifgo"}, r"\[lstm_cell_forward, B=1, D=1, H=1\] c differs from torch"),
         ({"tanh_c": False}, r"\[lstm_cell_forward, B=1, D=1, H=1\] h differs from torch"),
         ({"in_place": True}, r"lstm_cell_forward modified its input c_prev in place"),
+        # the keys the old way round ("W" as the input matrix): wrong where D = H
+        ({"swap_keys": True}, r"\[lstm_cell_forward, B=1, D=1, H=1\] c differs from torch"),
     ],
 )
 def test_check_lstm_cell_rejects_bug(bugs, message):
@@ -134,7 +140,13 @@ def test_check_lstm_sequence_rejects_bug(bugs, message):
 
 
 @pytest.mark.parametrize(
-    "bugs", [{"order": "rzn"}, {"reset_before": True}, {"swap_interpolation": True}]
+    "bugs",
+    [
+        {"order": "rzn"},
+        {"reset_before": True},
+        {"swap_interpolation": True},
+        {"swap_keys": True},
+    ],
 )
 def test_check_gru_cell_rejects_bug(bugs):
     with pytest.raises(AssertionError, match=r"h differs from torch.nn.GRUCell"):
@@ -177,8 +189,8 @@ def _reorder(m, blocks, order):
 def lstm_cell_with_torch(x, h, c, params):
     cell = torch.nn.LSTMCell(x.shape[1], h.shape[1], dtype=torch.float64)
     with torch.no_grad():
-        cell.weight_ih.copy_(_reorder(params["W"], "figo", "ifgo"))
-        cell.weight_hh.copy_(_reorder(params["U"], "figo", "ifgo"))
+        cell.weight_ih.copy_(_reorder(params["U"], "figo", "ifgo"))
+        cell.weight_hh.copy_(_reorder(params["W"], "figo", "ifgo"))
         cell.bias_ih.copy_(_reorder(params["b"], "figo", "ifgo"))
         cell.bias_hh.zero_()
         h, c = cell(
@@ -188,7 +200,7 @@ def lstm_cell_with_torch(x, h, c, params):
 
 
 def lstm_cell_with_functional(x, h, c, params):
-    w = [_reorder(params[k], "figo", "ifgo") for k in ("W", "U")]
+    w = [_reorder(params[k], "figo", "ifgo") for k in ("U", "W")]  # weight_ih, weight_hh
     b = _reorder(params["b"], "figo", "ifgo")
     h, c = torch.lstm_cell(
         torch.tensor(np.array(x)),
@@ -215,10 +227,10 @@ def lstm_sequence_with_torch(xs, mask, h0, c0, params):
 def gru_cell_with_torch(x, h, params):
     cell = torch.nn.GRUCell(x.shape[1], h.shape[1], dtype=torch.float64)
     with torch.no_grad():
-        cell.weight_ih.copy_(_reorder(params["W"], "zrn", "rzn"))
-        cell.weight_hh.copy_(_reorder(params["U"], "zrn", "rzn"))
-        cell.bias_ih.copy_(_reorder(params["b_W"], "zrn", "rzn"))
-        cell.bias_hh.copy_(_reorder(params["b_U"], "zrn", "rzn"))
+        cell.weight_ih.copy_(_reorder(params["U"], "zrn", "rzn"))
+        cell.weight_hh.copy_(_reorder(params["W"], "zrn", "rzn"))
+        cell.bias_ih.copy_(_reorder(params["b_in"], "zrn", "rzn"))
+        cell.bias_hh.copy_(_reorder(params["b_rec"], "zrn", "rzn"))
         return cell(torch.tensor(np.array(x)), torch.tensor(np.array(h))).numpy()
 
 
@@ -268,17 +280,17 @@ def test_checks_reject_shortcuts(check, implementation, name, called):
 
 def test_shortcut_implementations_are_right_outside_the_traps():
     rng = np.random.default_rng(0)
-    params = {"W": rng.normal(size=(8, 3)), "U": rng.normal(size=(8, 2)), "b": rng.normal(size=8)}
+    params = {"U": rng.normal(size=(8, 3)), "W": rng.normal(size=(8, 2)), "b": rng.normal(size=8)}
     x, h, c = rng.normal(size=(4, 3)), rng.normal(size=(4, 2)), rng.normal(size=(4, 2))
     expected = lstm_step(x, h, c, params)
     for implementation in (lstm_cell_with_torch, lstm_cell_with_functional):
         for got, want in zip(implementation(x, h, c, params), expected, strict=True):
             np.testing.assert_allclose(got, want, atol=1e-12)
     gru_params = {
-        "W": rng.normal(size=(6, 3)),
-        "U": rng.normal(size=(6, 2)),
-        "b_W": rng.normal(size=6),
-        "b_U": rng.normal(size=6),
+        "U": rng.normal(size=(6, 3)),
+        "W": rng.normal(size=(6, 2)),
+        "b_in": rng.normal(size=6),
+        "b_rec": rng.normal(size=6),
     }
     np.testing.assert_allclose(
         gru_cell_with_torch(x, h, gru_params), gru_step(x, h, gru_params), atol=1e-12

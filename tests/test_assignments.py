@@ -4,13 +4,15 @@ A new assignment gets these tests without a new test file. Its source must follo
 course's layout: each autograded part has a visible test cell ``<part>_visible`` and a hidden
 one ``<part>_hidden`` whose hidden block imports one check from
 ``autograder.hidden.<assignment>`` and calls it with the student's functions, e.g.
-``check_rnn_forward(rnn_forward, sequence_loss)``. The tests run in this process, on the
+``check_rnn_forward(rnn_forward, classification_loss)``. The tests run in this process, on the
 reference solution read from the source; ``tests/test_grading.py`` grades the same
 submissions end to end with nbgrader.
 
 - the notebook's structure (parts, hidden blocks that release as comments, written answers);
 - the reference passes every test cell, the untouched student version fails every one;
 - answers hard-coded from the visible tests pass them and fail every hidden check;
+- no function that a lecture defines passes a part's visible test when pasted in place of
+  one of the part's functions: assignments ask for a variation the lectures did not write;
 - every check rejects a student function that calls a trapped torch routine or a ``course``
   helper, even one that catches the trap's error; every trap is removed afterwards.
 
@@ -32,7 +34,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from solution_loader import ROOT, Solution, load_solution, run_cell
+from solution_loader import ROOT, Solution, lecture_functions, load_solution, run_cell
 
 from autograder import nbgrader_format as fmt
 from autograder.hidden import shortcuts
@@ -275,6 +277,42 @@ def test_hard_coded_answers_pass_the_visible_test_but_fail_the_hidden_check(part
     run_cell(cells[part.visible_id].source, {**reference(part.assignment), **cheats})
     with pytest.raises(AssertionError):
         run_cell(cells[part.hidden_id].source, {**reference(part.assignment), **cheats})
+
+
+# -- a lecture's function, pasted into an assignment, does not pass ------------------------------
+
+
+@functools.cache
+def _lecture_functions() -> tuple[tuple[str, Callable[..., Any]], ...]:
+    """(lecture.function, function) for every function that a lecture's cells define."""
+    return tuple(
+        (f"{path.stem}.{name}", function)
+        for path in sorted((ROOT / "lectures").glob("*.py"))
+        for name, function in lecture_functions(path).items()
+    )
+
+
+def test_the_lecture_functions_are_found():
+    labels = {label for label, _ in _lecture_functions()}
+    assert {"01_rnn_bptt.rnn_forward", "01_rnn_bptt.bptt_gradients"} <= labels
+    assert {"02_lstm_gru.lstm_cell", "02_lstm_gru.gru_cell"} <= labels
+
+
+@pytest.mark.parametrize("part", PARTS, ids=str)
+def test_no_lecture_function_pasted_in_passes_the_visible_test(part):
+    """Copying a lecture cell does not pass: each of the part's functions, replaced in turn by
+    each function a lecture defines, fails the part's visible test. (A copy adapted to the
+    assignment's signature is a different question; see, e.g., test_a1_hidden_checks.py.)"""
+    visible = solution(part.assignment).test_cells[part.visible_id].source
+    passed = []
+    for name in part.functions:
+        for label, function in _lecture_functions():
+            try:
+                run_cell(visible, {**reference(part.assignment), name: function})
+            except Exception:  # noqa: BLE001 - any failure fails the part
+                continue
+            passed.append(f"{label} as {name}")
+    assert passed == [], "a lecture's function passes the visible test"
 
 
 # -- shortcuts: torch routines and course helpers are trapped while a student's function runs ---

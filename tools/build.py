@@ -139,6 +139,10 @@ def run_assignment(
         seconds[f"solutions/{assignment}/{source.stem}"] = result.seconds
 
     course_dir = build / "nbgrader" / assignment
+    # It holds only the reference's submission: start afresh, or nbgrader refuses a source
+    # whose graded cells changed since that submission ("Cannot add or remove cells").
+    if course_dir.exists():
+        shutil.rmtree(course_dir)
     nbg.make_course_dir(course_dir, [assignment])
     release_dir = nbg.release(course_dir, assignment)
     target = released_to / assignment

@@ -46,7 +46,7 @@ def _edited(notebook, cell_id: str, old: str, new: str):
 def make_submissions(source, release, n: int) -> dict[str, bytes]:
     """n submissions: 50% correct, 30% partly wrong, 20% broken."""
     good = honest_submission(source, release)
-    wrong_loss = _edited(good, "sequence_loss", ".sum())", ".mean())")
+    wrong_loss = _edited(good, "classification_loss", ".mean())", ".sum())")
     wrong_clip = _edited(good, "clip_by_global_norm", "max_norm / norm_before", "max_norm")
     syntax = _edited(good, "rnn_backward", "def rnn_backward(", "def rnn_backward((")
     kinds = [

@@ -91,8 +91,8 @@ def _reorder(matrix: np.ndarray, blocks: str, order: str) -> torch.Tensor:
 
 def _lstm_params(rng: np.random.Generator, D: int, H: int, scale: float = 0.6) -> dict:
     return {
-        "W": scale * rng.normal(size=(4 * H, D)),
-        "U": scale * rng.normal(size=(4 * H, H)),
+        "U": scale * rng.normal(size=(4 * H, D)),  # input matrices U_f, U_i, U_g, U_o
+        "W": scale * rng.normal(size=(4 * H, H)),  # recurrent matrices W_f, W_i, W_g, W_o
         "b": 0.5 * rng.normal(size=4 * H),
     }
 
@@ -100,8 +100,8 @@ def _lstm_params(rng: np.random.Generator, D: int, H: int, scale: float = 0.6) -
 def _torch_lstm_cell(params: dict, D: int, H: int) -> torch.nn.LSTMCell:
     cell = torch.nn.LSTMCell(D, H, dtype=torch.float64)
     with torch.no_grad():
-        cell.weight_ih.copy_(_reorder(params["W"], LSTM_BLOCKS, TORCH_LSTM_BLOCKS))
-        cell.weight_hh.copy_(_reorder(params["U"], LSTM_BLOCKS, TORCH_LSTM_BLOCKS))
+        cell.weight_ih.copy_(_reorder(params["U"], LSTM_BLOCKS, TORCH_LSTM_BLOCKS))
+        cell.weight_hh.copy_(_reorder(params["W"], LSTM_BLOCKS, TORCH_LSTM_BLOCKS))
         cell.bias_ih.copy_(_reorder(params["b"], LSTM_BLOCKS, TORCH_LSTM_BLOCKS))
         cell.bias_hh.zero_()
     return cell
@@ -229,18 +229,18 @@ def check_gru_cell(gru_cell_forward: Callable[..., Any]) -> None:
     for label, seed, B, D, H, strided in GRU_CASES:
         rng = np.random.default_rng(seed)
         params = {
-            "W": 0.7 * rng.normal(size=(3 * H, D)),
-            "U": 0.7 * rng.normal(size=(3 * H, H)),
-            "b_W": 0.5 * rng.normal(size=3 * H),
-            "b_U": 0.5 * rng.normal(size=3 * H),
+            "U": 0.7 * rng.normal(size=(3 * H, D)),
+            "W": 0.7 * rng.normal(size=(3 * H, H)),
+            "b_in": 0.5 * rng.normal(size=3 * H),
+            "b_rec": 0.5 * rng.normal(size=3 * H),
         }
         x, h_prev = rng.normal(size=(B, D)), rng.normal(size=(B, H))
         cell = torch.nn.GRUCell(D, H, dtype=torch.float64)
         with torch.no_grad():
-            cell.weight_ih.copy_(_reorder(params["W"], GRU_BLOCKS, TORCH_GRU_BLOCKS))
-            cell.weight_hh.copy_(_reorder(params["U"], GRU_BLOCKS, TORCH_GRU_BLOCKS))
-            cell.bias_ih.copy_(_reorder(params["b_W"], GRU_BLOCKS, TORCH_GRU_BLOCKS))
-            cell.bias_hh.copy_(_reorder(params["b_U"], GRU_BLOCKS, TORCH_GRU_BLOCKS))
+            cell.weight_ih.copy_(_reorder(params["U"], GRU_BLOCKS, TORCH_GRU_BLOCKS))
+            cell.weight_hh.copy_(_reorder(params["W"], GRU_BLOCKS, TORCH_GRU_BLOCKS))
+            cell.bias_ih.copy_(_reorder(params["b_in"], GRU_BLOCKS, TORCH_GRU_BLOCKS))
+            cell.bias_hh.copy_(_reorder(params["b_rec"], GRU_BLOCKS, TORCH_GRU_BLOCKS))
             h_ref = cell(torch.tensor(x), torch.tensor(h_prev)).numpy()
         if strided:
             x, h_prev = _strided(x), _strided(h_prev)

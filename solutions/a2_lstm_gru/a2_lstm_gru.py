@@ -35,10 +35,9 @@
 # `x @ M.T` for a matrix `M`. The sigmoid is $\sigma(a) = 1 / (1 + e^{-a})$.
 #
 # The symbols follow the course's notation page: for every gate, $U_\bullet$ ($H \times D$)
-# acts on the input $x_t$ and $W_\bullet$ ($H \times H$) on the previous state $h_{t-1}$.
-# **Mind the dictionary keys**, which are named the other way round: `params["W"]` holds the
-# input matrices $U_\bullet$ and `params["U"]` the recurrent matrices $W_\bullet$. The tables
-# below say which key holds what.
+# acts on the input $x_t$ and $W_\bullet$ ($H \times H$) on the previous state $h_{t-1}$, and
+# the dictionary keys are named after them: `params["U"]` holds the input matrices and
+# `params["W"]` the recurrent ones.
 #
 # **LSTM.** The four blocks of the weights are stacked in the order of the slides:
 # **forget, input, candidate, output**, labelled (f, i, g, o), each of $H$ rows. The candidate
@@ -56,8 +55,8 @@
 #
 # | key | shape | holds |
 # | --- | --- | --- |
-# | `params["W"]` | (4H, D) | the input matrix $U$, blocks f, i, g, o |
-# | `params["U"]` | (4H, H) | the recurrent matrix $W$, blocks f, i, g, o |
+# | `params["U"]` | (4H, D) | the input matrix $U$, blocks f, i, g, o |
+# | `params["W"]` | (4H, H) | the recurrent matrix $W$, blocks f, i, g, o |
 # | `params["b"]` | (4H,) | the bias $b$, blocks f, i, g, o |
 #
 # **GRU** (PyTorch's convention, with the reset gate applied after the recurrent matrix).
@@ -74,10 +73,10 @@
 #
 # | key | shape | holds |
 # | --- | --- | --- |
-# | `params["W"]` | (3H, D) | the input matrices $U_z, U_r, U_h$ |
-# | `params["U"]` | (3H, H) | the recurrent matrices $W_z, W_r, W_h$ |
-# | `params["b_W"]` | (3H,) | the input-side biases $b^{\text{in}}$, blocks z, r, n |
-# | `params["b_U"]` | (3H,) | the recurrent-side biases $b^{\text{rec}}$, blocks z, r, n |
+# | `params["U"]` | (3H, D) | the input matrices $U_z, U_r, U_h$ |
+# | `params["W"]` | (3H, H) | the recurrent matrices $W_z, W_r, W_h$ |
+# | `params["b_in"]` | (3H,) | the input-side biases $b^{\text{in}}$, blocks z, r, n |
+# | `params["b_rec"]` | (3H,) | the recurrent-side biases $b^{\text{rec}}$, blocks z, r, n |
 #
 # ## How you are graded
 #
@@ -119,7 +118,7 @@ def lstm_cell_forward(
         x: inputs x_t, shape (B, D).
         h_prev: hidden states h_{t-1}, shape (B, H).
         c_prev: cell states c_{t-1}, shape (B, H).
-        params: "W" (4H, D), "U" (4H, H), "b" (4H,), blocks in the order f, i, g, o.
+        params: "U" (4H, D), "W" (4H, H), "b" (4H,), blocks in the order f, i, g, o.
 
     Returns:
         h: the new hidden states h_t, shape (B, H).
@@ -127,7 +126,7 @@ def lstm_cell_forward(
     """
     ### BEGIN SOLUTION
     width = np.shape(h_prev)[-1]
-    scores = np.asarray(x, float) @ params["W"].T + np.asarray(h_prev, float) @ params["U"].T
+    scores = np.asarray(x, float) @ params["U"].T + np.asarray(h_prev, float) @ params["W"].T
     scores = scores + params["b"]  # (B, 4H)
     squash = 0.5 * (1.0 + np.tanh(0.5 * scores[:, : 2 * width]))  # forget and input gates
     keep, write = squash[:, :width], squash[:, width:]
@@ -146,8 +145,8 @@ def lstm_cell_forward(
 
 # %% nbgrader={"grade": true, "grade_id": "test_lstm_cell_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 params_a = {
-    "W": np.linspace(-1.0, 1.0, 8 * 3).reshape(8, 3),  # H=2, D=3
-    "U": np.linspace(0.5, -0.5, 8 * 2).reshape(8, 2),
+    "U": np.linspace(-1.0, 1.0, 8 * 3).reshape(8, 3),  # H=2, D=3
+    "W": np.linspace(0.5, -0.5, 8 * 2).reshape(8, 2),
     "b": np.array([1.0, 1.0, 0.0, 0.0, 0.1, -0.1, 0.2, -0.2]),
 }
 x_a = np.array([[1.0, 0.0, -1.0], [0.5, 2.0, -0.5]])  # B=2
@@ -249,8 +248,8 @@ xs_b = np.array(
 )  # (B=2, T=3, D=3)
 mask_b = np.array([[True, True, True], [True, False, False]])
 params_b = {  # the weights of Part A's visible test
-    "W": np.linspace(-1.0, 1.0, 8 * 3).reshape(8, 3),
-    "U": np.linspace(0.5, -0.5, 8 * 2).reshape(8, 2),
+    "U": np.linspace(-1.0, 1.0, 8 * 3).reshape(8, 3),
+    "W": np.linspace(0.5, -0.5, 8 * 2).reshape(8, 2),
     "b": np.array([1.0, 1.0, 0.0, 0.0, 0.1, -0.1, 0.2, -0.2]),
 }
 h0_b, c0_b = np.zeros((2, 2)), np.array([[0.0, 0.0], [0.5, -0.5]])
@@ -312,7 +311,7 @@ def gru_cell_forward(
     Args:
         x: inputs, shape (B, D).
         h_prev: hidden states h_{t-1}, shape (B, H).
-        params: "W" (3H, D), "U" (3H, H), "b_W" (3H,), "b_U" (3H,), blocks z, r, n.
+        params: "U" (3H, D), "W" (3H, H), "b_in" (3H,), "b_rec" (3H,), blocks z, r, n.
 
     Returns:
         h: the new hidden states, shape (B, H).
@@ -320,8 +319,8 @@ def gru_cell_forward(
     ### BEGIN SOLUTION
     old = np.asarray(h_prev, dtype=float)
     size = old.shape[-1]
-    from_input = np.asarray(x, float) @ params["W"].T + params["b_W"]  # (B, 3H)
-    from_state = old @ params["U"].T + params["b_U"]  # (B, 3H)
+    from_input = np.asarray(x, float) @ params["U"].T + params["b_in"]  # (B, 3H)
+    from_state = old @ params["W"].T + params["b_rec"]  # (B, 3H)
     both = from_input[:, : 2 * size] + from_state[:, : 2 * size]
     gates = 0.5 * (1.0 + np.tanh(0.5 * both))  # update, then reset
     update, reset = gates[:, :size], gates[:, size:]
@@ -335,10 +334,10 @@ def gru_cell_forward(
 
 # %% nbgrader={"grade": true, "grade_id": "test_gru_cell_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 params_c = {
-    "W": np.linspace(-0.8, 0.8, 6 * 3).reshape(6, 3),  # H=2, D=3
-    "U": np.linspace(0.6, -0.6, 6 * 2).reshape(6, 2),
-    "b_W": np.array([0.1, 0.2, -0.1, 0.0, 0.3, -0.3]),
-    "b_U": np.array([0.0, -0.2, 0.1, 0.1, 0.5, 0.5]),
+    "U": np.linspace(-0.8, 0.8, 6 * 3).reshape(6, 3),  # H=2, D=3
+    "W": np.linspace(0.6, -0.6, 6 * 2).reshape(6, 2),
+    "b_in": np.array([0.1, 0.2, -0.1, 0.0, 0.3, -0.3]),
+    "b_rec": np.array([0.0, -0.2, 0.1, 0.1, 0.5, 0.5]),
 }
 x_c = np.array([[1.0, 0.0, -1.0], [0.5, 2.0, -0.5]])  # B=2
 h_prev_c = np.array([[0.1, -0.2], [0.0, 0.3]])
@@ -440,8 +439,8 @@ check_select_quote_cell(select_quote_cell)
 def remembered_after(forget_bias: float, steps: int = 50) -> float:
     """c_T / c_1 for a 1-unit LSTM whose only non-zero weights are the biases."""
     weights = {
-        "W": np.zeros((4, 1)),
         "U": np.zeros((4, 1)),
+        "W": np.zeros((4, 1)),
         "b": np.array([forget_bias, 10.0, 10.0, 10.0]),  # write once, then only forget
     }
     h, c = lstm_cell_forward(np.zeros((1, 1)), np.zeros((1, 1)), np.zeros((1, 1)), weights)
