@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: all venv test browser bench lab lint clean
+.PHONY: all venv test browser bench checkpoints lab lint clean
 
 all: $(STAMP)
 	$(PY) -m tools.build all
@@ -31,6 +31,11 @@ browser:
 
 bench: $(STAMP)
 	$(PY) -m tools.bench
+
+# Course-trained checkpoints (course/checkpoints/): fixed seeds and steps, minutes of CPU time.
+# Not part of `make`; run it after changing the code of a checkpointed model, and commit.
+checkpoints: $(STAMP)
+	$(PY) -m tools.make_checkpoints
 
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab --notebook-dir=.

@@ -25,7 +25,6 @@ import multiprocessing.connection
 import os
 import re
 import shutil
-import subprocess
 import sys
 import time
 import zipfile
@@ -36,10 +35,10 @@ import nbformat
 from tqdm import tqdm
 
 from autograder import judge, nbgrading
+from autograder import nbgrader_format as fmt
+from autograder.fingerprint import grading_fingerprint
 from autograder.sandbox import Limits, SandboxUnavailable, check_sandbox_available
 
-REPO = Path(__file__).resolve().parent.parent
-CONFIG = REPO / "autograder" / "nbgrader_config.py"
 MAX_FILE_BYTES = 50 * 1024 * 1024
 EXIT_OK, EXIT_MANUAL, EXIT_LOOK, EXIT_FAILED = 0, 1, 2, 3
 
@@ -51,65 +50,23 @@ class GradingError(RuntimeError):
 # -- course directory ------------------------------------------------------------------------------
 
 
-def _nbgrader(course: Path, *args: str, progress: tqdm | None = None) -> tuple[int, str]:
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
-        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
-    }
-    process = subprocess.Popen(
-        [sys.executable, "-m", "nbgrader", *args],
-        cwd=course,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    lines = []
-    assert process.stdout is not None
-    for line in process.stdout:
-        lines.append(line)
-        if progress is not None and "] Autograding " in line:
-            progress.update(1)
-    return process.wait(), "".join(lines)
-
-
-def source_fingerprint(assignment: str) -> str:
-    digest = hashlib.sha256()
-    for path in [*sorted((REPO / "solutions" / assignment).glob("*.py")), CONFIG]:
-        digest.update(path.name.encode() + path.read_bytes())
-    for path in sorted((REPO / "autograder").glob("*.py")):
-        digest.update(path.name.encode() + path.read_bytes())
-    hidden = REPO / "autograder" / "hidden" / f"{assignment}.py"
-    if hidden.exists():
-        digest.update(hidden.read_bytes())
-    return digest.hexdigest()[:16]
-
-
 def prepare_course(out: Path, assignment: str) -> Path:
-    """OUT/course with the assignment's source and release (rebuilt when the source changed)."""
-    from tools.assignments import make_course_dir, source_files
-
-    if not (REPO / "solutions" / assignment).is_dir():
-        known = sorted(p.name for p in (REPO / "solutions").iterdir() if p.is_dir())
-        raise GradingError(f"unknown assignment {assignment!r}; known: {', '.join(known)}")
+    """OUT/course with the assignment's source and release (rebuilt when a grading input changed)."""
+    try:
+        fmt.source_files(assignment)
+    except FileNotFoundError as error:
+        raise GradingError(str(error)) from None
     course = out / "course"
     stamp = course / ".source-fingerprint"
-    fingerprint = source_fingerprint(assignment)
+    fingerprint = grading_fingerprint(assignment)
     if stamp.exists() and stamp.read_text() == fingerprint:
         return course
-    make_course_dir(course, [assignment])
-    config = CONFIG.read_text() + nbgrading.GRADING_CONFIG.format(
-        root=str(course / nbgrading.JUDGED)
-    )
-    (course / "nbgrader_config.py").write_text(config)
-    code, log = _nbgrader(course, "generate_assignment", assignment, "--force")
-    if code != 0:
-        raise GradingError(f"nbgrader generate_assignment failed:\n{log[-3000:]}")
-    notebooks = [p.stem for p in source_files(assignment)]
-    for name in notebooks:
-        if not (course / "release" / assignment / f"{name}.ipynb").exists():
-            raise GradingError(f"the release of {assignment} lacks {name}.ipynb")
+    config = nbgrading.GRADING_CONFIG.format(root=str(course / nbgrading.JUDGED))
+    fmt.make_course_dir(course, [assignment], extra_config=config)
+    try:
+        fmt.release(course, assignment)
+    except fmt.NbgraderError as error:
+        raise GradingError(str(error)) from None
     stamp.write_text(fingerprint)
     return course
 
@@ -363,14 +320,12 @@ def grade(
 
     state_file = _state_path(out)
     state = json.loads(state_file.read_text()) if state_file.exists() else {}
-    fingerprint = source_fingerprint(assignment) + _settings(limits)
+    fingerprint = grading_fingerprint(assignment) + _settings(limits)
     if state.get("fingerprint") != fingerprint or state.get("assignment") != assignment:
         state = {"assignment": assignment, "fingerprint": fingerprint, "records": {}}
     records: dict[str, dict] = state["records"]
 
-    from nbgrader.api import Gradebook
-
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+    with fmt.gradebook(course) as gradebook:
         for entry in entries:
             gradebook.update_or_create_student(entry.student)
 
@@ -411,11 +366,12 @@ def _record_in_gradebook(
     course: Path, assignment: str, students: list[str], records: dict[str, dict]
 ) -> float:
     """nbgrader autograde (with InjectResults) and generate_feedback for the judged students."""
-    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.api import MissingEntry
 
     started = time.monotonic()
     gradable = [s for s in students if records[s].get("gradable")]
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+    log = ""
+    with fmt.gradebook(course) as gradebook:
         for student in students:
             if student not in gradable and "grader error" in records[student]["flags"]:
                 continue  # our failure, maybe transient: keep the gradebook's earlier result
@@ -429,9 +385,20 @@ def _record_in_gradebook(
                     pass
     if gradable:
         with tqdm(total=len(gradable), desc="gradebook", unit="nb", disable=None) as bar:
-            code, log = _nbgrader(course, "autograde", assignment, progress=bar)
-        code_fb, log_fb = _nbgrader(course, "generate_feedback", assignment)
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+
+            def progress(line: str) -> None:
+                if "] Autograding " in line:
+                    bar.update(1)
+
+            try:  # one unrecordable submission makes nbgrader fail; the others are recorded
+                log = fmt.autograde(course, assignment, force=False, timeout=None, on_line=progress)
+            except fmt.NbgraderError as error:
+                log = error.log
+        try:  # a submission without feedback is still graded; its row links no file
+            fmt.nbgrader(course, "generate_feedback", assignment, timeout=None)
+        except fmt.NbgraderError:
+            pass
+    with fmt.gradebook(course) as gradebook:
         for student in gradable:
             record = records[student]
             try:
@@ -462,16 +429,14 @@ def _tail(log: str) -> str:
 
 def export_csv(course, assignment, specs, records, target: Path) -> list[dict]:
     """One row per submission: per-part scores, total, status, message, feedback file."""
-    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.api import MissingEntry
 
     parts = [(name, g) for name, spec in specs.items() for g in spec.order if _graded(spec, g)]
     part_columns = [g if len(specs) == 1 else f"{name}:{g}" for name, g in parts]
     rows = []
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+    with fmt.gradebook(course) as gradebook:
         maximum = sum(
-            float(spec.source_cells[g].metadata["nbgrader"]["points"])
-            for name, g in parts
-            for spec in [specs[name]]
+            fmt.points(spec.source_cells[g]) for name, g in parts for spec in [specs[name]]
         )
         for student in sorted(records):
             record = records[student]
@@ -517,7 +482,7 @@ def export_csv(course, assignment, specs, records, target: Path) -> list[dict]:
 
 
 def _graded(spec: judge.NotebookSpec, grade_id: str) -> bool:
-    return bool(spec.source_cells[grade_id].metadata["nbgrader"].get("grade"))
+    return bool(fmt.nbgrader_meta(spec.source_cells[grade_id]).get("grade"))
 
 
 def exit_code(rows: list[dict]) -> int:
@@ -552,6 +517,20 @@ def print_summary(rows: list[dict], out: Path, judged: int, seconds: float) -> N
     print(f"\ngrades: {out / 'grades.csv'}")
     print(f"feedback: {out / 'course' / 'feedback'}/<student>/")
     print("manual grading: run `nbgrader formgrader` in " + str(out / "course"))
+
+
+def command_line(assignment: str, path: Path, out: Path, *options: str) -> list[str]:
+    """The command that grades the submissions in ``path`` into ``out``; run it in the repository."""
+    return [
+        sys.executable,
+        "-m",
+        "autograder",
+        "grade",
+        assignment,
+        str(path),
+        "--out",
+        str(out),
+    ] + [*options]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -34,10 +34,10 @@ from typing import Any
 import nbformat
 
 from autograder import wire
+from autograder.nbgrader_format import GRADING_KEYS, cell_kind, nbgrader_meta
 from autograder.sandbox import Limits, SandboxKernel
 
 CELL_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
-NBGRADER_KEYS = ("grade", "solution", "locked", "task", "points", "grade_id")
 
 # Flags a submission can carry, the most serious first; the first one present is its status.
 STATUSES = (
@@ -63,30 +63,10 @@ class Unreadable(Exception):
         self.status = status
 
 
-def _meta(cell: dict) -> dict:
-    meta = cell.get("metadata", {})
-    meta = meta.get("nbgrader", {}) if isinstance(meta, dict) else {}
-    return meta if isinstance(meta, dict) else {}
-
-
 def _text(source: Any) -> str:
     if isinstance(source, list):
         return "".join(str(line) for line in source)
     return source if isinstance(source, str) else ""
-
-
-def cell_kind(cell: dict) -> str:
-    """solution | test | manual | task | locked | free."""
-    meta = _meta(cell)
-    if meta.get("task"):
-        return "task"
-    if meta.get("solution"):
-        return "solution" if cell.get("cell_type") == "code" else "manual"
-    if meta.get("grade") and cell.get("cell_type") == "code":
-        return "test"
-    if meta.get("locked") or meta.get("grade"):
-        return "locked"
-    return "free"
 
 
 def top_level_names(code: str) -> list[str]:
@@ -142,7 +122,7 @@ class NotebookSpec:
             release=nbformat.read(release_path, as_version=4),
         )
         for cell in spec.source.cells:
-            grade_id = _meta(cell).get("grade_id")
+            grade_id = nbgrader_meta(cell).get("grade_id")
             if grade_id:
                 spec.order.append(grade_id)
                 spec.kinds[grade_id] = cell_kind(cell)
@@ -152,7 +132,7 @@ class NotebookSpec:
                 if spec.kinds[grade_id] == "test":
                     spec.modules += hidden_modules(cell.source)
         for cell in spec.release.cells:
-            grade_id = _meta(cell).get("grade_id")
+            grade_id = nbgrader_meta(cell).get("grade_id")
             if grade_id:
                 spec.release_cells[grade_id] = cell
         missing = set(spec.order) - set(spec.release_cells)
@@ -203,7 +183,7 @@ def read_submission(raw: bytes, spec: NotebookSpec) -> tuple[nbformat.NotebookNo
 
 
 def _same_metadata(student: dict, release: dict) -> bool:
-    return all(_meta(student).get(k) == _meta(release).get(k) for k in NBGRADER_KEYS)
+    return all(nbgrader_meta(student).get(k) == nbgrader_meta(release).get(k) for k in GRADING_KEYS)
 
 
 def canonicalize(
@@ -228,7 +208,7 @@ def canonicalize(
 
     for cell in student.cells:
         cell_type = cell.get("cell_type")
-        grade_id = _meta(cell).get("grade_id")
+        grade_id = nbgrader_meta(cell).get("grade_id")
         kind = spec.kinds.get(grade_id) if isinstance(grade_id, str) else None
         if kind is not None and grade_id not in seen:
             seen.add(grade_id)
@@ -250,12 +230,14 @@ def canonicalize(
             if kind == "solution" and cell_type == "code":
                 out.append(free_cell(cell, "code"))  # the copy still runs, as the student's code
         else:
-            if _meta(cell).get("grade") or _meta(cell).get("solution"):
+            if nbgrader_meta(cell).get("grade") or nbgrader_meta(cell).get("solution"):
                 notes.append(f"unknown graded cell {grade_id!r} kept as an ungraded cell")
             if cell_type in ("code", "markdown"):
                 out.append(free_cell(cell, cell_type))
     if not seen:
-        found = sorted({str(_meta(c).get("grade_id")) for c in student.cells if _meta(c)})
+        found = sorted(
+            {str(nbgrader_meta(c).get("grade_id")) for c in student.cells if nbgrader_meta(c)}
+        )
         raise Unreadable(
             "wrong assignment",
             f"none of the {len(spec.order)} graded cells of {spec.name} is in this notebook"
@@ -268,7 +250,7 @@ def canonicalize(
         before = spec.order[:index]
         position = 0
         for i, cell in enumerate(out):
-            if _meta(cell).get("grade_id") in before:
+            if nbgrader_meta(cell).get("grade_id") in before:
                 position = i + 1
         out.insert(position, copy.deepcopy(spec.release_cells[grade_id]))
         seen.add(grade_id)
@@ -379,7 +361,7 @@ def judge_notebook(
         # its turn comes, seeing the student's names as they are at that point.
         verdict.seconds.update(student_cells=0.0, tests=0.0)
         for cell in canonical.cells:
-            grade_id = _meta(cell).get("grade_id")
+            grade_id = nbgrader_meta(cell).get("grade_id")
             if cell.cell_type != "code":
                 continue
             started = time.monotonic()

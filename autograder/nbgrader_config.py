@@ -1,7 +1,8 @@
 """nbgrader configuration shared by the build, the tests and the TA grading command.
 
-The build copies this file into each nbgrader course directory it creates (build/nbgrader,
-or a temporary one in the tests), so every nbgrader run uses exactly these settings.
+``autograder.nbgrader_format.make_course_dir`` copies this file into each nbgrader course
+directory (build/nbgrader/<assignment>, the grading command's OUT/course, a temporary one in
+the tests), so every nbgrader run uses exactly these settings.
 """
 
 c = get_config()  # noqa: F821 (provided by traitlets when nbgrader loads this file)

@@ -24,6 +24,8 @@ __all__ = [
     "as_numpy",
     "expect_shape",
     "expect_dtype",
+    "expect_ids",
+    "expect_state",
     "assert_close",
     "CheckFailed",
     "ShapeMismatch",
@@ -172,6 +174,35 @@ def expect_dtype(value: Any, kinds: str, name: str) -> None:
     if array_dtype.kind not in kinds:
         wanted = " or ".join(names.get(k, k) for k in kinds)
         raise TypeMismatch(f"{name}: expected a {wanted} array, got dtype {array_dtype}")
+
+
+def expect_ids(ids: Any, vocab_size: int, name: str = "ids") -> dict[str, int]:
+    """The guard every course model applies to its input: ids (B, T), integers in [0, vocab_size).
+
+    Returns {"B": batch size, "T": length}. Raises ValueError for a wrong shape or an id out of
+    range, TypeError for a non-integer dtype.
+    """
+    dims = expect_shape(ids, ("B", "T"), name)
+    expect_dtype(ids, "iu", name)
+    array = as_numpy(ids, name)
+    if array.size and (int(array.min()) < 0 or int(array.max()) >= vocab_size):
+        raise ValueError(
+            f"{name}: expected values in [0, {vocab_size}), "
+            f"got min {int(array.min())} and max {int(array.max())}"
+        )
+    return dims
+
+
+def expect_state(value: Any, shape: Sequence[int | str | None], name: str, *, like: Any) -> None:
+    """The guard for a recurrent state a caller passes in: ``shape``, floating point, and the
+    same dtype as ``like`` (the model's weights), so that it does not fail deep inside torch.
+
+    Raises ValueError for a wrong shape, TypeError for a wrong dtype.
+    """
+    expect_shape(value, shape, name)
+    expect_dtype(value, "f", name)
+    if value.dtype != like.dtype:
+        raise TypeMismatch(f"{name}: expected dtype {like.dtype} (the model's), got {value.dtype}")
 
 
 def assert_close(

@@ -1,56 +1,212 @@
-"""Training and evaluating character-level language models on a CPU.
+"""The course's one training loop, and the language-model trainer built on it.
 
-- :func:`train_language_model`: random windows, Adam (or SGD), global-norm gradient clipping,
-  a tqdm progress bar and a wall-clock budget that stops early.
-- :func:`bits_per_char`: the held-out cross-entropy of a model, in bits per character.
-- :func:`ngram_bits_per_char`: the unigram and bigram baselines with add-k smoothing.
-- :func:`sample`: text generated one character at a time.
+- :func:`fit`: any model, any loss, any stream of batches. Gradient clipping by global norm,
+  a progress bar, a wall-clock budget, and a stop at the first non-finite loss. Every unit
+  trains through it::
 
-All cross-entropies are averages over predicted characters: a model that predicts character
-t + 1 from characters 1..t. Bits are nats divided by ln 2.
+      history = fit(model, loss_fn, batches, steps=1000, budget_seconds=20, lr=3e-3)
+
+  ``loss_fn(model, batch)`` returns the scalar loss to minimise, or a pair (loss, logs) whose
+  ``logs`` maps names to extra numbers to record at each step (e.g. one part of the loss).
+  ``batches`` is any iterable of batches (an endless generator, a list, a DataLoader).
+- :class:`TrainingHistory`: what a run did: losses, gradient norms, extra logs, steps,
+  seconds, and why it stopped, with :meth:`TrainingHistory.summary` as one line of text.
+- :func:`train_language_model`: next-character prediction on random windows of a stream of
+  ids (Units 1 and 2), a thin user of :func:`fit`.
+
+Held-out bits per character, n-gram baselines and sampling are in ``course.analysis.lm``.
 """
 
 from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 from torch import nn
 from torch.nn import functional as F
+from tqdm.auto import tqdm
 
 from course.checks import expect_dtype, expect_shape
-from course.data import CharVocab, batch_windows
+from course.data.code import random_windows
 
-__all__ = [
-    "TrainingHistory",
-    "train_language_model",
-    "bits_per_char",
-    "ngram_bits_per_char",
-    "sample",
-]
+__all__ = ["TrainingHistory", "fit", "next_token_loss", "train_language_model"]
 
-LN2 = math.log(2.0)
+StopReason = Literal["steps", "budget", "diverged", "data"]
+LossOutput = torch.Tensor | tuple[torch.Tensor, Mapping[str, Any]]  # the loss, or (loss, logs)
+LossFn = Callable[[nn.Module, Any], LossOutput]
 
 
 @dataclass
 class TrainingHistory:
     """What a training run did.
 
-    losses: training cross-entropy (nats per character) of each step's batch.
-    grad_norms: the global gradient norm of each step, measured before clipping.
+    losses: the loss of each step's batch (the number that was minimised).
+    grad_norms: the global gradient norm of each step (all parameters together), measured
+        before clipping.
+    logs: extra numbers that the loss function reported, one list per name, one value per step.
     steps: number of optimiser steps taken.
     seconds: wall-clock time of the loop.
-    stopped_by: "steps" (all done), "budget" (out of time) or "diverged" (non-finite loss).
+    stopped_by: "steps" (all done), "budget" (out of time), "diverged" (non-finite loss; that
+        loss is the last entry of ``losses`` and no step was taken with it) or "data" (the
+        batches ran out).
+    budget_seconds: the wall-clock budget the run had (None: no budget).
     """
 
     losses: list[float] = field(default_factory=list)
     grad_norms: list[float] = field(default_factory=list)
+    logs: dict[str, list[float]] = field(default_factory=dict)
     steps: int = 0
     seconds: float = 0.0
-    stopped_by: str = "steps"
+    stopped_by: StopReason = "steps"
+    budget_seconds: float | None = None
+
+    def summary(self) -> str:
+        """One line that says how the run ended, e.g. "stopped at the 20 s budget after 3,357 steps"."""
+        if self.stopped_by == "budget":
+            return f"stopped at the {self.budget_seconds:g} s budget after {self.steps:,} steps"
+        if self.stopped_by == "diverged":
+            last = self.losses[-1] if self.losses else float("nan")
+            return (
+                f"diverged: the loss became {last} at step {self.steps + 1:,}, so training "
+                f"stopped after {self.steps:,} steps ({self.seconds:.1f} s)"
+            )
+        if self.stopped_by == "data":
+            return f"used up the batches after {self.steps:,} steps in {self.seconds:.1f} s"
+        return f"{self.steps:,} steps in {self.seconds:.1f} s"
+
+
+def _make_optimizer(
+    model: nn.Module, optimizer: str | torch.optim.Optimizer, lr: float
+) -> torch.optim.Optimizer:
+    if isinstance(optimizer, torch.optim.Optimizer):
+        return optimizer
+    if optimizer == "adam":
+        return torch.optim.Adam(model.parameters(), lr=lr)
+    if optimizer == "sgd":
+        return torch.optim.SGD(model.parameters(), lr=lr)
+    raise ValueError(
+        f"optimizer: expected 'adam' or 'sgd' (or a torch.optim.Optimizer), got {optimizer!r}"
+    )
+
+
+def _end_bar(bar: Any) -> None:
+    """Make a bar that stopped early on purpose end full, then close it.
+
+    tqdm's notebook bar turns red when it closes before reaching its total, which reads as a
+    crash; a run that stopped on purpose is not one. Setting the total to the steps done (and,
+    for the notebook bar, the widget's maximum too) makes it end complete.
+    """
+    if bar.total is not None and bar.n < bar.total:
+        bar.total = bar.n
+        container = getattr(bar, "container", None)  # tqdm.notebook's ipywidgets box
+        if container is not None:
+            container.children[1].max = bar.n
+        bar.refresh()
+    bar.close()
+
+
+def fit(
+    model: nn.Module,
+    loss_fn: LossFn,
+    batches: Iterable[Any],
+    *,
+    steps: int,
+    budget_seconds: float | None = None,
+    optimizer: Literal["adam", "sgd"] | torch.optim.Optimizer = "adam",
+    lr: float = 1e-3,
+    clip_norm: float | None = 1.0,
+    lr_schedule: Callable[[int], float] | None = None,
+    progress: bool = True,
+    desc: str = "training",
+) -> TrainingHistory:
+    """Train ``model`` for up to ``steps`` optimiser steps; return a :class:`TrainingHistory`.
+
+    Each step takes the next batch of ``batches``, computes ``loss_fn(model, batch)``, and,
+    if the loss is finite, backpropagates, measures the global gradient norm, clips it to
+    ``clip_norm`` (``None``: no clipping) and takes an optimiser step. The loop stops after
+    ``steps`` steps, when ``budget_seconds`` have passed (checked before each step), at the
+    first non-finite loss, or when ``batches`` runs out.
+
+    optimizer: "adam" or "sgd" with learning rate ``lr``, or a ready
+        ``torch.optim.Optimizer`` over the model's parameters (then ``lr`` is not used).
+    lr_schedule: optional ``step -> factor``; the learning rate of step s is its initial value
+        times ``lr_schedule(s)`` (e.g. a warm-up), through ``torch.optim.lr_scheduler.LambdaLR``.
+    progress: show a progress bar (``tqdm.auto``: a widget in Jupyter, text elsewhere) and
+        print one line at the end, e.g. "stopped at the 20 s budget after 3,357 steps". A run
+        that stops early ends with a full bar, not a red one.
+    """
+    if steps < 0:
+        raise ValueError(f"steps: expected a non-negative number, got {steps}")
+    if budget_seconds is not None and not budget_seconds >= 0:
+        raise ValueError(
+            f"budget_seconds: expected a non-negative number or None, got {budget_seconds}"
+        )
+    if clip_norm is not None and not clip_norm > 0:
+        raise ValueError(f"clip_norm: expected a positive number or None, got {clip_norm}")
+    opt = _make_optimizer(model, optimizer, lr)
+    scheduler = None if lr_schedule is None else torch.optim.lr_scheduler.LambdaLR(opt, lr_schedule)
+
+    history = TrainingHistory(budget_seconds=budget_seconds)
+    stream = iter(batches)
+    model.train()
+    start = time.perf_counter()
+    bar = tqdm(total=steps, disable=not progress, desc=desc, unit="step")
+    try:
+        for step in range(steps):
+            if budget_seconds is not None and time.perf_counter() - start > budget_seconds:
+                history.stopped_by = "budget"
+                break
+            try:
+                batch = next(stream)
+            except StopIteration:
+                history.stopped_by = "data"
+                break
+            out = loss_fn(model, batch)
+            loss, logs = out if isinstance(out, tuple) else (out, {})
+            loss_value = loss.item()
+            history.losses.append(loss_value)
+            for name, value in logs.items():
+                value = value.detach() if isinstance(value, torch.Tensor) else value
+                history.logs.setdefault(name, []).append(float(value))
+            if not math.isfinite(loss_value):
+                history.stopped_by = "diverged"
+                break
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            params = [p for p in model.parameters() if p.grad is not None]
+            norm = nn.utils.get_total_norm([p.grad for p in params])  # before clipping
+            if clip_norm is not None:
+                nn.utils.clip_grads_with_norm_(params, clip_norm, norm)
+            opt.step()
+            if scheduler is not None:
+                scheduler.step()
+            history.grad_norms.append(norm.item())
+            history.steps = step + 1
+            bar.update(1)
+            if step % 25 == 0:
+                bar.set_postfix(loss=f"{loss_value:.3f}")
+    except BaseException:
+        bar.close()  # an error or an interrupt keeps tqdm's red bar: that one is a failure
+        raise
+    history.seconds = time.perf_counter() - start
+    _end_bar(bar)
+    if progress:
+        print(history.summary())
+    return history
+
+
+def next_token_loss(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    """Mean cross-entropy (nats) of predicting y from x: batch = (x (B, T), y (B, T)) ids.
+
+    ``model(x)`` returns (logits (B, T, K), state), as the course's language models do.
+    """
+    x, y = batch
+    logits, _ = model(x)  # (B, T, K)
+    return F.cross_entropy(logits.flatten(0, 1), y.flatten())  # mean over B*T
 
 
 def train_language_model(
@@ -71,183 +227,20 @@ def train_language_model(
 
     train_ids: (N,) integer tensor. Each step draws ``batch_size`` random windows of
     ``seq_len`` characters (from a generator seeded with ``seed``) and starts from a zero
-    hidden state. ``clip_norm=None`` turns clipping off. The loop stops after ``steps``
-    steps, when ``budget_seconds`` have passed, or at the first non-finite loss.
+    hidden state. ``clip_norm=None`` turns clipping off. The loop (:func:`fit`) stops after
+    ``steps`` steps, when ``budget_seconds`` have passed, or at the first non-finite loss.
+    ``history.losses`` are in nats per character.
     """
     expect_shape(train_ids, ("N",), "train_ids")
     expect_dtype(train_ids, "iu", "train_ids")
-    if steps < 0:
-        raise ValueError(f"steps: expected a non-negative number, got {steps}")
-    if clip_norm is not None and clip_norm <= 0:
-        raise ValueError(f"clip_norm: expected a positive number or None, got {clip_norm}")
-    if optimizer == "adam":
-        opt: torch.optim.Optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    elif optimizer == "sgd":
-        opt = torch.optim.SGD(model.parameters(), lr=lr)
-    else:
-        raise ValueError(f"optimizer: expected 'adam' or 'sgd', got {optimizer!r}")
-
-    from tqdm.auto import tqdm
-
-    generator = torch.Generator().manual_seed(seed)
-    history = TrainingHistory()
-    model.train()
-    start = time.perf_counter()
-    bar = tqdm(total=steps, disable=not progress, desc="training", unit="step")
-    try:
-        for step in range(steps):
-            if budget_seconds is not None and time.perf_counter() - start > budget_seconds:
-                history.stopped_by = "budget"
-                break
-            x, y = batch_windows(train_ids, batch_size, seq_len, generator)  # (B, T), (B, T)
-            logits, _ = model(x)  # (B, T, K)
-            loss = F.cross_entropy(logits.flatten(0, 1), y.flatten())  # mean over B*T
-            loss_value = loss.item()
-            if not math.isfinite(loss_value):
-                history.losses.append(loss_value)
-                history.stopped_by = "diverged"
-                break
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            params = [p for p in model.parameters() if p.grad is not None]
-            norm = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in params]))
-            if clip_norm is not None:
-                nn.utils.clip_grad_norm_(params, clip_norm)
-            opt.step()
-            history.losses.append(loss_value)
-            history.grad_norms.append(norm.item())
-            history.steps = step + 1
-            bar.update(1)
-            if step % 25 == 0:
-                bar.set_postfix(loss=f"{loss_value:.3f}")
-    finally:
-        bar.close()
-    history.seconds = time.perf_counter() - start
-    return history
-
-
-@torch.no_grad()
-def bits_per_char(
-    model: nn.Module, ids: torch.Tensor, *, batch_size: int = 16, seq_len: int = 256
-) -> float:
-    """Average cross-entropy, in bits, of predicting ``ids[t + 1]`` from ``ids[: t + 1]``.
-
-    ids: (N,) integer tensor. The stream is cut into ``batch_size`` contiguous pieces that
-    are read in parallel, ``seq_len`` characters at a time, carrying the hidden state from
-    chunk to chunk (so every prediction sees its piece's whole past). The last
-    (N - 1) mod batch_size characters are not scored.
-    """
-    expect_shape(ids, ("N",), "ids")
-    expect_dtype(ids, "iu", "ids")
-    if len(ids) < 2:
-        raise ValueError(f"ids: need at least 2 ids to score one prediction, got {len(ids)}")
-    streams = min(batch_size, len(ids) - 1)
-    length = (len(ids) - 1) // streams
-    x = ids[: streams * length].long().view(streams, length)  # (S, L)
-    y = ids[1 : streams * length + 1].long().view(streams, length)  # (S, L)
-    was_training = model.training
-    model.eval()
-    total_nats, state = 0.0, None
-    for t0 in range(0, length, seq_len):
-        logits, state = model(x[:, t0 : t0 + seq_len], state)  # (S, T, K)
-        total_nats += float(
-            F.cross_entropy(
-                logits.flatten(0, 1), y[:, t0 : t0 + seq_len].flatten(), reduction="sum"
-            )
-        )
-    model.train(was_training)
-    return total_nats / (streams * length) / LN2
-
-
-def ngram_bits_per_char(
-    train: str | torch.Tensor,
-    val: str | torch.Tensor,
-    *,
-    n: int = 1,
-    k: float = 1.0,
-    vocab_size: int | None = None,
-) -> float:
-    """Held-out bits per character of an add-k smoothed unigram (n=1) or bigram (n=2) model.
-
-    Counts come from ``train`` only; the score is the average of -log2 p over the
-    characters ``val[1:]`` (the ones a language model predicts), with
-
-        unigram:  p(b)     = (count(b) + k) / (N + k V)
-        bigram:   p(b | a) = (count(a b) + k) / (count(a .) + k V)
-
-    ``train`` and ``val`` are both strings (a ``CharVocab`` is built from ``train``; unseen
-    characters of ``val`` share its unknown id) or both (N,) integer tensors of ids in
-    [0, vocab_size) (``vocab_size`` defaults to the largest id + 1).
-    """
-    if n not in (1, 2):
-        raise ValueError(f"n: expected 1 (unigram) or 2 (bigram), got {n}")
-    if not k > 0:
-        raise ValueError(f"k: expected a positive smoothing constant, got {k}")
-    if isinstance(train, str) != isinstance(val, str):
-        raise TypeError("train and val: expected two strings or two id tensors, not a mix")
-    if isinstance(train, str):
-        vocab = CharVocab.from_text(train)
-        train_ids, val_ids = vocab.encode(train), vocab.encode(val)
-        vocab_size = len(vocab)
-    else:
-        train_ids, val_ids = train, val
-        for name, t in (("train", train_ids), ("val", val_ids)):
-            expect_shape(t, (None,), name)
-            expect_dtype(t, "iu", name)
-        largest = int(max(train_ids.max(), val_ids.max())) if len(train_ids) else 0
-        if vocab_size is None:
-            vocab_size = largest + 1
-        elif largest >= vocab_size:
-            raise ValueError(f"vocab_size: got {vocab_size}, but the ids go up to {largest}")
-    if len(train_ids) < n:
-        raise ValueError(f"train: need at least {n} characters, got {len(train_ids)}")
-    if len(val_ids) < 2:
-        raise ValueError(f"val: need at least 2 characters to score one, got {len(val_ids)}")
-    train_ids, val_ids = train_ids.long(), val_ids.long()
-    V = vocab_size
-    if n == 1:
-        counts = torch.bincount(train_ids, minlength=V).double()  # (V,)
-        log_p = torch.log((counts + k) / (counts.sum() + k * V))  # (V,)
-        nats = -log_p[val_ids[1:]]  # (N_val - 1,)
-    else:
-        pairs = train_ids[:-1] * V + train_ids[1:]  # (N - 1,) index of (a, b)
-        counts = torch.bincount(pairs, minlength=V * V).double().view(V, V)  # (V, V)
-        log_p = torch.log((counts + k) / (counts.sum(dim=1, keepdim=True) + k * V))  # (V, V)
-        nats = -log_p[val_ids[:-1], val_ids[1:]]  # (N_val - 1,)
-    return float(nats.mean()) / LN2
-
-
-@torch.no_grad()
-def sample(
-    model: nn.Module,
-    vocab: CharVocab,
-    prompt: str,
-    length: int = 200,
-    *,
-    temperature: float = 1.0,
-    seed: int = 0,
-) -> str:
-    """Return ``prompt`` followed by ``length`` characters drawn one at a time from the model.
-
-    Logits are divided by ``temperature`` (lower is more conservative) before the softmax;
-    the unknown id is never drawn.
-    """
-    if not prompt:
-        raise ValueError("prompt: expected at least one character to start from")
-    if not temperature > 0:
-        raise ValueError(f"temperature: expected a positive number, got {temperature}")
-    if length < 0:
-        raise ValueError(f"length: expected a non-negative number, got {length}")
-    generator = torch.Generator().manual_seed(seed)
-    was_training = model.training
-    model.eval()
-    logits, state = model(vocab.encode(prompt)[None, :])  # (1, P, K)
-    out: list[int] = []
-    for _ in range(length):
-        last = logits[0, -1] / temperature  # (K,)
-        last[CharVocab.UNK_ID] = -math.inf
-        next_id = torch.multinomial(F.softmax(last, dim=-1), 1, generator=generator)  # (1,)
-        out.append(int(next_id))
-        logits, state = model(next_id[None, :], state)  # (1, 1, K)
-    model.train(was_training)
-    return prompt + vocab.decode(out)
+    return fit(
+        model,
+        next_token_loss,
+        random_windows(train_ids, batch_size, seq_len, seed=seed),
+        steps=steps,
+        budget_seconds=budget_seconds,
+        optimizer=optimizer,
+        lr=lr,
+        clip_norm=clip_norm,
+        progress=progress,
+    )

@@ -1,54 +1,34 @@
-"""Load an assignment's reference solution from its jupytext source, for the tests.
+"""Load an assignment's reference solution from its source, for the tests.
 
 The source notebook (``solutions/<assignment>/<assignment>.py``, py:percent) is read with
-jupytext. Its code cells are sorted by their nbgrader metadata:
+``autograder.nbgrader_format.read_source``. Its code cells are sorted by their nbgrader
+metadata:
 
 - *code cells*: every code cell that is not a graded test cell (setup, solutions, the
   ungraded exploration); executing them in order gives a namespace with the reference functions;
 - *test cells*: graded code cells, by grade_id; ``visible_source`` is what a student sees and
   ``hidden_source`` is what only runs at autograde time.
+
+:func:`as_student` wraps a test implementation (with bug switches) under the name of the
+student's function, as every per-assignment test file needs. :func:`lecture_functions` defines
+the functions of a lecture's cells without running the lecture, to paste them into a test.
 """
 
 from __future__ import annotations
 
-import re
+import ast
 import sys
+import types
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import jupytext
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # `import autograder` works however pytest is started
     sys.path.insert(0, str(ROOT))
 
-_HIDDEN_BLOCK = re.compile(
-    r"^[ \t]*### BEGIN HIDDEN TESTS\n(.*?)^[ \t]*### END HIDDEN TESTS\n?", re.M | re.S
-)
-_SOLUTION_BLOCK = re.compile(
-    r"^([ \t]*)### BEGIN SOLUTION\n(.*?)^[ \t]*### END SOLUTION\n?", re.M | re.S
-)
-
-
-def strip_solutions(source: str) -> str:
-    """What nbgrader's release makes of a solution cell: each block becomes a stub that raises."""
-    return _SOLUTION_BLOCK.sub(
-        lambda block: (
-            f"{block.group(1)}# YOUR CODE HERE\n{block.group(1)}raise NotImplementedError()\n"
-        ),
-        source,
-    )
-
-
-def solution_lines(source: str) -> list[str]:
-    """The stripped, non-empty lines between the solution markers of ``source``."""
-    return [
-        line.strip()
-        for block in _SOLUTION_BLOCK.finditer(source)
-        for line in block.group(2).splitlines()
-        if line.strip()
-    ]
+from autograder import nbgrader_format as fmt  # noqa: E402 - after the path fix above
 
 
 @dataclass
@@ -60,20 +40,21 @@ class TestCell:
     @property
     def visible_source(self) -> str:
         """The cell as released to students: hidden blocks removed."""
-        return _HIDDEN_BLOCK.sub("", self.source)
+        return fmt.without_hidden_tests(self.source)
 
     @property
     def hidden_source(self) -> str:
         """Only the code between the hidden-test markers (empty for a visible test)."""
-        return "".join(match.group(1) for match in _HIDDEN_BLOCK.finditer(self.source))
+        return "".join(fmt.hidden_test_blocks(self.source))
 
     @property
     def is_hidden(self) -> bool:
-        return bool(self.hidden_source.strip())
+        return fmt.has_hidden_tests(self.source)
 
 
 @dataclass
 class Solution:
+    assignment: str
     path: Path
     notebook: Any
     code_cells: list[Any] = field(default_factory=list)
@@ -85,29 +66,23 @@ class Solution:
         ``released=True`` executes the student version instead, whose solution blocks raise
         NotImplementedError.
         """
-        namespace: dict[str, Any] = {"__name__": "a1_released" if released else "a1_reference"}
+        kind = "released" if released else "reference"
+        namespace: dict[str, Any] = {"__name__": f"{self.assignment}_{kind}"}
         for index, cell in enumerate(self.code_cells):
-            source = strip_solutions(cell.source) if released else cell.source
+            source = fmt.without_solutions(cell.source) if released else cell.source
             exec(compile(source, f"<{self.path.name} cell {index}>", "exec"), namespace)
         return namespace
 
 
-def nbgrader_metadata(cell: Any) -> dict[str, Any]:
-    return dict(cell.get("metadata", {}).get("nbgrader", {}))
-
-
 def load_solution(assignment: str) -> Solution:
     path = ROOT / "solutions" / assignment / f"{assignment}.py"
-    notebook = jupytext.read(path)
-    solution = Solution(path=path, notebook=notebook)
+    notebook = fmt.read_source(path)
+    solution = Solution(assignment=assignment, path=path, notebook=notebook)
     for cell in notebook.cells:
-        if cell.cell_type != "code":
-            continue
-        meta = nbgrader_metadata(cell)
-        if meta.get("grade"):
-            grade_id = meta["grade_id"]
-            solution.test_cells[grade_id] = TestCell(grade_id, float(meta["points"]), cell.source)
-        else:
+        if fmt.is_test_code(cell):
+            grade_id = fmt.grade_id(cell)
+            solution.test_cells[grade_id] = TestCell(grade_id, fmt.points(cell), cell.source)
+        elif cell.cell_type == "code":
             solution.code_cells.append(cell)
     return solution
 
@@ -115,3 +90,47 @@ def load_solution(assignment: str) -> Solution:
 def run_cell(source: str, namespace: dict[str, Any], name: str = "test cell") -> None:
     """Execute ``source`` in ``namespace`` (which it may extend), as a notebook would."""
     exec(compile(source, f"<{name}>", "exec"), namespace)
+
+
+def as_student(function: Callable[..., Any], name: str, **bugs: Any) -> Callable[..., Any]:
+    """``function`` with some bug switches on, under the student's function name ``name``.
+
+    The wrapper runs with the globals of the module that defines ``function``, as a function
+    written in a notebook runs with the notebook's names: the hidden checks' traps replace
+    names bound there (``from torch.autograd import grad``) as they would in a notebook.
+    """
+
+    def student_function(*args, **kwargs):
+        return function(*args, **kwargs, **bugs)
+
+    namespace = getattr(function, "__globals__", student_function.__globals__)
+    code = student_function.__code__
+    return types.FunctionType(code, namespace, name, None, student_function.__closure__)
+
+
+def lecture_functions(path: Path) -> dict[str, Callable[..., Any]]:
+    """The top-level functions that the code cells of the lecture ``path`` define, by name.
+
+    The lecture is read with jupytext. Its import statements and function definitions are
+    executed, nothing else: no model is trained. A definition that needs more of the lecture
+    than its imports (a default argument computed by an earlier cell) is left out, as a
+    student who copied that one cell could not run it either.
+    """
+    import jupytext
+
+    namespace: dict[str, Any] = {"__name__": f"lecture_{path.stem}"}
+    defined: dict[str, Callable[..., Any]] = {}
+    for cell in jupytext.read(path).cells:
+        if cell.cell_type != "code":
+            continue
+        for node in ast.parse(cell.source).body:
+            if not isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef)):
+                continue
+            code = compile(ast.Module(body=[node], type_ignores=[]), f"<{path.name}>", "exec")
+            try:
+                exec(code, namespace)
+            except Exception:  # noqa: BLE001 - see the docstring
+                continue
+            if isinstance(node, ast.FunctionDef):
+                defined[node.name] = namespace[node.name]
+    return defined

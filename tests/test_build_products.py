@@ -13,7 +13,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tools import assignments as nbg
+from autograder import nbgrader_format as nbg
 from tools.build import BOOK, BUILD, DIST, METRICS, lecture_sources
 from tools.notebooks import REPO
 
@@ -245,6 +245,17 @@ def test_bundle_equations_are_numbered_as_on_the_website(lecture):
     bundle = nbformat.read(DIST / "lectures" / f"{lecture}.ipynb", as_version=4)
     tags = re.findall(r"\\tag\{(\d+)\}", "".join(c.source for c in bundle.cells))
     assert [int(t) for t in tags] == sorted(site_numbers.values())
+
+
+def test_student_bundle_ships_the_course_trained_checkpoints_unchanged():
+    from course.checkpoints import CHECKPOINT_DIR, available_checkpoints
+
+    shipped = available_checkpoints(DIST / "course" / "checkpoints")
+    assert shipped and shipped == available_checkpoints(), shipped
+    for file in CHECKPOINT_DIR.iterdir():
+        if file.is_file() and file.suffix in (".pt", ".json", ".gz"):
+            copy = DIST / "course" / "checkpoints" / file.name
+            assert copy.read_bytes() == file.read_bytes(), f"the bundle's {file.name} differs"
 
 
 def test_readme_gives_exactly_the_two_commands():

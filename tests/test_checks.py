@@ -8,7 +8,14 @@ import numpy as np
 import pytest
 import torch
 
-from course.checks import as_numpy, assert_close, expect_dtype, expect_shape
+from course.checks import (
+    as_numpy,
+    assert_close,
+    expect_dtype,
+    expect_ids,
+    expect_shape,
+    expect_state,
+)
 
 # --------------------------------------------------------------------------------------------
 # as_numpy
@@ -133,6 +140,55 @@ def test_expect_dtype_falls_back_to_the_kind_code_for_other_kinds():
 # --------------------------------------------------------------------------------------------
 # assert_close
 # --------------------------------------------------------------------------------------------
+
+
+def test_expect_ids_accepts_integer_ids_in_range_and_returns_the_sizes():
+    assert expect_ids(torch.tensor([[0, 4], [2, 3]]), 5) == {"B": 2, "T": 2}
+    assert expect_ids(torch.zeros(3, 0, dtype=torch.long), 5) == {"B": 3, "T": 0}  # empty
+
+
+@pytest.mark.parametrize(
+    "ids, error, message",
+    [
+        (
+            torch.zeros(2, 3),
+            TypeError,
+            "tokens: expected a signed integer or unsigned integer array, got dtype float32",
+        ),
+        (
+            torch.zeros(3, dtype=torch.long),
+            ValueError,
+            "tokens: expected 2 dimensions (B, T), got 1 dimensions (3,)",
+        ),
+        (
+            torch.tensor([[1, 7]]),
+            ValueError,
+            "tokens: expected values in [0, 7), got min 1 and max 7",
+        ),
+        (
+            torch.tensor([[-2, 0]]),
+            ValueError,
+            "tokens: expected values in [0, 7), got min -2 and max 0",
+        ),
+    ],
+)
+def test_expect_ids_names_the_problem(ids, error, message):
+    with pytest.raises(error) as raised:
+        expect_ids(ids, 7, "tokens")
+    assert str(raised.value) == message
+
+
+def test_expect_state_checks_shape_kind_and_the_models_dtype():
+    weight = torch.zeros(2, 2)
+    expect_state(torch.zeros(1, 3, 4), (1, "B", 4), "h_0", like=weight)
+    with pytest.raises(ValueError, match=r"^h_0: expected shape \(1, B, 4\), got \(1, 3, 5\)"):
+        expect_state(torch.zeros(1, 3, 5), (1, "B", 4), "h_0", like=weight)
+    with pytest.raises(TypeError, match="^h_0: expected a floating point array, got dtype int64$"):
+        expect_state(torch.zeros(1, 3, 4, dtype=torch.long), (1, 3, 4), "h_0", like=weight)
+    with pytest.raises(
+        TypeError, match=r"^h_0: expected dtype torch.float32 \(the model's\), got torch.float64$"
+    ):
+        expect_state(torch.zeros(1, 3, 4).double(), (1, 3, 4), "h_0", like=weight)
 
 
 def test_assert_close_passes_within_tolerance_for_arrays_tensors_and_scalars():

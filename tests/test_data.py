@@ -1,4 +1,4 @@
-"""Tests for course.data: corpora, vocabulary and batching."""
+"""Tests for course.data.code: corpora, vocabulary and batching."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from course import data
-from course.data import (
+from course.data import code as data
+from course.data.code import (
     CharVocab,
     batch_windows,
     load_pydoc_topics,

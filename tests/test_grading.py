@@ -15,10 +15,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tools import assignments as nbg
+from autograder import nbgrader_format as nbg
 from tools import leaks
+from tools.build import ASSIGNMENTS as RELEASED
 from tools.build import BOOK, BUILD, DIST
-from tools.submissions import HIDDEN_BLOCK, hardcoded_submission, is_test_code, write
+from tools.submissions import hardcoded_submission, write
 
 ASSIGNMENTS = nbg.assignment_ids()
 
@@ -49,7 +50,7 @@ def graded(request, tmp_path_factory):
         first_visible = next(
             i
             for i, c in enumerate(without.cells)
-            if is_test_code(c) and not HIDDEN_BLOCK.search(c.source)
+            if nbg.is_test_code(c) and not nbg.has_hidden_tests(c.source)
         )
         del without.cells[first_visible]
         deleted[name] = write(without, scratch / "deleted" / f"{name}.ipynb")
@@ -63,10 +64,10 @@ def graded(request, tmp_path_factory):
     visible_points, hidden_ids = 0.0, set()
     for path in sources.values():
         for cell in nbformat.read(path, as_version=4).cells:
-            if is_test_code(cell) and HIDDEN_BLOCK.search(cell.source):
-                hidden_ids.add(cell.metadata["nbgrader"]["grade_id"])
-            elif is_test_code(cell):
-                visible_points += cell.metadata["nbgrader"]["points"]
+            if nbg.is_test_code(cell) and nbg.has_hidden_tests(cell.source):
+                hidden_ids.add(nbg.grade_id(cell))
+            elif nbg.is_test_code(cell):
+                visible_points += nbg.points(cell)
     grades = {
         s: nbg.read_grades(course_dir, assignment, s)
         for s in ("reference", "blank", "cheat", "deleted_test")
@@ -122,7 +123,7 @@ def test_free_text_question_waits_for_a_human(graded):
 
 
 def test_assignments_folder_is_in_sync_with_solutions(graded):
-    committed = nbg.ASSIGNMENTS / graded["assignment"]
+    committed = RELEASED / graded["assignment"]
     regenerated = sorted(p.name for p in graded["release"].iterdir())
     assert sorted(p.name for p in committed.iterdir()) == regenerated, (
         "assignments/ has other files than a fresh release"
@@ -148,7 +149,7 @@ def test_there_are_secrets_to_look_for():
 
 @pytest.mark.parametrize(
     "where",
-    [nbg.ASSIGNMENTS, DIST, BOOK / "_build" / "html"],
+    [RELEASED, DIST, BOOK / "_build" / "html"],
     ids=["assignments", "student-bundle", "website"],
 )
 def test_no_solution_or_hidden_test_reaches_students(where):
@@ -174,7 +175,7 @@ def test_the_leak_check_finds_a_planted_solution_line(tmp_path):
     escaped = secret.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     page.write_text(f"<pre><span>{escaped[:5]}</span><span>{escaped[5:]}</span></pre>")
     notebook = tmp_path / "copy.ipynb"
-    shutil.copyfile(next(nbg.ASSIGNMENTS.rglob("*.ipynb")), notebook)
+    shutil.copyfile(next(RELEASED.rglob("*.ipynb")), notebook)
     data = json.loads(notebook.read_text())
     data["cells"][0]["source"] = [secret + "\n"]
     notebook.write_text(json.dumps(data))

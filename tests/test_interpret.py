@@ -1,4 +1,4 @@
-"""Tests for course.interpret (code features, LSTM states, best cells) and the cell widget."""
+"""Tests for course.analysis.interpret (code features, LSTM states, best cells) and the cell widget."""
 
 from __future__ import annotations
 
@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from course.checks import assert_close
-from course.interpret import (
+from course.analysis.interpret import (
     FEATURES,
     CellMatch,
     best_cells,
@@ -15,8 +14,9 @@ from course.interpret import (
     correlations,
     lstm_states,
 )
-from course.models import CharLSTM
-from course.viz import cell_activation_html, interact_cell_activations
+from course.checks import assert_close
+from course.models.recurrent import CharLSTM
+from course.viz.cells import cell_activation_html, interact_cell_activations
 
 
 def _row(values):
@@ -96,4 +96,20 @@ def test_interact_cell_activations_renders_the_selected_cell(monkeypatch):
     shown = interact_cell_activations(
         lambda cell, text: calls.append((cell, text)), [4, 7], {"one": "x = 1", "two": "y"}
     )
-    assert calls == [(4, "x = 1")] and list(shown["cell"].options) == [4, 7]
+    assert calls == [(4, "x = 1")]
+    assert [tuple(option) for option in shown["cell"].options] == [("cell 4", 4), ("cell 7", 7)]
+
+
+def test_interact_cell_activations_names_cells_once(monkeypatch):
+    """(label, cell) pairs label the menu; a cell listed twice (best for two features) once."""
+    import ipywidgets
+
+    monkeypatch.setattr(ipywidgets, "interact", lambda function, **widgets: widgets)
+    choices = [("inside string (cell 3)", 3), ("inside comment (cell 3)", 3), ("depth (cell 9)", 9)]
+    shown = interact_cell_activations(lambda cell, text: None, choices, {"one": "x"})
+    assert [tuple(option) for option in shown["cell"].options] == [
+        ("inside string (cell 3)", 3),
+        ("depth (cell 9)", 9),
+    ]
+    with pytest.raises(ValueError, match="at least one cell"):
+        interact_cell_activations(lambda cell, text: None, [], {"one": "x"})

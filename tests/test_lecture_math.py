@@ -16,10 +16,10 @@ import pytest
 import torch
 from torch.nn import functional as F
 
+from course.analysis.lm import ngram_bits_per_char
 from course.checks import assert_close
-from course.data import CharVocab, load_python_source
-from course.models import CharRNN, rescale_spectral_radius_
-from course.train import ngram_bits_per_char
+from course.data.code import CharVocab, load_python_source
+from course.models.recurrent import CharRNN, rescale_spectral_radius_
 
 LECTURE = Path(__file__).resolve().parents[1] / "lectures" / "01_rnn_bptt.py"
 

@@ -1,17 +1,27 @@
 """Tests for the Lecture 2 additions: CharLSTM, SequenceTagger, the forget bias, the recall task,
-and the gradient-flow measurements of course.viz."""
+and the gradient-flow measurements of course.analysis.gradients (figure: course.viz.gradients)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 import torch
+from torch import nn
+from torch.nn import functional as F
 
+from course.analysis.gradients import cell_gradient_norms_by_distance
+from course.analysis.lm import bits_per_char
 from course.checks import assert_close
-from course.models import CharLSTM, SequenceTagger, set_forget_bias_
-from course.tasks import RecallTask, recall_accuracy, recall_batch, train_recall
-from course.train import bits_per_char
-from course.viz import cell_gradient_norms_by_distance, plot_cell_gradient_norms
+from course.data.recall import (
+    RecallTask,
+    recall_accuracy,
+    recall_batch,
+    recall_batches,
+    recall_loss,
+    train_recall,
+)
+from course.models.recurrent import CharLSTM, SequenceTagger, set_forget_bias_
+from course.viz.gradients import plot_cell_gradient_norms
 
 
 def hand_written_lstm(model: CharLSTM, ids: torch.Tensor):
@@ -105,7 +115,32 @@ def test_an_lstm_learns_to_recall_and_accuracy_is_measured():
     history = train_recall(model, max_distance=10, steps=300, task=task, progress=False)
     after = recall_accuracy(model, 10, task=task, samples=400)
     assert history.steps == 300 and len(history.losses) == 300
+    assert len(history.logs["recall"]) == 300  # the recall part of each step's loss
+    assert all(r <= total for r, total in zip(history.logs["recall"], history.losses, strict=True))
     assert before < 0.5 < 0.9 < after
+
+
+def test_recall_batches_mix_distances_reproducibly_and_the_loss_has_two_parts():
+    task = RecallTask(num_keys=4)
+    stream = recall_batches(8, max_distance=30, min_distance=1, task=task, seed=5)
+    lengths = {next(stream)[0].shape[1] - 2 for _ in range(40)}
+    assert min(lengths) >= 1 and max(lengths) <= 30 and len(lengths) > 5
+    again = recall_batches(8, max_distance=30, min_distance=1, task=task, seed=5)
+    first = recall_batches(8, max_distance=30, min_distance=1, task=task, seed=5)
+    assert all(torch.equal(next(first)[0], next(again)[0]) for _ in range(5))
+    with pytest.raises(ValueError, match="min_distance <= max_distance"):
+        recall_batches(8, max_distance=2, min_distance=3)
+
+    class Knows(nn.Module):  # always right on the echo, uniform at the query
+        def forward(self, ids):
+            logits = 50.0 * F.one_hot(ids.roll(1, dims=1).clamp(max=3), 4).float()
+            logits[:, -1] = 0.0
+            return logits
+
+    ids, targets = recall_batch(16, 5, task=task, generator=torch.Generator().manual_seed(0))
+    loss, logs = recall_loss(Knows(), (ids, targets))
+    assert logs["recall"] == pytest.approx(np.log(4))  # the query part alone
+    assert loss.item() == pytest.approx(np.log(4), abs=1e-6)  # the echo part is ~0
 
 
 def test_train_recall_stops_on_budget_and_validates():

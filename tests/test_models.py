@@ -1,4 +1,5 @@
-"""Tests for course.models: CharRNN against a hand-written loop, and the spectral helpers."""
+"""Tests for course.models.recurrent: CharRNN against a hand-written loop, the input guards that
+every model shares, and the spectral helpers."""
 
 from __future__ import annotations
 
@@ -6,7 +7,13 @@ import pytest
 import torch
 
 from course.checks import assert_close
-from course.models import CharRNN, rescale_spectral_radius_, spectral_radius
+from course.models.recurrent import (
+    CharLSTM,
+    CharRNN,
+    SequenceTagger,
+    rescale_spectral_radius_,
+    spectral_radius,
+)
 
 
 def hand_written_rnn(model: CharRNN, ids: torch.Tensor, h0: torch.Tensor | None = None):
@@ -64,27 +71,70 @@ def test_char_rnn_options_stacked_layers_and_relu():
     assert CharRNN(11, 8).rnn.weight_ih_l0.shape == (8, 11)  # one-hot input: U is (H, K)
 
 
-def test_char_rnn_rejects_bad_ids_with_clear_messages():
-    model = CharRNN(5, 4)
-    with pytest.raises(TypeError, match="ids: expected a signed integer.*got dtype float32"):
+def _state(model, *shape, dtype=torch.float32):
+    """An initial state for ``model`` with each tensor of this shape and dtype."""
+    tensor = torch.zeros(*shape, dtype=dtype)
+    return (tensor, tensor.clone()) if isinstance(model, CharLSTM) else tensor
+
+
+MODELS = [CharRNN, CharLSTM, SequenceTagger]
+RECURRENT = [CharRNN, CharLSTM]
+
+
+def _model(kind):
+    return kind(5, 4, 3) if kind is SequenceTagger else kind(5, 4)
+
+
+@pytest.mark.parametrize("kind", MODELS)
+def test_every_model_rejects_bad_ids_with_the_same_clear_messages(kind):
+    model = _model(kind)
+    with pytest.raises(
+        TypeError,
+        match=r"^ids: expected a signed integer or unsigned integer "
+        r"array, got dtype float32$",
+    ):
         model(torch.zeros(2, 3))
     with pytest.raises(
-        ValueError, match=r"ids: expected 2 dimensions \(B, T\), got 1 dimensions \(3,\)"
+        ValueError, match=r"^ids: expected 2 dimensions \(B, T\), got 1 dimensions \(3,\)$"
     ):
         model(torch.zeros(3, dtype=torch.long))
-    with pytest.raises(ValueError, match=r"ids: expected values in \[0, 5\), got min 0 and max 5"):
+    with pytest.raises(
+        ValueError, match=r"^ids: expected values in \[0, 5\), got min 0 and max 5$"
+    ):
         model(torch.tensor([[0, 5]]))
     with pytest.raises(ValueError, match="got min -1"):
         model(torch.tensor([[-1, 2]]))
 
 
-def test_char_rnn_rejects_bad_initial_state():
-    model = CharRNN(5, 4)
+@pytest.mark.parametrize("kind", RECURRENT)
+def test_both_language_models_reject_a_bad_initial_state_with_the_same_messages(kind):
+    model = _model(kind)
     ids = torch.zeros(2, 3, dtype=torch.long)
-    with pytest.raises(ValueError, match=r"h0: expected shape \(1, 2, 4\), got \(1, 3, 4\)"):
-        model(ids, torch.zeros(1, 3, 4))
-    with pytest.raises(TypeError, match="h0: expected a floating point array, got dtype int64"):
-        model(ids, torch.zeros(1, 2, 4, dtype=torch.long))
+    with pytest.raises(ValueError, match=r"^h_0: expected shape \(1, 2, 4\), got \(1, 3, 4\)"):
+        model(ids, _state(model, 1, 3, 4))
+    with pytest.raises(
+        ValueError, match=r"^h_0: expected 3 dimensions \(1, 2, 4\), got 2 dimensions \(2, 4\)$"
+    ):
+        model(ids, _state(model, 2, 4))
+    with pytest.raises(TypeError, match=r"^h_0: expected a floating point array, got dtype int64$"):
+        model(ids, _state(model, 1, 2, 4, dtype=torch.long))
+    with pytest.raises(
+        TypeError, match=r"^h_0: expected dtype torch.float32 \(the model's\), got torch.float64$"
+    ):
+        model(ids, _state(model, 1, 2, 4, dtype=torch.float64))
+    assert model(ids, _state(model, 1, 2, 4))[0].shape == (2, 3, 5)  # the right state passes
+
+
+def test_the_lstm_checks_its_cell_state_too():
+    model = CharLSTM(5, 4)
+    ids = torch.zeros(2, 3, dtype=torch.long)
+    h = torch.zeros(1, 2, 4)
+    with pytest.raises(ValueError, match=r"^c_0: expected shape \(1, 2, 4\), got \(1, 2, 5\)"):
+        model(ids, (h, torch.zeros(1, 2, 5)))
+    with pytest.raises(TypeError, match=r"^c_0: expected dtype torch.float32"):
+        model(ids, (h, torch.zeros(1, 2, 4, dtype=torch.float64)))
+    with pytest.raises(TypeError, match=r"^state: expected a pair \(h_0, c_0\) or None$"):
+        model(ids, h)
 
 
 def test_char_rnn_rejects_bad_configuration():

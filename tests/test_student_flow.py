@@ -22,7 +22,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tools import assignments as nbg
+from autograder import nbgrader_format as nbg
 from tools.build import BUILD, DIST
 from tools.student_lab import (
     BUNDLE_ZIP,

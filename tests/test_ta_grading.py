@@ -11,7 +11,6 @@ import csv
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import nbformat
@@ -19,7 +18,8 @@ import pytest
 from attacks import cases, write_cases
 from nbgrader.api import Gradebook
 
-from autograder.grade import prepare_course
+from autograder.fingerprint import grading_fingerprint
+from autograder.grade import command_line, prepare_course
 from autograder.sandbox import BASE_UID, N_SLOTS
 from tools.notebooks import REPO
 
@@ -28,21 +28,7 @@ ASSIGNMENT = "a1_rnn_bptt"
 
 def _run(folder: Path, out: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "autograder",
-            "grade",
-            ASSIGNMENT,
-            str(folder),
-            "--workers",
-            "2",
-            "--out",
-            str(out),
-            "--timeout",
-            "10",
-            "--quiet",
-        ],
+        command_line(ASSIGNMENT, folder, out, "--workers", "2", "--timeout", "10", "--quiet"),
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -158,6 +144,10 @@ def test_rerun_judges_nothing_and_changes_nothing(batch):
     assert (batch["out"] / "grades.csv").read_text() == batch["csv"]
     state = json.loads((batch["out"] / "state.json").read_text())
     assert state["timing"]["judged"] == 0
+    # a change to anything that can change a grade would judge everything again
+    fingerprint = grading_fingerprint(ASSIGNMENT)
+    assert state["fingerprint"].startswith(fingerprint)
+    assert (batch["course"] / ".source-fingerprint").read_text() == fingerprint
     with Gradebook(f"sqlite:///{batch['course'] / 'gradebook.db'}") as gradebook:
         students = {s.id for s in gradebook.students}
         submissions = gradebook.assignment_submissions(ASSIGNMENT)
@@ -212,16 +202,7 @@ def test_a_failing_hidden_test_explains_itself_in_the_feedback(batch):
 
 def test_bad_arguments_exit_3(tmp_path):
     result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "autograder",
-            "grade",
-            "no_such_assignment",
-            str(tmp_path),
-            "--out",
-            str(tmp_path / "out"),
-        ],
+        command_line("no_such_assignment", tmp_path, tmp_path / "out"),
         cwd=REPO,
         capture_output=True,
         text=True,

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 import nbformat
 import pytest
 
-from tools import assignments as nbg
+from autograder import nbgrader_format as nbg
 from tools import build
 from tools.metrics_table import format_table
-from tools.notebooks import NotebookBuildError, execute, fingerprint, read_source, write_notebook
+from tools.notebooks import NotebookBuildError, execute, read_source, write_notebook
 from tools.submissions import _replay_code, defined_functions
 
 HEADER = "# %% [markdown]\n# A title\n\n"
@@ -65,19 +67,14 @@ def test_execute_returns_outputs_and_time(tmp_path):
     assert 0 < result.seconds < 60
 
 
-def test_fingerprint_follows_content(tmp_path):
-    (tmp_path / "a.py").write_text("x = 1\n")
-    before = fingerprint(tmp_path)
-    assert fingerprint(tmp_path) == before
-    (tmp_path / "a.py").write_text("x = 2\n")
-    assert fingerprint(tmp_path) != before
-
-
-def test_source_files_names_the_empty_folder(tmp_path, monkeypatch):
-    monkeypatch.setattr(nbg, "SOLUTIONS", tmp_path)
+def test_source_files_names_the_empty_folder_and_the_unknown_assignment(tmp_path):
     (tmp_path / "a9").mkdir()
+    (tmp_path / "a1").mkdir()
+    (tmp_path / "a1" / "a1.py").write_text("# %%\n")
     with pytest.raises(FileNotFoundError, match="no notebook sources"):
-        nbg.source_files("a9")
+        nbg.source_files("a9", solutions=tmp_path)
+    with pytest.raises(FileNotFoundError, match="unknown assignment 'a7'; known: a1"):
+        nbg.source_files("a7", solutions=tmp_path)
 
 
 def test_nbgrader_failure_carries_its_log(tmp_path):
@@ -99,29 +96,89 @@ def test_replayed_functions_return_and_raise_in_order():
     ) == ["a"]
 
 
-def test_build_reports_a_broken_lecture_and_stops(tmp_path, monkeypatch, capsys):
-    lectures = tmp_path / "lectures"
-    lectures.mkdir()
-    (lectures / "99_broken.py").write_text("# %%\n1 / 0\n")
-    monkeypatch.setattr(build, "LECTURES", lectures)
+@pytest.fixture
+def lectures(tmp_path, monkeypatch) -> Path:
+    """An empty lectures folder that the build reads, building into tmp_path/build."""
+    folder = tmp_path / "lectures"
+    folder.mkdir()
+    monkeypatch.setattr(build, "LECTURES", folder)
     monkeypatch.setattr(build, "BUILD", tmp_path / "build")
+    monkeypatch.setattr(build, "TIMINGS", tmp_path / "build" / "timings.json")
+    return folder
+
+
+def test_build_reports_a_broken_lecture_and_stops(tmp_path, lectures, capsys):
+    (lectures / "99_broken.py").write_text("# %%\n1 / 0\n")
     assert build.main(["lectures"]) == 1
     assert "99_broken.py: cell #0 (cell-000) failed" in capsys.readouterr().err
     assert not (tmp_path / "build" / "lectures" / "99_broken.ipynb").exists()
 
 
-def test_build_skips_an_unchanged_lecture(tmp_path, monkeypatch, capsys):
-    lectures = tmp_path / "lectures"
-    lectures.mkdir()
+def test_build_skips_an_unchanged_lecture(tmp_path, lectures, capsys):
     (lectures / "98_tiny.py").write_text("# %%\nprint('ran')\n")
-    monkeypatch.setattr(build, "LECTURES", lectures)
-    monkeypatch.setattr(build, "BUILD", tmp_path / "build")
-    monkeypatch.setattr(build, "TIMINGS", tmp_path / "build" / "timings.json")
     assert build.main(["lectures"]) == 0
     assert "98_tiny: executed" in capsys.readouterr().out
     assert build.main(["lectures"]) == 0
     assert "98_tiny: up to date" in capsys.readouterr().out
     assert "lectures/98_tiny" in json.loads((tmp_path / "build" / "timings.json").read_text())
+
+
+RENDEZVOUS = """# %%
+import pathlib, time
+folder = pathlib.Path({folder!r})
+(folder / {mine!r}).touch()
+deadline = time.monotonic() + 120
+while not (folder / {other!r}).exists():
+    assert time.monotonic() < deadline, "the other notebook never ran at the same time"
+    time.sleep(0.05)
+print("met")
+"""
+
+
+def test_build_runs_lectures_at_the_same_time_and_names_each_failure(
+    tmp_path, lectures, monkeypatch, capsys
+):
+    # Two lectures that can only finish if they run at the same time (each waits for the
+    # other's file), and a broken one: the good ones are built, the broken one is named.
+    for mine, other in (("01_a", "02_b"), ("02_b", "01_a")):
+        (lectures / f"{mine}.py").write_text(
+            RENDEZVOUS.format(folder=str(tmp_path), mine=mine, other=other)
+        )
+    (lectures / "03_broken.py").write_text("# %%\nx = 1\n\n# %%\nraise KeyError('no such unit')\n")
+    monkeypatch.setenv(build.JOBS_VARIABLE, "3")
+    assert build.main(["lectures"]) == 1
+    captured = capsys.readouterr()
+    assert "3 unit(s), 3 at a time" in captured.out
+    assert "1 of 3 unit(s) failed" in captured.err
+    assert "lecture 03_broken: 03_broken.py: cell #1 (cell-001) failed" in captured.err
+    assert "no such unit" in captured.err
+    for name in ("01_a", "02_b"):
+        notebook = nbformat.read(tmp_path / "build" / "lectures" / f"{name}.ipynb", as_version=4)
+        assert notebook.cells[0].outputs[0]["text"] == "met\n"
+    assert not (tmp_path / "build" / "lectures" / "03_broken.ipynb").exists()
+    timings = json.loads((tmp_path / "build" / "timings.json").read_text())
+    assert sorted(timings) == ["lectures/01_a", "lectures/02_b"]
+    # fixed, the broken lecture alone runs again
+    (lectures / "03_broken.py").write_text("# %%\nprint('fixed')\n")
+    assert build.main(["lectures"]) == 0
+    out = capsys.readouterr().out
+    assert "01_a: up to date" in out and "02_b: up to date" in out
+    assert "lecture 03_broken: executed in" in out
+
+
+@pytest.mark.parametrize(("value", "jobs"), [("", None), ("1", 1), (" 4 ", 4)])
+def test_build_jobs_follow_the_environment(monkeypatch, value, jobs):
+    monkeypatch.setenv(build.JOBS_VARIABLE, value)
+    assert build.build_jobs() == (jobs or os.cpu_count() or 1)
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "two", "1.5"])
+def test_build_jobs_reject_a_bad_value(monkeypatch, value):
+    monkeypatch.setenv(build.JOBS_VARIABLE, value)
+    with pytest.raises(
+        build.BuildFailed, match=f"COURSE_BUILD_JOBS must be a whole number.*{value}"
+    ):
+        build.build_jobs()
 
 
 def test_metrics_table_lists_times_and_figures():

@@ -1,4 +1,5 @@
-"""Tests for course.train: the training loop, bits per character, n-gram baselines, sampling."""
+"""Tests for course.train (the training loop, the language-model trainer) and course.analysis.lm
+(bits per character, n-gram baselines, sampling)."""
 
 from __future__ import annotations
 
@@ -8,15 +9,11 @@ import pytest
 import torch
 from torch import nn
 
-from course.data import CharVocab
-from course.models import CharRNN
-from course.train import (
-    TrainingHistory,
-    bits_per_char,
-    ngram_bits_per_char,
-    sample,
-    train_language_model,
-)
+from course import train as train_module
+from course.analysis.lm import bits_per_char, ngram_bits_per_char, sample
+from course.data.code import CharVocab, random_windows
+from course.models.recurrent import CharRNN
+from course.train import TrainingHistory, fit, next_token_loss, train_language_model
 
 PATTERN = "abcd" * 200
 
@@ -120,7 +117,7 @@ def test_training_stops_at_a_non_finite_loss():
 def test_training_rejects_bad_arguments():
     model = CharRNN(5, 4)
     ids = torch.randint(0, 5, (100,))
-    with pytest.raises(ValueError, match="optimizer: expected 'adam' or 'sgd', got 'rmsprop'"):
+    with pytest.raises(ValueError, match="optimizer: expected 'adam' or 'sgd' .*, got 'rmsprop'"):
         train_language_model(model, ids, optimizer="rmsprop", progress=False)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="clip_norm"):
         train_language_model(model, ids, clip_norm=0.0, progress=False)
@@ -128,6 +125,217 @@ def test_training_rejects_bad_arguments():
         train_language_model(model, ids.view(10, 10), progress=False)
     with pytest.raises(TypeError, match="train_ids: expected a signed integer"):
         train_language_model(model, ids.float(), progress=False)
+
+
+# -- fit: the one loop, with any loss and any batches --------------------------------------------
+
+
+class Line(nn.Module):
+    """y = w x: one parameter, so every number of a step can be worked out by hand."""
+
+    def __init__(self, w: float = 0.0) -> None:
+        super().__init__()
+        self.w = nn.Parameter(torch.tensor(w))
+
+
+def squared_error(model: Line, batch: tuple[float, float]) -> torch.Tensor:
+    x, y = batch
+    return (model.w * x - y) ** 2
+
+
+@pytest.mark.parametrize("clip_norm, w_after", [(None, 0.4), (0.5, 0.05)])
+def test_fit_takes_one_sgd_step_that_can_be_computed_by_hand(clip_norm, w_after):
+    model = Line(0.0)
+    history = fit(
+        model,
+        squared_error,
+        [(1.0, 2.0)],
+        steps=1,
+        optimizer="sgd",
+        lr=0.1,
+        clip_norm=clip_norm,
+        progress=False,
+    )
+    # loss (0 - 2)^2 = 4, gradient 2 (w x - y) x = -4: w = 0 + 0.1 * 4 unclipped, and
+    # 0 + 0.1 * 0.5 with the gradient clipped to norm 0.5
+    assert history.losses == [4.0]
+    assert history.grad_norms == [4.0]  # measured once, before clipping
+    assert model.w.item() == pytest.approx(w_after)
+    assert history.steps == 1 and history.stopped_by == "steps"
+
+
+def test_fit_records_extra_logged_values_and_stops_when_the_batches_run_out():
+    def loss_and_logs(model, batch):
+        loss = squared_error(model, batch)
+        return loss, {"error": model.w * batch[0] - batch[1], "x": batch[0]}  # tensor, float
+
+    history = fit(
+        Line(),
+        loss_and_logs,
+        [(1.0, 1.0), (2.0, 0.0), (3.0, 1.0)],
+        steps=10,
+        optimizer="sgd",
+        lr=0.0,
+        progress=False,
+    )
+    assert history.stopped_by == "data" and history.steps == 3
+    assert history.logs == {"error": [-1.0, 0.0, -1.0], "x": [1.0, 2.0, 3.0]}
+    assert "used up the batches after 3 steps" in history.summary()
+
+
+def test_fit_accepts_an_optimizer_and_a_learning_rate_schedule():
+    model = Line(0.0)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    rates = []
+
+    def loss_fn(model, batch):
+        rates.append(optimizer.param_groups[0]["lr"])
+        return squared_error(model, batch)
+
+    fit(
+        model,
+        loss_fn,
+        [(0.0, 0.0)] * 4,
+        steps=4,
+        optimizer=optimizer,
+        lr_schedule=lambda step: (step + 1) / 4,
+        progress=False,
+    )
+    assert rates == pytest.approx([0.025, 0.05, 0.075, 0.1])  # a warm-up to the initial lr
+
+
+def test_fit_rejects_bad_arguments():
+    for kwargs, message in (
+        ({"steps": -1}, "steps: expected a non-negative number, got -1"),
+        ({"steps": 1, "budget_seconds": -2.0}, "budget_seconds: expected a non-negative"),
+        ({"steps": 1, "clip_norm": 0.0}, "clip_norm: expected a positive number or None"),
+        ({"steps": 1, "optimizer": "adagrad"}, "optimizer: expected 'adam' or 'sgd'"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            fit(Line(), squared_error, [(1.0, 1.0)], progress=False, **kwargs)
+
+
+def test_next_token_loss_is_the_mean_cross_entropy_of_the_shifted_ids():
+    model = Uniform(4)
+    x, y = torch.zeros(2, 3, dtype=torch.long), torch.ones(2, 3, dtype=torch.long)
+    assert next_token_loss(model, (x, y)).item() == pytest.approx(math.log(4))
+
+
+def test_random_windows_is_an_endless_reproducible_stream_checked_at_once():
+    ids = torch.arange(50)
+    first = [next(random_windows(ids, 3, 5, seed=2)) for _ in range(2)]
+    torch.testing.assert_close(first[0], first[1])
+    stream = random_windows(ids, 3, 5, seed=2)
+    x, y = next(stream)
+    assert x.shape == y.shape == (3, 5) and torch.equal(y, x + 1)
+    assert not torch.equal(next(stream)[0], x)  # the next batch is another draw
+    with pytest.raises(ValueError, match="need at least seq_len \\+ 1 = 51 ids"):
+        random_windows(ids, 3, 50)  # raised here, not at the first batch
+
+
+# -- a run that stops early ends calmly ----------------------------------------------------------
+
+
+class Bars:
+    """Stands in for tqdm.auto inside course.train and keeps the bars it makes."""
+
+    def __init__(self, make):
+        self.make, self.made = make, []
+
+    def __call__(self, *args, **kwargs):
+        self.made.append(self.make(*args, **kwargs))
+        return self.made[-1]
+
+
+def slow_loss(model, batch):
+    import time
+
+    time.sleep(0.02)
+    return squared_error(model, batch)
+
+
+def endless():
+    while True:
+        yield (1.0, 1.0)
+
+
+def test_a_budget_stopped_run_ends_with_a_full_text_bar_and_one_calm_line(monkeypatch, capsys):
+    import io
+
+    from tqdm.std import tqdm as text_tqdm
+
+    screen = io.StringIO()
+    bars = Bars(lambda *a, **k: text_tqdm(*a, **k, file=screen))
+    monkeypatch.setattr(train_module, "tqdm", bars)
+    history = fit(Line(), slow_loss, endless(), steps=10_000, budget_seconds=0.2, lr=0.0)
+    assert history.stopped_by == "budget" and 0 < history.steps < 10_000
+    (bar,) = bars.made
+    assert bar.n == bar.total == history.steps  # the bar ends full, at the steps done
+    last_frame = screen.getvalue().split("\r")[-1]
+    assert f"{history.steps}/{history.steps}" in last_frame and "100%" in last_frame
+    printed = capsys.readouterr().out
+    assert printed == f"stopped at the 0.2 s budget after {history.steps:,} steps\n"
+
+
+def test_a_budget_stopped_run_leaves_the_notebook_bar_green_not_red(monkeypatch, capsys):
+    from tqdm.notebook import tqdm as notebook_tqdm
+
+    bars = Bars(notebook_tqdm)
+    monkeypatch.setattr(train_module, "tqdm", bars)
+    history = fit(Line(), slow_loss, endless(), steps=10_000, budget_seconds=0.1, lr=0.0)
+    (bar,) = bars.made
+    _, widget, _ = bar.container.children
+    assert history.stopped_by == "budget"
+    assert widget.bar_style == "success"  # tqdm paints it "danger" (red) when n < total
+    assert widget.value == widget.max == history.steps
+    assert capsys.readouterr().out.endswith(
+        f"stopped at the 0.1 s budget after {history.steps:,} steps\n"
+    )
+
+
+def test_a_run_that_fails_keeps_the_red_bar(monkeypatch):
+    from tqdm.notebook import tqdm as notebook_tqdm
+
+    bars = Bars(notebook_tqdm)
+    monkeypatch.setattr(train_module, "tqdm", bars)
+
+    def fails_at_the_third_batch(model, batch):
+        if batch[0] > 2:
+            raise RuntimeError("bad batch")
+        return squared_error(model, batch)
+
+    with pytest.raises(RuntimeError, match="bad batch"):
+        fit(Line(), fails_at_the_third_batch, [(1.0, 0.0), (2.0, 0.0), (3.0, 0.0)], steps=5)
+    (bar,) = bars.made
+    assert bar.n == 2 and bar.total == 5  # not completed: this stop was not on purpose
+    assert bar.container.children[1].bar_style == "danger"
+
+
+def test_a_diverged_run_says_so_plainly_and_its_bar_ends_full(monkeypatch, capsys):
+    import io
+
+    from tqdm.std import tqdm as text_tqdm
+
+    bars = Bars(lambda *a, **k: text_tqdm(*a, **k, file=io.StringIO()))
+    monkeypatch.setattr(train_module, "tqdm", bars)
+
+    def blows_up(model, batch):
+        return squared_error(model, batch) * (float("inf") if batch[0] > 2 else 1.0)
+
+    history = fit(Line(), blows_up, [(1.0, 0.0), (2.0, 0.0), (3.0, 0.0)], steps=5, lr=0.0)
+    assert history.stopped_by == "diverged" and history.steps == 2
+    assert len(history.losses) == 3 and len(history.grad_norms) == 2
+    (bar,) = bars.made
+    assert bar.n == bar.total == 2
+    printed = capsys.readouterr().out
+    assert printed.startswith("diverged: the loss became nan at step 3, so training stopped")
+    assert "after 2 steps" in printed
+
+
+def test_a_complete_run_prints_its_steps_and_time(capsys):
+    history = fit(Line(), squared_error, [(1.0, 1.0)] * 3, steps=3, lr=0.0)
+    assert history.summary() == f"3 steps in {history.seconds:.1f} s"
+    assert capsys.readouterr().out.endswith(history.summary() + "\n")
 
 
 def test_bits_per_char_of_a_uniform_model_is_log2_k():

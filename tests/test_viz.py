@@ -1,4 +1,5 @@
-"""Tests for course.viz: the gradient-flow measurement, its plots and the widget wrapper."""
+"""Tests for course.analysis.gradients (the gradient-flow measurement) and the figures and widgets
+of course.viz (gradients, training, recall)."""
 
 from __future__ import annotations
 
@@ -9,16 +10,25 @@ matplotlib.use("Agg")  # headless; must come before pyplot is imported
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+import torch  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from course.train import TrainingHistory  # noqa: E402
-from course.viz import (  # noqa: E402
+from course.analysis.gradients import (  # noqa: E402
     NONLINEARITIES,
+    get_nonlinearity,
     gradient_norms_by_distance,
-    interact_gradient_norms,
-    plot_gradient_norms,
-    plot_training_histories,
 )
+from course.train import TrainingHistory  # noqa: E402
+from course.viz._figure import running_mean  # noqa: E402
+from course.viz.gradients import (  # noqa: E402
+    interact_gradient_norms,
+    plot_bptt_terms,
+    plot_gradient_norms,
+    plot_jacobian_norms,
+    plot_truncation,
+)
+from course.viz.recall import plot_recall  # noqa: E402
+from course.viz.training import plot_bits_per_char, plot_training_histories  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -61,6 +71,13 @@ def test_gradient_norms_are_reproducible_per_seed():
     first = gradient_norms_by_distance(1.1, 20, "tanh", seed=4)
     np.testing.assert_array_equal(first, gradient_norms_by_distance(1.1, 20, "tanh", seed=4))
     assert not np.allclose(first, gradient_norms_by_distance(1.1, 20, "tanh", seed=5))
+
+
+def test_get_nonlinearity_returns_the_function_or_names_the_choices():
+    x = torch.linspace(-2, 2, 5)
+    assert torch.equal(get_nonlinearity("relu")(x), torch.relu(x))
+    with pytest.raises(ValueError, match="nonlinearity: expected one of 'tanh', 'relu'"):
+        get_nonlinearity("gelu")
 
 
 def test_gradient_norms_reject_bad_arguments():
@@ -124,3 +141,79 @@ def test_plot_training_histories_draws_loss_and_gradient_norm():
     np.testing.assert_array_equal(smoothed.axes[0].get_lines()[0].get_xdata(), [1, 2, 3])
     with pytest.raises(ValueError, match="smooth: expected a window of at least 1 step, got 0"):
         plot_training_histories(runs, smooth=0)
+
+
+def test_running_mean_ends_each_window_at_its_last_step():
+    x, y = running_mean([1.0, 2.0, 3.0, 6.0], 2)
+    np.testing.assert_array_equal(x, [1, 2, 3])
+    np.testing.assert_allclose(y, [1.5, 2.5, 4.5])
+    x, y = running_mean([1.0, 2.0], 5)  # too short to smooth: unchanged
+    np.testing.assert_array_equal(x, [0, 1])
+    np.testing.assert_array_equal(y, [1.0, 2.0])
+    with pytest.raises(ValueError, match="window: expected at least 1 step, got 0"):
+        running_mean([1.0], 0)
+
+
+def test_plot_bptt_terms_draws_two_bars_per_step():
+    fig = plot_bptt_terms([(1, 0.5, 2.0), (2, 0.7, 1.0), (3, 0.9, 0.0)])
+    (ax,) = fig.axes
+    heights = [patch.get_height() for patch in ax.patches]
+    assert heights == [0.5, 0.7, 0.9, 2.0, 1.0, 0.0]  # local bars, then carried bars
+    assert list(ax.get_xticks()) == [1, 2, 3]
+
+
+def test_plot_truncation_draws_errors_and_influence_with_chunk_borders():
+    errors = {"a": [0.9, 0.5, 0.0], "b": [1.0, 0.8, 0.0]}
+    fig = plot_truncation(errors, [1, 2, 4], np.linspace(1.0, 0.1, 100), chunk=32)
+    left, right = fig.axes
+    assert [line.get_label() for line in left.get_lines()] == ["a", "b"]
+    assert left.get_xscale() == "log" and right.get_yscale() == "log"
+    borders = [line for line in right.get_lines() if line.get_xdata()[0] == line.get_xdata()[-1]]
+    assert sorted(line.get_xdata()[0] for line in borders) == [32, 64, 96]
+    assert "32-step" in right.get_title()
+
+
+def test_plot_jacobian_norms_draws_both_products_and_rho_to_the_k():
+    fig = plot_jacobian_norms(0.9, [0.9, 0.81, 0.729], [0.5, 0.2, 0.1])
+    (ax,) = fig.axes
+    lines = ax.get_lines()
+    assert len(lines) == 3 and ax.get_yscale() == "log"
+    np.testing.assert_allclose(lines[2].get_ydata(), [0.9, 0.81, 0.729])
+    np.testing.assert_array_equal(lines[0].get_xdata(), [1, 2, 3])
+
+
+def test_plot_bits_per_char_converts_nats_and_draws_held_out_and_baselines():
+    history = TrainingHistory(losses=[np.log(2) * v for v in (4.0, 3.0, 2.0, 1.0)], seconds=6.0)
+    fig = plot_bits_per_char(
+        {"lm": history}, {"lm": 2.5}, {"unigram": 4.5, "bigram": 3.5}, window=2
+    )
+    (ax,) = fig.axes
+    curve, held_out, unigram, bigram = ax.get_lines()
+    np.testing.assert_allclose(curve.get_ydata(), [3.5, 2.5, 1.5])  # bits, running mean
+    np.testing.assert_array_equal(curve.get_xdata(), [1, 2, 3])
+    assert held_out.get_color() == curve.get_color() and held_out.get_ydata()[0] == 2.5
+    assert (unigram.get_label(), bigram.get_label()) == ("unigram, held-out", "bigram, held-out")
+    by_time = plot_bits_per_char({"lm": history}, {}, x="seconds", window=2, ylim=(1, 5))
+    np.testing.assert_allclose(by_time.axes[0].get_lines()[0].get_xdata(), [2.0, 4.0, 6.0])
+    assert by_time.axes[0].get_ylim() == (1, 5)
+    with pytest.raises(ValueError, match="x: expected 'step' or 'seconds'"):
+        plot_bits_per_char({"lm": history}, {}, x="epoch")
+    with pytest.raises(ValueError, match=r"held_out: labels \['other'\] have no training history"):
+        plot_bits_per_char({"lm": history}, {"other": 1.0})
+
+
+def test_plot_recall_draws_accuracy_against_distance_and_the_recall_loss():
+    history = TrainingHistory(losses=[3.0] * 4, logs={"recall": [2.0, 1.0, 0.5, 0.1]})
+    fig = plot_recall(
+        {"LSTM": [1.0, 0.9], "RNN": [0.8, 0.2]},
+        {"LSTM": history},
+        [5, 80],
+        train_max=40,
+        num_keys=8,
+        window=2,
+    )
+    left, right = fig.axes
+    assert [line.get_label() for line in left.get_lines()][:2] == ["LSTM", "RNN"]
+    assert left.get_xscale() == "log"
+    np.testing.assert_allclose(right.get_lines()[0].get_ydata(), [1.5, 0.75, 0.3])
+    assert right.get_lines()[1].get_ydata()[0] == pytest.approx(np.log(8))  # guessing

@@ -14,8 +14,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from autograder import nbgrader_format as nbg
 from course.metrics import load_all
-from tools import assignments as nbg
 from tools.build import BUILD, lecture_sources
 from tools.metrics_table import format_table
 from tools.notebooks import REPO, NotebookBuildError, execute, read_source

@@ -7,40 +7,58 @@ Stages, each incremental (a unit whose inputs did not change is not executed aga
                 (nbgrader release) -> ``assignments/<a>/``, reference autograded -> ``build/grades``
 3. book         ``jupyter_book/`` + the above -> ``jupyter_book/_build/html`` (offline, -W)
 4. bundle       ``dist/student/``: lectures, assignments, the ``course`` package, environment
+
+Lectures and assignments are independent units: stages 1 and 2 run them in parallel, each in
+its own process and kernel, as many at once as there are cores (``COURSE_BUILD_JOBS=N``
+overrides). Each unit writes only its own files, so the products do not depend on the order
+in which units finish. A failing unit does not stop the others; the build then names every
+failed unit with its notebook and failing cell, and exits 1.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import re
 import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 
-from tools import assignments as nbg
+from autograder import nbgrader_format as nbg
+from autograder.fingerprint import files_digest, grading_fingerprint
 from tools import lab_markdown
 from tools.notebooks import (
     REPO,
     NotebookBuildError,
     execute,
-    fingerprint,
     read_source,
     write_notebook,
 )
 
 BUILD = REPO / "build"
 LECTURES = REPO / "lectures"
+ASSIGNMENTS = REPO / "assignments"
 BOOK = REPO / "jupyter_book"
 DIST = REPO / "dist" / "student"
 METRICS = BUILD / "metrics"
 TIMINGS = BUILD / "timings.json"
-COMMON_INPUTS = (REPO / "course", REPO / "requirements.txt")
+COMMON_INPUTS = (REPO / "course", REPO / "requirements.txt", REPO / "requirements-student.txt")
+JOBS_VARIABLE = "COURSE_BUILD_JOBS"
+FAILURES = (NotebookBuildError, nbg.NbgraderError, FileNotFoundError)
+
+
+class BuildFailed(RuntimeError):
+    """One or more units failed; the message names each with its error."""
 
 
 def log(message: str) -> None:
@@ -49,6 +67,16 @@ def log(message: str) -> None:
 
 def lecture_sources() -> list[Path]:
     return sorted(LECTURES.glob("[0-9]*.py"))
+
+
+def build_jobs() -> int:
+    """How many units run at once: ``$COURSE_BUILD_JOBS``, else the number of cores."""
+    value = os.environ.get(JOBS_VARIABLE, "").strip()
+    if not value:
+        return os.cpu_count() or 1
+    if not value.isdigit() or int(value) < 1:
+        raise BuildFailed(f"{JOBS_VARIABLE} must be a whole number of at least 1, got {value!r}")
+    return int(value)
 
 
 # -- incremental bookkeeping -------------------------------------------------------------
@@ -65,9 +93,10 @@ def _mark_done(key: str, digest: str) -> None:
     stamp.write_text(digest)
 
 
-def _record_timing(name: str, seconds: float) -> None:
+def _record_timings(seconds: dict[str, float]) -> None:
+    """Merge per-notebook execution times into ``build/timings.json``."""
     timings = json.loads(TIMINGS.read_text()) if TIMINGS.exists() else {}
-    timings[name] = round(seconds, 1)
+    timings.update({name: round(value, 1) for name, value in seconds.items()})
     TIMINGS.parent.mkdir(parents=True, exist_ok=True)
     TIMINGS.write_text(json.dumps(timings, indent=2, sort_keys=True) + "\n")
 
@@ -77,76 +106,187 @@ def _kernel_env() -> dict[str, str]:
     return {"COURSE_METRICS_DIR": str(METRICS), "PYTHONPATH": path}
 
 
+# -- units: what one worker process does --------------------------------------------------
+# Workers are started with "spawn" on every OS (Windows has no fork; forking a process with
+# threads is unsafe), so a unit gets everything it needs as arguments, never from globals.
+
+
+def run_lecture(source: Path, build: Path, env: dict[str, str]) -> dict[str, float]:
+    """Execute one lecture into ``build/lectures``; its execution time."""
+    result = execute(
+        read_source(source), name=source.name, cwd=build / "run" / source.stem, env=env
+    )
+    write_notebook(result.notebook, build / "lectures" / f"{source.stem}.ipynb")
+    return {f"lectures/{source.stem}": result.seconds}
+
+
+def run_assignment(
+    assignment: str, build: Path, released_to: Path, env: dict[str, str]
+) -> dict[str, float]:
+    """Execute the reference solution, release the student version, autograde the reference.
+
+    Each assignment has its own nbgrader course directory (``build/nbgrader/<assignment>``),
+    so assignments can be built at the same time. The times: each reference notebook's
+    execution, and ``assignments/<assignment>``, the whole unit (release and autograde too).
+    """
+    started = time.perf_counter()
+    seconds = {}
+    sources = nbg.source_files(assignment)
+    for source in sources:
+        result = execute(
+            read_source(source), name=source.name, cwd=build / "run" / assignment, env=env
+        )
+        write_notebook(result.notebook, build / "solutions" / assignment / f"{source.stem}.ipynb")
+        seconds[f"solutions/{assignment}/{source.stem}"] = result.seconds
+
+    course_dir = build / "nbgrader" / assignment
+    # It holds only the reference's submission: start afresh, or nbgrader refuses a source
+    # whose graded cells changed since that submission ("Cannot add or remove cells").
+    if course_dir.exists():
+        shutil.rmtree(course_dir)
+    nbg.make_course_dir(course_dir, [assignment])
+    release_dir = nbg.release(course_dir, assignment)
+    target = released_to / assignment
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(release_dir, target)
+
+    staged = {s.stem: course_dir / "source" / assignment / f"{s.stem}.ipynb" for s in sources}
+    nbg.submit(course_dir, assignment, "reference", staged)
+    nbg.autograde(course_dir, assignment, "reference")
+    grades = nbg.read_grades(course_dir, assignment, "reference")
+    grades_file = build / "grades" / f"{assignment}.json"
+    grades_file.parent.mkdir(parents=True, exist_ok=True)
+    grades_file.write_text(json.dumps(grades.as_dict(), indent=2) + "\n")
+    seconds[f"assignments/{assignment}"] = time.perf_counter() - started
+    return seconds
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One independent piece of the build: a lecture or an assignment."""
+
+    label: str  # "lecture 01_rnn_bptt", "assignment a1_rnn_bptt"
+    key: str  # its stamp
+    digest: str  # of its inputs
+    outputs: tuple[Path, ...]
+    work: Callable[..., dict[str, float]]
+    args: tuple
+
+
+def lecture_units() -> list[Unit]:
+    return [
+        Unit(
+            label=f"lecture {source.stem}",
+            key=f"lecture-{source.stem}",
+            digest=files_digest([source, *COMMON_INPUTS], REPO),
+            outputs=(BUILD / "lectures" / f"{source.stem}.ipynb",),
+            work=run_lecture,
+            args=(source, BUILD, _kernel_env()),
+        )
+        for source in lecture_sources()
+    ]
+
+
+def assignment_units() -> list[Unit]:
+    units = []
+    for assignment in nbg.assignment_ids():
+        released = [
+            ASSIGNMENTS / assignment / f"{s.stem}.ipynb" for s in nbg.source_files(assignment)
+        ]
+        units.append(
+            Unit(
+                label=f"assignment {assignment}",
+                key=f"assignment-{assignment}",
+                digest=grading_fingerprint(assignment),
+                outputs=(BUILD / "grades" / f"{assignment}.json", *released),
+                work=run_assignment,
+                args=(assignment, BUILD, ASSIGNMENTS, _kernel_env()),
+            )
+        )
+    return units
+
+
+def _report(unit: Unit, seconds: dict[str, float]) -> None:
+    if unit.work is run_lecture:
+        log(f"{unit.label}: executed in {sum(seconds.values()):.1f} s")
+        return
+    whole = seconds.pop(f"assignments/{unit.args[0]}")
+    times = ", ".join(f"{name} in {value:.1f} s" for name, value in sorted(seconds.items()))
+    grades = json.loads(unit.outputs[0].read_text())
+    log(
+        f"{unit.label}: executed {times}; released and autograded, {whole:.1f} s in all; "
+        f"reference scored {grades['autograded_score']:g}/{grades['autograded_max']:g}"
+    )
+
+
+def run_units(units: list[Unit], jobs: int | None = None) -> None:
+    """Run the units that are not up to date, ``jobs`` at a time; raise BuildFailed naming
+    every unit that failed (the others are finished and stamped)."""
+    todo = []
+    for unit in units:
+        if _up_to_date(unit.key, unit.digest, *unit.outputs):
+            log(f"{unit.label}: up to date")
+        else:
+            todo.append(unit)
+    if not todo:
+        return
+    jobs = min(jobs or build_jobs(), len(todo))
+    log(f"executing {len(todo)} unit(s), {jobs} at a time: {', '.join(u.label for u in todo)}")
+    failures: list[str] = []
+    started = time.perf_counter()
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+        running: dict[Future, Unit] = {pool.submit(u.work, *u.args): u for u in todo}
+        try:
+            while running:
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in done:
+                    unit = running.pop(future)
+                    try:
+                        seconds = future.result()
+                    except FAILURES as error:
+                        failures.append(f"{unit.label}: {error}")
+                        log(f"{unit.label}: FAILED")
+                        continue
+                    except BrokenProcessPool as error:
+                        failures.append(f"{unit.label}: its worker process died ({error})")
+                        continue
+                    _record_timings(seconds)
+                    _mark_done(unit.key, unit.digest)
+                    _report(unit, dict(seconds))
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+    log(
+        f"{len(todo) - len(failures)} of {len(todo)} unit(s) built in {time.perf_counter() - started:.1f} s"
+    )
+    if failures:
+        raise BuildFailed(
+            f"{len(failures)} of {len(todo)} unit(s) failed:\n" + "\n\n".join(failures)
+        )
+
+
 # -- stages -----------------------------------------------------------------------------
 
 
-def build_lectures() -> list[Path]:
+def build_lectures() -> None:
     """Execute every lecture whose source (or the course package) changed."""
-    outputs = []
-    for source in lecture_sources():
-        output = BUILD / "lectures" / f"{source.stem}.ipynb"
-        digest = fingerprint(source, *COMMON_INPUTS)
-        outputs.append(output)
-        if _up_to_date(f"lecture-{source.stem}", digest, output):
-            log(f"lecture {source.stem}: up to date")
-            continue
-        log(f"lecture {source.stem}: executing")
-        result = execute(
-            read_source(source),
-            name=source.name,
-            cwd=BUILD / "run" / source.stem,
-            env=_kernel_env(),
-        )
-        write_notebook(result.notebook, output)
-        _record_timing(f"lectures/{source.stem}", result.seconds)
-        _mark_done(f"lecture-{source.stem}", digest)
-        log(f"lecture {source.stem}: executed in {result.seconds:.1f} s")
-    return outputs
+    run_units(lecture_units())
 
 
 def build_assignments() -> None:
-    """Execute each reference solution, release the student version, autograde the reference."""
-    course_dir = BUILD / "nbgrader"
-    for assignment in nbg.assignment_ids():
-        sources = nbg.source_files(assignment)
-        digest = fingerprint(REPO / "solutions" / assignment, REPO / "autograder", *COMMON_INPUTS)
-        grades_file = BUILD / "grades" / f"{assignment}.json"
-        released = [nbg.ASSIGNMENTS / assignment / f"{s.stem}.ipynb" for s in sources]
-        if _up_to_date(f"assignment-{assignment}", digest, grades_file, *released):
-            log(f"assignment {assignment}: up to date")
-            continue
-        for source in sources:
-            log(f"assignment {assignment}: executing the reference solution {source.name}")
-            result = execute(
-                read_source(source),
-                name=source.name,
-                cwd=BUILD / "run" / assignment,
-                env=_kernel_env(),
-            )
-            write_notebook(
-                result.notebook, BUILD / "solutions" / assignment / f"{source.stem}.ipynb"
-            )
-            _record_timing(f"solutions/{assignment}/{source.stem}", result.seconds)
+    """Execute each reference solution, release the student version, autograde the reference.
 
-        log(f"assignment {assignment}: generating the student version")
-        nbg.make_course_dir(course_dir, [assignment])
-        release_dir = nbg.release(course_dir, assignment)
-        target = nbg.ASSIGNMENTS / assignment
-        if target.exists():
-            shutil.rmtree(target)
-        shutil.copytree(release_dir, target)
+    An assignment is rebuilt when its grading fingerprint changed: its source, any file of
+    ``autograder/`` or ``course/``, the nbgrader configuration, the pinned requirements.
+    """
+    run_units(assignment_units())
 
-        log(f"assignment {assignment}: autograding the reference solution")
-        staged = {s.stem: course_dir / "source" / assignment / f"{s.stem}.ipynb" for s in sources}
-        nbg.submit(course_dir, assignment, "reference", staged)
-        nbg.autograde(course_dir, assignment, "reference")
-        grades = nbg.read_grades(course_dir, assignment, "reference")
-        grades_file.parent.mkdir(parents=True, exist_ok=True)
-        grades_file.write_text(json.dumps(grades.as_dict(), indent=2) + "\n")
-        log(
-            f"assignment {assignment}: reference scored {grades.autograded_score:g}/{grades.autograded_max:g}"
-        )
-        _mark_done(f"assignment-{assignment}", digest)
+
+def build_notebooks() -> None:
+    """Lectures and assignments together, so that all of them share the workers."""
+    run_units([*lecture_units(), *assignment_units()])
 
 
 GUIDES = ("students", "tas", "instructors")
@@ -158,7 +298,7 @@ def write_toc() -> Path:
 
     Lists the executed lectures and released assignments copied into ``_generated/`` (a unit
     whose notebook is not built yet is left out; the tests require a page for every unit),
-    then the guides and the references.
+    then the guides, the notation page and the references.
     """
     generated = BOOK / "_generated"
     lines = [
@@ -183,7 +323,7 @@ def write_toc() -> Path:
         ("Lectures", lectures),
         ("Assignments", assignments),
         ("Guides", guides),
-        ("Reading", ["references"]),
+        ("Reading", ["notation", "references"]),
     ]
     for caption, files in parts:
         if files:
@@ -284,8 +424,8 @@ def build_book() -> Path:
             generated / "lectures" / notebook.name,
             f"../downloads/lectures/{notebook.name}",
         )
-    shutil.copytree(nbg.ASSIGNMENTS, generated / "assignments", ignore=shutil.ignore_patterns(".*"))
-    for notebook in sorted(nbg.ASSIGNMENTS.glob("*/*.ipynb")):
+    shutil.copytree(ASSIGNMENTS, generated / "assignments", ignore=shutil.ignore_patterns(".*"))
+    for notebook in sorted(ASSIGNMENTS.glob("*/*.ipynb")):
         assignment = notebook.parent.name
         (downloads / "assignments" / assignment).mkdir(parents=True, exist_ok=True)
         shutil.copyfile(notebook, downloads / "assignments" / assignment / notebook.name)
@@ -406,7 +546,7 @@ def build_bundle() -> Path:
     bibliography = lab_markdown.load_bibliography()
     for notebook in sorted((BUILD / "lectures").glob("*.ipynb")):
         _bundle_notebook(notebook, DIST / "lectures" / notebook.name, bibliography)
-    for notebook in sorted(nbg.ASSIGNMENTS.glob("*/*.ipynb")):
+    for notebook in sorted(ASSIGNMENTS.glob("*/*.ipynb")):
         target = DIST / "assignments" / notebook.parent.name / notebook.name
         _bundle_notebook(notebook, target, bibliography)
     shutil.copytree(
@@ -428,6 +568,7 @@ STAGES = {
     "book": build_book,
     "bundle": build_bundle,
 }
+ALL = (build_notebooks, build_book, build_bundle)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -436,11 +577,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("stage", nargs="?", default="all", choices=["all", *STAGES])
     args = parser.parse_args(argv)
-    stages = list(STAGES) if args.stage == "all" else [args.stage]
+    stages = ALL if args.stage == "all" else (STAGES[args.stage],)
     try:
         for stage in stages:
-            STAGES[stage]()
-    except (NotebookBuildError, nbg.NbgraderError, FileNotFoundError) as error:
+            stage()
+    except (BuildFailed, *FAILURES) as error:
         print(f"[build] FAILED: {error}", file=sys.stderr)
         return 1
     return 0

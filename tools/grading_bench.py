@@ -16,10 +16,8 @@ from __future__ import annotations
 import argparse
 import copy
 import json
-import re
 import shutil
 import subprocess
-import sys
 import time
 from datetime import datetime
 from pathlib import Path
@@ -27,35 +25,30 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-from tools import assignments as nbg
+from autograder import nbgrader_format as nbg
+from autograder.grade import command_line
+from autograder.nbgrader_format import grade_id, is_test_code
 from tools.notebooks import REPO
+from tools.submissions import honest_submission
 
 ASSIGNMENT = "a1_rnn_bptt"
-MARKERS = re.compile(r"^\s*### (BEGIN|END) SOLUTION\s*\n", re.M)
 
 
-def _meta(cell) -> dict:
-    return cell.get("metadata", {}).get("nbgrader", {})
+def _edited(notebook, cell_id: str, old: str, new: str):
+    """A copy of ``notebook`` with ``old`` replaced by ``new`` in the cell ``cell_id``."""
+    changed = copy.deepcopy(notebook)
+    for cell in changed.cells:
+        if grade_id(cell) == cell_id:
+            cell.source = cell.source.replace(old, new)
+    return changed
 
 
 def make_submissions(source, release, n: int) -> dict[str, bytes]:
     """n submissions: 50% correct, 30% partly wrong, 20% broken."""
-    by_id = {_meta(c).get("grade_id"): c for c in source.cells}
-    good = copy.deepcopy(release)
-    for cell in good.cells:
-        if _meta(cell).get("solution"):
-            cell.source = MARKERS.sub("", by_id[_meta(cell)["grade_id"]].source)
-    wrong_loss, wrong_clip = copy.deepcopy(good), copy.deepcopy(good)
-    for cell in wrong_loss.cells:
-        if _meta(cell).get("grade_id") == "sequence_loss":
-            cell.source = cell.source.replace(".sum())", ".mean())")
-    for cell in wrong_clip.cells:
-        if _meta(cell).get("grade_id") == "clip_by_global_norm":
-            cell.source = cell.source.replace("max_norm / norm_before", "max_norm")
-    syntax = copy.deepcopy(good)
-    for cell in syntax.cells:
-        if _meta(cell).get("grade_id") == "rnn_backward":
-            cell.source = cell.source.replace("def rnn_backward(", "def rnn_backward((")
+    good = honest_submission(source, release)
+    wrong_loss = _edited(good, "classification_loss", ".mean())", ".sum())")
+    wrong_clip = _edited(good, "clip_by_global_norm", "max_norm / norm_before", "max_norm")
+    syntax = _edited(good, "rnn_backward", "def rnn_backward(", "def rnn_backward((")
     kinds = [
         ("correct", nbformat.writes(good).encode(), 10),
         ("wrong_loss", nbformat.writes(wrong_loss).encode(), 3),
@@ -72,7 +65,7 @@ def make_submissions(source, release, n: int) -> dict[str, bytes]:
 def execution_seconds(course: Path, samples: dict[str, bytes]) -> float:
     """Mean time nbclient spends in the cells (hidden tests restored), without kernel start."""
     source = nbformat.read(course / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
-    tests = {_meta(c).get("grade_id"): c.source for c in source.cells if _meta(c).get("grade")}
+    tests = {grade_id(c): c.source for c in source.cells if is_test_code(c)}
     times = []
     for content in samples.values():
         try:
@@ -80,8 +73,8 @@ def execution_seconds(course: Path, samples: dict[str, bytes]) -> float:
         except Exception:  # noqa: BLE001 - an invalid notebook is not executed by anyone
             continue
         for cell in notebook.cells:
-            if _meta(cell).get("grade_id") in tests and cell.cell_type == "code":
-                cell.source = tests[_meta(cell)["grade_id"]]
+            if grade_id(cell) in tests and cell.cell_type == "code":
+                cell.source = tests[grade_id(cell)]
         client = NotebookClient(
             notebook, timeout=120, kernel_name="python3", allow_errors=True, record_timing=True
         )
@@ -131,22 +124,9 @@ def main() -> None:
 
     for workers in (1, 2):
         started = time.monotonic()
+        options = ("--workers", str(workers), "--quiet")
         subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "autograder",
-                "grade",
-                ASSIGNMENT,
-                str(folder),
-                "--workers",
-                str(workers),
-                "--out",
-                str(out / f"ta_{workers}"),
-                "--quiet",
-            ],
-            cwd=REPO,
-            check=False,
+            command_line(ASSIGNMENT, folder, out / f"ta_{workers}", *options), cwd=REPO, check=False
         )
         results[f"autograder, {workers} worker(s)"] = time.monotonic() - started
 

@@ -14,15 +14,17 @@ from html import unescape
 from html.parser import HTMLParser
 from pathlib import Path
 
-import jupytext
-
+from autograder.nbgrader_format import (
+    cell_kind,
+    hidden_test_blocks,
+    read_source,
+    solution_blocks,
+    without_hidden_tests,
+    without_solutions,
+)
 from tools.notebooks import REPO
 
 MIN_LENGTH = 12  # shorter lines ("return h", "else:") carry no solution on their own
-BLOCK = {
-    "solution": re.compile(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", re.S),
-    "hidden": re.compile(r"### BEGIN HIDDEN TESTS\n(.*?)### END HIDDEN TESTS", re.S),
-}
 TEXT_SUFFIXES = {
     ".py",
     ".md",
@@ -51,22 +53,14 @@ def secret_and_public_lines(solutions: Path = REPO / "solutions") -> tuple[set[s
     """Split the assignment sources' lines into secret ones and public ones."""
     secret, public = set(), set()
     for source in sorted(solutions.glob("*/*.py")):
-        notebook = jupytext.read(source)
-        for cell in notebook.cells:
+        for cell in read_source(source).cells:
             text = cell["source"]
-            meta = cell.get("metadata", {}).get("nbgrader", {})
-            if cell["cell_type"] == "markdown" and meta.get("solution"):
+            if cell_kind(cell) == "manual":
                 secret |= _lines(text)  # a model answer: the whole cell
                 continue
-            hidden_parts = [
-                m.group(1) for pattern in BLOCK.values() for m in pattern.finditer(text)
-            ]
-            for part in hidden_parts:
+            for part in solution_blocks(text) + hidden_test_blocks(text):
                 secret |= _lines(part)
-            public_text = text
-            for pattern in BLOCK.values():
-                public_text = pattern.sub("", public_text)
-            public |= _lines(public_text)
+            public |= _lines(without_solutions(without_hidden_tests(text)))
     for hidden_check in sorted((REPO / "autograder" / "hidden").glob("*.py")):
         secret |= _lines(hidden_check.read_text())
     for folder in (REPO / "lectures", REPO / "course"):

@@ -1,55 +1,32 @@
-"""Turn jupytext sources into notebooks and execute them, with errors a person can act on."""
+"""Execute notebooks made from jupytext sources, with errors a person can act on.
+
+Reading a source (:func:`read_source`) and writing a notebook are part of the nbgrader format
+module, ``autograder.nbgrader_format``, because the grading command converts the assignment
+sources too; they are re-exported here for the build.
+"""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import jupytext
 import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
-REPO = Path(__file__).resolve().parent.parent
+from autograder.nbgrader_format import REPO, NotebookBuildError, read_source, write_notebook
 
-
-class NotebookBuildError(RuntimeError):
-    """A notebook could not be read, converted or executed; the message says which and why."""
-
-
-def read_source(path: Path) -> nbformat.NotebookNode:
-    """Read a jupytext ``py:percent`` source (or an .ipynb) as a notebook with stable cell ids.
-
-    Cell ids are derived from the nbgrader ``grade_id`` when there is one and from the cell's
-    position otherwise, so converting the same source twice gives byte-identical notebooks.
-    """
-    if not path.is_file():
-        raise NotebookBuildError(f"{path}: no such notebook source")
-    try:
-        notebook = jupytext.read(path)
-    except Exception as error:  # jupytext raises many kinds; all mean "unreadable source"
-        raise NotebookBuildError(f"{path}: cannot be read as a notebook ({error})") from error
-    seen: set[str] = set()
-    for index, cell in enumerate(notebook.cells):
-        grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
-        cell_id = grade_id or f"cell-{index:03d}"
-        if cell_id in seen:
-            raise NotebookBuildError(f"{path}: two cells share the id {cell_id!r}")
-        seen.add(cell_id)
-        cell["id"] = cell_id
-    notebook.metadata.pop("jupytext", None)
-    notebook.nbformat, notebook.nbformat_minor = 4, 5
-    return notebook
-
-
-def write_notebook(notebook: nbformat.NotebookNode, path: Path) -> None:
-    """Validate and write ``notebook`` to ``path`` (creating its folder)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.validate(notebook)
-    path.write_text(nbformat.writes(notebook) + "\n", encoding="utf-8")
+__all__ = [
+    "REPO",
+    "NotebookBuildError",
+    "ExecutionResult",
+    "execute",
+    "drop_widget_views",
+    "read_source",
+    "write_notebook",
+]
 
 
 @dataclass
@@ -122,16 +99,3 @@ def _failing_cell(notebook: nbformat.NotebookNode) -> str:
             if output.get("output_type") == "error":
                 return f"#{index} ({cell.get('id', '?')})"
     return "?"
-
-
-def fingerprint(*paths: Path) -> str:
-    """A hash of the given files' contents (folders: every .py file below them), for incremental builds."""
-    digest = hashlib.sha256()
-    for path in paths:
-        files = sorted(path.rglob("*.py")) if path.is_dir() else [path]
-        for file in files:
-            if "__pycache__" in file.parts:
-                continue
-            digest.update(str(file.relative_to(path.parent)).encode())
-            digest.update(file.read_bytes())
-    return digest.hexdigest()

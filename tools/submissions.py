@@ -1,6 +1,7 @@
-"""Make submissions of an assignment for testing the grading: honest, blank and hard-coded.
+"""Make submissions of an assignment for testing the grading: honest and hard-coded.
 
-A *hard-coded* submission is the strongest cheap cheat: it runs the reference solution on the
+An *honest* submission is the student version answered with the reference solution (the
+untouched student version is the *blank* one). A *hard-coded* submission is the strongest cheap cheat: it runs the reference solution on the
 visible tests' inputs, records what each graded function returned (or raised), and submits
 functions that replay those records whatever they are called with. It passes every visible
 test, so the hidden tests alone must take its points away.
@@ -12,29 +13,30 @@ import ast
 import base64
 import copy
 import pickle
-import re
 from pathlib import Path
 from typing import Any
 
 import nbformat
 
-HIDDEN_BLOCK = re.compile(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS\n?", re.S)
+from autograder.nbgrader_format import (
+    grade_id,
+    is_solution_code,
+    nbgrader_meta,
+    without_hidden_tests,
+    without_solution_markers,
+)
 
 
-def _nbgrader(cell: dict) -> dict:
-    return cell.get("metadata", {}).get("nbgrader", {})
-
-
-def is_solution_code(cell: dict) -> bool:
-    return cell["cell_type"] == "code" and _nbgrader(cell).get("solution", False)
-
-
-def is_test_code(cell: dict) -> bool:
-    return (
-        cell["cell_type"] == "code"
-        and _nbgrader(cell).get("grade", False)
-        and not _nbgrader(cell).get("solution")
-    )
+def honest_submission(
+    source: nbformat.NotebookNode, release: nbformat.NotebookNode
+) -> nbformat.NotebookNode:
+    """The student version with every solution cell (code and written) answered from the source."""
+    answered = copy.deepcopy(release)
+    reference = {grade_id(c): c for c in source.cells if grade_id(c)}
+    for cell in answered.cells:
+        if nbgrader_meta(cell).get("solution"):
+            cell.source = without_solution_markers(reference[grade_id(cell)].source)
+    return answered
 
 
 def defined_functions(code: str) -> list[str]:
@@ -65,7 +67,7 @@ def record_visible_outcomes(source: nbformat.NotebookNode) -> dict[str, list[tup
     for cell in source.cells:
         if cell["cell_type"] != "code":
             continue
-        exec(compile(HIDDEN_BLOCK.sub("", cell["source"]), "<reference>", "exec"), namespace)
+        exec(compile(without_hidden_tests(cell["source"]), "<reference>", "exec"), namespace)
         if is_solution_code(cell):
             for name in defined_functions(cell["source"]):
                 recorders[name] = namespace[name] = _Recorder(namespace[name])

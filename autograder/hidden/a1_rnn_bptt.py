@@ -1,16 +1,18 @@
-"""Hidden checks of Assignment 1: the RNN forward pass, BPTT by hand, global-norm clipping.
+"""Hidden checks of Assignment 1: an RNN classifier over padded batches, BPTT by hand, clipping.
 
 The hidden test cells of ``a1_rnn_bptt`` call, at autograde time::
 
-    check_rnn_forward(rnn_forward, sequence_loss)
+    check_rnn_forward(rnn_forward, classification_loss)
     check_rnn_backward(rnn_backward)
     check_clip_by_global_norm(clip_by_global_norm)
 
 Each check runs the student's functions on inputs that the visible tests do not use (other
-shapes and seeds, T = 1, non-zero h0, scores near 1000, non-contiguous arrays, gradients below
-the threshold...) and compares them with references computed here with torch, never with the
-student's code. A failure raises AssertionError that names the case, the quantity that is off
-and by how much, e.g. ``[rnn_backward, T=1, D=2, H=3, K=4] dW differs from autograd by 3.1e-02
+shapes and seeds, B = 1, T = 1, every length 1, one sequence of full length, lengths in no
+order, garbage in the padding, non-zero h0, scores near 1000, non-contiguous arrays, gradients
+below the threshold...) and compares them with references computed here with torch, one
+sequence at a time over its real steps, never with the student's code. A failure raises
+AssertionError that names the case, the quantity that is off and by how much, e.g.
+``[rnn_backward, B=1, T=1, D=2, H=3, K=4, non-zero h0] dW differs from autograd by 3.1e-02
 at [1, 0] (...)``.
 
 While a student's function runs, the routines that would do its work (autograd,
@@ -20,7 +22,6 @@ While a student's function runs, the routines that would do its work (autograd,
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -32,7 +33,10 @@ from autograder.hidden import shortcuts
 from autograder.hidden.shortcuts import ShortcutUsed
 from autograder.hidden.shortcuts import case as _case
 from autograder.hidden.shortcuts import describe as _describe
+from autograder.hidden.shortcuts import expect_unchanged as _expect_unchanged
+from autograder.hidden.shortcuts import snapshot as _snapshot
 from autograder.hidden.shortcuts import strided as _strided
+from autograder.hidden.shortcuts import unpack as _unpack
 from course.checks import assert_close
 
 __all__ = [
@@ -74,21 +78,8 @@ _TORCH_SHORTCUTS = (
 )
 
 
-def shortcut_targets() -> list[tuple[Any, str, str]]:
-    """Every (owner, attribute, label) that :func:`no_shortcuts` replaces by a trap."""
-    return shortcuts.collect_targets(_TORCH_SHORTCUTS)
-
-
-def no_shortcuts(
-    function: Callable[..., Any], duty: str
-) -> contextlib.AbstractContextManager[list[str]]:
-    """Inside the ``with`` block every shortcut is a trap (see :mod:`autograder.hidden.shortcuts`)."""
-    return shortcuts.no_shortcuts(function, duty, shortcut_targets())
-
-
-def _call_by_hand(function: Callable[..., Any], duty: str, *args: Any) -> Any:
-    """``function(*args)`` with every shortcut trapped, even if the function hides the trap."""
-    return shortcuts.call_by_hand(function, duty, shortcut_targets(), *args)
+TRAPS = shortcuts.Traps(_TORCH_SHORTCUTS)
+shortcut_targets, no_shortcuts, _call_by_hand = TRAPS.methods()
 
 
 # --------------------------------------------------------------------------------------------
@@ -104,17 +95,27 @@ class _Case:
     D: int
     H: int
     K: int
+    lengths: tuple[int, ...]  # one per sequence: B = len(lengths)
     recurrent_scale: float = 0.8  # W is this times a Gaussian matrix / sqrt(H)
     read_out_scale: float = 1.0
     h0_scale: float = 0.5
     score_offset: float = 0.0  # added to every entry of c
+    padding_scale: float = 30.0  # padded inputs are this times Gaussian noise: garbage
     strided: bool = False
-    target_dtype: type = np.int64
+    int_dtype: type = np.int64  # of lengths and labels
 
-    def build(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    @property
+    def B(self) -> int:
+        return len(self.lengths)
+
+    def build(self) -> tuple[np.ndarray, ...]:
+        """(xs, lengths, labels, h0, params) of this case."""
         rng = np.random.default_rng(self.seed)
-        xs = rng.normal(size=(self.T, self.D))
-        h0 = self.h0_scale * rng.normal(size=self.H)
+        xs = rng.normal(size=(self.B, self.T, self.D))
+        lengths = np.array(self.lengths, dtype=self.int_dtype)
+        padding = np.arange(self.T) >= lengths[:, None]  # (B, T)
+        xs[padding] = self.padding_scale * rng.normal(size=(int(padding.sum()), self.D))
+        h0 = self.h0_scale * rng.normal(size=(self.B, self.H))
         params = {
             "W": self.recurrent_scale * rng.normal(size=(self.H, self.H)) / np.sqrt(self.H),
             "U": 0.7 * rng.normal(size=(self.H, self.D)),
@@ -122,11 +123,11 @@ class _Case:
             "V": self.read_out_scale * rng.normal(size=(self.K, self.H)),
             "c": rng.normal(size=self.K) + self.score_offset,
         }
-        targets = rng.integers(0, self.K, size=self.T).astype(self.target_dtype)
+        labels = rng.integers(0, self.K, size=self.B).astype(self.int_dtype)
         if self.strided:
             xs, h0 = _strided(xs), _strided(h0)
             params = {name: _strided(value) for name, value in params.items()}
-        return xs, targets, h0, params
+        return xs, lengths, labels, h0, params
 
 
 @dataclass(frozen=True)
@@ -138,26 +139,37 @@ class _Reference:
 
 
 def _reference(
-    xs: np.ndarray, targets: np.ndarray, h0: np.ndarray, params: dict[str, np.ndarray]
+    xs: np.ndarray,
+    lengths: np.ndarray,
+    labels: np.ndarray,
+    h0: np.ndarray,
+    params: dict[str, np.ndarray],
 ) -> _Reference:
-    """Forward pass, summed loss and gradients, with torch autograd in float64."""
+    """Forward pass, mean loss and gradients with torch autograd in float64, one sequence at a
+    time over its real steps only (the padding never enters the graph)."""
     leaves = {
         name: torch.tensor(np.array(value, dtype=np.float64), requires_grad=True)
         for name, value in {**params, "h0": h0}.items()
     }
     inputs = torch.tensor(np.array(xs, dtype=np.float64))
-    state = leaves["h0"]
-    states = []
-    for x_t in inputs:
-        state = torch.tanh(leaves["W"] @ state + leaves["U"] @ x_t + leaves["b"])
-        states.append(state)
-    hs = torch.stack(states)  # (T, H)
-    log_probs = torch.log_softmax(hs @ leaves["V"].T + leaves["c"], dim=1)  # (T, K)
-    ids = torch.as_tensor(np.asarray(targets, dtype=np.int64))
-    loss = torch.nn.functional.nll_loss(log_probs, ids, reduction="sum")
+    n_rows, n_steps = inputs.shape[:2]
+    all_states, all_log_probs = [], []
+    for row in range(n_rows):
+        state, states = leaves["h0"][row], []
+        for step in range(n_steps):
+            if step < int(lengths[row]):
+                state = torch.tanh(
+                    leaves["W"] @ state + leaves["U"] @ inputs[row, step] + leaves["b"]
+                )
+            states.append(state)  # at padding: the state after the last real step
+        all_states.append(torch.stack(states))  # (T, H)
+        all_log_probs.append(torch.log_softmax(leaves["V"] @ state + leaves["c"], dim=0))
+    log_probs = torch.stack(all_log_probs)  # (B, K)
+    ids = torch.as_tensor(np.asarray(labels, dtype=np.int64))
+    loss = torch.nn.functional.nll_loss(log_probs, ids, reduction="mean")
     gradients = torch.autograd.grad(loss, [leaves[name] for name in GRADIENT_ORDER])
     return _Reference(
-        hs=hs.detach().numpy(),
+        hs=torch.stack(all_states).detach().numpy(),
         probs=log_probs.detach().exp().numpy(),
         loss=float(loss.detach()),
         grads={name: grad.numpy() for name, grad in zip(GRADIENT_ORDER, gradients, strict=True)},
@@ -183,113 +195,104 @@ def _reference_clip(
 # --------------------------------------------------------------------------------------------
 
 
-def _unpack(result: Any, function_name: str, names: tuple[str, ...]) -> tuple[Any, ...]:
-    if not isinstance(result, (tuple, list)) or len(result) != len(names):
-        raise AssertionError(
-            f"{function_name} should return a tuple ({', '.join(names)}), got {_describe(result)}"
-        )
-    return tuple(result)
-
-
 def _expect_scalar(name: str, value: Any) -> float:
     if isinstance(value, (str, bytes)) or value is None or np.ndim(value) != 0:
         raise AssertionError(f"{name} should be a single number, got {_describe(value)}")
     return float(value)
 
 
-def _snapshot(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {key: (item, np.array(item, copy=True)) for key, item in value.items()}
-    return np.array(value, copy=True)
-
-
-def _expect_unchanged(function_name: str, label: str, value: Any, snapshot: Any) -> None:
-    """Raise if ``value`` (an array, or a dict of arrays) differs from its ``snapshot``."""
-    if isinstance(snapshot, dict):
-        if set(value) != set(snapshot):
-            raise AssertionError(
-                f"{function_name} changed the keys of its input {label} from {sorted(snapshot)} "
-                f"to {sorted(value)}; it must leave its inputs unchanged"
-            )
-        for key, (original_object, original_values) in snapshot.items():
-            if value[key] is not original_object:
-                raise AssertionError(
-                    f"{function_name} replaced {label}[{key!r}] in its input dict; it must leave "
-                    "its inputs unchanged (build a new dict instead)"
-                )
-            _expect_unchanged(function_name, f"{label}[{key!r}]", value[key], original_values)
-        return
-    if not np.array_equal(value, snapshot):
-        change = float(np.max(np.abs(np.asarray(value, dtype=np.float64) - snapshot)))
-        raise AssertionError(
-            f"{function_name} modified its input {label} in place (largest change {change:.1e}); "
-            "it must leave its inputs unchanged (compute new arrays instead)"
-        )
-
-
 # --------------------------------------------------------------------------------------------
-# Part A: rnn_forward and sequence_loss
+# Part A: rnn_forward and classification_loss
 # --------------------------------------------------------------------------------------------
 
 FORWARD_CASES = (
-    _Case("T=1, D=3, H=4, K=5, non-zero h0", seed=11, T=1, D=3, H=4, K=5),
-    _Case("T=7, D=2, H=5, K=3, non-contiguous arrays", seed=12, T=7, D=2, H=5, K=3, strided=True),
+    _Case("B=1, T=1, D=3, H=4, K=5, non-zero h0", seed=11, T=1, D=3, H=4, K=5, lengths=(1,)),
     _Case(
-        "T=4, D=4, H=3, K=6, scores near 1000 (a naive softmax overflows)",
+        "B=4, T=6, D=2, H=5, K=3, lengths (6, 2, 4, 1) in no order, non-contiguous arrays",
+        seed=12,
+        T=6,
+        D=2,
+        H=5,
+        K=3,
+        lengths=(6, 2, 4, 1),
+        strided=True,
+    ),
+    _Case(
+        "B=3, T=4, D=3, H=3, K=4, every length 1 (the rest is padding)",
         seed=13,
         T=4,
+        D=3,
+        H=3,
+        K=4,
+        lengths=(1, 1, 1),
+    ),
+    _Case(
+        "B=2, T=3, D=4, H=3, K=6, scores near 1000 (a naive softmax overflows)",
+        seed=14,
+        T=3,
         D=4,
         H=3,
         K=6,
+        lengths=(3, 2),
         read_out_scale=10.0,
         score_offset=1000.0,
     ),
     _Case(
-        "T=12, D=1, H=6, K=2, zero h0, strong recurrence, int32 targets",
-        seed=14,
+        "B=5, T=12, D=1, H=6, K=2, one sequence of full length, zero h0, strong recurrence, "
+        "int32 lengths and labels",
+        seed=15,
         T=12,
         D=1,
         H=6,
         K=2,
+        lengths=(3, 12, 1, 5, 2),
         recurrent_scale=2.0,
         h0_scale=0.0,
-        target_dtype=np.int32,
+        int_dtype=np.int32,
     ),
 )
 
 
-def check_rnn_forward(rnn_forward: Callable[..., Any], sequence_loss: Callable[..., Any]) -> None:
-    """Hidden test of Part A: hidden states, probabilities and summed loss on new cases.
+def check_rnn_forward(
+    rnn_forward: Callable[..., Any], classification_loss: Callable[..., Any]
+) -> None:
+    """Hidden test of Part A: hidden states, probabilities and mean loss on new cases.
 
-    ``sequence_loss`` gets the reference probabilities, so that a mistake in ``rnn_forward``
-    is not counted twice.
+    ``classification_loss`` gets the reference probabilities, so that a mistake in
+    ``rnn_forward`` is not counted twice.
     """
     for case in FORWARD_CASES:
-        xs, targets, h0, params = case.build()
-        expected = _reference(xs, targets, h0, params)
-        before = {"xs": _snapshot(xs), "h0": _snapshot(h0), "params": _snapshot(params)}
+        xs, lengths, labels, h0, params = case.build()
+        expected = _reference(xs, lengths, labels, h0, params)
+        inputs = {"xs": xs, "lengths": lengths, "h0": h0, "params": params}
+        before = _snapshot(inputs)
         with _case(f"rnn_forward, {case.label}"):
-            result = _call_by_hand(rnn_forward, FORWARD_DUTY, xs, h0, params)
+            result = _call_by_hand(rnn_forward, FORWARD_DUTY, xs, lengths, h0, params)
             hs, probs = _unpack(result, "rnn_forward", ("hs", "probs"))
-            for label, value in (("xs", xs), ("h0", h0), ("params", params)):
-                _expect_unchanged("rnn_forward", label, value, before[label])
+            _expect_unchanged("rnn_forward", inputs, before)
             assert_close("hs", hs, expected.hs, atol=1e-9, rtol=1e-7, against="the reference")
             assert_close(
                 "probs", probs, expected.probs, atol=1e-9, rtol=1e-7, against="the reference"
             )
 
         probs_in = expected.probs.copy()
-        with _case(f"sequence_loss, {case.label}"):
-            loss = _call_by_hand(sequence_loss, FORWARD_DUTY, probs_in, targets)
-            value = _expect_scalar("sequence_loss", loss)
-            _expect_unchanged("sequence_loss", "probs", probs_in, expected.probs)
-            if case.T > 1 and abs(value - expected.loss / case.T) < 1e-9 * max(1.0, expected.loss):
+        with _case(f"classification_loss, {case.label}"):
+            loss = _call_by_hand(classification_loss, FORWARD_DUTY, probs_in, labels)
+            value = _expect_scalar("classification_loss", loss)
+            _expect_unchanged("classification_loss", {"probs": probs_in}, {"probs": expected.probs})
+            summed = expected.loss * case.B
+            if case.B > 1 and abs(value - summed) < 1e-9 * max(1.0, summed):
                 raise AssertionError(
-                    f"sequence_loss returned {value:.6g}, the mean over the {case.T} steps; "
-                    f"the loss is their sum, {expected.loss:.6g}"
+                    f"classification_loss returned {value:.6g}, the sum over the {case.B} "
+                    f"sequences; the loss is their mean, {expected.loss:.6g}"
                 )
             assert_close(
-                "sequence_loss", value, expected.loss, atol=1e-8, rtol=1e-9, against="the reference"
+                "classification_loss",
+                value,
+                expected.loss,
+                atol=1e-8,
+                rtol=1e-9,
+                against="the reference",
             )
     print(f"check_rnn_forward: all {len(FORWARD_CASES)} hidden cases passed.")
 
@@ -299,27 +302,56 @@ def check_rnn_forward(rnn_forward: Callable[..., Any], sequence_loss: Callable[.
 # --------------------------------------------------------------------------------------------
 
 BACKWARD_CASES = (
-    _Case("T=1, D=2, H=3, K=4, non-zero h0", seed=21, T=1, D=2, H=3, K=4),
-    _Case("T=9, D=3, H=5, K=4, non-contiguous arrays", seed=22, T=9, D=3, H=5, K=4, strided=True),
+    _Case("B=1, T=1, D=2, H=3, K=4, non-zero h0", seed=21, T=1, D=2, H=3, K=4, lengths=(1,)),
     _Case(
-        "T=5, D=2, H=4, K=3, scores near 1000 (a naive softmax overflows)",
+        "B=3, T=5, D=3, H=4, K=2, every length 1 (the rest is padding)",
+        seed=22,
+        T=5,
+        D=3,
+        H=4,
+        K=2,
+        lengths=(1, 1, 1),
+    ),
+    _Case(
+        "B=4, T=9, D=3, H=5, K=4, lengths (2, 9, 5, 3) in no order, non-contiguous arrays",
         seed=23,
+        T=9,
+        D=3,
+        H=5,
+        K=4,
+        lengths=(2, 9, 5, 3),
+        strided=True,
+    ),
+    _Case(
+        "B=2, T=4, D=2, H=3, K=3, no padding at all",
+        seed=24,
+        T=4,
+        D=2,
+        H=3,
+        K=3,
+        lengths=(4, 4),
+    ),
+    _Case(
+        "B=2, T=5, D=2, H=4, K=3, scores near 1000 (a naive softmax overflows)",
+        seed=25,
         T=5,
         D=2,
         H=4,
         K=3,
+        lengths=(5, 3),
         read_out_scale=3.0,
         score_offset=1000.0,
     ),
     _Case(
-        "T=25, D=2, H=3, K=2, long sequence, strong recurrence, int32 targets",
-        seed=24,
+        "B=3, T=25, D=2, H=3, K=2, long sequences, strong recurrence, int32 lengths and labels",
+        seed=26,
         T=25,
         D=2,
         H=3,
         K=2,
+        lengths=(17, 25, 8),
         recurrent_scale=2.0,
-        target_dtype=np.int32,
+        int_dtype=np.int32,
     ),
 )
 
@@ -327,13 +359,13 @@ BACKWARD_CASES = (
 def check_rnn_backward(rnn_backward: Callable[..., Any]) -> None:
     """Hidden test of Part B: every gradient against autograd on new cases, no autograd inside."""
     for case in BACKWARD_CASES:
-        xs, targets, h0, params = case.build()
-        expected = _reference(xs, targets, h0, params)
-        before = {"xs": _snapshot(xs), "h0": _snapshot(h0), "params": _snapshot(params)}
+        xs, lengths, labels, h0, params = case.build()
+        expected = _reference(xs, lengths, labels, h0, params)
+        inputs = {"xs": xs, "lengths": lengths, "labels": labels, "h0": h0, "params": params}
+        before = _snapshot(inputs)
         with _case(f"rnn_backward, {case.label}"):
-            grads = _call_by_hand(rnn_backward, BACKWARD_DUTY, xs, targets, h0, params)
-            for label, value in (("xs", xs), ("h0", h0), ("params", params)):
-                _expect_unchanged("rnn_backward", label, value, before[label])
+            grads = _call_by_hand(rnn_backward, BACKWARD_DUTY, xs, lengths, labels, h0, params)
+            _expect_unchanged("rnn_backward", inputs, before)
             if not isinstance(grads, Mapping):
                 raise AssertionError(
                     f"rnn_backward should return a dict of gradients, got {_describe(grads)}"
@@ -409,10 +441,10 @@ def check_clip_by_global_norm(clip_by_global_norm: Callable[..., Any]) -> None:
     for label, grads, max_norm in cases:
         expected, expected_total = _reference_clip(grads, max_norm)
         nothing_to_clip = expected_total <= max_norm
-        before = _snapshot(grads)
+        before = _snapshot({"grads": grads})
         with _case(f"clip_by_global_norm, {label}"):
             result = _call_by_hand(clip_by_global_norm, CLIP_DUTY, grads, max_norm)
-            _expect_unchanged("clip_by_global_norm", "grads", grads, before)
+            _expect_unchanged("clip_by_global_norm", {"grads": grads}, before)
             clipped, total = _unpack(result, "clip_by_global_norm", ("clipped", "total_norm"))
             if not isinstance(clipped, Mapping):
                 raise AssertionError(

@@ -22,7 +22,6 @@ and functions of torch, autograd, and every public callable of the ``course`` pa
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -33,7 +32,10 @@ from autograder.hidden import shortcuts
 from autograder.hidden.shortcuts import ShortcutUsed
 from autograder.hidden.shortcuts import case as _case
 from autograder.hidden.shortcuts import describe as _describe
+from autograder.hidden.shortcuts import expect_unchanged as _expect_unchanged
+from autograder.hidden.shortcuts import snapshot as _snapshot
 from autograder.hidden.shortcuts import strided as _strided
+from autograder.hidden.shortcuts import unpack as _unpack
 from course.checks import assert_close
 
 __all__ = [
@@ -64,54 +66,13 @@ _TORCH_SHORTCUTS = (
 )
 
 
-def shortcut_targets() -> list[tuple[Any, str, str]]:
-    """Every (owner, attribute, label) that :func:`no_shortcuts` replaces by a trap."""
-    return shortcuts.collect_targets(_TORCH_SHORTCUTS)
-
-
-def no_shortcuts(
-    function: Callable[..., Any], duty: str
-) -> contextlib.AbstractContextManager[list[str]]:
-    """Inside the ``with`` block every shortcut is a trap (see :mod:`autograder.hidden.shortcuts`)."""
-    return shortcuts.no_shortcuts(function, duty, shortcut_targets())
-
-
-def _call_by_hand(function: Callable[..., Any], duty: str, *args: Any) -> Any:
-    """``function(*args)`` with every shortcut trapped, even if the function hides the trap."""
-    return shortcuts.call_by_hand(function, duty, shortcut_targets(), *args)
+TRAPS = shortcuts.Traps(_TORCH_SHORTCUTS)
+shortcut_targets, no_shortcuts, _call_by_hand = TRAPS.methods()
 
 
 # --------------------------------------------------------------------------------------------
 # Helpers
 # --------------------------------------------------------------------------------------------
-
-
-def _pair(result: Any, function_name: str, names: tuple[str, str]) -> tuple[Any, Any]:
-    if not isinstance(result, (tuple, list)) or len(result) != 2:
-        raise AssertionError(
-            f"{function_name} should return a tuple ({', '.join(names)}), got {_describe(result)}"
-        )
-    return result[0], result[1]
-
-
-def _snapshots(values: dict[str, Any]) -> dict[str, Any]:
-    out = {}
-    for label, value in values.items():
-        if isinstance(value, dict):
-            out.update({f"{label}[{k!r}]": np.array(v, copy=True) for k, v in value.items()})
-        else:
-            out[label] = np.array(value, copy=True)
-    return out
-
-
-def _expect_unchanged(function_name: str, values: dict[str, Any], before: dict[str, Any]) -> None:
-    now = _snapshots(values)
-    for label, snapshot in before.items():
-        if label not in now or not np.array_equal(now[label], snapshot):
-            raise AssertionError(
-                f"{function_name} modified its input {label} in place; it must leave its inputs "
-                "unchanged (compute new arrays instead)"
-            )
 
 
 LSTM_BLOCKS = "figo"  # the assignment's order: forget, input, candidate g, output
@@ -130,8 +91,8 @@ def _reorder(matrix: np.ndarray, blocks: str, order: str) -> torch.Tensor:
 
 def _lstm_params(rng: np.random.Generator, D: int, H: int, scale: float = 0.6) -> dict:
     return {
-        "W": scale * rng.normal(size=(4 * H, D)),
-        "U": scale * rng.normal(size=(4 * H, H)),
+        "U": scale * rng.normal(size=(4 * H, D)),  # input matrices U_f, U_i, U_g, U_o
+        "W": scale * rng.normal(size=(4 * H, H)),  # recurrent matrices W_f, W_i, W_g, W_o
         "b": 0.5 * rng.normal(size=4 * H),
     }
 
@@ -139,8 +100,8 @@ def _lstm_params(rng: np.random.Generator, D: int, H: int, scale: float = 0.6) -
 def _torch_lstm_cell(params: dict, D: int, H: int) -> torch.nn.LSTMCell:
     cell = torch.nn.LSTMCell(D, H, dtype=torch.float64)
     with torch.no_grad():
-        cell.weight_ih.copy_(_reorder(params["W"], LSTM_BLOCKS, TORCH_LSTM_BLOCKS))
-        cell.weight_hh.copy_(_reorder(params["U"], LSTM_BLOCKS, TORCH_LSTM_BLOCKS))
+        cell.weight_ih.copy_(_reorder(params["U"], LSTM_BLOCKS, TORCH_LSTM_BLOCKS))
+        cell.weight_hh.copy_(_reorder(params["W"], LSTM_BLOCKS, TORCH_LSTM_BLOCKS))
         cell.bias_ih.copy_(_reorder(params["b"], LSTM_BLOCKS, TORCH_LSTM_BLOCKS))
         cell.bias_hh.zero_()
     return cell
@@ -174,10 +135,10 @@ def check_lstm_cell(lstm_cell_forward: Callable[..., Any]) -> None:
             x, h_prev, c_prev = _strided(x), _strided(h_prev), _strided(c_prev)
             params = {k: _strided(v) for k, v in params.items()}
         inputs = {"x": x, "h_prev": h_prev, "c_prev": c_prev, "params": params}
-        before = _snapshots(inputs)
+        before = _snapshot(inputs)
         with _case(f"lstm_cell_forward, {label}"), np.errstate(over="ignore"):
             result = _call_by_hand(lstm_cell_forward, BY_HAND, x, h_prev, c_prev, params)
-            h, c = _pair(result, "lstm_cell_forward", ("h", "c"))
+            h, c = _unpack(result, "lstm_cell_forward", ("h", "c"))
             _expect_unchanged("lstm_cell_forward", inputs, before)
             assert_close("c", c, c_ref, atol=1e-9, rtol=1e-7, against="torch.nn.LSTMCell")
             assert_close("h", h, h_ref, atol=1e-9, rtol=1e-7, against="torch.nn.LSTMCell")
@@ -238,11 +199,13 @@ def check_lstm_sequence(lstm_sequence_forward: Callable[..., Any]) -> None:
         c0 = rng.normal(size=(B, H)) if nonzero else np.zeros((B, H))
         hs_ref, h_ref, c_ref = _reference_sequence(params, xs, lengths, h0, c0)
         inputs = {"xs": xs, "mask": mask, "h0": h0, "c0": c0, "params": params}
-        before = _snapshots(inputs)
+        before = _snapshot(inputs)
         with _case(f"lstm_sequence_forward, {label}"):
             result = _call_by_hand(lstm_sequence_forward, BY_HAND, xs, mask, h0, c0, params)
-            hs, final = _pair(result, "lstm_sequence_forward", ("hs", "(h_last, c_last)"))
-            h_last, c_last = _pair(final, "the second output of lstm_sequence_forward", ("h", "c"))
+            hs, final = _unpack(result, "lstm_sequence_forward", ("hs", "(h_last, c_last)"))
+            h_last, c_last = _unpack(
+                final, "the second output of lstm_sequence_forward", ("h", "c")
+            )
             _expect_unchanged("lstm_sequence_forward", inputs, before)
             assert_close("hs", hs, hs_ref, atol=1e-9, rtol=1e-7, against="nn.LSTM (packed)")
             assert_close("h_last", h_last, h_ref, atol=1e-9, rtol=1e-7, against="nn.LSTM (packed)")
@@ -266,24 +229,24 @@ def check_gru_cell(gru_cell_forward: Callable[..., Any]) -> None:
     for label, seed, B, D, H, strided in GRU_CASES:
         rng = np.random.default_rng(seed)
         params = {
-            "W": 0.7 * rng.normal(size=(3 * H, D)),
-            "U": 0.7 * rng.normal(size=(3 * H, H)),
-            "b_W": 0.5 * rng.normal(size=3 * H),
-            "b_U": 0.5 * rng.normal(size=3 * H),
+            "U": 0.7 * rng.normal(size=(3 * H, D)),
+            "W": 0.7 * rng.normal(size=(3 * H, H)),
+            "b_in": 0.5 * rng.normal(size=3 * H),
+            "b_rec": 0.5 * rng.normal(size=3 * H),
         }
         x, h_prev = rng.normal(size=(B, D)), rng.normal(size=(B, H))
         cell = torch.nn.GRUCell(D, H, dtype=torch.float64)
         with torch.no_grad():
-            cell.weight_ih.copy_(_reorder(params["W"], GRU_BLOCKS, TORCH_GRU_BLOCKS))
-            cell.weight_hh.copy_(_reorder(params["U"], GRU_BLOCKS, TORCH_GRU_BLOCKS))
-            cell.bias_ih.copy_(_reorder(params["b_W"], GRU_BLOCKS, TORCH_GRU_BLOCKS))
-            cell.bias_hh.copy_(_reorder(params["b_U"], GRU_BLOCKS, TORCH_GRU_BLOCKS))
+            cell.weight_ih.copy_(_reorder(params["U"], GRU_BLOCKS, TORCH_GRU_BLOCKS))
+            cell.weight_hh.copy_(_reorder(params["W"], GRU_BLOCKS, TORCH_GRU_BLOCKS))
+            cell.bias_ih.copy_(_reorder(params["b_in"], GRU_BLOCKS, TORCH_GRU_BLOCKS))
+            cell.bias_hh.copy_(_reorder(params["b_rec"], GRU_BLOCKS, TORCH_GRU_BLOCKS))
             h_ref = cell(torch.tensor(x), torch.tensor(h_prev)).numpy()
         if strided:
             x, h_prev = _strided(x), _strided(h_prev)
             params = {k: _strided(v) for k, v in params.items()}
         inputs = {"x": x, "h_prev": h_prev, "params": params}
-        before = _snapshots(inputs)
+        before = _snapshot(inputs)
         with _case(f"gru_cell_forward, {label}"):
             h = _call_by_hand(gru_cell_forward, BY_HAND, x, h_prev, params)
             _expect_unchanged("gru_cell_forward", inputs, before)
@@ -341,7 +304,7 @@ def check_select_quote_cell(select_quote_cell: Callable[..., Any]) -> None:
     cases = quote_cases()
     for label, acts, labels, best in cases:
         inputs = {"activations": acts, "inside_quotes": labels}
-        before = _snapshots(inputs)
+        before = _snapshot(inputs)
         with _case(f"select_quote_cell, {label}"):
             chosen = _call_by_hand(select_quote_cell, SELECT_BY_HAND, acts, labels)
             _expect_unchanged("select_quote_cell", inputs, before)

@@ -1,11 +1,19 @@
-"""Traps for library routines that would do a student's work, shared by the hidden checks.
+"""What every assignment's hidden checks share: traps for shortcuts, cases, input snapshots.
 
 Each assignment's hidden module names the torch routines that would do its work (autograd,
-``torch.nn`` layers, ``clip_grad_norm_``...) and exposes ``shortcut_targets()``, built with
-:func:`collect_targets`; every public callable of the ``course`` package except
-``course.checks`` is added to every list. While a student's function runs under
-:func:`no_shortcuts`, each target is replaced by a trap that raises :class:`ShortcutUsed`. The
+``torch.nn`` layers, ``clip_grad_norm_``...) in one :class:`Traps` and exposes its methods
+as ``shortcut_targets``, ``no_shortcuts`` and ``_call_by_hand``::
+
+    TRAPS = shortcuts.Traps((("torch.nn", ("RNN",)), ...))
+    shortcut_targets, no_shortcuts, _call_by_hand = TRAPS.methods()
+
+Every public callable of the ``course`` package (every module and subpackage, recursively)
+except ``course.checks`` is added to every list. While a student's function runs under
+``no_shortcuts``, each target is replaced by a trap that raises :class:`ShortcutUsed`. The
 TA grading command sets the same traps in the student's kernel, through ``shortcut_targets()``.
+
+:func:`snapshot` and :func:`expect_unchanged` catch a function that writes into its inputs;
+:func:`case` names the hidden case in a failure message.
 """
 
 from __future__ import annotations
@@ -13,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import pkgutil
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 from unittest import mock
 
@@ -35,16 +43,24 @@ def _resolve(dotted: str) -> Any:
         return getattr(importlib.import_module(parent), attribute)
 
 
+def _allowed(module_name: str) -> bool:
+    """True for ``course.checks`` (and anything below it) and for private modules."""
+    parts = module_name.split(".")
+    return parts[:2] == ["course", "checks"] or any(part.startswith("_") for part in parts)
+
+
 def _course_modules() -> list[Any]:
-    """The ``course`` submodules whose callables are off limits (all but ``course.checks``)."""
+    """``course`` and every module and subpackage below it, recursively, except the allowed
+    ones (``course.checks``, private modules): their callables are off limits."""
     import course
 
-    modules = []
-    for info in sorted(pkgutil.iter_modules(course.__path__), key=lambda found: found.name):
-        if info.name.startswith("_") or info.name == "checks":
+    modules = [course]
+    found = pkgutil.walk_packages(course.__path__, prefix="course.", onerror=lambda name: None)
+    for name in sorted(info.name for info in found):
+        if _allowed(name):
             continue
         try:
-            modules.append(importlib.import_module(f"course.{info.name}"))
+            modules.append(importlib.import_module(name))
         except Exception:  # noqa: BLE001 - a helper that does not import cannot be called either
             continue
     return modules
@@ -73,8 +89,8 @@ def collect_targets(library: Iterable[tuple[str, Iterable[str]]]) -> list[Target
             if (
                 not attribute.startswith("_")
                 and callable(value)
-                and origin.startswith("course.")
-                and not origin.startswith("course.checks")
+                and origin.split(".")[0] == "course"
+                and not _allowed(origin)
             ):
                 targets.append((module, attribute, f"{module.__name__}.{attribute}"))
     return targets
@@ -137,6 +153,35 @@ def call_by_hand(function: Callable[..., Any], duty: str, targets: list[Target],
     return result
 
 
+class Traps:
+    """The traps of one assignment: its own torch routines, plus every course callable.
+
+    ``library`` pairs a dotted owner with attribute names, as for :func:`collect_targets`.
+    The list of targets is built at each call, so a module imported since is covered too.
+    """
+
+    def __init__(self, library: Iterable[tuple[str, Iterable[str]]]):
+        self.library = tuple((owner, tuple(attributes)) for owner, attributes in library)
+
+    def targets(self) -> list[Target]:
+        """Every (owner, attribute, label) that :meth:`no_shortcuts` replaces by a trap."""
+        return collect_targets(self.library)
+
+    def no_shortcuts(
+        self, function: Callable[..., Any], duty: str
+    ) -> contextlib.AbstractContextManager[list[str]]:
+        """Inside the ``with`` block every shortcut is a trap (see :func:`no_shortcuts`)."""
+        return no_shortcuts(function, duty, self.targets())
+
+    def call_by_hand(self, function: Callable[..., Any], duty: str, *args: Any) -> Any:
+        """``function(*args)`` with every shortcut trapped, even if the function hides the trap."""
+        return call_by_hand(function, duty, self.targets(), *args)
+
+    def methods(self) -> tuple[Callable[..., Any], Callable[..., Any], Callable[..., Any]]:
+        """(targets, no_shortcuts, call_by_hand), to bind as an assignment module's names."""
+        return self.targets, self.no_shortcuts, self.call_by_hand
+
+
 @contextlib.contextmanager
 def case(description: str) -> Iterator[None]:
     """Prefix the message of any AssertionError raised inside the block with the case."""
@@ -158,6 +203,15 @@ def strided(array: np.ndarray) -> np.ndarray:
     return wide[..., 0]
 
 
+def unpack(result: Any, function_name: str, names: tuple[str, ...]) -> tuple[Any, ...]:
+    """``result`` as a tuple of ``len(names)`` values, or AssertionError saying what it was."""
+    if not isinstance(result, (tuple, list)) or len(result) != len(names):
+        raise AssertionError(
+            f"{function_name} should return a tuple ({', '.join(names)}), got {describe(result)}"
+        )
+    return tuple(result)
+
+
 def describe(value: Any) -> str:
     """A short description of a returned value, for messages: type and shape or length."""
     shape = getattr(value, "shape", None)
@@ -166,3 +220,57 @@ def describe(value: Any) -> str:
     if isinstance(value, (tuple, list)):
         return f"{type(value).__name__} of length {len(value)}"
     return type(value).__name__
+
+
+# -- inputs a student's function must leave alone --------------------------------------------------
+
+
+def snapshot(values: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of each input (an array, or a dict of arrays), to compare with after a call.
+
+    A dict's entry keeps its original object too, so replacing an array in the caller's dict
+    is caught as well as writing into it.
+    """
+
+    def copy_of(value: Any) -> Any:
+        if isinstance(value, Mapping):
+            return {key: (item, np.array(item, copy=True)) for key, item in value.items()}
+        return np.array(value, copy=True)
+
+    return {label: copy_of(value) for label, value in values.items()}
+
+
+def _expect_same(function_name: str, label: str, value: Any, before: Any) -> None:
+    if isinstance(before, dict):
+        if set(value) != set(before):
+            raise AssertionError(
+                f"{function_name} changed the keys of its input {label} from {sorted(before)} "
+                f"to {sorted(value)}; it must leave its inputs unchanged"
+            )
+        for key, (original_object, original_values) in before.items():
+            if value[key] is not original_object:
+                raise AssertionError(
+                    f"{function_name} replaced {label}[{key!r}] in its input dict; it must leave "
+                    "its inputs unchanged (build a new dict instead)"
+                )
+            _expect_same(function_name, f"{label}[{key!r}]", value[key], original_values)
+        return
+    if not np.array_equal(value, before):
+        try:
+            change = float(np.max(np.abs(np.asarray(value, dtype=np.float64) - before)))
+            detail = f" (largest change {change:.1e})"
+        except (TypeError, ValueError):  # reshaped or retyped in place: no elementwise change
+            detail = ""
+        raise AssertionError(
+            f"{function_name} modified its input {label} in place{detail}; "
+            "it must leave its inputs unchanged (compute new arrays instead)"
+        )
+
+
+def expect_unchanged(
+    function_name: str, values: Mapping[str, Any], before: Mapping[str, Any]
+) -> None:
+    """Raise AssertionError naming the first input in ``values`` that differs from ``before``
+    (made by :func:`snapshot` before the call)."""
+    for label, value in values.items():
+        _expect_same(function_name, label, value, before[label])

@@ -13,61 +13,75 @@
 # ---
 
 # %% [markdown]
-# # Assignment 1: an RNN forward pass, backpropagation through time by hand, and gradient clipping
+# # Assignment 1: an RNN that classifies padded sequences, BPTT by hand, and gradient clipping
 #
-# In Lecture 1 PyTorch computed every gradient for us. Here you open the box: you run a vanilla
-# RNN over a sequence with plain NumPy, derive and code its gradients yourself (BPTT), and write
-# the global-norm clipping that keeps exploding gradients in check.
+# In Lecture 1 an RNN read one sequence and predicted the next character at every step, and
+# PyTorch computed every gradient for us (the lecture then wrote that backward pass by hand).
+# Here you open the box for a different task: the RNN reads a whole **batch** of sequences of
+# different lengths, padded to a common length, and makes **one** prediction per sequence, a
+# class, from its state after the last real step. You write its forward pass and its
+# gradients with plain NumPy (BPTT), and the global-norm clipping that keeps exploding
+# gradients in check.
 #
 # **Goals.** After this assignment you can
 #
-# 1. run an Elman RNN with a softmax read-out over a whole sequence and compute its summed
-#    cross-entropy loss, in a numerically safe way (Part A);
-# 2. push the loss gradient backwards through time and check it against autograd (Part B);
+# 1. run an Elman RNN over a padded batch, leaving each sequence's state untouched by its
+#    padding, and compute the mean cross-entropy of a numerically safe softmax (Part A);
+# 2. push a loss that sits only at the end of each sequence back through time, through the
+#    padding, and check it against autograd (Part B);
 # 3. rescale a set of gradients to a maximum global norm without touching the originals (Part C);
 # 4. explain what truncating BPTT does and does not cut away (Part D, written).
 #
 # ## Notation
 #
-# Everything is NumPy, in `float64`. One sequence has $T$ steps; inputs have $D$ features, the
-# hidden state has $H$ units and there are $K$ output classes. For $t = 1, \dots, T$:
+# The symbols are those of the course's notation page. Everything is NumPy, in `float64`. A
+# batch holds $B$ sequences padded to $T$ steps; sequence $n$ has $\ell_n$ real steps
+# ($1 \le \ell_n \le T$), and its steps $\ell_n + 1, \dots, T$ are padding, which may hold any
+# values. Inputs have $D$ features, the hidden state has $H$ units and there are $K$ classes.
+# For each sequence (we drop the index $n$) and $t = 1, \dots, T$:
 #
-# $$a_t = W h_{t-1} + U x_t + b, \qquad h_t = \tanh(a_t), \qquad
-#   \hat y_t = \operatorname{softmax}(V h_t + c),$$
+# $$h_t = \begin{cases} \tanh\left(W h_{t-1} + U x_t + b\right) & t \le \ell
+#   \quad\text{(a real step)}\\
+#   h_{t-1} & t > \ell \quad\text{(padding: the state is carried, unchanged)}\end{cases}$$
 #
-# $$L = \sum_{t=1}^{T} \mathrm{CE}(y_t, \hat y_t) = -\sum_{t=1}^{T} \log \hat y_{t,\,k_t},$$
+# so that $h_T = h_\ell$, the state after the last real step. The sequence is classified from
+# it, and the loss is the cross-entropy **averaged over the $B$ sequences** of the batch:
 #
-# where $k_t$ is the target class at step $t$ and $y_t$ is its one-hot vector.
+# $$o = V h_T + c, \qquad p = \operatorname{softmax}(o), \qquad
+#   L = -\frac{1}{B} \sum_{n=1}^{B} \log p^{(n)}_{y_n},$$
+#
+# where $y_n$ is the class of sequence $n$ and $p^{(n)}$ its predicted distribution. There is
+# no loss at the other steps.
 #
 # | name | shape | meaning |
 # | --- | --- | --- |
-# | `xs` | (T, D) | inputs $x_1, \dots, x_T$, one row per step |
-# | `targets` | (T,) | integer class ids $k_1, \dots, k_T$ |
-# | `h0` | (H,) | initial hidden state $h_0$ (not always zero!) |
-# | `params["W"]` | (H, H) | recurrent weights |
-# | `params["U"]` | (H, D) | input weights |
-# | `params["b"]` | (H,) | hidden bias |
-# | `params["V"]` | (K, H) | output weights |
-# | `params["c"]` | (K,) | output bias |
-#
-# The loss is the **sum** over steps, not the mean.
+# | `xs` | (B, T, D) | inputs: `xs[n, t - 1]` is $x_t$ of sequence $n$ |
+# | `lengths` | (B,) | integers $\ell_n$, the real steps of each sequence, in any order |
+# | `labels` | (B,) | integers $y_n$ in $[0, K)$, the class of each sequence |
+# | `h0` | (B, H) | initial hidden states $h_0$, one per sequence (not always zero!) |
+# | `params["W"]` | (H, H) | recurrent matrix $W$ |
+# | `params["U"]` | (H, D) | input matrix $U$ |
+# | `params["b"]` | (H,) | hidden bias $b$ |
+# | `params["V"]` | (K, H) | readout matrix $V$ |
+# | `params["c"]` | (K,) | output bias $c$ |
 #
 # ## How you are graded
 #
 # * Parts A, B and C are autograded. Each part has a **visible test** cell that you can run now:
 #   it uses small fixed inputs and tells you which quantity is off, where and by how much.
 # * Each part also has a **hidden test** cell. It looks empty in your copy; when the assignment
-#   is graded it runs your function on other shapes, seeds and edge cases ($T = 1$, non-zero
-#   $h_0$, very large scores, non-contiguous arrays, inputs that must not be modified...). Code
-#   that only reproduces the visible numbers keeps the visible points and loses all the hidden
-#   ones. Write general code.
+#   is graded it runs your function on other shapes, seeds and edge cases ($B = 1$, $T = 1$,
+#   every length 1, lengths in any order, non-zero $h_0$, very large scores, non-contiguous
+#   arrays, inputs that must not be modified...). Code that only reproduces the visible
+#   numbers keeps the visible points and loses all the hidden ones. Write general code.
 # * Part D is a short written answer, graded by hand.
 # * Write your code only where it says `YOUR CODE HERE`, and keep the function names and
 #   signatures. Do not delete or copy cells: the grader looks for them by their ids.
 # * The point is to do the work yourself. During the hidden tests, `torch.autograd`,
 #   `Tensor.backward`, `torch.nn.RNN`, `torch.nn.utils.clip_grad_norm_` and the helpers of the
 #   `course` package are replaced by traps: calling them from your functions fails the test.
-#   (`course.checks`, which the visible tests use, is allowed.)
+#   (`course.checks`, which the visible tests use, is allowed.) Lecture 1's backward pass
+#   differentiates another loss, on one sequence: it is a guide to the method, not an answer.
 #
 # Autograded: 13 points. Written: 2 points.
 
@@ -79,14 +93,19 @@ from course.checks import assert_close
 np.set_printoptions(precision=4, suppress=True)
 
 # %% [markdown]
-# ## Part A: the forward pass and the loss (4 points)
+# ## Part A: the forward pass over a padded batch, and the loss (4 points)
 #
-# Implement `rnn_forward`, which returns every hidden state and every predicted distribution,
-# and `sequence_loss`, which turns the predictions into the summed cross-entropy.
+# Implement `rnn_forward`, which returns every hidden state and each sequence's predicted
+# distribution, and `classification_loss`, which turns the predictions into the mean
+# cross-entropy.
 #
-# Two things to watch:
+# Things to watch:
 #
-# * The recurrence starts from the given `h0`, and `hs` holds $h_1, \dots, h_T$ (not $h_0$).
+# * The recurrence starts from the given `h0`, and `hs[:, t - 1]` holds $h_t$ for
+#   $t = 1, \dots, T$ (not $h_0$).
+# * At a padded step the state does not move, whatever the padded input holds: `hs[n, t - 1]`
+#   is then the state after the sequence's last real step. Compute the step for the whole
+#   batch, then choose per row between the new and the old state (`np.where` does it).
 # * $\exp$ overflows a `float64` above about 709. A softmax over scores such as
 #   $(1000, 999)$ must still give $(0.731, 0.269)$, not `nan`. Subtracting the largest score of
 #   each row before exponentiating leaves the softmax unchanged (why?) and keeps it finite.
@@ -96,48 +115,51 @@ np.set_printoptions(precision=4, suppress=True)
 
 # %% nbgrader={"grade": false, "grade_id": "rnn_forward", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def rnn_forward(
-    xs: np.ndarray, h0: np.ndarray, params: dict[str, np.ndarray]
+    xs: np.ndarray, lengths: np.ndarray, h0: np.ndarray, params: dict[str, np.ndarray]
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Run a tanh RNN with a softmax read-out over one sequence.
+    """Run a tanh RNN over a padded batch and classify each sequence from its last state.
 
     Args:
-        xs: inputs x_1..x_T, shape (T, D).
-        h0: the initial hidden state, shape (H,).
+        xs: inputs, shape (B, T, D); the steps after a sequence's length are padding.
+        lengths: the number of real steps of each sequence, shape (B,), integers in [1, T].
+        h0: the initial hidden states, shape (B, H).
         params: "W" (H, H), "U" (H, D), "b" (H,), "V" (K, H), "c" (K,).
 
     Returns:
-        hs: hidden states h_1..h_T, shape (T, H).
-        probs: softmax predictions y_hat_1..y_hat_T, shape (T, K); every row sums to 1.
+        hs: hidden states h_1..h_T, shape (B, T, H); a padded step repeats the previous state.
+        probs: softmax(V h_T + c) for each sequence, shape (B, K); every row sums to 1.
     """
     ### BEGIN SOLUTION
-    recurrent, read_out = params["W"], params["V"]
-    # Input contributions of all steps at once: (T, D) @ (D, H) -> (T, H).
-    drive = np.asarray(xs, dtype=np.float64) @ params["U"].T + params["b"]
-    states = np.empty((drive.shape[0], recurrent.shape[0]))
-    state = np.array(h0, dtype=np.float64)
-    for step, push in enumerate(drive):
-        state = np.tanh(recurrent @ state + push)
-        states[step] = state
-    scores = states @ read_out.T + params["c"]  # (T, H) @ (H, K) -> (T, K)
+    inputs = np.asarray(xs, dtype=np.float64)
+    n_rows, n_steps, _ = inputs.shape
+    real = np.arange(n_steps) < np.reshape(lengths, (-1, 1))  # (B, T), True at real steps
+    drive = inputs @ params["U"].T + params["b"]  # (B, T, D) @ (D, H) -> (B, T, H)
+    states = np.empty((n_rows, n_steps, np.shape(params["W"])[0]))
+    state = np.array(h0, dtype=np.float64)  # (B, H)
+    for step in range(n_steps):
+        moved = np.tanh(state @ params["W"].T + drive[:, step])  # (B, H)
+        state = np.where(real[:, step, None], moved, state)  # padding keeps the old state
+        states[:, step] = state
+    scores = state @ params["V"].T + params["c"]  # (B, H) @ (H, K) -> (B, K)
     shifted = np.exp(scores - scores.max(axis=1, keepdims=True))  # largest entry per row is 1
     return states, shifted / shifted.sum(axis=1, keepdims=True)
     ### END SOLUTION
 
 
-# %% nbgrader={"grade": false, "grade_id": "sequence_loss", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def sequence_loss(probs: np.ndarray, targets: np.ndarray) -> float:
-    """Summed cross-entropy of the predictions against the target class ids.
+# %% nbgrader={"grade": false, "grade_id": "classification_loss", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def classification_loss(probs: np.ndarray, labels: np.ndarray) -> float:
+    """Mean cross-entropy of the predictions against the class ids.
 
     Args:
-        probs: predicted distributions, shape (T, K), as returned by rnn_forward.
-        targets: the correct class id at every step, shape (T,), integers in [0, K).
+        probs: predicted distributions, shape (B, K), as returned by rnn_forward.
+        labels: the correct class of every sequence, shape (B,), integers in [0, K).
 
     Returns:
-        L = -sum_t log probs[t, targets[t]], as a Python float.
+        L = -(1/B) sum_n log probs[n, labels[n]], as a Python float.
     """
     ### BEGIN SOLUTION
-    chosen = np.take_along_axis(probs, np.asarray(targets).reshape(-1, 1), axis=1)
-    return float(-np.log(chosen).sum())
+    chosen = np.take_along_axis(probs, np.asarray(labels).reshape(-1, 1), axis=1)  # (B, 1)
+    return float(-np.log(chosen).mean())
     ### END SOLUTION
 
 
@@ -145,11 +167,20 @@ def sequence_loss(probs: np.ndarray, targets: np.ndarray) -> float:
 # ### Visible test for Part A
 #
 # The weights below are fixed by hand (no randomness), and the expected numbers were computed
-# once with an independent implementation. Run this cell after writing both functions.
+# once with an independent implementation. The second sequence has one real step and the
+# third two; their padding holds large numbers that must not leak into the result. Run this
+# cell after writing both functions.
 
 # %% nbgrader={"grade": true, "grade_id": "test_forward_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-xs_a = np.array([[1.0, -1.0], [0.5, 2.0], [-1.5, 0.0]])  # (T=3, D=2)
-h0_a = np.array([0.1, -0.2, 0.3])  # (H=3,)
+xs_a = np.array(
+    [
+        [[1.0, -1.0], [0.5, 2.0], [-1.5, 0.0]],
+        [[0.3, 0.7], [50.0, -50.0], [50.0, 50.0]],
+        [[-1.0, 0.5], [2.0, -0.5], [-50.0, 50.0]],
+    ]
+)  # (B=3, T=3, D=2)
+lengths_a = np.array([3, 1, 2])
+h0_a = np.array([[0.1, -0.2, 0.3], [0.0, 0.0, 0.0], [-0.4, 0.2, 0.1]])  # (B=3, H=3)
 params_a = {
     "W": np.linspace(-0.5, 0.5, 9).reshape(3, 3),
     "U": np.linspace(-1.0, 1.0, 6).reshape(3, 2),
@@ -157,16 +188,28 @@ params_a = {
     "V": np.linspace(-1.0, 1.0, 12).reshape(4, 3),  # K=4
     "c": np.array([0.0, 0.5, -0.5, 0.2]),
 }
-targets_a = np.array([2, 0, 3])
+labels_a = np.array([2, 0, 3])
 
-hs_a, probs_a = rnn_forward(xs_a, h0_a, params_a)
+hs_a, probs_a = rnn_forward(xs_a, lengths_a, h0_a, params_a)
 assert_close(
     "hs",
     hs_a,
     [
-        [-0.4218990053, -0.2682711820, -0.3799489623],
-        [-0.8600304355, 0.3844267603, 0.9472134470],
-        [0.9136289087, 0.5552263829, -0.5350833088],
+        [
+            [-0.4218990053, -0.2682711820, -0.3799489623],
+            [-0.8600304355, 0.3844267603, 0.9472134470],
+            [0.9136289087, 0.5552263829, -0.5350833088],
+        ],
+        [
+            [-0.6169093029, 0.1780808681, 0.6527067060],
+            [-0.6169093029, 0.1780808681, 0.6527067060],  # padding: the state stays
+            [-0.6169093029, 0.1780808681, 0.6527067060],
+        ],
+        [
+            [0.6640367703, 0.4321195876, -0.1732351578],
+            [-0.9732659928, -0.4657733120, 0.6865691563],
+            [-0.9732659928, -0.4657733120, 0.6865691563],
+        ],
     ],
     against="the expected value",
 )
@@ -174,118 +217,140 @@ assert_close(
     "probs",
     probs_a,
     [
-        [0.4309497263, 0.3963469978, 0.0813360006, 0.0913672753],
-        [0.1472868113, 0.3140723826, 0.1494355462, 0.3892052598],
         [0.0904742481, 0.2482398538, 0.1519764544, 0.5093094436],
+        [0.1868504528, 0.3461836637, 0.1431123991, 0.3238534843],
+        [0.3680348503, 0.4025178214, 0.0982289629, 0.1312183654],
     ],
     against="the expected value",
 )
 assert_close("sum of each row of probs", probs_a.sum(axis=1), np.ones(3), atol=1e-9)
 assert_close(
-    "sequence_loss", sequence_loss(probs_a, targets_a), 5.0992395470, against="the expected value"
+    "classification_loss",
+    classification_loss(probs_a, labels_a),
+    1.8641229357,
+    against="the expected value",
 )
 print("Part A, visible test: passed.")
 
 # %% nbgrader={"grade": true, "grade_id": "test_forward_hidden", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
-# Hidden test (3 points): rnn_forward and sequence_loss on other shapes and seeds, T = 1,
-# non-zero h0, scores near 1000 (a naive softmax overflows), non-contiguous arrays, and
-# inputs that must come back unmodified. It runs when the assignment is graded.
+# Hidden test (3 points): rnn_forward and classification_loss on other shapes and seeds,
+# B = 1 and T = 1, every length 1, lengths in any order, garbage in the padding, non-zero h0,
+# scores near 1000 (a naive softmax overflows), non-contiguous arrays, and inputs that must
+# come back unmodified. It runs when the assignment is graded.
 ### BEGIN HIDDEN TESTS
 from autograder.hidden.a1_rnn_bptt import check_rnn_forward
 
-check_rnn_forward(rnn_forward, sequence_loss)
+check_rnn_forward(rnn_forward, classification_loss)
 ### END HIDDEN TESTS
 
 # %% [markdown]
 # ## Part B: backpropagation through time, by hand (6 points)
 #
-# Implement `rnn_backward`: the gradient of the **summed** loss $L$ with respect to every
-# parameter and to the initial state $h_0$. Use NumPy only; no autograd.
+# Implement `rnn_backward`: the gradient of the **mean** loss $L$ with respect to every
+# parameter and to the initial states $h_0$ of all the sequences. Use NumPy only; no autograd.
 #
-# A road map (derive each step on paper first):
+# Lecture 1 derived BPTT for a loss at every step of one sequence. Here the loss of a sequence
+# sits at its end only, and the batch has padding: derive each step on paper first.
 #
 # 1. Run your forward pass and keep what you need from it.
-# 2. The gradient of $\mathrm{CE}(y_t, \hat y_t)$ with respect to the scores $V h_t + c$ has a
-#    famously short form. From it you get the gradients for $V$ and $c$, summed over $t$.
-# 3. The state $h_t$ influences $L$ along **two** paths: through its own prediction
-#    $\hat y_t$, and through $h_{t+1}$ (and so through every later step). Walk backwards from
-#    $t = T$ to $t = 1$, carrying the gradient that arrives from the future.
-# 4. Going through $\tanh$ multiplies elementwise by $\tanh'(a_t) = 1 - h_t^2$.
-# 5. $W$, $U$ and $b$ are shared by all steps, so their gradients are sums over $t$. Take care
+# 2. The gradient of $L$ with respect to the logits $o^{(n)}$ of sequence $n$ has a famously
+#    short form; do not forget the $1/B$. From it you get the gradients for $V$ and $c$,
+#    summed over the batch, and the gradient that arrives at $h_T$.
+# 3. No other step has a loss of its own: walk backwards from $t = T$ to $t = 1$, carrying
+#    $\partial L / \partial h_t$ to $\partial L / \partial h_{t-1}$, for the whole batch at once.
+# 4. At a padded step $h_t = h_{t-1}$: what does that make of the gradient that passes
+#    through it, and what does such a step add to the gradients of $W$, $U$ and $b$?
+# 5. At a real step, going through $\tanh$ multiplies elementwise by $1 - h_t^2$; $W$, $U$
+#    and $b$ are shared by all steps and sequences, so their gradients are sums. Take care
 #    which hidden state multiplies which step ($W$ meets $h_{t-1}$, not $h_t$).
-# 6. What is left over after step $t = 1$ is the gradient for $h_0$.
+# 6. What is left over after step $t = 1$ is the gradient for $h_0$, one row per sequence.
 #
 # Return a dict with the keys `"W"`, `"U"`, `"b"`, `"V"`, `"c"` and `"h0"`, each of the same
-# shape as the quantity it differentiates.
+# shape as the quantity it differentiates (`"h0"`: (B, H)).
 
 
 # %% nbgrader={"grade": false, "grade_id": "rnn_backward", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def rnn_backward(
-    xs: np.ndarray, targets: np.ndarray, h0: np.ndarray, params: dict[str, np.ndarray]
+    xs: np.ndarray,
+    lengths: np.ndarray,
+    labels: np.ndarray,
+    h0: np.ndarray,
+    params: dict[str, np.ndarray],
 ) -> dict[str, np.ndarray]:
-    """Gradients of the summed cross-entropy L of rnn_forward, by backpropagation through time.
+    """Gradients of the mean cross-entropy L of rnn_forward, by backpropagation through time.
 
     Args:
-        xs: inputs, shape (T, D).
-        targets: target class ids, shape (T,).
-        h0: the initial hidden state, shape (H,).
+        xs: inputs, shape (B, T, D), padded after each sequence's length.
+        lengths: real steps of each sequence, shape (B,).
+        labels: class of each sequence, shape (B,).
+        h0: the initial hidden states, shape (B, H).
         params: "W" (H, H), "U" (H, D), "b" (H,), "V" (K, H), "c" (K,).
 
     Returns:
         A dict of dL/d(name) for name in "W", "U", "b", "V", "c" and "h0", each with the shape
-        of that quantity.
+        of that quantity ("h0": (B, H)).
     """
     ### BEGIN SOLUTION
-    states, predictions = rnn_forward(xs, h0, params)
-    n_steps = states.shape[0]
-    # d(CE)/d(scores) = y_hat - one_hot(target): (T, K)
-    score_grad = predictions.copy()
-    score_grad[np.arange(n_steps), np.asarray(targets)] -= 1.0
-    # The state each step starts from: h_0, h_1, ..., h_{T-1}, as a (T, H) array.
-    incoming = np.concatenate([np.reshape(h0, (1, -1)), states[:-1]], axis=0)
-    from_output = score_grad @ params["V"]  # dL_t/dh_t through the read-out, (T, H)
-    pre_grad = np.empty_like(states)  # dL/da_t, (T, H)
-    from_future = np.zeros(states.shape[1])  # dL/dh_t through h_{t+1}; zero after the last step
+    inputs = np.asarray(xs, dtype=np.float64)
+    states, predictions = rnn_forward(inputs, lengths, h0, params)
+    n_rows, n_steps, _ = inputs.shape
+    real = (np.arange(n_steps) < np.reshape(lengths, (-1, 1)))[:, :, None]  # (B, T, 1)
+    # dL/do for each sequence: (p - one_hot(label)) / B, (B, K)
+    logit_grad = predictions.copy()
+    logit_grad[np.arange(n_rows), np.asarray(labels)] -= 1.0
+    logit_grad /= n_rows
+    # The state each step starts from: h_0, h_1, ..., h_{T-1}, as a (B, T, H) array.
+    incoming = np.concatenate([np.asarray(h0, dtype=np.float64)[:, None], states[:, :-1]], 1)
+    grads = {"V": logit_grad.T @ states[:, -1], "c": logit_grad.sum(axis=0)}
+    grads |= {name: np.zeros(np.shape(params[name])) for name in ("W", "U", "b")}
+    state_grad = logit_grad @ params["V"]  # dL/dh_T, (B, H)
     for step in range(n_steps - 1, -1, -1):
-        pre_grad[step] = (from_output[step] + from_future) * (1.0 - states[step] ** 2)
-        from_future = params["W"].T @ pre_grad[step]
-    gradients = {"V": score_grad.T @ states, "c": score_grad.sum(axis=0), "h0": from_future}
-    gradients["W"] = pre_grad.T @ incoming  # sum over t of outer(dL/da_t, h_{t-1})
-    gradients["U"] = pre_grad.T @ np.asarray(xs, dtype=np.float64)
-    gradients["b"] = pre_grad.sum(axis=0)
-    return gradients
+        # dL/da_t at real steps; a padded step copied its state and adds nothing.
+        pre_grad = np.where(real[:, step], state_grad * (1.0 - states[:, step] ** 2), 0.0)
+        grads["W"] += pre_grad.T @ incoming[:, step]  # sum over b of outer(dL/da_t, h_{t-1})
+        grads["U"] += pre_grad.T @ inputs[:, step]
+        grads["b"] += pre_grad.sum(axis=0)
+        # dL/dh_{t-1}: through W at a real step, unchanged through a padded one.
+        state_grad = np.where(real[:, step], pre_grad @ params["W"], state_grad)
+    grads["h0"] = state_grad
+    return grads
     ### END SOLUTION
 
 
 # %% [markdown]
 # ### Visible test for Part B
 #
-# This test builds the same computation in PyTorch, lets autograd differentiate it, and compares
-# each of your gradients with autograd's.
+# This test builds the same computation in PyTorch, one sequence at a time over its real
+# steps only, lets autograd differentiate it, and compares each of your gradients with
+# autograd's. The sequences have lengths 2, 5 and 3, and their padding holds large numbers.
 
 # %% nbgrader={"grade": true, "grade_id": "test_backward_visible", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 import torch
 
 rng_b = np.random.default_rng(2024)
-T_b, D_b, H_b, K_b = 4, 3, 5, 4
-xs_b = rng_b.normal(size=(T_b, D_b))
-targets_b = rng_b.integers(0, K_b, size=T_b)
-h0_b = 0.5 * rng_b.normal(size=H_b)
+B_b, T_b, D_b, H_b, K_b = 3, 5, 3, 4, 3
+lengths_b = np.array([2, 5, 3])
+xs_b = rng_b.normal(size=(B_b, T_b, D_b))
+xs_b[np.arange(T_b) >= lengths_b[:, None]] = 25.0  # the padding: must change nothing
+labels_b = rng_b.integers(0, K_b, size=B_b)
+h0_b = 0.5 * rng_b.normal(size=(B_b, H_b))
 shapes_b = {"W": (H_b, H_b), "U": (H_b, D_b), "b": (H_b,), "V": (K_b, H_b), "c": (K_b,)}
-params_b = {name: 0.5 * rng_b.normal(size=shape) for name, shape in shapes_b.items()}
+params_b = {name: 0.7 * rng_b.normal(size=shape) for name, shape in shapes_b.items()}
 
-grads_b = rnn_backward(xs_b, targets_b, h0_b, params_b)
+grads_b = rnn_backward(xs_b, lengths_b, labels_b, h0_b, params_b)
 
 # The reference: the forward pass written with torch tensors, differentiated by autograd.
 leaves_b = {
     name: torch.tensor(value, requires_grad=True)
     for name, value in {**params_b, "h0": h0_b}.items()
 }
-state_b = leaves_b["h0"]
 loss_b = torch.zeros((), dtype=torch.float64)
-for x_t, k_t in zip(torch.from_numpy(xs_b), targets_b, strict=True):
-    state_b = torch.tanh(leaves_b["W"] @ state_b + leaves_b["U"] @ x_t + leaves_b["b"])
-    loss_b = loss_b - torch.log_softmax(leaves_b["V"] @ state_b + leaves_b["c"], dim=0)[k_t]
+for row_b in range(B_b):
+    state_b = leaves_b["h0"][row_b]
+    for x_t in torch.from_numpy(xs_b[row_b, : lengths_b[row_b]]):  # the real steps only
+        state_b = torch.tanh(leaves_b["W"] @ state_b + leaves_b["U"] @ x_t + leaves_b["b"])
+    logits_b = leaves_b["V"] @ state_b + leaves_b["c"]
+    loss_b = loss_b - torch.log_softmax(logits_b, dim=0)[labels_b[row_b]] / B_b
 loss_b.backward()
 
 for name in ["V", "c", "W", "U", "b", "h0"]:
@@ -294,9 +359,10 @@ for name in ["V", "c", "W", "U", "b", "h0"]:
 print("Part B, visible test: passed.")
 
 # %% nbgrader={"grade": true, "grade_id": "test_backward_hidden", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
-# Hidden test (4 points): rnn_backward against autograd on other shapes and seeds, T = 1,
-# long sequences, non-zero h0, scores near 1000, non-contiguous arrays, inputs that must come
-# back unmodified, and no calls to autograd while your function runs.
+# Hidden test (4 points): rnn_backward against autograd on other shapes and seeds, B = 1 and
+# T = 1, every length 1, one sequence of full length, lengths in any order, long sequences,
+# non-zero h0, scores near 1000, garbage in the padding, non-contiguous arrays, inputs that
+# must come back unmodified, and no calls to autograd while your function runs.
 ### BEGIN HIDDEN TESTS
 from autograder.hidden.a1_rnn_bptt import check_rnn_backward
 
@@ -382,18 +448,18 @@ check_clip_by_global_norm(clip_by_global_norm)
 # %% [markdown]
 # ## Explore (not graded): how far back does a gradient reach?
 #
-# The loss of the first $t - 1$ steps does not depend on step $t$, so the gradient that the
-# **last** step's loss alone sends back to $h_0$ is the difference between the $h_0$-gradients
-# of a sequence and of the same sequence without its last step. The cell below prints the norm
-# of that gradient for growing $T$, for a recurrent matrix $W$ with spectral radius 0.5 and 3.
-# With the small radius the norm shrinks geometrically with the distance (the gradient
-# vanishes); with the large one it tends to grow (it explodes), which is what clipping is for.
-# The cell then clips one gradient set. Once your functions pass their tests, try other radii.
+# Here the only loss sits at the end of each sequence, so the gradient for $h_0$ says how much
+# that loss still learns from a state $T$ steps earlier. The cell below prints its norm for
+# growing $T$, for a recurrent matrix $W$ with spectral radius 0.5 and 3. With the small radius
+# the norm shrinks geometrically with the distance (the gradient vanishes); with the large one
+# it does not shrink that way, and the gradients can become huge, which is what clipping is
+# for. The cell then checks that padding a sequence changes none of its gradients, and clips
+# one gradient set. Once your functions pass their tests, try other radii.
 
 
 # %%
 def random_problem(radius: float, length: int, seed: int = 0):
-    """A random sequence and RNN whose recurrent matrix W has the given spectral radius."""
+    """One random sequence (B = 1) and an RNN whose recurrent matrix W has the given radius."""
     rng = np.random.default_rng(seed)
     hidden, features, classes = 16, 4, 5
     orthogonal, _ = np.linalg.qr(rng.normal(size=(hidden, hidden)))
@@ -404,26 +470,30 @@ def random_problem(radius: float, length: int, seed: int = 0):
         "V": rng.normal(size=(classes, hidden)),
         "c": np.zeros(classes),
     }
-    inputs = rng.normal(size=(length, features))
-    labels = rng.integers(0, classes, size=length)
-    return inputs, labels, np.zeros(hidden), weights
+    inputs = rng.normal(size=(1, length, features))  # (B=1, T, D)
+    labels = rng.integers(0, classes, size=1)
+    return inputs, np.array([length]), labels, np.zeros((1, hidden)), weights
 
 
-def last_step_reach(radius: float, lengths=(2, 5, 10, 20, 40)) -> list[float]:
-    """Norm of d(loss of the last step)/d(h0) for sequences of the given lengths."""
-    inputs, labels, start, weights = random_problem(radius, max(lengths))
-    reach = []
+def reach(radius: float, lengths=(2, 5, 10, 20, 40)) -> list[float]:
+    """Norm of dL/dh0 when the loss sits T steps after h0, for each T in lengths."""
+    inputs, _, labels, start, weights = random_problem(radius, max(lengths))
+    norms = []
     for length in lengths:
-        whole = rnn_backward(inputs[:length], labels[:length], start, weights)["h0"]
-        prefix = rnn_backward(inputs[: length - 1], labels[: length - 1], start, weights)["h0"]
-        reach.append(float(np.linalg.norm(whole - prefix)))
-    return reach
+        grads = rnn_backward(inputs[:, :length], np.array([length]), labels, start, weights)
+        norms.append(float(np.linalg.norm(grads["h0"])))
+    return norms
 
 
 try:
     for radius in (0.5, 3.0):
-        print(f"radius {radius}:", " ".join(f"{value:.1e}" for value in last_step_reach(radius)))
-    demo_grads = rnn_backward(*random_problem(3.0, length=40))
+        print(f"radius {radius}:", " ".join(f"{value:.1e}" for value in reach(radius)))
+    demo = random_problem(3.0, length=40)
+    padded_inputs = np.concatenate([demo[0], np.full((1, 10, 4), 99.0)], axis=1)  # T = 50
+    padded = rnn_backward(padded_inputs, *demo[1:])
+    demo_grads = rnn_backward(*demo)
+    gap = max(float(np.max(np.abs(padded[k] - demo_grads[k]))) for k in demo_grads)
+    print(f"10 steps of padding change the gradients by at most {gap:.1e}")
     demo_clipped, demo_norm = clip_by_global_norm(demo_grads, max_norm=1.0)
     demo_after = np.sqrt(sum(np.sum(g**2) for g in demo_clipped.values()))
     print(f"global norm {demo_norm:.1f} before clipping, {demo_after:.1f} after")

@@ -32,36 +32,51 @@
 #
 # Everything is NumPy, in `float64`. A batch has $B$ rows; inputs have $D$ features and the
 # state has $H$ units. Vectors are **rows**: `x` has shape (B, D), so a weight matrix acts as
-# `x @ W.T`. The sigmoid is $\sigma(a) = 1 / (1 + e^{-a})$.
+# `x @ M.T` for a matrix `M`. The sigmoid is $\sigma(a) = 1 / (1 + e^{-a})$.
+#
+# The symbols follow the course's notation page: for every gate, $U_\bullet$ ($H \times D$)
+# acts on the input $x_t$ and $W_\bullet$ ($H \times H$) on the previous state $h_{t-1}$, and
+# the dictionary keys are named after them: `params["U"]` holds the input matrices and
+# `params["W"]` the recurrent ones.
 #
 # **LSTM.** The four blocks of the weights are stacked in the order of the slides:
-# **forget, input, candidate, output** (f, i, g, o), each of $H$ rows. (PyTorch uses the order
-# i, f, g, o; the tests take care of the conversion, you should not.)
+# **forget, input, candidate, output**, labelled (f, i, g, o), each of $H$ rows. The candidate
+# is $\tilde c_t$ in the lecture; the code labels its block `g`, the letter PyTorch uses for it.
+# (PyTorch stacks the blocks in the order i, f, g, o; the tests take care of the conversion,
+# you should not.)
 #
 # $$\begin{aligned}
-# a_t &= W x_t + U h_{t-1} + b \quad\text{(shape } 4H\text{, split into } a^f, a^i, a^g, a^o)\\
-# f_t &= \sigma(a^f), \quad i_t = \sigma(a^i), \quad g_t = \tanh(a^g), \quad o_t = \sigma(a^o)\\
-# c_t &= f_t \odot c_{t-1} + i_t \odot g_t, \qquad h_t = o_t \odot \tanh(c_t)
+# a_t &= U x_t + W h_{t-1} + b \quad\text{(shape } 4H\text{, split into } a^f, a^i, a^g, a^o)\\
+# f_t &= \sigma(a^f), \quad i_t = \sigma(a^i), \quad \tilde c_t = \tanh(a^g), \quad o_t = \sigma(a^o)\\
+# c_t &= f_t \odot c_{t-1} + i_t \odot \tilde c_t, \qquad h_t = o_t \odot \tanh(c_t)
 # \end{aligned}$$
 #
-# | name | shape | meaning |
+# where $U$ stacks $U_f, U_i, U_{\tilde c}, U_o$ and $W$ stacks $W_f, W_i, W_{\tilde c}, W_o$.
+#
+# | key | shape | holds |
 # | --- | --- | --- |
-# | `params["W"]` | (4H, D) | input weights, blocks f, i, g, o |
-# | `params["U"]` | (4H, H) | recurrent weights, blocks f, i, g, o |
-# | `params["b"]` | (4H,) | bias, blocks f, i, g, o |
+# | `params["U"]` | (4H, D) | the input matrix $U$, blocks f, i, g, o |
+# | `params["W"]` | (4H, H) | the recurrent matrix $W$, blocks f, i, g, o |
+# | `params["b"]` | (4H,) | the bias $b$, blocks f, i, g, o |
 #
 # **GRU** (PyTorch's convention, with the reset gate applied after the recurrent matrix).
-# Blocks in the order **update, reset, candidate** (z, r, n):
+# Blocks in the order **update, reset, candidate**, labelled (z, r, n); the candidate is
+# $\tilde h_t$ in the lecture, and `n` is PyTorch's label for it. Each side has its own bias,
+# $b^{\text{in}}$ next to $U$ and $b^{\text{rec}}$ next to $W$:
 #
 # $$\begin{aligned}
-# z_t &= \sigma(W^z x_t + b_W^z + U^z h_{t-1} + b_U^z), \qquad
-# r_t = \sigma(W^r x_t + b_W^r + U^r h_{t-1} + b_U^r)\\
-# n_t &= \tanh\left(W^n x_t + b_W^n + r_t \odot (U^n h_{t-1} + b_U^n)\right), \qquad
-# h_t = (1 - z_t) \odot n_t + z_t \odot h_{t-1}
+# z_t &= \sigma(U_z x_t + b^{\text{in}}_z + W_z h_{t-1} + b^{\text{rec}}_z), \qquad
+# r_t = \sigma(U_r x_t + b^{\text{in}}_r + W_r h_{t-1} + b^{\text{rec}}_r)\\
+# \tilde h_t &= \tanh\left(U_h x_t + b^{\text{in}}_h + r_t \odot (W_h h_{t-1} + b^{\text{rec}}_h)\right), \qquad
+# h_t = (1 - z_t) \odot \tilde h_t + z_t \odot h_{t-1}
 # \end{aligned}$$
 #
-# with `params["W"]` (3H, D), `params["U"]` (3H, H), `params["b_W"]` (3H,), `params["b_U"]`
-# (3H,), each stacked z, r, n.
+# | key | shape | holds |
+# | --- | --- | --- |
+# | `params["U"]` | (3H, D) | the input matrices $U_z, U_r, U_h$ |
+# | `params["W"]` | (3H, H) | the recurrent matrices $W_z, W_r, W_h$ |
+# | `params["b_in"]` | (3H,) | the input-side biases $b^{\text{in}}$, blocks z, r, n |
+# | `params["b_rec"]` | (3H,) | the recurrent-side biases $b^{\text{rec}}$, blocks z, r, n |
 #
 # ## How you are graded
 #
@@ -103,7 +118,7 @@ def lstm_cell_forward(
         x: inputs x_t, shape (B, D).
         h_prev: hidden states h_{t-1}, shape (B, H).
         c_prev: cell states c_{t-1}, shape (B, H).
-        params: "W" (4H, D), "U" (4H, H), "b" (4H,), blocks in the order f, i, g, o.
+        params: "U" (4H, D), "W" (4H, H), "b" (4H,), blocks in the order f, i, g, o.
 
     Returns:
         h: the new hidden states h_t, shape (B, H).
@@ -111,7 +126,7 @@ def lstm_cell_forward(
     """
     ### BEGIN SOLUTION
     width = np.shape(h_prev)[-1]
-    scores = np.asarray(x, float) @ params["W"].T + np.asarray(h_prev, float) @ params["U"].T
+    scores = np.asarray(x, float) @ params["U"].T + np.asarray(h_prev, float) @ params["W"].T
     scores = scores + params["b"]  # (B, 4H)
     squash = 0.5 * (1.0 + np.tanh(0.5 * scores[:, : 2 * width]))  # forget and input gates
     keep, write = squash[:, :width], squash[:, width:]
@@ -130,8 +145,8 @@ def lstm_cell_forward(
 
 # %% nbgrader={"grade": true, "grade_id": "test_lstm_cell_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 params_a = {
-    "W": np.linspace(-1.0, 1.0, 8 * 3).reshape(8, 3),  # H=2, D=3
-    "U": np.linspace(0.5, -0.5, 8 * 2).reshape(8, 2),
+    "U": np.linspace(-1.0, 1.0, 8 * 3).reshape(8, 3),  # H=2, D=3
+    "W": np.linspace(0.5, -0.5, 8 * 2).reshape(8, 2),
     "b": np.array([1.0, 1.0, 0.0, 0.0, 0.1, -0.1, 0.2, -0.2]),
 }
 x_a = np.array([[1.0, 0.0, -1.0], [0.5, 2.0, -0.5]])  # B=2
@@ -233,8 +248,8 @@ xs_b = np.array(
 )  # (B=2, T=3, D=3)
 mask_b = np.array([[True, True, True], [True, False, False]])
 params_b = {  # the weights of Part A's visible test
-    "W": np.linspace(-1.0, 1.0, 8 * 3).reshape(8, 3),
-    "U": np.linspace(0.5, -0.5, 8 * 2).reshape(8, 2),
+    "U": np.linspace(-1.0, 1.0, 8 * 3).reshape(8, 3),
+    "W": np.linspace(0.5, -0.5, 8 * 2).reshape(8, 2),
     "b": np.array([1.0, 1.0, 0.0, 0.0, 0.1, -0.1, 0.2, -0.2]),
 }
 h0_b, c0_b = np.zeros((2, 2)), np.array([[0.0, 0.0], [0.5, -0.5]])
@@ -283,7 +298,8 @@ check_lstm_sequence(lstm_sequence_forward)
 # ## Part C: one GRU step (3 points)
 #
 # Implement `gru_cell_forward` with the equations and the block order (z, r, n) given at the
-# top. Watch where the reset gate goes: it multiplies $U^n h_{t-1} + b_U^n$, bias included.
+# top. Watch where the reset gate goes: it multiplies $W_h h_{t-1} + b^{\text{rec}}_h$, bias
+# included.
 
 
 # %% nbgrader={"grade": false, "grade_id": "gru_cell_forward", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -295,7 +311,7 @@ def gru_cell_forward(
     Args:
         x: inputs, shape (B, D).
         h_prev: hidden states h_{t-1}, shape (B, H).
-        params: "W" (3H, D), "U" (3H, H), "b_W" (3H,), "b_U" (3H,), blocks z, r, n.
+        params: "U" (3H, D), "W" (3H, H), "b_in" (3H,), "b_rec" (3H,), blocks z, r, n.
 
     Returns:
         h: the new hidden states, shape (B, H).
@@ -303,8 +319,8 @@ def gru_cell_forward(
     ### BEGIN SOLUTION
     old = np.asarray(h_prev, dtype=float)
     size = old.shape[-1]
-    from_input = np.asarray(x, float) @ params["W"].T + params["b_W"]  # (B, 3H)
-    from_state = old @ params["U"].T + params["b_U"]  # (B, 3H)
+    from_input = np.asarray(x, float) @ params["U"].T + params["b_in"]  # (B, 3H)
+    from_state = old @ params["W"].T + params["b_rec"]  # (B, 3H)
     both = from_input[:, : 2 * size] + from_state[:, : 2 * size]
     gates = 0.5 * (1.0 + np.tanh(0.5 * both))  # update, then reset
     update, reset = gates[:, :size], gates[:, size:]
@@ -318,10 +334,10 @@ def gru_cell_forward(
 
 # %% nbgrader={"grade": true, "grade_id": "test_gru_cell_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 params_c = {
-    "W": np.linspace(-0.8, 0.8, 6 * 3).reshape(6, 3),  # H=2, D=3
-    "U": np.linspace(0.6, -0.6, 6 * 2).reshape(6, 2),
-    "b_W": np.array([0.1, 0.2, -0.1, 0.0, 0.3, -0.3]),
-    "b_U": np.array([0.0, -0.2, 0.1, 0.1, 0.5, 0.5]),
+    "U": np.linspace(-0.8, 0.8, 6 * 3).reshape(6, 3),  # H=2, D=3
+    "W": np.linspace(0.6, -0.6, 6 * 2).reshape(6, 2),
+    "b_in": np.array([0.1, 0.2, -0.1, 0.0, 0.3, -0.3]),
+    "b_rec": np.array([0.0, -0.2, 0.1, 0.1, 0.5, 0.5]),
 }
 x_c = np.array([[1.0, 0.0, -1.0], [0.5, 2.0, -0.5]])  # B=2
 h_prev_c = np.array([[0.1, -0.2], [0.0, 0.3]])
@@ -423,8 +439,8 @@ check_select_quote_cell(select_quote_cell)
 def remembered_after(forget_bias: float, steps: int = 50) -> float:
     """c_T / c_1 for a 1-unit LSTM whose only non-zero weights are the biases."""
     weights = {
-        "W": np.zeros((4, 1)),
         "U": np.zeros((4, 1)),
+        "W": np.zeros((4, 1)),
         "b": np.array([forget_bias, 10.0, 10.0, 10.0]),  # write once, then only forget
     }
     h, c = lstm_cell_forward(np.zeros((1, 1)), np.zeros((1, 1)), np.zeros((1, 1)), weights)
@@ -451,7 +467,7 @@ except NotImplementedError:
 # to about 1 helps.
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "forget_gate_gradients", "locked": false, "points": 2, "schema_version": 3, "solution": true, "task": false}
-# **Model answer.** Along the cell path, $c_t = f_t \odot c_{t-1} + i_t \odot g_t$ gives
+# **Model answer.** Along the cell path, $c_t = f_t \odot c_{t-1} + i_t \odot \tilde c_t$ gives
 # $\partial c_t / \partial c_{t-1} = \operatorname{diag}(f_t)$, so the gradient that reaches
 # $c_t$ from $c_T$ is multiplied only by the product of the forget gates in between, one number
 # per unit. In a tanh RNN, $\partial h_t / \partial h_{t-1} = \operatorname{diag}(1 - h_t^2)\,W$:

@@ -16,9 +16,8 @@ from pathlib import Path
 
 import nbformat
 
-from tools.submissions import hardcoded_submission, is_test_code
-
-SOLUTION_MARKERS = re.compile(r"^\s*### (BEGIN|END) SOLUTION\s*\n", re.M)
+from autograder import nbgrader_format as fmt
+from tools.submissions import hardcoded_submission, honest_submission
 
 
 @dataclass
@@ -30,23 +29,8 @@ class Case:
     why: str
 
 
-def _meta(cell) -> dict:
-    return cell.get("metadata", {}).get("nbgrader", {})
-
-
 def _by_id(notebook) -> dict:
-    return {_meta(c).get("grade_id"): c for c in notebook.cells if _meta(c).get("grade_id")}
-
-
-def honest(source, release) -> nbformat.NotebookNode:
-    """The student version with every solution cell (code and written) answered from the source."""
-    answered = copy.deepcopy(release)
-    reference = _by_id(source)
-    for cell in answered.cells:
-        meta = _meta(cell)
-        if meta.get("solution"):
-            cell.source = SOLUTION_MARKERS.sub("", reference[meta["grade_id"]].source)
-    return answered
+    return {fmt.grade_id(c): c for c in notebook.cells if fmt.grade_id(c)}
 
 
 def _add_cell(notebook, code: str, after: str | None = None) -> nbformat.NotebookNode:
@@ -55,9 +39,7 @@ def _add_cell(notebook, code: str, after: str | None = None) -> nbformat.Noteboo
     cell = nbformat.v4.new_code_cell(code)
     index = len(changed.cells)
     if after is not None:
-        index = (
-            next(i for i, c in enumerate(changed.cells) if _meta(c).get("grade_id") == after) + 1
-        )
+        index = next(i for i, c in enumerate(changed.cells) if fmt.grade_id(c) == after) + 1
     changed.cells.insert(index, cell)
     return changed
 
@@ -69,10 +51,9 @@ def _bytes(notebook) -> bytes:
 def _points(source, hidden: bool | None = None) -> float:
     total = 0.0
     for cell in source.cells:
-        if is_test_code(cell):
-            is_hidden = "BEGIN HIDDEN TESTS" in cell.source
-            if hidden is None or hidden == is_hidden:
-                total += float(_meta(cell)["points"])
+        if fmt.is_test_code(cell):
+            if hidden is None or hidden == fmt.has_hidden_tests(cell.source):
+                total += fmt.points(cell)
     return total
 
 
@@ -131,16 +112,14 @@ print("ENV", sorted(k for k in os.environ if "NBGRADER" in k or "GRAD" in k.uppe
 def cases(source, release, secret_paths: list[str]) -> list[Case]:
     """Every attack, and the honest submissions, for the assignment of ``source``."""
     full, visible = _points(source), _points(source, hidden=False)
-    good = honest(source, release)
+    good = honest_submission(source, release)
     ids = _by_id(release)
-    first_test = next(g for g, c in ids.items() if is_test_code(c))
-    solutions = [g for g, c in ids.items() if _meta(c).get("solution") and c.cell_type == "code"]
+    first_test = next(g for g, c in ids.items() if fmt.is_test_code(c))
+    solutions = [g for g, c in ids.items() if fmt.is_solution_code(c)]
     first_solution, last_solution = solutions[0], solutions[-1]
     order = list(ids)
     last_part = sum(  # points of the tests after the last solution cell (they use only it)
-        float(_meta(ids[g])["points"])
-        for g in order[order.index(last_solution) :]
-        if is_test_code(ids[g])
+        fmt.points(ids[g]) for g in order[order.index(last_solution) :] if fmt.is_test_code(ids[g])
     )
     found: list[Case] = []
 
@@ -197,7 +176,7 @@ def cases(source, release, secret_paths: list[str]) -> list[Case]:
     )
     exit_in_function = copy.deepcopy(good)
     for cell in exit_in_function.cells:
-        if _meta(cell).get("grade_id") == last_solution:
+        if fmt.grade_id(cell) == last_solution:
             cell.source += (
                 "\n\nimport os as _os\n"
                 + f"def {_solution_name(cell)}(*args, **kwargs):\n    _os._exit(3)\n"
@@ -212,25 +191,23 @@ def cases(source, release, secret_paths: list[str]) -> list[Case]:
 
     # tampering with the notebook
     deleted = copy.deepcopy(good)
-    deleted.cells = [c for c in deleted.cells if not is_test_code(c)]
+    deleted.cells = [c for c in deleted.cells if not fmt.is_test_code(c)]
     add("deleted_test_cells", deleted, full, "cells restored or overwritten", "")
     edited = copy.deepcopy(release)
     for cell in edited.cells:
-        if is_test_code(cell):
+        if fmt.is_test_code(cell):
             cell.source = "print('passed')\n"
     add("edited_test_cells", edited, 0.0, "cells restored or overwritten", "")
     points = copy.deepcopy(good)
     for cell in points.cells:
-        if is_test_code(cell):
+        if fmt.is_test_code(cell):
             cell.metadata["nbgrader"]["points"] = 100
     add("changed_points", points, full, "cells restored or overwritten", "")
     duplicated = copy.deepcopy(good)
-    index = next(
-        i for i, c in enumerate(duplicated.cells) if _meta(c).get("grade_id") == first_test
-    )
+    index = next(i for i, c in enumerate(duplicated.cells) if fmt.grade_id(c) == first_test)
     duplicated.cells.insert(index, copy.deepcopy(duplicated.cells[index]))
     solution_index = next(
-        i for i, c in enumerate(duplicated.cells) if _meta(c).get("grade_id") == first_solution
+        i for i, c in enumerate(duplicated.cells) if fmt.grade_id(c) == first_solution
     )
     duplicated.cells.insert(solution_index + 1, copy.deepcopy(duplicated.cells[solution_index]))
     for number, cell in enumerate(duplicated.cells):
@@ -259,7 +236,7 @@ def cases(source, release, secret_paths: list[str]) -> list[Case]:
     )
     steal = copy.deepcopy(release)
     for cell in steal.cells:
-        if _meta(cell).get("grade_id") == first_solution:
+        if fmt.grade_id(cell) == first_solution:
             cell.source = (
                 "import sys\nsys.path[:0] = ['/work/main', '"
                 + secret_paths[0].rsplit("/autograder", 1)[0]
@@ -280,7 +257,7 @@ def cases(source, release, secret_paths: list[str]) -> list[Case]:
     add("not_a_notebook", b'{"hello": 1}', None, "invalid notebook", "")
     other = copy.deepcopy(release)
     for cell in other.cells:
-        if _meta(cell).get("grade_id"):
+        if fmt.grade_id(cell):
             cell.metadata["nbgrader"]["grade_id"] = "other_" + cell.metadata["nbgrader"]["grade_id"]
     add("wrong_assignment", other, None, "wrong assignment", "")
     renamed = copy.deepcopy(good)
@@ -306,7 +283,7 @@ def _returning_zeros(release) -> nbformat.NotebookNode:
     """Every graded function replaced by one that returns zeros (wrong, but well-formed)."""
     wrong = copy.deepcopy(release)
     for cell in wrong.cells:
-        if _meta(cell).get("solution") and cell.cell_type == "code":
+        if fmt.is_solution_code(cell):
             names = re.findall(r"^def (\w+)", cell.source, re.M)
             cell.source = "import numpy as np\n" + "".join(
                 f"def {name}(*args, **kwargs):\n"

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import sysconfig
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -34,6 +34,7 @@ __all__ = [
     "load_text_file",
     "CharVocab",
     "batch_windows",
+    "random_windows",
 ]
 
 Split = Literal["train", "val"]
@@ -160,6 +161,18 @@ class CharVocab:
         return "".join(out)
 
 
+def _check_windows(ids: torch.Tensor, batch_size: int, seq_len: int) -> None:
+    """Raise a clear error unless ``batch_size`` windows of ``seq_len`` + 1 ids fit in ids (N,)."""
+    expect_shape(ids, ("N",), "ids")
+    expect_dtype(ids, "iu", "ids")
+    if batch_size < 1 or seq_len < 1:
+        raise ValueError(f"batch_size and seq_len must be >= 1, got {batch_size} and {seq_len}")
+    if len(ids) < seq_len + 1:
+        raise ValueError(
+            f"ids: need at least seq_len + 1 = {seq_len + 1} ids to cut one window, got {len(ids)}"
+        )
+
+
 def batch_windows(
     ids: torch.Tensor,
     batch_size: int,
@@ -171,15 +184,26 @@ def batch_windows(
     ids: (N,) integer tensor. Returns inputs x (B, T) and targets y (B, T) with
     ``y[b, t] == ids[start_b + t + 1]``, i.e. y is x shifted left by one character.
     """
-    expect_shape(ids, ("N",), "ids")
-    expect_dtype(ids, "iu", "ids")
-    if batch_size < 1 or seq_len < 1:
-        raise ValueError(f"batch_size and seq_len must be >= 1, got {batch_size} and {seq_len}")
-    if len(ids) < seq_len + 1:
-        raise ValueError(
-            f"ids: need at least seq_len + 1 = {seq_len + 1} ids to cut one window, got {len(ids)}"
-        )
+    _check_windows(ids, batch_size, seq_len)
     starts = torch.randint(0, len(ids) - seq_len, (batch_size,), generator=generator)  # (B,)
     offsets = torch.arange(seq_len + 1)  # (T+1,)
     windows = ids[starts[:, None] + offsets[None, :]]  # (B, T+1)
     return windows[:, :-1].long(), windows[:, 1:].long()
+
+
+def random_windows(
+    ids: torch.Tensor, batch_size: int, seq_len: int, *, seed: int = 0
+) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    """An endless stream of :func:`batch_windows` batches, x (B, T) and y (B, T).
+
+    The windows come from one generator seeded with ``seed``, so the stream is the same on
+    every run. The arguments are checked at once, not at the first batch.
+    """
+    _check_windows(ids, batch_size, seq_len)
+    generator = torch.Generator().manual_seed(seed)
+
+    def stream() -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        while True:
+            yield batch_windows(ids, batch_size, seq_len, generator)
+
+    return stream()

@@ -17,17 +17,23 @@ key across L busy steps, so recall accuracy against L measures how far back a mo
 
 from __future__ import annotations
 
-import math
-import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 from torch.nn import functional as F
 
-from course.train import TrainingHistory
+from course.train import TrainingHistory, fit
 
-__all__ = ["RecallTask", "recall_batch", "train_recall", "recall_accuracy"]
+__all__ = [
+    "RecallTask",
+    "recall_batch",
+    "recall_batches",
+    "recall_loss",
+    "train_recall",
+    "recall_accuracy",
+]
 
 IGNORE = -100  # target id that cross_entropy skips (the first step has nothing to echo)
 
@@ -73,6 +79,53 @@ def recall_batch(
     return ids, targets
 
 
+def recall_batches(
+    batch_size: int,
+    *,
+    max_distance: int,
+    min_distance: int = 1,
+    task: RecallTask = RecallTask(),
+    seed: int = 0,
+) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    """An endless stream of :func:`recall_batch` batches at mixed distances.
+
+    Each batch draws one L from [min_distance, max_distance] log-uniformly (L + 1 is uniform
+    on a log scale: short runs teach what to store, long ones how long to keep it), then a
+    batch (ids, targets) at that L, all from one generator seeded with ``seed``.
+    """
+    if not 0 <= min_distance <= max_distance:
+        raise ValueError(
+            f"need 0 <= min_distance <= max_distance, got {min_distance}, {max_distance}"
+        )
+    if batch_size < 1:
+        raise ValueError(f"batch_size: expected >= 1, got {batch_size}")
+    generator = torch.Generator().manual_seed(seed)
+    ratio = (max_distance + 1) / (min_distance + 1)
+
+    def stream() -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        while True:
+            u = float(torch.rand((), generator=generator))
+            distance = min(int((min_distance + 1) * ratio**u) - 1, max_distance)
+            yield recall_batch(batch_size, distance, task=task, generator=generator)
+
+    return stream()
+
+
+def recall_loss(
+    model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """The echo cross-entropy (mean over the distractor steps) plus the recall cross-entropy.
+
+    batch: ids (B, L + 2) and targets (B, L + 2). Returns the sum, to minimise, and
+    ``{"recall": recall part}`` (nats) for the training history's logs.
+    """
+    ids, targets = batch
+    logits = model(ids)  # (B, T, K)
+    echo = F.cross_entropy(logits[:, :-1].flatten(0, 1), targets[:, :-1].flatten())
+    recall = F.cross_entropy(logits[:, -1], targets[:, -1])
+    return echo + recall, {"recall": recall.item()}
+
+
 def train_recall(
     model: nn.Module,
     *,
@@ -87,55 +140,25 @@ def train_recall(
     seed: int = 0,
     progress: bool = True,
 ) -> TrainingHistory:
-    """Train ``model`` (ids (B, T) -> logits (B, T, num_keys)) with Adam.
+    """Train ``model`` (ids (B, T) -> logits (B, T, num_keys)) with Adam on the recall task.
 
-    Each step draws one L from [min_distance, max_distance] log-uniformly (L + 1 is uniform on
-    a log scale: short runs teach what to store, long ones how long to keep it) and a batch at
-    that L. The loss is the mean echo cross-entropy plus the recall cross-entropy.
-    ``history.losses`` holds the recall part only (nats). Stops after ``steps`` steps or
-    ``budget_seconds``.
+    Batches come from :func:`recall_batches` and the loss is :func:`recall_loss`;
+    ``history.losses`` holds the whole loss and ``history.logs["recall"]`` its recall part
+    (nats). Stops after ``steps`` steps or ``budget_seconds`` (see :func:`course.train.fit`).
     """
-    if not 0 <= min_distance <= max_distance:
-        raise ValueError(
-            f"need 0 <= min_distance <= max_distance, got {min_distance}, {max_distance}"
-        )
-    from tqdm.auto import tqdm
-
-    generator = torch.Generator().manual_seed(seed)
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
-    history = TrainingHistory()
-    model.train()
-    start = time.perf_counter()
-    bar = tqdm(total=steps, disable=not progress, desc="training", unit="step")
-    ratio = (max_distance + 1) / (min_distance + 1)
-    try:
-        for step in range(steps):
-            if budget_seconds is not None and time.perf_counter() - start > budget_seconds:
-                history.stopped_by = "budget"
-                break
-            u = float(torch.rand((), generator=generator))
-            distance = min(int((min_distance + 1) * ratio**u) - 1, max_distance)
-            ids, targets = recall_batch(batch_size, distance, task=task, generator=generator)
-            logits = model(ids)  # (B, T, K)
-            echo = F.cross_entropy(logits[:, :-1].flatten(0, 1), targets[:, :-1].flatten())
-            recall = F.cross_entropy(logits[:, -1], targets[:, -1])
-            if not math.isfinite(recall.item()):
-                history.stopped_by = "diverged"
-                break
-            opt.zero_grad(set_to_none=True)
-            (echo + recall).backward()
-            norm = nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
-            opt.step()
-            history.losses.append(recall.item())
-            history.grad_norms.append(float(norm))
-            history.steps = step + 1
-            bar.update(1)
-            if step % 25 == 0:
-                bar.set_postfix(recall_loss=f"{recall.item():.3f}")
-    finally:
-        bar.close()
-    history.seconds = time.perf_counter() - start
-    return history
+    batches = recall_batches(
+        batch_size, max_distance=max_distance, min_distance=min_distance, task=task, seed=seed
+    )
+    return fit(
+        model,
+        recall_loss,
+        batches,
+        steps=steps,
+        budget_seconds=budget_seconds,
+        lr=lr,
+        clip_norm=clip_norm,
+        progress=progress,
+    )
 
 
 @torch.no_grad()

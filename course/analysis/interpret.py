@@ -98,7 +98,7 @@ def code_features(text: str) -> dict[str, np.ndarray]:
 def lstm_states(model: torch.nn.Module, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Hidden and cell states of the first LSTM layer of ``model`` at every character.
 
-    model: a :class:`course.models.CharLSTM` (one-hot input); ids: (N,) integers. Starts from
+    model: a :class:`course.models.recurrent.CharLSTM` (one-hot input); ids: (N,) integers. Starts from
     zero state. Returns hs (N, H) and cs (N, H), where row t is the state after reading
     ids[t]. Computed one step at a time with the gate equations of Lecture 2 (PyTorch's
     gate order i, f, g, o), because ``nn.LSTM`` returns the cell state of the last step only.
@@ -107,7 +107,7 @@ def lstm_states(model: torch.nn.Module, ids: torch.Tensor) -> tuple[torch.Tensor
     expect_dtype(ids, "iu", "ids")
     lstm = model.lstm
     if model.embedding is not None:
-        x = model.embedding(ids.long())  # (N, E)
+        x = model.embedding(ids.long())  # (N, D)
     else:
         x = F.one_hot(ids.long(), model.vocab_size).to(lstm.weight_ih_l0.dtype)  # (N, K)
     drive = x @ lstm.weight_ih_l0.T + lstm.bias_ih_l0 + lstm.bias_hh_l0  # (N, 4H), all steps
@@ -118,7 +118,7 @@ def lstm_states(model: torch.nn.Module, ids: torch.Tensor) -> tuple[torch.Tensor
     cs = torch.empty(len(ids), H, dtype=drive.dtype)
     for t in range(len(ids)):
         z = drive[t] + lstm.weight_hh_l0 @ h  # (4H,)
-        i, f, g, o = z.split(H)
+        i, f, g, o = z.split(H)  # g: the candidate c̃_t, in PyTorch's name
         c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
         h = torch.sigmoid(o) * torch.tanh(c)
         hs[t], cs[t] = h, c

@@ -1,0 +1,9 @@
+"""Corpora and tasks, all offline.
+
+- ``course.data.code``: Python's standard-library source as a character corpus, ``CharVocab``
+  and random training windows
+- ``course.data.english``: English prose (the World English Bible and the Python documentation)
+  with document and sentence order, and two WordNet tasks (part of speech, supersense);
+  prepared files in ``course/data/files/`` with their sources and licences
+- ``course.data.recall``: the synthetic "recall the first token" task of Lecture 2
+"""

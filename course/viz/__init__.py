@@ -1,0 +1,13 @@
+"""Figures and widgets, one module per topic. Numbers come from ``course.analysis``.
+
+- ``course.viz.gradients``: gradient flow (BPTT terms, truncation, Jacobian products, gradient
+  norms against distance, gated cells) and its widget
+- ``course.viz.training``: training curves (loss, gradient norm, bits per character)
+- ``course.viz.recall``: the long-range recall task
+- ``course.viz.cells``: one LSTM cell's activation over text, and its widget
+
+Every figure is a plain function with defaults that returns the matplotlib Figure and never
+closes it; every widget is a thin ``interact_*`` wrapper that drives such a function with
+controls in JupyterLab. matplotlib and ipywidgets are imported inside the functions, so
+importing a module stays cheap.
+"""

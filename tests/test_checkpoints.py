@@ -1,0 +1,225 @@
+"""Tests for course.checkpoints and the shipped course-trained checkpoints."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+import shutil
+import tomllib
+from pathlib import Path
+
+import pytest
+import torch
+
+import course.checkpoints as ckpt
+from course.checkpoints import (
+    CHECKPOINT_DIR,
+    METADATA_KEYS,
+    NESTED_KEYS,
+    CheckpointError,
+    StaleCheckpointError,
+    available_checkpoints,
+    checkpoint_vocab,
+    heldout_bits_per_char,
+    load_checkpoint,
+    load_heldout_text,
+    model_code_sha256,
+    read_metadata,
+    save_checkpoint,
+)
+from course.data.code import CharVocab
+from course.models.recurrent import CharLSTM, CharRNN
+from tools.make_checkpoints import RECIPES
+
+REPO = Path(__file__).resolve().parents[1]
+SHIPPED = available_checkpoints()
+
+
+def test_the_course_ships_every_checkpoint_that_make_checkpoints_makes():
+    assert SHIPPED == sorted(RECIPES) and SHIPPED, f"shipped {SHIPPED}, recipes {sorted(RECIPES)}"
+    makefile = (REPO / "Makefile").read_text()
+    target = re.search(r"^checkpoints:.*\n\t(.+)$", makefile, re.M)
+    assert target and "-m tools.make_checkpoints" in target.group(1)
+    default_goal = re.search(r"^all:.*$", makefile, re.M).group(0)
+    assert "checkpoints" not in default_goal, "make checkpoints must not be part of make"
+
+
+@pytest.fixture
+def one_thread():
+    """One torch thread, as in the lectures: two threads on a busy 2-core CPU are ~10x slower."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_a_shipped_checkpoint_loads_and_reproduces_its_heldout_figure(name, one_thread):
+    model, meta = load_checkpoint(name)
+    assert type(model).__name__ == meta["model"]["class"] and not model.training
+    assert all(p.dtype == torch.float32 for p in model.parameters())
+    recorded = meta["heldout"]["bits_per_char"]
+    measured = heldout_bits_per_char(model, meta, load_heldout_text(name))
+    assert measured == pytest.approx(recorded, abs=2e-3), (
+        f"{name}: held-out {measured:.4f} bits/char, recorded {recorded:.4f}"
+    )
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_a_shipped_checkpoints_metadata_is_complete(name):
+    meta = read_metadata(name)
+    for key, kind in METADATA_KEYS.items():
+        assert isinstance(meta[key], kind), key
+    for key, subkeys in NESTED_KEYS.items():
+        assert set(subkeys) <= set(meta[key]), (key, set(subkeys) - set(meta[key]))
+    training = meta["training"]
+    assert isinstance(training["steps"], int) and training["steps"] > 0
+    assert isinstance(training["seed"], int)
+    assert training["stopped_by"] == "steps", "a checkpoint trains for its fixed step count"
+    assert meta["command"] == "make checkpoints" and meta["name"] == name
+    assert meta["model"]["code_sha256"] == model_code_sha256(meta["model"]["module"])
+    assert (REPO / meta["model"]["source_file"]).is_file()
+    assert meta["torch"] == torch.__version__
+    assert len(checkpoint_vocab(meta)) == meta["model"]["config"]["vocab_size"]
+    assert meta["heldout"]["characters"] == len(load_heldout_text(name))
+
+
+def test_checkpoints_are_small_and_ship_in_the_package():
+    patterns = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "package-data"
+    ]["*"]
+    files = [p for p in CHECKPOINT_DIR.iterdir() if p.is_file() and p.suffix != ".py"]
+    for file in files:
+        assert any(fnmatch.fnmatch(file.name, pattern) for pattern in patterns), (
+            f"{file.name} is not package data, so the wheel would not ship it"
+        )
+    sizes = {p.name: p.stat().st_size for p in files}
+    assert all(size < 8e6 for size in sizes.values()), sizes
+    assert sum(sizes.values()) < 30e6, sizes
+    assert (CHECKPOINT_DIR / "README.md").is_file(), "state the source and licence of the data"
+
+
+def _copy(name: str, folder: Path) -> Path:
+    for file in CHECKPOINT_DIR.glob(f"{name}.*"):
+        shutil.copy(file, folder / file.name)
+    return folder
+
+
+def test_loading_refuses_a_checkpoint_whose_model_code_changed(monkeypatch):
+    name = SHIPPED[0]
+    module = read_metadata(name)["model"]["module"]
+    original = ckpt.model_source(module)
+    edited = original.replace("batch_first=True", "batch_first=True, dropout=0.0", 1)
+    assert edited != original
+    monkeypatch.setattr(ckpt, "model_source", lambda m: edited if m == module else original)
+    with pytest.raises(StaleCheckpointError) as error:
+        load_checkpoint(name)
+    message = str(error.value)
+    assert name in message and "course/models/recurrent.py" in message
+    assert "make checkpoints" in message
+
+
+def test_the_code_hash_ignores_line_endings_blank_lines_and_comments(monkeypatch):
+    module = "course.models.recurrent"
+    original = ckpt.model_source(module)
+    today = model_code_sha256(module)
+    windows = original.replace("\n", "\r\n").replace("\r\n\r\n", "\r\n  \r\n# a note\r\n\r\n")
+    monkeypatch.setattr(ckpt, "model_source", lambda m: windows)
+    assert model_code_sha256(module) == today
+    monkeypatch.setattr(ckpt, "model_source", lambda m: original + "\nEXTRA = 1\n")
+    assert model_code_sha256(module) != today
+
+
+@pytest.mark.parametrize("suffix, what", [(".pt", "weights file"), (".heldout.txt.gz", "held-out")])
+def test_a_missing_file_names_itself_and_the_command(tmp_path, suffix, what):
+    name = SHIPPED[0]
+    folder = _copy(name, tmp_path)
+    (folder / f"{name}{suffix}").unlink()
+    load = load_checkpoint if suffix == ".pt" else load_heldout_text
+    with pytest.raises(FileNotFoundError, match=f"{name}{re.escape(suffix)}") as error:
+        load(name, folder)
+    assert what in str(error.value) and "make checkpoints" in str(error.value)
+
+
+def test_a_missing_metadata_file_lists_the_available_checkpoints(tmp_path):
+    folder = _copy(SHIPPED[0], tmp_path)
+    with pytest.raises(FileNotFoundError, match="no metadata file nope.json") as error:
+        load_checkpoint("nope", folder)
+    assert SHIPPED[0] in str(error.value) and "make checkpoints" in str(error.value)
+    with pytest.raises(ValueError, match="checkpoint name"):
+        load_checkpoint("../etc/passwd")
+
+
+def test_corrupt_files_give_a_clear_error(tmp_path):
+    name = SHIPPED[0]
+    folder = _copy(name, tmp_path)
+    weights = folder / f"{name}.pt"
+    good = weights.read_bytes()
+
+    weights.write_bytes(good[: len(good) // 2])  # truncated
+    with pytest.raises(CheckpointError, match=f"{name}.pt is corrupt.*SHA-256"):
+        load_checkpoint(name, folder)
+
+    garbage = b"not a torch archive" * 10  # consistent hash, but unreadable
+    weights.write_bytes(garbage)
+    meta_file = folder / f"{name}.json"
+    meta = json.loads(meta_file.read_text())
+    meta["weights_sha256"] = ckpt._sha256(garbage)
+    meta_file.write_text(json.dumps(meta))
+    with pytest.raises(CheckpointError, match=f"{name}.pt is corrupt.*torch.load failed"):
+        load_checkpoint(name, folder)
+
+    del meta["heldout"]["bits_per_char"]
+    meta_file.write_text(json.dumps(meta))
+    with pytest.raises(
+        CheckpointError, match="missing or malformed entries: heldout.bits_per_char"
+    ):
+        load_checkpoint(name, folder)
+
+    meta_file.write_text('{"name": ')
+    with pytest.raises(CheckpointError, match=f"{name}.json is corrupt.*not valid JSON"):
+        load_checkpoint(name, folder)
+
+    (folder / f"{name}.heldout.txt.gz").write_bytes(b"\x1f\x8b garbage")
+    shutil.copy(CHECKPOINT_DIR / f"{name}.json", meta_file)
+    with pytest.raises(CheckpointError, match="heldout.txt.gz is corrupt"):
+        load_heldout_text(name, folder)
+
+
+def _tiny(tmp_path, model=None, **overrides):
+    vocab = CharVocab.from_text("def f(x):\n    return 'x'  # y\n")
+    torch.manual_seed(0)
+    config = {"vocab_size": len(vocab), "hidden_size": 6, "embedding_dim": 4}
+    model = model or CharLSTM(**config)
+    arguments = dict(
+        config=config,
+        vocab=vocab,
+        training={"function": "none", "steps": 0, "seed": 0},
+        corpus={"description": "a test"},
+        heldout_text="def g(y):\n    return [y]\n",
+        heldout_description="a test",
+        description="a tiny model",
+        directory=tmp_path,
+    )
+    return model, save_checkpoint(model, "tiny", **(arguments | overrides))
+
+
+def test_save_then_load_gives_back_the_same_model(tmp_path):
+    model, saved = _tiny(tmp_path)
+    loaded, meta = load_checkpoint("tiny", tmp_path)
+    assert meta == saved and available_checkpoints(tmp_path) == ["tiny"]
+    ids = checkpoint_vocab(meta).encode("return x")[None, :]  # (1, T)
+    model.eval()
+    assert torch.equal(loaded(ids)[0], model(ids)[0])
+    figure = heldout_bits_per_char(loaded, meta, load_heldout_text("tiny", tmp_path))
+    assert figure == pytest.approx(meta["heldout"]["bits_per_char"], abs=1e-5)
+
+
+def test_save_refuses_a_config_that_does_not_rebuild_the_model(tmp_path):
+    vocab_size = len(CharVocab.from_text("def f(x):\n    return 'x'  # y\n"))
+    for other in (CharRNN(vocab_size, 7, embedding_dim=4), CharLSTM(vocab_size, 7)):
+        with pytest.raises(ValueError, match="does not rebuild this model"):
+            _tiny(tmp_path, model=other)
+    with pytest.raises(ValueError, match="'steps'"):
+        _tiny(tmp_path, training={"seed": 0})

@@ -1,0 +1,149 @@
+"""Remake the course-trained checkpoints: ``python -m tools.make_checkpoints`` (``make checkpoints``).
+
+Each recipe below trains one model with the course's own training loop
+(``course.train.train_language_model``), fixed seeds and a fixed number of steps (never a
+wall-clock budget, so the result does not depend on how busy the machine is), on one CPU
+thread per run, and writes it with ``course.checkpoints.save_checkpoint`` into
+``course/checkpoints/``. Commit the files it writes. Not part of ``make``: it takes minutes.
+
+    python -m tools.make_checkpoints                 # every checkpoint
+    python -m tools.make_checkpoints --only char_lstm_stdlib
+    python -m tools.make_checkpoints --list
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import math
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+from course.checkpoints import CHECKPOINT_DIR, REMAKE_COMMAND, save_checkpoint
+from course.data.code import CharVocab, load_python_source
+from course.models.recurrent import CharLSTM
+from course.train import train_language_model
+
+SEED = 0
+THREADS = 1  # one thread per run: as fast for these sizes, and deterministic
+
+
+CHAR_LSTM_STDLIB = {
+    "model": {"hidden_size": 256, "embedding_dim": 32, "forget_bias": 1.0},
+    "training": {"batch_size": 32, "seq_len": 100, "clip_norm": 1.0, "optimizer": "adam"},
+    # A step decay: a fast learning rate, then a slower one (a fresh Adam, new batches).
+    "phases": [
+        {"steps": 3000, "lr": 1e-2, "seed": SEED},
+        {"steps": 1000, "lr": 2e-3, "seed": SEED + 1},
+    ],
+}
+
+
+def train_in_phases(
+    model: torch.nn.Module, train_ids: torch.Tensor, common: dict, phases: list[dict]
+) -> dict:
+    """Run ``course.train.train_language_model`` once per phase (each for its fixed number of
+    steps, never a time budget) and return the training part of the metadata."""
+    losses, seconds = [], 0.0
+    for phase in phases:
+        history = train_language_model(model, train_ids, **common, **phase, budget_seconds=None)
+        if history.stopped_by != "steps" or history.steps != phase["steps"]:
+            raise RuntimeError(
+                f"training stopped by {history.stopped_by!r} after {history.steps} of "
+                f"{phase['steps']} steps ({phase})"
+            )
+        losses += history.losses
+        seconds += history.seconds
+    return {
+        "function": "course.train.train_language_model",
+        "steps": sum(phase["steps"] for phase in phases),
+        "seed": SEED,
+        "initial_weights": f"torch.manual_seed({SEED}) before {type(model).__name__}(**config)",
+        **common,
+        "phases": phases,
+        "torch_threads": torch.get_num_threads(),
+        "seconds": round(seconds, 1),
+        "final_loss_bits": round(statistics.fmean(losses[-100:]) / math.log(2), 4),
+        "stopped_by": "steps",
+    }
+
+
+def char_lstm_stdlib(directory: Path) -> dict:
+    """Lecture 2's interpretable cells: a char-LSTM trained on the whole train split of the
+    standard library (about four times Lecture 2's text) with ``CHAR_LSTM_STDLIB``."""
+    train_text = load_python_source(max_chars=None, split="train")
+    heldout_text = load_python_source(max_chars=100_000, split="val")  # Lecture 2's held-out text
+    vocab = CharVocab.from_text(train_text)
+    config = {"vocab_size": len(vocab), **CHAR_LSTM_STDLIB["model"]}
+    torch.manual_seed(SEED)  # the initial weights
+    model = CharLSTM(**config)
+    training = train_in_phases(
+        model, vocab.encode(train_text), CHAR_LSTM_STDLIB["training"], CHAR_LSTM_STDLIB["phases"]
+    )
+    python = platform.python_version()
+    return save_checkpoint(
+        model,
+        "char_lstm_stdlib",
+        config=config,
+        vocab=vocab,
+        training=training,
+        corpus={
+            "description": (
+                "the source of Python's standard library (top-level modules, split 'train' of "
+                "course.data.code.load_python_source: every file not held out), Python "
+                f"{python}, PSF licence"
+            ),
+            "python": python,
+            "characters": len(train_text),
+            "sha256": hashlib.sha256(train_text.encode("utf-8")).hexdigest(),
+        },
+        heldout_text=heldout_text,
+        heldout_description=(
+            "the first 100,000 characters of the held-out split ('val') of the standard "
+            f"library's source, Python {python}: Lecture 2's held-out text"
+        ),
+        description=(
+            "Character-level LSTM (H = 256, 32-dimensional embedding) trained on Python's "
+            "standard library for Lecture 2's interpretable cells"
+        ),
+        command=REMAKE_COMMAND,
+        directory=directory,
+    )
+
+
+RECIPES: dict[str, Callable[[Path], dict]] = {"char_lstm_stdlib": char_lstm_stdlib}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", action="append", choices=sorted(RECIPES), help="one checkpoint")
+    parser.add_argument("--list", action="store_true", help="list the checkpoints and exit")
+    parser.add_argument("--out", type=Path, default=CHECKPOINT_DIR, help="output folder")
+    args = parser.parse_args(argv)
+    if args.list:
+        print("\n".join(sorted(RECIPES)))
+        return 0
+    torch.set_num_threads(THREADS)
+    for name in args.only or sorted(RECIPES):
+        print(f"[checkpoints] training {name}", flush=True)
+        start = time.perf_counter()
+        metadata = RECIPES[name](args.out)
+        size = (args.out / metadata["weights_file"]).stat().st_size
+        print(
+            f"[checkpoints] {name}: {metadata['training']['steps']} steps in "
+            f"{time.perf_counter() - start:.0f} s, held-out "
+            f"{metadata['heldout']['bits_per_char']:.3f} bits/char, {size / 1e6:.2f} MB "
+            f"-> {args.out / metadata['weights_file']}",
+            flush=True,
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
