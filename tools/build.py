@@ -112,7 +112,13 @@ def _kernel_env() -> dict[str, str]:
 
 
 def run_lecture(source: Path, build: Path, env: dict[str, str]) -> dict[str, float]:
-    """Execute one lecture into ``build/lectures``; its execution time."""
+    """Execute one lecture into ``build/lectures``; its execution time.
+
+    The lecture's recorded figures are cleared first, so a figure it no longer records (a
+    renamed model, say) does not linger in the benchmark table.
+    """
+    if env.get("COURSE_METRICS_DIR"):
+        Path(env["COURSE_METRICS_DIR"], f"{source.stem}.json").unlink(missing_ok=True)
     result = execute(
         read_source(source), name=source.name, cwd=build / "run" / source.stem, env=env
     )
