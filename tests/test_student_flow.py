@@ -23,11 +23,10 @@ import nbformat
 import pytest
 
 from autograder import nbgrader_format as nbg
+from tools.browser import launch, offline_context
 from tools.build import BUILD, DIST
 from tools.student_lab import (
     BUNDLE_ZIP,
-    CHROMIUM_FLAGS,
-    chromium,
     filled_in_answers,
     install_bundle,
     installed_version,
@@ -95,23 +94,10 @@ def context(lab):
     for old in SCREENSHOTS.glob("*.png"):
         old.unlink()
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=chromium(), args=CHROMIUM_FLAGS, headless=True, timeout=60_000
+        browser = launch(playwright, timeout_ms=60_000)
+        context = offline_context(
+            browser, lambda url: url.startswith(lab.url), viewport=(1400, 1000), timeout_ms=60_000
         )
-        context = browser.new_context(viewport={"width": 1400, "height": 1000})
-        context.blocked = []
-        local = lab.url
-
-        def route(route):
-            url = route.request.url
-            if url.startswith((local, "data:", "blob:")):
-                route.continue_()
-            else:
-                context.blocked.append(url)
-                route.abort()
-
-        context.route("**/*", route)
-        context.set_default_timeout(60_000)
         yield context
         context.close()
         browser.close()

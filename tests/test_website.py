@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 import gzip
 import importlib.util
-import os
 import shutil
 from html.parser import HTMLParser
 from pathlib import Path
@@ -22,24 +21,12 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
+from tools.browser import launch, offline_context
 from tools.build import BOOK, BUILD, lecture_sources
 from tools.site_server import serve
 
 HTML = BOOK / "_build" / "html"
 SCREENSHOTS = BUILD / "screenshots"
-CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-# Flags known to work on the course machines; without the background-networking ones
-# Chromium keeps trying to reach Google and floods the closed network with refused connections.
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 FIRST_LECTURE = f"_generated/lectures/{lecture_sources()[0].stem}.html"
 SEARCH_TERM = "backpropagation"  # appears in Lecture 1's title and text
 
@@ -77,14 +64,8 @@ def site_url():
 def browser():
     from playwright.sync_api import sync_playwright
 
-    assert Path(CHROMIUM).exists(), (
-        f"Chromium is not installed at {CHROMIUM}; `make test` installs it with apt-get"
-        " (`make browser`)"
-    )
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM, args=CHROMIUM_FLAGS, headless=True, timeout=30_000
-        )
+        browser = launch(playwright, timeout_ms=30_000)
         yield browser
         browser.close()
 
@@ -92,20 +73,10 @@ def browser():
 @pytest.fixture(scope="module")
 def context(browser, site_url):
     """A browser context that can reach only the local site; blocked URLs are recorded."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    context.blocked = []
     local = urlsplit(site_url).netloc
-
-    def route(route):
-        url = route.request.url
-        if urlsplit(url).netloc == local or url.startswith(("data:", "blob:")):
-            route.continue_()
-        else:
-            context.blocked.append(url)
-            route.abort()
-
-    context.route("**/*", route)
-    context.set_default_timeout(20_000)
+    context = offline_context(
+        browser, lambda url: urlsplit(url).netloc == local, viewport=(1280, 900), timeout_ms=20_000
+    )
     yield context
     context.close()
 

@@ -36,31 +36,11 @@ from tools.notebooks import REPO
 
 BUNDLE_ZIP = REPO / "dist" / "student.zip"
 STUDENT_REQUIREMENTS = "requirements-student.txt"
-# Chromium flags for a headless run on the course machines: no sandbox (root in a container),
-# and none of the background services that would try to reach Google.
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
 SOLUTION_MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
 
 
 class StudentLabError(RuntimeError):
     """Installing the bundle or starting JupyterLab failed; the message carries the log."""
-
-
-def chromium() -> str:
-    """The system's Chromium (Debian's ``chromium``); Playwright must never download one."""
-    path = os.environ.get("CHROMIUM") or shutil.which("chromium")
-    if not path:
-        raise StudentLabError("chromium is not installed; `make browser` installs it (apt-get)")
-    return path
 
 
 # -- install ----------------------------------------------------------------------------------
