@@ -176,13 +176,16 @@ def expect_dtype(value: Any, kinds: str, name: str) -> None:
         raise TypeMismatch(f"{name}: expected a {wanted} array, got dtype {array_dtype}")
 
 
-def expect_ids(ids: Any, vocab_size: int, name: str = "ids") -> dict[str, int]:
+def expect_ids(
+    ids: Any, vocab_size: int, name: str = "ids", shape: Sequence[int | str | None] = ("B", "T")
+) -> dict[str, int]:
     """The guard every course model applies to its input: ids (B, T), integers in [0, vocab_size).
 
     Returns {"B": batch size, "T": length}. Raises ValueError for a wrong shape or an id out of
-    range, TypeError for a non-integer dtype.
+    range, TypeError for a non-integer dtype. ``shape`` changes the expected shape (e.g. the
+    spellings (B, T, C) of a character-level token layer).
     """
-    dims = expect_shape(ids, ("B", "T"), name)
+    dims = expect_shape(ids, shape, name)
     expect_dtype(ids, "iu", name)
     array = as_numpy(ids, name)
     if array.size and (int(array.min()) < 0 or int(array.max()) >= vocab_size):

@@ -47,6 +47,7 @@ from course.data.english import (
     SUPERSENSE_LABELS,
     WORDNET_FILE,
 )
+from course.data.words import tokenize
 
 REPO = Path(__file__).resolve().parent.parent
 OUT_DIR = REPO / "course" / "data" / "files"
@@ -119,25 +120,6 @@ def split_sentences(paragraph: str) -> list[str]:
     if tail:
         sentences.append(tail)
     return [s for s in sentences if s]
-
-
-_WORD = re.compile(r"\w+(?:[-'’]\w+)*|[^\w\s]")
-_CLITIC = re.compile(r"(?i)^(.+?)(n['’]t|['’](?:s|re|ve|ll|d|m))$")
-
-
-def tokenize(sentence: str) -> list[str]:
-    """Split a sentence into words and punctuation marks, Penn-style clitics apart.
-
-    "The dog's bone isn't here." -> [The, dog, 's, bone, is, n't, here, .]
-    """
-    tokens: list[str] = []
-    for token in _WORD.findall(sentence):
-        clitic = _CLITIC.match(token)
-        if clitic and clitic.group(1)[-1].isalpha():
-            tokens.extend(clitic.groups())
-        else:
-            tokens.append(token)
-    return tokens
 
 
 # ----------------------------------------------------------------------------------------------

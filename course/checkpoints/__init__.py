@@ -33,7 +33,7 @@ import inspect
 import io
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,6 +43,7 @@ from torch import nn
 
 from course.analysis.lm import bits_per_char
 from course.data.code import CharVocab
+from course.data.words import WordVocab
 
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
@@ -70,7 +71,9 @@ METADATA_KEYS = {
     "name": str,
     "description": str,
     "model": dict,  # module, class, config, source_file, code_sha256, parameters
-    "vocab": str,  # the characters of ids 1, 2, ... (id 0 is the unknown character)
+    # a character model's vocabulary: the characters of ids 1, 2, ... (id 0 is the unknown
+    # character); a word model's: the list of its words in id order
+    "vocab": (str, list),
     "training": dict,  # function, steps, seed, batch_size, seq_len, lr, ...
     "corpus": dict,  # description, characters, sha256, python
     "heldout": dict,  # bits_per_char, file, characters, sha256, evaluation
@@ -83,8 +86,10 @@ NESTED_KEYS = {
     "model": ("module", "class", "config", "source_file", "code_sha256", "parameters"),
     "training": ("function", "steps", "seed"),
     "corpus": ("description",),
-    "heldout": ("bits_per_char", "file", "characters", "sha256", "evaluation"),
+    "heldout": ("file", "characters", "sha256", "evaluation"),
 }
+# The held-out figure each kind of vocabulary's model records.
+HELDOUT_FIGURE = {str: "bits_per_char", list: "perplexity"}
 HELDOUT_EVALUATION = {
     "batch_size": 16,
     "seq_len": 256,
@@ -144,8 +149,11 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def checkpoint_vocab(metadata: Mapping[str, Any]) -> CharVocab:
-    """The character vocabulary the checkpoint's model reads (its ids are the model's inputs)."""
+def checkpoint_vocab(metadata: Mapping[str, Any]) -> CharVocab | WordVocab:
+    """The vocabulary the checkpoint's model reads: a CharVocab for a character-level model,
+    a WordVocab for a word-level one (its ids are the model's inputs)."""
+    if isinstance(metadata["vocab"], list):
+        return WordVocab(tuple(metadata["vocab"]))
     return CharVocab(tuple(metadata["vocab"]))
 
 
@@ -173,7 +181,7 @@ def save_checkpoint(
     name: str,
     *,
     config: Mapping[str, Any],
-    vocab: CharVocab,
+    vocab: CharVocab | WordVocab,
     training: Mapping[str, Any],
     corpus: Mapping[str, Any],
     heldout_text: str,
@@ -181,13 +189,17 @@ def save_checkpoint(
     description: str,
     command: str = REMAKE_COMMAND,
     directory: str | Path | None = None,
+    heldout_figure: Callable[[nn.Module, Mapping[str, Any], str], Any] | None = None,
+    evaluation: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Write ``<name>.pt``, ``<name>.heldout.txt.gz`` and ``<name>.json``; return the metadata.
 
     config: the keyword arguments that rebuild the model, ``type(model)(**config)`` (checked
     here: same parameter names and shapes). training: settings of the run (must include
     ``steps`` and ``seed``). corpus: what it was trained on. The held-out figure is measured
-    here on ``heldout_text`` with :func:`heldout_bits_per_char`.
+    here on ``heldout_text`` with :func:`heldout_bits_per_char` for a character model; a word
+    model passes ``heldout_figure(model, metadata, text)`` (which returns its perplexity) and
+    the ``evaluation`` settings it reads.
     """
     if not _NAME.match(name):
         raise ValueError(f"name: expected lower-case letters, digits and _, got {name!r}")
@@ -223,7 +235,7 @@ def save_checkpoint(
             "code_sha256": model_code_sha256(cls.__module__),
             "parameters": sum(v.numel() for v in state.values()),
         },
-        "vocab": "".join(vocab.chars),
+        "vocab": list(vocab.words) if isinstance(vocab, WordVocab) else "".join(vocab.chars),
         "training": dict(training),
         "corpus": dict(corpus),
         "heldout": {
@@ -231,7 +243,7 @@ def save_checkpoint(
             "file": heldout_file,
             "characters": len(heldout_text),
             "sha256": _sha256(heldout_text.encode("utf-8")),
-            "evaluation": dict(HELDOUT_EVALUATION),
+            "evaluation": dict(HELDOUT_EVALUATION if evaluation is None else evaluation),
         },
         "torch": torch.__version__,
         "command": command,
@@ -240,9 +252,13 @@ def save_checkpoint(
     }
     was_training = model.training
     model.eval()
-    bpc = heldout_bits_per_char(model, metadata, heldout_text)
+    if heldout_figure is None:
+        figure: Any = round(heldout_bits_per_char(model, metadata, heldout_text), 6)
+    else:
+        figure = heldout_figure(model, metadata, heldout_text)
     model.train(was_training)
-    metadata["heldout"] = {"bits_per_char": round(bpc, 6), **metadata["heldout"]}
+    key = HELDOUT_FIGURE[type(metadata["vocab"])]
+    metadata["heldout"] = {key: figure, **metadata["heldout"]}
     (folder / f"{name}.json").write_text(
         json.dumps(metadata, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
     )
@@ -287,6 +303,9 @@ def read_metadata(name: str, directory: str | Path | None = None) -> dict[str, A
     if not isinstance(metadata, dict):
         raise _corrupt(name, file, "expected a JSON object")
     wrong = [k for k, kind in METADATA_KEYS.items() if not isinstance(metadata.get(k), kind)]
+    if isinstance(metadata.get("heldout"), dict) and "vocab" not in wrong:
+        figure = HELDOUT_FIGURE[type(metadata["vocab"])]
+        wrong += [f"heldout.{figure}"] if figure not in metadata["heldout"] else []
     wrong += [
         f"{k}.{sub}"
         for k, subs in NESTED_KEYS.items()
