@@ -91,8 +91,10 @@ def bigru(
     return {"states": states, "final_fwd": final_fwd, "final_bwd": final_bwd}
 
 
-def softmax(w, *, naive=False):
+def softmax(w, *, naive=False, validate=True):
     w = np.asarray(w, dtype=float)
+    if validate and (w.ndim != 1 or w.size == 0):
+        raise ValueError("w must be a non-empty 1-D array")
     if naive:
         return np.exp(w) / np.exp(w).sum()
     log_z = np.logaddexp.reduce(w)  # another stable way: log-sum-exp
@@ -280,6 +282,11 @@ def test_check_bidirectional_gru_rejects_bug(bugs, message):
     ("scalar_mix_bugs", "weight_bugs", "message"),
     [
         ({}, {"naive": True}, r"\[mix_weights, w = \[800, -800, 799.5\].*\] s contains nan"),
+        (
+            {},
+            {"validate": False},
+            r"^mix_weights with an empty w should raise ValueError, but it returned",
+        ),
         (
             {"ignore_mask": True},
             {},

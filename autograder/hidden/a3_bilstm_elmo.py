@@ -428,7 +428,10 @@ def check_scalar_mix(scalar_mix: Callable[..., Any], mix_weights: Callable[..., 
     ]
     for description, *args in bad_calls:
         _expect_value_error(scalar_mix, MIX_BY_HAND, f"scalar_mix with {description}", *args)
-    total = len(MIX_WEIGHT_CASES) + len(SCALAR_MIX_CASES) + len(bad_calls)
+    bad_weights = [("an empty w", np.zeros(0)), ("w of shape (3, 2)", np.ones((3, 2)))]
+    for description, w in bad_weights:
+        _expect_value_error(mix_weights, MIX_BY_HAND, f"mix_weights with {description}", w)
+    total = len(MIX_WEIGHT_CASES) + len(SCALAR_MIX_CASES) + len(bad_calls) + len(bad_weights)
     print(f"check_scalar_mix: all {total} hidden cases passed.")
 
 

@@ -404,8 +404,9 @@ except NotImplementedError:
 # `nn.LayerNorm`, which normalises each token over its own $D$ features.) The output at padded
 # positions is not graded; with `layer_norm=False` the mask changes nothing.
 #
-# Raise `ValueError` for `layers` that is not 4-D, a `w` whose length is not $L + 1$, a mask
-# whose shape is not (B, T), and (with `layer_norm=True`) a mask with no real token.
+# `mix_weights` raises `ValueError` for a `w` that is not a non-empty 1-D array. `scalar_mix`
+# raises it for `layers` that is not 4-D, a `w` whose length is not $L + 1$, a mask whose shape
+# is not (B, T), and (with `layer_norm=True`) a mask with no real token.
 
 
 # %% nbgrader={"grade": false, "grade_id": "scalar_mix", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -516,6 +517,12 @@ assert_close(
     atol=1e-8,
     against="the expected value (mean and variance over the real tokens only)",
 )
+try:
+    mix_weights(np.zeros((2, 3)))
+except ValueError:
+    pass
+else:
+    raise AssertionError("mix_weights should raise ValueError for w of shape (2, 3), not 1-D")
 for bad_b in (np.zeros(2), np.zeros((1, 3))):
     try:
         scalar_mix(layers_b, bad_b, 1.0)
@@ -528,7 +535,7 @@ print("Part B, visible test: passed.")
 
 # %% nbgrader={"grade": true, "grade_id": "test_scalar_mix_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 # Hidden test (2 points): mix_weights for huge positive and negative weights and a single
-# weight; scalar_mix with and without layer normalisation on other shapes (one layer, B = 1,
+# weight, ValueError for a w that is empty or 2-D; scalar_mix with and without layer normalisation on other shapes (one layer, B = 1,
 # T = 1, an integer mask, mask=None, garbage in the padding, non-contiguous arrays), against
 # a reference computed in another way; inputs must come back unmodified; ValueError for
 # mismatched shapes and a mask with no real token.
