@@ -483,6 +483,12 @@ assert_close(
     atol=1e-9,
     against="the expected value (subtract the largest weight before exp)",
 )
+try:
+    mix_weights(np.zeros((2, 3)))
+except ValueError:
+    pass
+else:
+    raise AssertionError("mix_weights should raise ValueError for w of shape (2, 3), not 1-D")
 layers_b = (
     np.sin(np.arange(36.0)).reshape(3, 2, 3, 2) * np.array([1.0, 2.0, 3.0])[:, None, None, None]
 )
@@ -517,12 +523,6 @@ assert_close(
     atol=1e-8,
     against="the expected value (mean and variance over the real tokens only)",
 )
-try:
-    mix_weights(np.zeros((2, 3)))
-except ValueError:
-    pass
-else:
-    raise AssertionError("mix_weights should raise ValueError for w of shape (2, 3), not 1-D")
 for bad_b in (np.zeros(2), np.zeros((1, 3))):
     try:
         scalar_mix(layers_b, bad_b, 1.0)
@@ -754,7 +754,7 @@ except NotImplementedError:
 
 
 # %% nbgrader={"grade": false, "grade_id": "sense_separation", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def sense_separation(vectors_by_layer: np.ndarray, senses) -> list[float]:
+def sense_separation(vectors_by_layer: np.ndarray, senses: list | np.ndarray) -> list[float]:
     """Leave-one-out nearest-centroid accuracy (cosine) of each layer.
 
     Args:
@@ -795,7 +795,7 @@ def sense_separation(vectors_by_layer: np.ndarray, senses) -> list[float]:
     ### END SOLUTION
 
 
-def best_layer(vectors_by_layer: np.ndarray, senses) -> int:
+def best_layer(vectors_by_layer: np.ndarray, senses: list | np.ndarray) -> int:
     """The index of the layer with the best sense_separation (the lowest one on a tie)."""
     ### BEGIN SOLUTION
     accuracies = sense_separation(vectors_by_layer, senses)
@@ -829,15 +829,15 @@ assert_close(
     atol=1e-9,
     against="the expected value (leave-one-out centroids)",
 )
-chosen_d = best_layer(layers_d, senses_d)
-assert isinstance(chosen_d, int), f"best_layer should return an int, got {type(chosen_d).__name__}"
-assert chosen_d == 2, f"best_layer chose layer {chosen_d}, expected layer 2"
 for bad_senses_d in (senses_d[:5], ["river"] * 6, ["river"] * 5 + ["money"]):
     try:
         sense_separation(layers_d, bad_senses_d)
     except ValueError:
         continue
     raise AssertionError(f"sense_separation should raise ValueError for senses {bad_senses_d}")
+chosen_d = best_layer(layers_d, senses_d)
+assert isinstance(chosen_d, int), f"best_layer should return an int, got {type(chosen_d).__name__}"
+assert chosen_d == 2, f"best_layer chose layer {chosen_d}, expected layer 2"
 print("Part D, visible test: passed.")
 
 # %% nbgrader={"grade": true, "grade_id": "test_sense_separation_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
