@@ -238,17 +238,23 @@ def _same(a: Any, b: Any) -> bool:
 def hard_coded(part: Part) -> dict[str, Callable[..., Any]]:
     """For each function of a part: a cheat that answers the visible test's calls from a table.
 
-    The table is recorded by running the visible test cell with the reference. Unknown
-    arguments get the first recorded answer: the best a hard-coding student can do.
+    The table is recorded by running the visible test cell with the reference: what each call
+    returned, or the error it raised (a visible test may ask for a ValueError). Unknown
+    arguments get the first recorded return value: the best a hard-coding student can do.
     """
     good = reference(part.assignment)
-    tables: dict[str, list[tuple[Any, Any]]] = {name: [] for name in part.functions}
+    tables: dict[str, list[tuple[Any, str, Any]]] = {name: [] for name in part.functions}
     recording = dict(good)
     for name in part.functions:
 
         def recorder(*args, _name=name, **kwargs):
-            result = good[_name](*args, **kwargs)
-            tables[_name].append((copy.deepcopy((args, kwargs)), copy.deepcopy(result)))
+            call = copy.deepcopy((args, kwargs))
+            try:
+                result = good[_name](*args, **kwargs)
+            except Exception as error:
+                tables[_name].append((call, "raise", error))
+                raise
+            tables[_name].append((call, "return", copy.deepcopy(result)))
             return result
 
         recording[name] = recorder
@@ -257,13 +263,16 @@ def hard_coded(part: Part) -> dict[str, Callable[..., Any]]:
 
     cheats = {}
     for name, table in tables.items():
-        assert table, f"the visible test never calls {name}"
+        returned = [answer for _, kind, answer in table if kind == "return"]
+        assert returned, f"the visible test never calls {name} with an answer to record"
 
-        def cheat(*args, _table=table, **kwargs):
-            for (known_args, known_kwargs), answer in _table:
+        def cheat(*args, _table=table, _first=returned[0], **kwargs):
+            for (known_args, known_kwargs), kind, answer in _table:
                 if _same(known_args, args) and _same(known_kwargs, kwargs):
+                    if kind == "raise":
+                        raise answer
                     return copy.deepcopy(answer)
-            return copy.deepcopy(_table[0][1])
+            return copy.deepcopy(_first)
 
         cheat.__name__ = name
         cheats[name] = cheat
