@@ -34,7 +34,7 @@ from pathlib import Path
 import nbformat
 from tqdm import tqdm
 
-from autograder import judge, nbgrading
+from autograder import judge, markup, nbgrading
 from autograder import nbgrader_format as fmt
 from autograder.fingerprint import grading_fingerprint
 from autograder.sandbox import Limits, SandboxUnavailable, check_sandbox_available
@@ -62,6 +62,7 @@ def prepare_course(out: Path, assignment: str) -> Path:
     if stamp.exists() and stamp.read_text() == fingerprint:
         return course
     config = nbgrading.GRADING_CONFIG.format(root=str(course / nbgrading.JUDGED))
+    config += markup.exporter_config()
     fmt.make_course_dir(course, [assignment], extra_config=config)
     try:
         fmt.release(course, assignment)
@@ -516,7 +517,10 @@ def print_summary(rows: list[dict], out: Path, judged: int, seconds: float) -> N
             print(f"  {row['student']:<20} {row['status']:<30} {row['message'][:100]}")
     print(f"\ngrades: {out / 'grades.csv'}")
     print(f"feedback: {out / 'course' / 'feedback'}/<student>/")
-    print("manual grading: run `nbgrader formgrader` in " + str(out / "course"))
+    print(
+        f"manual grading: run `jupyter lab` in {out / 'course'} and open /formgrader"
+        " (nbgrader's formgrader is a JupyterLab extension)"
+    )
 
 
 def command_line(assignment: str, path: Path, out: Path, *options: str) -> list[str]:

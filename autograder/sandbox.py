@@ -19,6 +19,7 @@ from __future__ import annotations
 import fcntl
 import os
 import queue
+import re
 import shlex
 import shutil
 import sys
@@ -144,6 +145,17 @@ def kernel_environment() -> dict[str, str]:
         "MKL_NUM_THREADS": "1",
         "PYDEVD_DISABLE_FILE_VALIDATION": "1",
     }
+
+
+_BASE64 = re.compile(r"^[A-Za-z0-9+/=\s]+$")
+
+
+def _displayable(mimetype: str, value: object) -> bool:
+    """Only text and base64 PNG outputs are kept: no HTML, JavaScript, SVG or markdown from the
+    kernel reaches the notebook a TA or a student opens (see autograder/markup.py)."""
+    if mimetype == "text/plain":
+        return isinstance(value, str) and bool(value)
+    return mimetype == "image/png" and isinstance(value, str) and bool(_BASE64.match(value))
 
 
 class _SandboxManager(KernelManager):
@@ -345,7 +357,7 @@ class SandboxKernel:
                 if mimetype is not None and mimetype in data:
                     outcome.payloads.append(str(data[mimetype]))
                 elif keep_outputs and chars < MAX_OUTPUT_CHARS:
-                    kept = {k: v for k, v in data.items() if k in ("text/plain", "image/png") and v}
+                    kept = {k: v for k, v in data.items() if _displayable(k, v)}
                     chars += sum(len(str(v)) for v in kept.values())
                     if kept:
                         outcome.outputs.append(

@@ -21,9 +21,11 @@ from nbgrader.api import Gradebook
 from autograder.fingerprint import grading_fingerprint
 from autograder.grade import command_line, prepare_course
 from autograder.sandbox import BASE_UID, N_SLOTS
+from tools.build import BUILD
 from tools.notebooks import REPO
 
 ASSIGNMENT = "a1_rnn_bptt"
+SCREENSHOTS = BUILD / "screenshots" / "grading"
 
 
 def _run(folder: Path, out: Path) -> subprocess.CompletedProcess:
@@ -93,6 +95,8 @@ EXPECTED = [
     "patched_exit_and_display",
     "read_and_write_secrets",
     "import_hidden_checks",
+    "hostile_markdown",
+    "hostile_outputs",
     "invalid_json",
     "empty_file",
     "not_a_notebook",
@@ -210,3 +214,83 @@ def test_bad_arguments_exit_3(tmp_path):
         env={**os.environ},
     )
     assert result.returncode == 3 and "unknown assignment" in result.stderr
+
+
+# -- what a TA and a student open: formgrader's pages and the feedback files, in Chromium ------
+
+HOSTILE = ["hostile_markdown", "hostile_outputs", "honest_correct"]
+
+
+def _audit(page, expect_math: bool = True) -> dict:
+    from tools.formgrader import AUDIT_JS, MATHJAX_JS
+
+    math = page.evaluate(MATHJAX_JS) if expect_math else None
+    page.wait_for_timeout(500)  # a handler that fires late (onerror of a failed load) has run
+    return {"math": math, **page.evaluate(AUDIT_JS, "#notebook-container")}
+
+
+def test_no_student_markup_runs_in_formgrader_or_feedback(batch, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    from tools.browser import launch, offline_context
+    from tools.formgrader import manual_grading_url, running_formgrader
+
+    course = batch["course"]
+    feedback = {s: course / "feedback" / s / ASSIGNMENT / f"{ASSIGNMENT}.html" for s in HOSTILE}
+    with running_formgrader(course, tmp_path / "home") as lab, sync_playwright() as playwright:
+        browser = launch(playwright)
+        own = {path.as_uri() for path in feedback.values()}
+        context = offline_context(
+            browser,
+            lambda url: (url.startswith(lab.url + "/") and "/pwned/" not in url) or url in own,
+            viewport=(1200, 900),
+            timeout_ms=60_000,
+        )
+        dialogs: list[str] = []
+        page = context.new_page()
+        page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+        page.goto(f"{lab.url}/formgrader?token={lab.token}")  # logs in: the TA's session
+        seen = {}
+        for student in HOSTILE:
+            page.goto(manual_grading_url(lab, course, ASSIGNMENT, ASSIGNMENT, student))
+            seen[f"formgrader {student}"] = _audit(page)
+            if student == "hostile_markdown":
+                assert page.get_by_text("My answer, with math that must still render").count() == 2
+                SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+                page.get_by_text("My answer, with math").first.scroll_into_view_if_needed()
+                page.screenshot(path=SCREENSHOTS / "formgrader_hostile_markdown.png")
+        for student, path in feedback.items():
+            page.goto(path.as_uri())
+            seen[f"feedback {student}"] = _audit(page)
+        browser.close()
+    for where, found in seen.items():
+        assert found["ran"] == [] and found["live"] == [], (where, found)
+        assert found["math"]["rendered"] >= 20 and found["math"]["errors"] == 0, (where, found)
+    assert dialogs == []
+    assert context.blocked == [], context.blocked  # nothing left the page's own server
+
+
+def test_the_audit_sees_student_script_when_nothing_sanitises(batch, tmp_path):
+    """The control: nbconvert's stock exporter on the same graded notebook runs the payloads."""
+    from nbconvert import HTMLExporter
+    from playwright.sync_api import sync_playwright
+
+    from tools.browser import launch, offline_context
+
+    graded = batch["course"] / "autograded" / "hostile_markdown" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    html, _ = HTMLExporter(template_name="classic").from_filename(str(graded))
+    page_file = tmp_path / "stock.html"
+    page_file.write_text(html)
+    with sync_playwright() as playwright:
+        browser = launch(playwright)
+        context = offline_context(
+            browser, lambda url: url == page_file.as_uri(), viewport=(1200, 900), timeout_ms=60_000
+        )
+        page = context.new_page()
+        page.goto(page_file.as_uri())
+        page.wait_for_timeout(1500)  # the payloads run, then its meta refresh leaves the page
+        browser.close()
+    ran = {url.rsplit("/", 1)[-1] for url in context.blocked if url.startswith("file:///pwned/")}
+    for what in ("img-onerror", "script", "svg-onload", "srcdoc", "iframe", "ontoggle"):
+        assert f"answer-{what}" in ran and f"free-{what}" in ran, (what, sorted(ran))
+    assert "http://evil.example/free-md-image.png" in context.blocked, context.blocked

