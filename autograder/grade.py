@@ -26,6 +26,7 @@ import os
 import re
 import shutil
 import sys
+import tempfile
 import time
 import zipfile
 from dataclasses import asdict, dataclass, field
@@ -192,18 +193,24 @@ def judge_entry(job: Job) -> dict:
             continue
         try:
             notebook, notes = judge.read_submission(raw, spec)
-            for note in notes:
-                flag("wrong kernel", prefix + note)
+            for status, note in notes:
+                if status:
+                    flag(status, prefix + note)
+                else:
+                    record["messages"].append(prefix + note)
             canonical, repairs = judge.canonicalize(notebook, spec)
         except judge.Unreadable as error:
             flag(error.status, prefix + str(error))
+            continue
+        except RecursionError:  # nesting nbformat read but our rebuild cannot: still the file's
+            flag("invalid notebook", prefix + "the notebook is nested too deeply to be read")
             continue
         for note in repairs:
             flag("cells restored or overwritten", prefix + note)
         canonicals[name] = (spec, canonical, raw)
     if set(record["flags"]) & {"invalid notebook", "wrong assignment"}:
         return record
-    scratch = Path(os.environ.get("TMPDIR", "/tmp")) / f"autograder-{os.getpid()}"
+    scratch = Path(tempfile.mkdtemp(prefix="kernels-"))  # a name that says nothing of grading
     try:
         for name, (spec, canonical, raw) in canonicals.items():
             verdict = judge.NotebookVerdict(name)

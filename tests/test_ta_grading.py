@@ -7,10 +7,14 @@ same folder is graded again: nothing is judged twice and nothing changes.
 
 from __future__ import annotations
 
+import base64
 import csv
 import json
 import os
+import re
 import subprocess
+import sys
+import zlib
 from pathlib import Path
 
 import nbformat
@@ -97,9 +101,12 @@ EXPECTED = [
     "import_hidden_checks",
     "hostile_markdown",
     "hostile_outputs",
+    "probe_grading_world",
     "invalid_json",
     "empty_file",
     "not_a_notebook",
+    "deeply_nested_json",
+    "nbformat_v3",
     "wrong_assignment",
     "wrong_kernel_name",
     "r_kernel",
@@ -170,6 +177,33 @@ def test_secrets_are_out_of_reach_and_the_gradebook_unwritable(batch):
     assert "READ" not in text.replace("BLOCKED", "") and "WROTE" not in text, text
     assert text.count("BLOCKED ") == 5 and "BLOCKED-WRITE" in text
     assert "ENV []" in text, "the kernel's environment tells it that it is being graded"
+
+
+def _world(batch) -> dict:
+    judged = batch["course"] / "judged" / "probe_grading_world" / ASSIGNMENT / f"{ASSIGNMENT}.json"
+    cells = json.loads(judged.read_text())["cells"].values()
+    text = "".join(o.get("text", "") for outputs in cells for o in outputs)
+    found = re.search(r"WORLD (\S+)", text)
+    assert found, text[-2000:]
+    return json.loads(zlib.decompress(base64.b64decode(found.group(1))))
+
+
+def test_nothing_in_the_kernel_world_says_grading(batch):
+    world = _world(batch)
+    assert world["cwd"] == world["environ"]["PWD"] == "/home/student/work"
+    assert world["files"] == [f"{ASSIGNMENT}.ipynb"]
+    assert world["hostname"] == "jupyter" and world["user"] == world["pw_name"] == "student"
+    assert world["argv"][1:2] == ["-f"] and world["argv"][2].startswith(
+        "/home/student/.local/share/jupyter/runtime/kernel-"
+    )
+    assert "__call_bridge__" in world["builtins"]  # the probe ran after the tests
+    text = json.dumps(world)
+    # where the TA installed the course is theirs to name; everything else is the sandbox's
+    installs = {REPO, Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).parent}
+    for path in sorted({str(p) for i in installs for p in (i, i.resolve())}, key=len)[::-1]:
+        text = text.replace(path, "<install>")
+    for word in ("autograder", "grade", "nbgrader", "grading"):
+        assert word not in text.lower(), (word, text[max(0, text.lower().find(word) - 300) :][:600])
 
 
 def test_no_sandbox_process_survives(batch):

@@ -174,6 +174,45 @@ display({{"text/html": markup, "image/png": 'x" onerror="' + {png!r} + '"',
 """
 
 
+# Everything a student's code can read about where and how it runs, printed compressed (the
+# grader keeps 20,000 characters of output): nothing in it may say that this is grading.
+WORLD_PROBE = """
+import base64, builtins, getpass, json, os, pwd, socket, sys, zlib
+def _read(path):
+    try:
+        with open(path, "rb") as handle:
+            return handle.read().decode("utf-8", "replace")
+    except Exception as error:
+        return type(error).__name__
+_shell = get_ipython()
+world = {
+    "cwd": os.getcwd(),
+    "files": sorted(os.listdir(".")),
+    "home": sorted(os.listdir(os.path.expanduser("~"))),
+    "runtime": sorted(os.listdir(os.path.expanduser("~/.local/share/jupyter/runtime"))),
+    "environ": dict(os.environ),
+    "argv": sys.argv,
+    "executable": sys.executable,
+    "cmdline": {pid: _read(f"/proc/{pid}/cmdline") for pid in os.listdir("/proc") if pid.isdigit()},
+    "environ_of_pid_1": _read("/proc/1/environ"),
+    "mountinfo": _read("/proc/self/mountinfo"),
+    "hostname": socket.gethostname(),
+    "uname": list(os.uname()),
+    "etc": {name: _read("/etc/" + name) for name in ("hostname", "hosts", "passwd", "group")},
+    "user": getpass.getuser(),
+    "pw_name": pwd.getpwuid(os.getuid()).pw_name,
+    "builtins": dir(builtins),
+    "globals": sorted(k for k in globals() if not k.startswith("_i")),
+    "modules": sorted(sys.modules),
+    "sys_path": sys.path,
+    "message_header": _shell.kernel.get_parent().get("header", {}),
+    "kernel_session": _shell.kernel.session.username,
+    "history": [str(h) for h in _shell.history_manager.get_range(output=False)],
+}
+print("WORLD", base64.b64encode(zlib.compress(json.dumps(world, default=str).encode(), 9)).decode())
+"""
+
+
 def cases(source, release, secret_paths: list[str]) -> list[Case]:
     """Every attack, and the honest submissions, for the assignment of ``source``."""
     full, visible = _points(source), _points(source, hidden=False)
@@ -331,10 +370,27 @@ def cases(source, release, secret_paths: list[str]) -> list[Case]:
     )
     add("hostile_outputs", _add_cell(good, outputs), full, "needs manual grading", "")
 
+    # grading must be invisible: a probe after the test cells (the bridge is in the kernel then)
+    add("probe_grading_world", _add_cell(release, WORLD_PROBE), 0.0, "graded", "")
+
     # bad input
     add("invalid_json", b'{"cells": [', None, "invalid notebook", "")
     add("empty_file", b"", None, "invalid notebook", "")
     add("not_a_notebook", b'{"hello": 1}', None, "invalid notebook", "")
+    add(
+        "deeply_nested_json",
+        b'{"cells": ' + b"[" * 200_000 + b"]" * 200_000 + b"}",
+        None,
+        "invalid notebook",
+        "a RecursionError while reading is the file's fault, not the grader's",
+    )
+    add(
+        "nbformat_v3",
+        json.dumps(nbformat.convert(copy.deepcopy(good), 3)).encode(),
+        full,
+        "needs manual grading",
+        "upgraded to version 4 and graded, as nbgrader does",
+    )
     other = copy.deepcopy(release)
     for cell in other.cells:
         if fmt.grade_id(cell):
