@@ -38,6 +38,7 @@ from tqdm import tqdm
 from autograder import judge, markup, nbgrading
 from autograder import nbgrader_format as fmt
 from autograder.fingerprint import grading_fingerprint
+from autograder.report import write_report
 from autograder.sandbox import Limits, SandboxUnavailable, check_sandbox_available
 
 MAX_FILE_BYTES = 50 * 1024 * 1024
@@ -165,6 +166,7 @@ def judge_entry(job: Job) -> dict:
         "flags": [],
         "messages": [],
         "tests": {},
+        "failures": {},  # CSV column -> why that test failed (for the report)
         "seconds": {},
         "gradable": False,
     }
@@ -219,6 +221,8 @@ def judge_entry(job: Job) -> dict:
                 flag(status, "")
             record["messages"] += verdict.messages
             record["tests"].update(verdict.tests)
+            for grade_id, why in verdict.failures.items():
+                record["failures"][grade_id if len(specs) == 1 else f"{name}:{grade_id}"] = why
             for key, value in verdict.seconds.items():
                 record["seconds"][key] = record["seconds"].get(key, 0.0) + value
             submitted.mkdir(parents=True, exist_ok=True)
@@ -359,6 +363,14 @@ def grade(
     record_seconds = _record_in_gradebook(course, assignment, [e.student for e in todo], records)
     state_file.write_text(json.dumps(state))
     rows = export_csv(course, assignment, specs, records, out / "grades.csv")
+    manual = {
+        column
+        for column in part_points(specs)
+        for name, spec in specs.items()
+        if spec.kinds.get(column.split(":")[-1]) == "manual"
+    }
+    title = f"{assignment}: grading report"
+    write_report(rows, part_points(specs), manual, records, out / "report.html", title)
     state["timing"] = {
         "judged": len(todo),
         "judge_seconds": judge_seconds,
@@ -489,6 +501,16 @@ def export_csv(course, assignment, specs, records, target: Path) -> list[dict]:
     return rows
 
 
+def part_points(specs: dict[str, judge.NotebookSpec]) -> dict[str, float]:
+    """CSV column of every graded cell -> its points, in notebook order."""
+    return {
+        g if len(specs) == 1 else f"{name}:{g}": fmt.points(spec.source_cells[g])
+        for name, spec in specs.items()
+        for g in spec.order
+        if _graded(spec, g)
+    }
+
+
 def _graded(spec: judge.NotebookSpec, grade_id: str) -> bool:
     return bool(fmt.nbgrader_meta(spec.source_cells[grade_id]).get("grade"))
 
@@ -523,6 +545,7 @@ def print_summary(rows: list[dict], out: Path, judged: int, seconds: float) -> N
         for row in look[:30]:
             print(f"  {row['student']:<20} {row['status']:<30} {row['message'][:100]}")
     print(f"\ngrades: {out / 'grades.csv'}")
+    print(f"report: {out / 'report.html'}")
     print(f"feedback: {out / 'course' / 'feedback'}/<student>/")
     print(
         f"manual grading: run `jupyter lab` in {out / 'course'} and open /formgrader"

@@ -306,6 +306,7 @@ class NotebookVerdict:
     flags: list[str] = field(default_factory=list)
     messages: list[str] = field(default_factory=list)
     tests: dict[str, bool] = field(default_factory=dict)  # grade id -> passed, as judged here
+    failures: dict[str, str] = field(default_factory=dict)  # grade id -> why its test failed
     cells: dict[str, list[dict]] = field(default_factory=dict)  # cell id -> outputs
     seconds: dict[str, float] = field(default_factory=dict)
 
@@ -409,6 +410,9 @@ def judge_notebook(
                 )
                 verdict.tests[grade_id] = passed
                 verdict.cells[cell.id] = outputs
+                if not passed:
+                    error = outputs[-1]
+                    verdict.failures[grade_id] = f"{error['ename']}: {error['evalue']}"[:500]
                 for output in outputs:
                     if output["output_type"] == "error" and any(
                         hint in output["evalue"] for hint in _RESOURCE_HINTS

@@ -35,6 +35,9 @@ SLOT_DIR = Path("/tmp/autograder-sandbox-slots")
 N_SLOTS = 64
 BASE_UID = 60000
 MAX_OUTPUT_CHARS = 20_000
+# The largest reply of the grader's bridge that the grader decodes (the kernel's side caps its
+# replies at 64 MB of data, about 86 million base64 characters, but student code can bypass it).
+MAX_PAYLOAD_CHARS = 100_000_000
 
 
 @dataclass(frozen=True)
@@ -210,6 +213,7 @@ class Outcome:
     ename: str = ""
     evalue: str = ""
     payloads: list[str] = field(default_factory=list)  # data of the grader's private mimetype
+    oversized: int = 0  # payloads of that mimetype dropped for being over MAX_PAYLOAD_CHARS
     seconds: float = 0.0
 
 
@@ -400,7 +404,11 @@ class SandboxKernel:
             elif kind in ("display_data", "execute_result"):
                 data = content.get("data", {})
                 if mimetype is not None and mimetype in data:
-                    outcome.payloads.append(str(data[mimetype]))
+                    payload = data[mimetype]
+                    if isinstance(payload, str) and len(payload) <= MAX_PAYLOAD_CHARS:
+                        outcome.payloads.append(payload)
+                    else:
+                        outcome.oversized += 1
                 elif keep_outputs and chars < MAX_OUTPUT_CHARS:
                     kept = {k: v for k, v in data.items() if _displayable(k, v)}
                     chars += sum(len(str(v)) for v in kept.values())

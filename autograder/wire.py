@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from autograder.sandbox import SandboxKernel
+from autograder.sandbox import MAX_PAYLOAD_CHARS, SandboxKernel
 
 MIMETYPE = "application/x-call-bridge+json"
 
@@ -372,14 +372,21 @@ class Session:
         if outcome.status == "died":
             self.deaths += 1
             raise KernelDied(f"the kernel died while running {label}")
+        if outcome.oversized:
+            raise ProtocolError(
+                f"{label}: the kernel's answer is larger than the grader reads"
+                f" ({MAX_PAYLOAD_CHARS // 1_000_000} million characters)"
+            )
         replies = []
         for payload in outcome.payloads:
             try:
                 reply = json.loads(payload)
-            except ValueError:
-                continue
+            except (ValueError, RecursionError):
+                continue  # not an answer: a student may print anything, under any mimetype
             if type(reply) is dict and reply.get("nonce") == nonce:
                 replies.append(reply)
+        if len(replies) > 1:
+            raise ProtocolError(f"{label}: the kernel sent more than one answer")
         if len(replies) != 1:
             if outcome.status == "error":
                 _raise_student_error(outcome.ename, outcome.evalue)

@@ -102,6 +102,7 @@ EXPECTED = [
     "hostile_markdown",
     "hostile_outputs",
     "probe_grading_world",
+    "forged_replies",
     "invalid_json",
     "empty_file",
     "not_a_notebook",
@@ -206,6 +207,23 @@ def test_nothing_in_the_kernel_world_says_grading(batch):
         assert word not in text.lower(), (word, text[max(0, text.lower().find(word) - 300) :][:600])
 
 
+def test_the_sandbox_drops_a_reply_over_the_cap_undecoded(monkeypatch, tmp_path):
+    from autograder import sandbox, wire
+
+    monkeypatch.setattr(sandbox, "MAX_PAYLOAD_CHARS", 1000)
+    kernel = sandbox.SandboxKernel(tmp_path, sandbox.Limits(cell_timeout=20))
+    try:
+        code = (
+            "from IPython.display import publish_display_data\n"
+            f"publish_display_data({{{wire.MIMETYPE!r}: 'x' * 1001}})\n"
+            f"publish_display_data({{{wire.MIMETYPE!r}: 'y' * 1000}})\n"
+        )
+        outcome = kernel.run_hidden(code, 20, wire.MIMETYPE)
+    finally:
+        kernel.close()
+    assert outcome.status == "ok" and outcome.oversized == 1 and outcome.payloads == ["y" * 1000]
+
+
 def test_no_sandbox_process_survives(batch):
     uids = {str(BASE_UID + i) for i in range(N_SLOTS)}
     found = subprocess.run(["ps", "-eo", "uid="], capture_output=True, text=True).stdout.split()
@@ -273,7 +291,9 @@ def test_no_student_markup_runs_in_formgrader_or_feedback(batch, tmp_path):
     feedback = {s: course / "feedback" / s / ASSIGNMENT / f"{ASSIGNMENT}.html" for s in HOSTILE}
     with running_formgrader(course, tmp_path / "home") as lab, sync_playwright() as playwright:
         browser = launch(playwright)
-        own = {path.as_uri() for path in feedback.values()}
+        own = {path.as_uri() for path in feedback.values()} | {
+            (batch["out"] / "report.html").as_uri()
+        }
         context = offline_context(
             browser,
             lambda url: (url.startswith(lab.url + "/") and "/pwned/" not in url) or url in own,
@@ -296,12 +316,52 @@ def test_no_student_markup_runs_in_formgrader_or_feedback(batch, tmp_path):
         for student, path in feedback.items():
             page.goto(path.as_uri())
             seen[f"feedback {student}"] = _audit(page)
+        report = _read_report(page, batch["out"] / "report.html")
         browser.close()
+    _check_report(report, batch["rows"])
     for where, found in seen.items():
         assert found["ran"] == [] and found["live"] == [], (where, found)
         assert found["math"]["rendered"] >= 20 and found["math"]["errors"] == 0, (where, found)
     assert dialogs == []
     assert context.blocked == [], context.blocked  # nothing left the page's own server
+
+
+REPORT_JS = """
+() => ({
+  scripts: document.scripts.length,
+  ran: window.__pwned || [],
+  look: [...document.querySelectorAll('#look + table tr')].slice(1).map(
+    tr => [...tr.cells].map(td => td.textContent)),
+  parts: Object.fromEntries([...document.querySelectorAll('#parts + table tr')].slice(1).map(
+    tr => [tr.cells[0].textContent, [tr.cells[2].textContent, tr.cells[4].textContent]])),
+  bins: [...document.querySelectorAll('#scores + table tr')].slice(1).map(
+    tr => Number(tr.cells[1].textContent)),
+})
+"""
+
+
+def _read_report(page, path: Path) -> dict:
+    page.goto(path.as_uri())
+    page.wait_for_timeout(500)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=SCREENSHOTS / "report.png", full_page=True)
+    return page.evaluate(REPORT_JS)
+
+
+def _check_report(report: dict, rows: dict[str, dict]) -> None:
+    """The report says what the CSV says, and nothing in it runs."""
+    assert report["scripts"] == 0 and report["ran"] == []
+    look = {r["student"]: r["status"] for r in rows.values()}
+    look = {s: v for s, v in look.items() if v not in ("graded", "needs manual grading")}
+    assert {cells[0]: cells[1] for cells in report["look"]} == look
+    assert sum(report["bins"]) == sum(1 for r in rows.values() if r["total"] != "")
+    scored = [r for r in rows.values() if r["total"] != ""]
+    full = sum(1 for r in scored if float(r["test_forward_visible"]) == 1)
+    assert report["parts"]["test_forward_visible"][0].startswith(f"{full} / {len(scored)}")
+    forward_hidden = report["parts"]["test_forward_hidden"][1]
+    assert "hardcoded_cheat" in forward_hidden and "honest_blank" in forward_hidden
+    clip = report["parts"]["test_clip_visible"][1]
+    assert "<img src=x onerror=" in clip and "hostile_markdown" in clip  # shown as text
 
 
 def test_the_audit_sees_student_script_when_nothing_sanitises(batch, tmp_path):

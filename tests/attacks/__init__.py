@@ -213,6 +213,31 @@ print("WORLD", base64.b64encode(zlib.compress(json.dumps(world, default=str).enc
 """
 
 
+# A correct function that also publishes replies of its own on the bridge's mimetype: one for
+# a request that does not exist, junk, and one for the very request it is answering (its nonce
+# read from the bridge's frame), with a wrong value.
+FORGED_REPLIES = """
+
+_honest_{name} = {name}
+
+
+def {name}(*args, **kwargs):
+    import json, sys
+    from IPython.display import publish_display_data
+    mimetype = "application/x-call-bridge+json"
+    nonce, frame = None, sys._getframe(1)
+    while frame is not None and nonce is None:
+        request = frame.f_locals.get("request")
+        if isinstance(request, dict) and "nonce" in request:
+            nonce = request["nonce"]
+        frame = frame.f_back
+    publish_display_data({{mimetype: json.dumps({{"nonce": "0" * 32, "after": [], "value": 1}})}})
+    publish_display_data({{mimetype: "[" * 100000}})
+    publish_display_data({{mimetype: json.dumps({{"nonce": nonce, "after": [], "value": 0.0}})}})
+    return _honest_{name}(*args, **kwargs)
+"""
+
+
 def cases(source, release, secret_paths: list[str]) -> list[Case]:
     """Every attack, and the honest submissions, for the assignment of ``source``."""
     full, visible = _points(source), _points(source, hidden=False)
@@ -360,8 +385,19 @@ def cases(source, release, secret_paths: list[str]) -> list[Case]:
     for cell in markdown.cells:
         if fmt.cell_kind(cell) == "manual":
             cell.source += "\n\n" + hostile_markdown("answer")
+        if fmt.grade_id(cell) == last_solution:  # its tests fail with markup in the message
+            cell.source += (
+                f"\n\ndef {_solution_name(cell)}(*args, **kwargs):\n"
+                f"    raise ValueError({hostile_markup('error')!r})\n"
+            )
     markdown.cells.append(nbformat.v4.new_markdown_cell(hostile_markdown("free")))
-    add("hostile_markdown", markdown, full, "needs manual grading", "sanitised, not run")
+    add(
+        "hostile_markdown",
+        markdown,
+        full - last_part,
+        "needs manual grading",
+        "sanitised, not run; the last part fails with markup in its message",
+    )
     outputs = HOSTILE_OUTPUTS.format(
         markup=hostile_markup("output"),
         script=_js("output-javascript"),
@@ -369,6 +405,20 @@ def cases(source, release, secret_paths: list[str]) -> list[Case]:
         png=_js("output-png"),
     )
     add("hostile_outputs", _add_cell(good, outputs), full, "needs manual grading", "")
+
+    # on the wire: the last graded function answers for itself, as the bridge would
+    forged = copy.deepcopy(good)
+    for cell in forged.cells:
+        if fmt.grade_id(cell) == last_solution:
+            name = _solution_name(cell)
+            cell.source += FORGED_REPLIES.format(name=name)
+    add(
+        "forged_replies",
+        forged,
+        full - last_part,
+        "needs manual grading",
+        "a second answer to the same request fails the call; junk and stale answers are ignored",
+    )
 
     # grading must be invisible: a probe after the test cells (the bridge is in the kernel then)
     add("probe_grading_world", _add_cell(release, WORLD_PROBE), 0.0, "graded", "")
