@@ -14,6 +14,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 import zlib
 from pathlib import Path
 
@@ -32,13 +33,15 @@ ASSIGNMENT = "a1_rnn_bptt"
 SCREENSHOTS = BUILD / "screenshots" / "grading"
 
 
-def _run(folder: Path, out: Path) -> subprocess.CompletedProcess:
+def _run(folder: Path, out: Path, tmpdir: Path) -> subprocess.CompletedProcess:
+    """Grade ``folder`` into ``out``; the kernels' folders go under ``tmpdir`` (this batch's)."""
     return subprocess.run(
         command_line(ASSIGNMENT, folder, out, "--workers", "2", "--timeout", "10", "--quiet"),
         cwd=REPO,
         capture_output=True,
         text=True,
         timeout=900,
+        env={**os.environ, "TMPDIR": str(tmpdir)},
     )
 
 
@@ -63,10 +66,11 @@ def batch(tmp_path_factory):
     found = cases(source, release, secrets)
     folder = tmp_path_factory.mktemp("submissions")
     write_cases(found, folder)
-    first = _run(folder, out)
+    tmpdir = tmp_path_factory.mktemp("kernels")
+    first = _run(folder, out, tmpdir)
     rows = _rows(out)
     csv_text = (out / "grades.csv").read_text()
-    second = _run(folder, out)
+    second = _run(folder, out, tmpdir)
     return {
         "out": out,
         "course": course,
@@ -76,6 +80,7 @@ def batch(tmp_path_factory):
         "csv": csv_text,
         "second": second,
         "folder": folder,
+        "tmpdir": tmpdir,
     }
 
 
@@ -219,15 +224,40 @@ def test_the_sandbox_drops_a_reply_over_the_cap_undecoded(monkeypatch, tmp_path)
             f"publish_display_data({{{wire.MIMETYPE!r}: 'y' * 1000}})\n"
         )
         outcome = kernel.run_hidden(code, 20, wire.MIMETYPE)
+        assert not _gone(tmp_path, seconds=0)  # the check sees a running kernel
     finally:
         kernel.close()
     assert outcome.status == "ok" and outcome.oversized == 1 and outcome.payloads == ["y" * 1000]
+    assert _gone(tmp_path), "the kernel outlived close()"
+
+
+def _gone(under: Path, seconds: float = 15.0) -> bool:
+    """True once no sandbox process has its folders under ``under`` (a killed pid namespace
+    takes a moment). Only kernels of this test count: other grading runs on the machine
+    have their folders elsewhere, and a kernel's mount table names the host folder it got."""
+    uids = {BASE_UID + i for i in range(N_SLOTS)}
+    deadline = time.monotonic() + seconds
+    while True:
+        left = []
+        for proc in Path("/proc").iterdir():
+            try:
+                if not proc.name.isdigit():
+                    continue
+                status = (proc / "status").read_text()
+                uid = int(status.split("\nUid:", 1)[1].split()[0])
+                if uid in uids and str(under) in (proc / "mountinfo").read_text():
+                    left.append(proc.name)
+            except OSError:
+                continue  # it ended while we looked
+        if not left:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
 
 
 def test_no_sandbox_process_survives(batch):
-    uids = {str(BASE_UID + i) for i in range(N_SLOTS)}
-    found = subprocess.run(["ps", "-eo", "uid="], capture_output=True, text=True).stdout.split()
-    assert not uids & set(found)
+    assert _gone(batch["tmpdir"])
 
 
 def test_feedback_shows_failures_but_no_hidden_test(batch):
@@ -333,7 +363,7 @@ REPORT_JS = """
   look: [...document.querySelectorAll('#look + table tr')].slice(1).map(
     tr => [...tr.cells].map(td => td.textContent)),
   parts: Object.fromEntries([...document.querySelectorAll('#parts + table tr')].slice(1).map(
-    tr => [tr.cells[0].textContent, [tr.cells[2].textContent, tr.cells[4].textContent]])),
+    tr => [tr.cells[0].textContent, [...tr.cells].slice(2).map(td => td.textContent)])),
   bins: [...document.querySelectorAll('#scores + table tr')].slice(1).map(
     tr => Number(tr.cells[1].textContent)),
 })
@@ -358,9 +388,10 @@ def _check_report(report: dict, rows: dict[str, dict]) -> None:
     scored = [r for r in rows.values() if r["total"] != ""]
     full = sum(1 for r in scored if float(r["test_forward_visible"]) == 1)
     assert report["parts"]["test_forward_visible"][0].startswith(f"{full} / {len(scored)}")
-    forward_hidden = report["parts"]["test_forward_hidden"][1]
+    assert "by hand" in report["parts"]["tbptt_vs_ngram"][0]
+    forward_hidden = report["parts"]["test_forward_hidden"][2]
     assert "hardcoded_cheat" in forward_hidden and "honest_blank" in forward_hidden
-    clip = report["parts"]["test_clip_visible"][1]
+    clip = report["parts"]["test_clip_visible"][2]
     assert "<img src=x onerror=" in clip and "hostile_markdown" in clip  # shown as text
 
 
