@@ -402,7 +402,9 @@ def test_the_audit_sees_student_script_when_nothing_sanitises(batch, tmp_path):
 
     from tools.browser import launch, offline_context
 
-    graded = batch["course"] / "autograded" / "hostile_markdown" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    graded = (
+        batch["course"] / "autograded" / "hostile_markdown" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    )
     html, _ = HTMLExporter(template_name="classic").from_filename(str(graded))
     page_file = tmp_path / "stock.html"
     page_file.write_text(html)
