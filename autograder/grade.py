@@ -26,6 +26,7 @@ import os
 import re
 import shutil
 import sys
+import tempfile
 import time
 import zipfile
 from dataclasses import asdict, dataclass, field
@@ -34,9 +35,10 @@ from pathlib import Path
 import nbformat
 from tqdm import tqdm
 
-from autograder import judge, nbgrading
+from autograder import judge, markup, nbgrading
 from autograder import nbgrader_format as fmt
 from autograder.fingerprint import grading_fingerprint
+from autograder.report import write_report
 from autograder.sandbox import Limits, SandboxUnavailable, check_sandbox_available
 
 MAX_FILE_BYTES = 50 * 1024 * 1024
@@ -62,6 +64,7 @@ def prepare_course(out: Path, assignment: str) -> Path:
     if stamp.exists() and stamp.read_text() == fingerprint:
         return course
     config = nbgrading.GRADING_CONFIG.format(root=str(course / nbgrading.JUDGED))
+    config += markup.exporter_config()
     fmt.make_course_dir(course, [assignment], extra_config=config)
     try:
         fmt.release(course, assignment)
@@ -163,6 +166,7 @@ def judge_entry(job: Job) -> dict:
         "flags": [],
         "messages": [],
         "tests": {},
+        "failures": {},  # CSV column -> why that test failed (for the report)
         "seconds": {},
         "gradable": False,
     }
@@ -191,18 +195,24 @@ def judge_entry(job: Job) -> dict:
             continue
         try:
             notebook, notes = judge.read_submission(raw, spec)
-            for note in notes:
-                flag("wrong kernel", prefix + note)
+            for status, note in notes:
+                if status:
+                    flag(status, prefix + note)
+                else:
+                    record["messages"].append(prefix + note)
             canonical, repairs = judge.canonicalize(notebook, spec)
         except judge.Unreadable as error:
             flag(error.status, prefix + str(error))
+            continue
+        except RecursionError:  # nesting nbformat read but our rebuild cannot: still the file's
+            flag("invalid notebook", prefix + "the notebook is nested too deeply to be read")
             continue
         for note in repairs:
             flag("cells restored or overwritten", prefix + note)
         canonicals[name] = (spec, canonical, raw)
     if set(record["flags"]) & {"invalid notebook", "wrong assignment"}:
         return record
-    scratch = Path(os.environ.get("TMPDIR", "/tmp")) / f"autograder-{os.getpid()}"
+    scratch = Path(tempfile.mkdtemp(prefix="kernels-"))  # a name that says nothing of grading
     try:
         for name, (spec, canonical, raw) in canonicals.items():
             verdict = judge.NotebookVerdict(name)
@@ -211,6 +221,8 @@ def judge_entry(job: Job) -> dict:
                 flag(status, "")
             record["messages"] += verdict.messages
             record["tests"].update(verdict.tests)
+            for grade_id, why in verdict.failures.items():
+                record["failures"][grade_id if len(specs) == 1 else f"{name}:{grade_id}"] = why
             for key, value in verdict.seconds.items():
                 record["seconds"][key] = record["seconds"].get(key, 0.0) + value
             submitted.mkdir(parents=True, exist_ok=True)
@@ -351,6 +363,14 @@ def grade(
     record_seconds = _record_in_gradebook(course, assignment, [e.student for e in todo], records)
     state_file.write_text(json.dumps(state))
     rows = export_csv(course, assignment, specs, records, out / "grades.csv")
+    manual = {
+        column
+        for column in part_points(specs)
+        for name, spec in specs.items()
+        if spec.kinds.get(column.split(":")[-1]) == "manual"
+    }
+    title = f"{assignment}: grading report"
+    write_report(rows, part_points(specs), manual, records, out / "report.html", title)
     state["timing"] = {
         "judged": len(todo),
         "judge_seconds": judge_seconds,
@@ -481,6 +501,16 @@ def export_csv(course, assignment, specs, records, target: Path) -> list[dict]:
     return rows
 
 
+def part_points(specs: dict[str, judge.NotebookSpec]) -> dict[str, float]:
+    """CSV column of every graded cell -> its points, in notebook order."""
+    return {
+        g if len(specs) == 1 else f"{name}:{g}": fmt.points(spec.source_cells[g])
+        for name, spec in specs.items()
+        for g in spec.order
+        if _graded(spec, g)
+    }
+
+
 def _graded(spec: judge.NotebookSpec, grade_id: str) -> bool:
     return bool(fmt.nbgrader_meta(spec.source_cells[grade_id]).get("grade"))
 
@@ -515,8 +545,12 @@ def print_summary(rows: list[dict], out: Path, judged: int, seconds: float) -> N
         for row in look[:30]:
             print(f"  {row['student']:<20} {row['status']:<30} {row['message'][:100]}")
     print(f"\ngrades: {out / 'grades.csv'}")
+    print(f"report: {out / 'report.html'}")
     print(f"feedback: {out / 'course' / 'feedback'}/<student>/")
-    print("manual grading: run `nbgrader formgrader` in " + str(out / "course"))
+    print(
+        f"manual grading: run `jupyter lab` in {out / 'course'} and open /formgrader"
+        " (nbgrader's formgrader is a JupyterLab extension)"
+    )
 
 
 def command_line(assignment: str, path: Path, out: Path, *options: str) -> list[str]:

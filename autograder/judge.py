@@ -144,25 +144,46 @@ class NotebookSpec:
 # -- 1. reading ----------------------------------------------------------------------------------
 
 
-def read_submission(raw: bytes, spec: NotebookSpec) -> tuple[nbformat.NotebookNode, list[str]]:
-    """The notebook in ``raw``, and notes about its kernel; Unreadable if it is no notebook."""
+def read_submission(
+    raw: bytes, spec: NotebookSpec
+) -> tuple[nbformat.NotebookNode, list[tuple[str, str]]]:
+    """The notebook in ``raw`` (older nbformat versions upgraded to 4, as nbgrader does) and
+    notes ``(status, message)`` about it; Unreadable("invalid notebook") if no notebook can be
+    read from it, for whatever reason (the message says which)."""
     if not raw.strip():
         raise Unreadable("invalid notebook", "the file is empty")
     try:
-        data = json.loads(raw.decode("utf-8"))
+        text = raw.decode("utf-8-sig")  # a byte-order mark from a Windows editor is harmless
     except UnicodeDecodeError:
         raise Unreadable("invalid notebook", "the file is not UTF-8 text") from None
+    try:
+        data = json.loads(text)
     except json.JSONDecodeError as error:
         raise Unreadable(
             "invalid notebook", f"not valid JSON ({error.msg} at line {error.lineno})"
         ) from None
-    if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
+    except RecursionError:
+        raise Unreadable("invalid notebook", "the JSON is nested too deeply to be read") from None
+    except ValueError as error:  # e.g. an integer with more digits than Python converts
+        raise Unreadable("invalid notebook", f"not valid JSON ({str(error)[:200]})") from None
+    cells = data.get("cells") if isinstance(data, dict) else None
+    worksheets = data.get("worksheets") if isinstance(data, dict) else None  # nbformat < 4
+    if not isinstance(cells, list) and not isinstance(worksheets, list):
         raise Unreadable("invalid notebook", "valid JSON, but not a notebook (no list of cells)")
+    version = data.get("nbformat")
     try:
-        notebook = nbformat.reads(json.dumps(data), as_version=4)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # nbformat warns about what it repairs
+            notebook = nbformat.reads(text, as_version=4)
+    except RecursionError:
+        raise Unreadable("invalid notebook", "the JSON is nested too deeply to be read") from None
     except Exception as error:  # noqa: BLE001 - nbformat raises many types for bad notebooks
-        raise Unreadable("invalid notebook", f"not a readable notebook ({error})") from None
-    notes = []
+        message = str(error).splitlines()[0][:300] if str(error) else type(error).__name__
+        raise Unreadable("invalid notebook", f"not a readable notebook ({message})") from None
+    _check_cells(notebook)
+    notes: list[tuple[str, str]] = []
+    if isinstance(version, int) and version < 4:
+        notes.append(("", f"nbformat {version} notebook upgraded to version 4"))
     metadata = notebook.get("metadata", {}) if isinstance(notebook.get("metadata"), dict) else {}
     kernelspec = (
         metadata.get("kernelspec", {}) if isinstance(metadata.get("kernelspec"), dict) else {}
@@ -175,8 +196,24 @@ def read_submission(raw: bytes, spec: NotebookSpec) -> tuple[nbformat.NotebookNo
     expected = spec.release.metadata.get("kernelspec", {}).get("name", "python3")
     given = kernelspec.get("name")
     if given != expected:
-        notes.append(f"kernel {given!r} replaced by {expected!r}")
+        notes.append(("wrong kernel", f"kernel {given!r} replaced by {expected!r}"))
     return notebook, notes
+
+
+def _check_cells(notebook: nbformat.NotebookNode) -> None:
+    """Unreadable unless every cell is a cell: a dict with a known type and text for a source."""
+    if not isinstance(notebook.get("cells"), list):
+        raise Unreadable("invalid notebook", "the notebook has no list of cells")
+    for index, cell in enumerate(notebook.cells):
+        if not isinstance(cell, dict) or cell.get("cell_type") not in ("code", "markdown", "raw"):
+            raise Unreadable("invalid notebook", f"cell {index + 1} is not a notebook cell")
+        source = cell.get("source", "")
+        if not isinstance(source, str) and not (
+            isinstance(source, list) and all(isinstance(line, str) for line in source)
+        ):
+            raise Unreadable("invalid notebook", f"cell {index + 1} has no text as its source")
+        if not isinstance(cell.get("metadata", {}), dict):
+            raise Unreadable("invalid notebook", f"cell {index + 1} has malformed metadata")
 
 
 # -- 2. canonical notebook -------------------------------------------------------------------------
@@ -269,6 +306,7 @@ class NotebookVerdict:
     flags: list[str] = field(default_factory=list)
     messages: list[str] = field(default_factory=list)
     tests: dict[str, bool] = field(default_factory=dict)  # grade id -> passed, as judged here
+    failures: dict[str, str] = field(default_factory=dict)  # grade id -> why its test failed
     cells: dict[str, list[dict]] = field(default_factory=dict)  # cell id -> outputs
     seconds: dict[str, float] = field(default_factory=dict)
 
@@ -372,6 +410,9 @@ def judge_notebook(
                 )
                 verdict.tests[grade_id] = passed
                 verdict.cells[cell.id] = outputs
+                if not passed:
+                    error = outputs[-1]
+                    verdict.failures[grade_id] = f"{error['ename']}: {error['evalue']}"[:500]
                 for output in outputs:
                     if output["output_type"] == "error" and any(
                         hint in output["evalue"] for hint in _RESOURCE_HINTS

@@ -6,8 +6,8 @@ faked by student code, and that is fine: all it can report is what the student's
 returned, which the grader then compares, in its own process, with values the kernel never
 sees. It depends on the standard library and NumPy; torch only if it is already imported.
 
-Protocol: the grader runs ``__grader_agent__.call("<json request>")``; the agent publishes one
-display_data of mimetype ``application/x-autograder+json`` holding the reply (see ``wire.py``).
+Protocol: the grader runs ``__call_bridge__.call("<json request>")``; the agent publishes one
+display_data of mimetype ``application/x-call-bridge+json`` holding the reply (see ``wire.py``).
 """
 
 import base64 as _b64
@@ -16,11 +16,11 @@ import importlib as _importlib
 import json as _json
 import sys as _sys
 
-MIMETYPE = "application/x-autograder+json"
+MIMETYPE = "application/x-call-bridge+json"
 MAX_REPLY_BYTES = 64 * 1024 * 1024
 
 
-class _GraderShortcut(AssertionError):
+class _ShortcutCalled(AssertionError):
     pass
 
 
@@ -210,7 +210,7 @@ class _Agent:
 
             def trap(*args, _label=label, **kwargs):
                 calls.append(_label)
-                raise _GraderShortcut(f"it called {_label}")
+                raise _ShortcutCalled(f"it called {_label}")
 
             setattr(owner, attribute, trap)
             undo.append((setattr, owner, attribute, original))
@@ -278,5 +278,5 @@ class _Agent:
         return reply
 
 
-__grader_agent__ = _Agent(get_ipython().user_ns)  # noqa: F821 - defined inside IPython
-_builtins.__grader_agent__ = __grader_agent__
+__call_bridge__ = _Agent(get_ipython().user_ns)  # noqa: F821 - defined inside IPython
+_builtins.__call_bridge__ = __call_bridge__

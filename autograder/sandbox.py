@@ -17,8 +17,10 @@ restarts a kernel that died or hung, and replays the cells that had run before.
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import queue
+import re
 import shlex
 import shutil
 import sys
@@ -33,6 +35,9 @@ SLOT_DIR = Path("/tmp/autograder-sandbox-slots")
 N_SLOTS = 64
 BASE_UID = 60000
 MAX_OUTPUT_CHARS = 20_000
+# The largest reply of the grader's bridge that the grader decodes (the kernel's side caps its
+# replies at 64 MB of data, about 86 million base64 characters, but student code can bypass it).
+MAX_PAYLOAD_CHARS = 100_000_000
 
 
 @dataclass(frozen=True)
@@ -95,8 +100,33 @@ def _readable_roots() -> list[str]:
     return found
 
 
-def launcher_script(root: Path, work: Path, limits: Limits, uid: int) -> str:
-    """The shell script that builds the private root and execs the kernel inside it."""
+HOME = "/home/student"
+WORK = f"{HOME}/work"  # the kernel's working directory: the notebook's folder
+RUNTIME = f"{HOME}/.local/share/jupyter/runtime"  # connection file and sockets, as in Jupyter
+HOSTNAME = "jupyter"
+USER = "student"
+
+
+def identity_files(uid: int) -> dict[str, str]:
+    """/etc files the kernel sees in place of the host's: its user, its hostname, nothing else."""
+    return {
+        "passwd": f"root:x:0:0:root:/root:/bin/sh\n{USER}:x:{uid}:{uid}::{HOME}:/bin/sh\n",
+        "group": f"root:x:0:\n{USER}:x:{uid}:\n",
+        "hostname": f"{HOSTNAME}\n",
+        "hosts": f"127.0.0.1 localhost\n127.0.1.1 {HOSTNAME}\n::1 localhost\n",
+    }
+
+
+def launcher_script(
+    root: Path, work: Path, runtime: Path, etc: Path, limits: Limits, uid: int, connection: str
+) -> str:
+    """The shell script that builds the private root and execs the kernel inside it.
+
+    Host folders appear under neutral names: ``work`` (the submission's folder) at
+    :data:`WORK`, ``runtime`` (connection file, sockets) at :data:`RUNTIME`; the files of
+    ``etc`` replace /etc/passwd, group, hostname and hosts; the hostname is :data:`HOSTNAME`.
+    Nothing the kernel can read (paths, command line, environment, names) says "grading".
+    """
     q = shlex.quote
     tool = {name: q(shutil.which(name) or name) for name in ("chroot", "mount", "prlimit")}
     setpriv = q(shutil.which("setpriv") or "setpriv")
@@ -104,6 +134,7 @@ def launcher_script(root: Path, work: Path, limits: Limits, uid: int) -> str:
         "set -e",
         "PATH=/usr/sbin:/usr/bin:/sbin:/bin",
         f"R={q(str(root))}",
+        f"echo {HOSTNAME} > /proc/sys/kernel/hostname",  # this UTS namespace's own
         f'mount -t tmpfs -o size={limits.tmpfs_mb}m,mode=755 tmpfs "$R"',
     ]
     for path in _readable_roots():
@@ -112,21 +143,26 @@ def launcher_script(root: Path, work: Path, limits: Limits, uid: int) -> str:
             f'mount --rbind {q(path)} "$R"{q(path)}',
             f'mount -o remount,bind,ro,nosuid "$R"{q(path)}',
         ]
+    for name in identity_files(uid):
+        lines += [
+            f'if [ -e "$R/etc/{name}" ]; then mount --bind {q(str(etc / name))} "$R/etc/{name}"; fi',
+        ]
     lines += [
-        f'mkdir -p "$R"{q(str(work))} "$R/proc" "$R/dev" "$R/tmp" "$R/home/student"',
-        f'mount --bind {q(str(work))} "$R"{q(str(work))}',
+        f'mkdir -p "$R{WORK}" "$R{RUNTIME}" "$R/proc" "$R/dev" "$R/tmp"',
+        f'chown -R {uid}:{uid} "$R{HOME}"',
+        f'mount --bind {q(str(work))} "$R{WORK}"',
+        f'mount --bind {q(str(runtime))} "$R{RUNTIME}"',
         'mount -t proc -o nosuid,nodev,noexec proc "$R/proc"',
         'for d in null zero full random urandom tty; do touch "$R/dev/$d"; '
         'mount --bind "/dev/$d" "$R/dev/$d"; done',
         'chmod 1777 "$R/tmp"',
-        f'chown {uid}:{uid} "$R/home/student"',
         # coreutils chroot changes directory to the new root, so no handle to the old root stays
-        f'exec {tool["chroot"]} "$R" /bin/sh -c "cd {q(str(work))} && exec {tool["prlimit"]}'
+        f'exec {tool["chroot"]} "$R" /bin/sh -c "cd {WORK} && exec {tool["prlimit"]}'
         f" --as={limits.memory_mb * 1024 * 1024} --nproc={limits.processes}"
         f" --cpu={limits.cpu_seconds} --fsize={limits.file_mb * 1024 * 1024} --core=0"
         f" {setpriv} --reuid={uid} --regid={uid} --clear-groups --no-new-privs"
         f" --inh-caps=-all --bounding-set=-all"
-        f' {q(sys.executable)} -m ipykernel_launcher -f {q(str(work / "kernel.json"))}"',
+        f' {q(sys.executable)} -m ipykernel_launcher -f {q(f"{RUNTIME}/{connection}")}"',
     ]
     return "\n".join(lines)
 
@@ -135,7 +171,9 @@ def kernel_environment() -> dict[str, str]:
     """What the kernel sees in os.environ: nothing that says who runs it or why."""
     return {
         "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
-        "HOME": "/home/student",
+        "HOME": HOME,
+        "USER": USER,
+        "LOGNAME": USER,
         "LANG": "C.UTF-8",
         "TMPDIR": "/tmp",
         "MPLBACKEND": "agg",
@@ -144,6 +182,17 @@ def kernel_environment() -> dict[str, str]:
         "MKL_NUM_THREADS": "1",
         "PYDEVD_DISABLE_FILE_VALIDATION": "1",
     }
+
+
+_BASE64 = re.compile(r"^[A-Za-z0-9+/=\s]+$")
+
+
+def _displayable(mimetype: str, value: object) -> bool:
+    """Only text and base64 PNG outputs are kept: no HTML, JavaScript, SVG or markdown from the
+    kernel reaches the notebook a TA or a student opens (see autograder/markup.py)."""
+    if mimetype == "text/plain":
+        return isinstance(value, str) and bool(value)
+    return mimetype == "image/png" and isinstance(value, str) and bool(_BASE64.match(value))
 
 
 class _SandboxManager(KernelManager):
@@ -164,6 +213,7 @@ class Outcome:
     ename: str = ""
     evalue: str = ""
     payloads: list[str] = field(default_factory=list)  # data of the grader's private mimetype
+    oversized: int = 0  # payloads of that mimetype dropped for being over MAX_PAYLOAD_CHARS
     seconds: float = 0.0
 
 
@@ -186,19 +236,33 @@ class SandboxKernel:
 
     def _start(self) -> None:
         run = self.scratch / f"run-{uuid.uuid4().hex[:8]}"
-        work, root = run / "work", run / "root"
-        work.mkdir(parents=True)
-        root.mkdir()
+        work, runtime, etc, root = run / "work", run / "runtime", run / "etc", run / "root"
+        for folder in (work, runtime, etc, root):
+            folder.mkdir(parents=True)
         for name, data in self.files.items():
             (work / name).write_bytes(data)
-        for path in [work, *work.iterdir()]:
+        for name, text in identity_files(self.slot.uid).items():
+            (etc / name).write_text(text)
+        for path in [work, runtime, *work.iterdir()]:
             os.chown(path, self.slot.uid, self.slot.uid)
         os.chmod(run, 0o755)
         os.chmod(self.scratch, 0o755)
         self._run = run
-        script = launcher_script(root, work, self.limits, self.slot.uid)
-        km = _SandboxManager(transport="ipc", ip=str(work / "ipc"))
-        km.connection_file = str(work / "kernel.json")
+        # The grader's connection file names the sockets by their host path; the kernel gets a
+        # copy naming them where it sees them, at a path like any Jupyter kernel's.
+        km = _SandboxManager(transport="ipc", ip=str(runtime / "ipc"))
+        km.connection_file = str(run / "connection.json")
+        km.session.username = USER
+        km.write_connection_file()
+        connection = f"kernel-{uuid.uuid4()}.json"
+        info = json.loads(Path(km.connection_file).read_text())
+        info["ip"] = f"{RUNTIME}/ipc"
+        (runtime / connection).write_text(json.dumps(info))
+        # the kernel (another uid) must read its connection file; it holds only this kernel's key
+        os.chown(runtime / connection, self.slot.uid, self.slot.uid)
+        script = launcher_script(
+            root, work, runtime, etc, self.limits, self.slot.uid, connection=connection
+        )
         km.sandbox_argv = [
             "unshare",
             "--mount",
@@ -214,9 +278,6 @@ class SandboxKernel:
             "-c",
             script,
         ]
-        # the kernel (another uid) must read its connection file; it holds only this kernel's key
-        km.write_connection_file()
-        os.chown(work / "kernel.json", self.slot.uid, self.slot.uid)
         km.start_kernel(env=kernel_environment(), cwd=str(work))
         kc = km.client()
         kc.start_channels()
@@ -343,9 +404,13 @@ class SandboxKernel:
             elif kind in ("display_data", "execute_result"):
                 data = content.get("data", {})
                 if mimetype is not None and mimetype in data:
-                    outcome.payloads.append(str(data[mimetype]))
+                    payload = data[mimetype]
+                    if isinstance(payload, str) and len(payload) <= MAX_PAYLOAD_CHARS:
+                        outcome.payloads.append(payload)
+                    else:
+                        outcome.oversized += 1
                 elif keep_outputs and chars < MAX_OUTPUT_CHARS:
-                    kept = {k: v for k, v in data.items() if k in ("text/plain", "image/png") and v}
+                    kept = {k: v for k, v in data.items() if _displayable(k, v)}
                     chars += sum(len(str(v)) for v in kept.values())
                     if kept:
                         outcome.outputs.append(

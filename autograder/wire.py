@@ -14,6 +14,7 @@ arrays" assertions keep their meaning.
 
 from __future__ import annotations
 
+import ast
 import base64
 import builtins
 import json
@@ -24,10 +25,32 @@ from typing import Any
 
 import numpy as np
 
-from autograder.sandbox import SandboxKernel
+from autograder.sandbox import MAX_PAYLOAD_CHARS, SandboxKernel
 
-MIMETYPE = "application/x-autograder+json"
-AGENT_SOURCE = (Path(__file__).parent / "kernel_runtime.py").read_text()
+MIMETYPE = "application/x-call-bridge+json"
+
+
+def _without_docstrings(source: str) -> str:
+    """``source`` re-written from its syntax tree: no docstring, no comment.
+
+    The kernel keeps the code it was sent (and the docstrings of what it defines); what it keeps
+    of the agent says nothing about grading.
+    """
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (
+            isinstance(body, list)
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
+            node.body = body[1:] or [ast.Pass()]
+    return ast.unparse(tree)
+
+
+AGENT_SOURCE = _without_docstrings((Path(__file__).parent / "kernel_runtime.py").read_text())
 MAX_DEPTH = 60
 MAX_ELEMENTS = 50_000_000
 
@@ -305,8 +328,8 @@ class Session:
 
     def _install(self) -> None:
         code = (
-            f"exec(compile({AGENT_SOURCE!r}, '<autograder>', 'exec'), "
-            "{'get_ipython': get_ipython, '__name__': '__autograder__'})"
+            f"exec(compile({AGENT_SOURCE!r}, '<bridge>', 'exec'), "
+            "{'get_ipython': get_ipython, '__name__': '__bridge__'})"
         )
         self.kernel.run_hidden(code, self.kernel.limits.cell_timeout, MIMETYPE)
         self.installed_at = self.kernel.restarts
@@ -339,7 +362,7 @@ class Session:
             "kwargs": {"__t__": "dict", "v": [[k, encode(v)] for k, v in kwargs.items()]},
             "traps": self._traps_in_force() if op == "call" else [],
         }
-        code = f"__grader_agent__.call({json.dumps(request)!r})"
+        code = f"__call_bridge__.call({json.dumps(request)!r})"
         outcome = self.kernel.run_hidden(code, self.kernel.limits.cell_timeout, MIMETYPE)
         if outcome.status == "timeout":
             self.timeouts += 1
@@ -349,14 +372,21 @@ class Session:
         if outcome.status == "died":
             self.deaths += 1
             raise KernelDied(f"the kernel died while running {label}")
+        if outcome.oversized:
+            raise ProtocolError(
+                f"{label}: the kernel's answer is larger than the grader reads"
+                f" ({MAX_PAYLOAD_CHARS // 1_000_000} million characters)"
+            )
         replies = []
         for payload in outcome.payloads:
             try:
                 reply = json.loads(payload)
-            except ValueError:
-                continue
+            except (ValueError, RecursionError):
+                continue  # not an answer: a student may print anything, under any mimetype
             if type(reply) is dict and reply.get("nonce") == nonce:
                 replies.append(reply)
+        if len(replies) > 1:
+            raise ProtocolError(f"{label}: the kernel sent more than one answer")
         if len(replies) != 1:
             if outcome.status == "error":
                 _raise_student_error(outcome.ename, outcome.evalue)

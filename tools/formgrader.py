@@ -1,0 +1,70 @@
+"""nbgrader's formgrader on a graded course directory, as a TA opens it, for the browser tests.
+
+:func:`running_formgrader` starts ``jupyter lab`` in ``OUT/course`` (the formgrader is a server
+extension of it) with the grading venv, on 127.0.0.1 with a random token and private Jupyter
+directories, exactly as :mod:`tools.student_lab` starts a student's JupyterLab.
+:func:`manual_grading_url` is the page a TA grades a submission on. :data:`AUDIT_JS` lists,
+in an open page, what of the student's markup is live.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from autograder import nbgrader_format as fmt
+from tools.student_lab import Installation, Lab, running_lab
+
+
+@contextmanager
+def running_formgrader(course: Path, home: Path, *, timeout: float = 120) -> Iterator[Lab]:
+    """A Jupyter server in the course directory ``course``, with this venv's formgrader."""
+    venv = Installation(bundle=course, venv=Path(sys.prefix), seconds=0.0, megabytes=0.0)
+    with running_lab(venv, home, timeout=timeout) as lab:
+        yield lab
+
+
+def manual_grading_url(lab: Lab, course: Path, assignment: str, notebook: str, student: str) -> str:
+    """The formgrader page on which a TA grades ``student``'s ``notebook`` by hand."""
+    with fmt.gradebook(course) as gradebook:
+        submission = gradebook.find_submission_notebook(notebook, assignment, student)
+        return f"{lab.url}/formgrader/submissions/{submission.id}/"
+
+
+# Evaluated in a page with a CSS selector: what ran (window.__pwned, which every hostile payload
+# of tests/attacks appends to) and every live attribute left under the selector: an event
+# handler, or a javascript:/vbscript:/data:text URL in href, src, action, formaction, xlink:href.
+AUDIT_JS = """
+(selector) => {
+  const live = [];
+  const urls = ['href', 'src', 'action', 'formaction', 'xlink:href', 'data', 'srcdoc'];
+  for (const element of document.querySelectorAll(selector + ' *')) {
+    for (const attribute of element.attributes) {
+      const value = attribute.value.replace(/\\s+/g, '').toLowerCase();
+      const handler = attribute.name.toLowerCase().startsWith('on');
+      const code = urls.includes(attribute.name.toLowerCase()) && (
+        value.startsWith('javascript:') || value.startsWith('vbscript:')
+        || value.startsWith('data:text') || attribute.name === 'srcdoc');
+      if (handler || code) {
+        live.push(element.tagName.toLowerCase() + ' ' + attribute.name);
+      }
+    }
+  }
+  for (const tag of ['script', 'iframe', 'object', 'embed', 'form', 'style', 'link', 'meta']) {
+    for (const element of document.querySelectorAll(selector + ' ' + tag)) {
+      live.push(tag);
+    }
+  }
+  return {ran: window.__pwned || [], live: live};
+}
+"""
+
+# Resolves when MathJax has typeset the page; the number of rendered and of failed formulas.
+MATHJAX_JS = """
+() => window.MathJax.startup.promise.then(() => ({
+  rendered: document.querySelectorAll('mjx-container').length,
+  errors: document.querySelectorAll('mjx-merror').length,
+}))
+"""
