@@ -30,7 +30,7 @@ from course.checkpoints import (
 )
 from course.data.code import CharVocab
 from course.models.recurrent import CharLSTM, CharRNN
-from tools.make_checkpoints import RECIPES
+from tools.make_checkpoints import RECIPES, bilm_heldout
 
 REPO = Path(__file__).resolve().parents[1]
 SHIPPED = available_checkpoints()
@@ -59,6 +59,11 @@ def test_a_shipped_checkpoint_loads_and_reproduces_its_heldout_figure(name, one_
     model, meta = load_checkpoint(name)
     assert type(model).__name__ == meta["model"]["class"] and not model.training
     assert all(p.dtype == torch.float32 for p in model.parameters())
+    if "perplexity" in meta["heldout"]:  # a word-level model: perplexity in each direction
+        recorded = meta["heldout"]["perplexity"]
+        measured = bilm_heldout(model, meta, load_heldout_text(name))
+        assert measured == pytest.approx(recorded, rel=1e-3), (name, measured, recorded)
+        return
     recorded = meta["heldout"]["bits_per_char"]
     measured = heldout_bits_per_char(model, meta, load_heldout_text(name))
     assert measured == pytest.approx(recorded, abs=2e-3), (
@@ -106,8 +111,8 @@ def _copy(name: str, folder: Path) -> Path:
     return folder
 
 
-def test_loading_refuses_a_checkpoint_whose_model_code_changed(monkeypatch):
-    name = SHIPPED[0]
+@pytest.mark.parametrize("name", SHIPPED)
+def test_loading_refuses_a_checkpoint_whose_model_code_changed(monkeypatch, name):
     module = read_metadata(name)["model"]["module"]
     original = ckpt.model_source(module)
     edited = original.replace("batch_first=True", "batch_first=True, dropout=0.0", 1)
@@ -116,7 +121,7 @@ def test_loading_refuses_a_checkpoint_whose_model_code_changed(monkeypatch):
     with pytest.raises(StaleCheckpointError) as error:
         load_checkpoint(name)
     message = str(error.value)
-    assert name in message and "course/models/recurrent.py" in message
+    assert name in message and module.replace(".", "/") + ".py" in message
     assert "make checkpoints" in message
 
 
@@ -151,8 +156,8 @@ def test_a_missing_metadata_file_lists_the_available_checkpoints(tmp_path):
         load_checkpoint("../etc/passwd")
 
 
-def test_corrupt_files_give_a_clear_error(tmp_path):
-    name = SHIPPED[0]
+@pytest.mark.parametrize("name", SHIPPED)
+def test_corrupt_files_give_a_clear_error(tmp_path, name):
     folder = _copy(name, tmp_path)
     weights = folder / f"{name}.pt"
     good = weights.read_bytes()
@@ -170,11 +175,10 @@ def test_corrupt_files_give_a_clear_error(tmp_path):
     with pytest.raises(CheckpointError, match=f"{name}.pt is corrupt.*torch.load failed"):
         load_checkpoint(name, folder)
 
-    del meta["heldout"]["bits_per_char"]
+    figure = "perplexity" if "perplexity" in meta["heldout"] else "bits_per_char"
+    del meta["heldout"][figure]
     meta_file.write_text(json.dumps(meta))
-    with pytest.raises(
-        CheckpointError, match="missing or malformed entries: heldout.bits_per_char"
-    ):
+    with pytest.raises(CheckpointError, match=f"missing or malformed entries: heldout.{figure}"):
         load_checkpoint(name, folder)
 
     meta_file.write_text('{"name": ')

@@ -25,10 +25,14 @@ from pathlib import Path
 
 import torch
 
-from course.checkpoints import CHECKPOINT_DIR, REMAKE_COMMAND, save_checkpoint
+from course.analysis.elmo import heldout_perplexity
+from course.checkpoints import CHECKPOINT_DIR, REMAKE_COMMAND, checkpoint_vocab, save_checkpoint
 from course.data.code import CharVocab, load_python_source
+from course.data.english import load_prose
+from course.data.words import WordVocab, sentence_tokens, token_windows
+from course.models.bilm import BiLM
 from course.models.recurrent import CharLSTM
-from course.train import train_language_model
+from course.train import fit, train_language_model
 
 SEED = 0
 THREADS = 1  # one thread per run: as fast for these sizes, and deterministic
@@ -117,7 +121,106 @@ def char_lstm_stdlib(directory: Path) -> dict:
     )
 
 
-RECIPES: dict[str, Callable[[Path], dict]] = {"char_lstm_stdlib": char_lstm_stdlib}
+BILM_ENGLISH = {
+    "vocab": {"max_words": 5000},
+    "model": {"dim": 128, "num_layers": 2},
+    "training": {"batch_size": 32, "seq_len": 32, "clip_norm": 1.0, "optimizer": "adam"},
+    "steps": 4000,
+    "lr": 3e-3,
+    "decay": {"after": 3000, "factor": 0.3},  # the last 1,000 steps at 0.3 × lr
+}
+
+
+def english_sentences(split: str) -> list[list[str]]:
+    """Every sentence of the English prose (both sources) of a split, as biLM tokens."""
+    return [sentence_tokens(s) for doc in load_prose(split, "all") for s in doc.sentences]
+
+
+def bilm_heldout(model: torch.nn.Module, metadata: dict, text: str) -> dict[str, float]:
+    """The checkpoint's held-out figure: perplexity of each direction on the held-out sentences
+    (one per line, tokens separated by spaces)."""
+    vocab = checkpoint_vocab(metadata)
+    sentences = [line.split(" ") for line in text.splitlines()]
+    figures = heldout_perplexity(model, vocab, sentences, **metadata["heldout"]["evaluation"])
+    return {direction: round(value, 4) for direction, value in figures.items()}
+
+
+def bilm_english(directory: Path) -> dict:
+    """Lecture 3's ELMo: a biLM (word-embedding token layer, two LSTM layers each way, a shared
+    softmax) trained on the English prose of ``course.data.english`` with ``BILM_ENGLISH``."""
+    recipe = BILM_ENGLISH
+    train = english_sentences("train")
+    heldout = english_sentences("val")
+    vocab = WordVocab.build(train, **recipe["vocab"])
+    stream = vocab.encode(train)  # (N,) word ids
+    config = {"vocab_size": len(vocab), **recipe["model"]}
+    torch.manual_seed(SEED)  # the initial weights
+    model = BiLM(**config)
+    common = recipe["training"]
+    windows = token_windows(stream, common["batch_size"], common["seq_len"], seed=SEED)
+    decay = recipe["decay"]
+    history = fit(
+        model,
+        lambda m, words: m.lm_loss(words),
+        windows,
+        steps=recipe["steps"],
+        lr=recipe["lr"],
+        clip_norm=common["clip_norm"],
+        lr_schedule=lambda step: 1.0 if step < decay["after"] else decay["factor"],
+        desc="biLM",
+    )
+    if history.stopped_by != "steps":
+        raise RuntimeError(f"training stopped by {history.stopped_by!r}: {history.summary()}")
+    training = {
+        "function": "course.train.fit with BiLM.lm_loss on course.data.words.token_windows",
+        "steps": history.steps,
+        "seed": SEED,
+        "initial_weights": f"torch.manual_seed({SEED}) before BiLM(**config)",
+        **common,
+        "lr": recipe["lr"],
+        "decay": decay,
+        "torch_threads": torch.get_num_threads(),
+        "seconds": round(history.seconds, 1),
+        "final_loss_nats": round(statistics.fmean(history.losses[-100:]), 4),
+        "stopped_by": history.stopped_by,
+    }
+    text = "\n".join(" ".join(sentence) for sentence in train)
+    return save_checkpoint(
+        model,
+        "bilm_english",
+        config=config,
+        vocab=vocab,
+        training=training,
+        corpus={
+            "description": (
+                "every sentence of the 'train' split of course.data.english.load_prose(source="
+                "'all') (the World English Bible and the Python 3.11 documentation), tokenised "
+                "and lower-cased by course.data.words.sentence_tokens"
+            ),
+            "sentences": len(train),
+            "tokens": len(stream),
+            "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
+        },
+        heldout_text="\n".join(" ".join(sentence) for sentence in heldout),
+        heldout_description=(
+            "every sentence of the 'val' split of the same prose, one per line, tokens "
+            "separated by spaces"
+        ),
+        description=(
+            "ELMo-style biLM (word-embedding token layer, 2 LSTM layers of 128 each way, shared "
+            "softmax over 5,000 words) trained on the course's English prose for Lecture 3"
+        ),
+        command=REMAKE_COMMAND,
+        directory=directory,
+        heldout_figure=bilm_heldout,
+        evaluation={"batch_size": 64},
+    )
+
+
+RECIPES: dict[str, Callable[[Path], dict]] = {
+    "char_lstm_stdlib": char_lstm_stdlib,
+    "bilm_english": bilm_english,
+}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -135,10 +238,15 @@ def main(argv: list[str] | None = None) -> int:
         start = time.perf_counter()
         metadata = RECIPES[name](args.out)
         size = (args.out / metadata["weights_file"]).stat().st_size
+        heldout = metadata["heldout"]
+        figure = (
+            f"{heldout['bits_per_char']:.3f} bits/char"
+            if "bits_per_char" in heldout
+            else f"perplexity {heldout['perplexity']}"
+        )
         print(
             f"[checkpoints] {name}: {metadata['training']['steps']} steps in "
-            f"{time.perf_counter() - start:.0f} s, held-out "
-            f"{metadata['heldout']['bits_per_char']:.3f} bits/char, {size / 1e6:.2f} MB "
+            f"{time.perf_counter() - start:.0f} s, held-out {figure}, {size / 1e6:.2f} MB "
             f"-> {args.out / metadata['weights_file']}",
             flush=True,
         )
