@@ -291,7 +291,7 @@ biLM_ckpt, ckpt_meta = load_checkpoint("bilm_english")
 vocab = checkpoint_vocab(ckpt_meta)  # the checkpoint's vocabulary: the same for every model here
 train_sentences = [sentence_tokens(s) for doc in load_prose("train") for s in doc.sentences]
 heldout_sentences = [sentence_tokens(s) for doc in load_prose("val") for s in doc.sentences]
-heldout_sample = heldout_sentences[::5]  # every fifth held-out sentence, to keep this quick
+heldout_sample = heldout_sentences[::10]  # every tenth held-out sentence, to keep this quick
 stream = vocab.encode(train_sentences)  # (N,) word ids, sentence after sentence
 assert vocab == WordVocab.build(train_sentences, max_words=len(vocab))
 print(
@@ -304,7 +304,7 @@ print(
 )
 
 # %%
-LIVE_STEPS = 60
+LIVE_STEPS = 40
 torch.manual_seed(0)
 live = BiLM(**ckpt_meta["model"]["config"])  # the checkpoint's sizes, fresh weights
 windows = token_windows(stream, batch_size=32, length=32, seed=0)  # (32, 32) word ids each
@@ -527,7 +527,7 @@ print(f"max |ScalarMix - elmo_mix| = {mix_gap:.1e}")
 # split.
 
 # %%
-TRAIN_PER_TASK = 6000
+TRAIN_PER_TASK = 4000
 CHOICES = {"token layer": 0, "layer 1": 1, "layer 2 (top)": 2, "mix": None}
 results = {}
 progress = tqdm(total=2 * (2 + len(CHOICES)), desc="features and probes")
