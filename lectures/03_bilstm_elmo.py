@@ -278,7 +278,7 @@ for D_, H_, L_, bi in (
 # The model is `course.models.bilm.BiLM` (about a hundred lines, with this notation in its
 # docstring). The backward LSTMs read each sentence reversed **within its own length**, with
 # packed sequences, exactly as section 1 requires. The corpus is the course's English prose
-# (the World English Bible and the Python documentation, 1.6 million training tokens),
+# (the World English Bible and the Python documentation, 2.1 million training tokens),
 # lower-cased, with each sentence between `<s>` and `</s>`; the softmax knows the 5,000 most
 # frequent words, and every other word is `<unk>`.
 #
@@ -389,7 +389,7 @@ record(
 # %% [markdown]
 # Read the table with the budgets in mind. A few seconds of live training only takes the biLM
 # from the uniform distribution (perplexity 5,000) towards the unigram model. The checkpoint,
-# one pass over the corpus on one CPU core, is far better than the unigram model and better than
+# about two passes over the corpus on one CPU core, is far better than the unigram model and better than
 # the Kneser–Ney bigram in both directions; the lines above say where it stands against the
 # trigram. Scripture repeats its phrases and the documentation its formulas, which is exactly
 # what counting trigrams captures; an LSTM needs many passes over the data to memorise them
@@ -628,8 +628,8 @@ print(f"(lecture ran in {time.perf_counter() - LECTURE_START:.0f} s)")
 
 # %% [markdown]
 # Whichever way the comparison comes out on this page, three differences from ELMo's setting
-# matter when reading it. Our biLM is tiny (128 units per layer, one pass over two million
-# words, where ELMo had 4,096 units projected to 512 and ten passes over a billion). Our token
+# matter when reading it. Our biLM is tiny (128 units per layer, about two passes over two million
+# tokens, where ELMo had 4,096 units projected to 512 and ten passes over a billion). Our token
 # layer is a word embedding, so for the many test words outside its vocabulary the token layer
 # says nothing and every bit of syntax must come from the context, which favours the LSTM
 # layers; ELMo's character-based token layer already knows a lot of syntax from a word's
