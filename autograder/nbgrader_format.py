@@ -22,6 +22,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -298,7 +299,14 @@ def autograde(
     ``force=False`` leaves submissions that already have an autograded copy alone.
     """
     options = [f"--student={s}" for s in students] + (["--force"] if force else [])
-    return nbgrader(course_dir, "autograde", assignment, *options, timeout=timeout, on_line=on_line)
+    # Kernels on Unix sockets in a private folder: TCP ports picked by two kernels starting at
+    # once (a build runs units in parallel) can collide. ZeroMQ has no IPC on Windows.
+    with tempfile.TemporaryDirectory(prefix="cknb") as sockets:
+        if os.name != "nt":
+            options += ["--KernelManager.transport=ipc", f"--KernelManager.ip={sockets}/kernel"]
+        return nbgrader(
+            course_dir, "autograde", assignment, *options, timeout=timeout, on_line=on_line
+        )
 
 
 @contextlib.contextmanager

@@ -67,6 +67,38 @@ def test_execute_returns_outputs_and_time(tmp_path):
     assert 0 < result.seconds < 60
 
 
+@pytest.mark.skipif(os.name == "nt", reason="ZeroMQ has no IPC transport on Windows")
+def test_kernels_talk_over_private_sockets_not_tcp_ports(tmp_path):
+    # Two units starting kernels at once over TCP can pick the same "free" port; one then
+    # dies with "Address already in use" (seen in CI). Unix sockets cannot collide.
+    source = tmp_path / "transport.py"
+    source.write_text(
+        "# %%\nimport json\nfrom ipykernel.connect import get_connection_info\n"
+        "info = json.loads(get_connection_info())\nprint(info['transport'], info['ip'])\n"
+    )
+    result = execute(read_source(source), name="transport.py", cwd=tmp_path)
+    transport, address = result.notebook.cells[0].outputs[0]["text"].split()
+    assert transport == "ipc"
+    assert not Path(address).parent.exists(), "the socket directory is removed afterwards"
+
+
+def test_a_kernel_that_never_starts_is_retried_then_named(tmp_path, monkeypatch):
+    from tools import notebooks
+
+    attempts = []
+
+    def dies(self, **kwargs):
+        attempts.append(1)
+        raise RuntimeError("Kernel died before replying to kernel_info")
+
+    monkeypatch.setattr(notebooks.NotebookClient, "execute", dies)
+    source = tmp_path / "ok.py"
+    source.write_text("# %%\nprint(1)\n")
+    with pytest.raises(NotebookBuildError, match="ok.py: the kernel did not start in 3 attempts"):
+        execute(read_source(source), name="ok.py", cwd=tmp_path)
+    assert len(attempts) == notebooks.KERNEL_START_ATTEMPTS == 3
+
+
 def test_source_files_names_the_empty_folder_and_the_unknown_assignment(tmp_path):
     (tmp_path / "a9").mkdir()
     (tmp_path / "a1").mkdir()

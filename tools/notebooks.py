@@ -8,6 +8,7 @@ sources too; they are re-exported here for the build.
 from __future__ import annotations
 
 import os
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +16,7 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+from traitlets.config import Config
 
 from autograder.nbgrader_format import REPO, NotebookBuildError, read_source, write_notebook
 
@@ -54,15 +56,9 @@ def execute(
         **(env or {}),
         "MPLBACKEND": "module://matplotlib_inline.backend_inline",
     }
-    client = NotebookClient(
-        notebook,
-        timeout=timeout_per_cell,
-        kernel_name="python3",
-        resources={"metadata": {"path": str(cwd)}},
-    )
     started = time.perf_counter()
     try:
-        client.execute(env=kernel_env)
+        _execute_with_private_channels(notebook, name, timeout_per_cell, cwd, kernel_env)
     except CellTimeoutError as error:
         raise NotebookBuildError(
             f"{name}: a cell ran longer than {timeout_per_cell} s ({error})"
@@ -75,6 +71,48 @@ def execute(
     seconds = time.perf_counter() - started
     drop_widget_views(notebook)
     return ExecutionResult(notebook, seconds)
+
+
+KERNEL_START_ATTEMPTS = 3
+
+
+def kernel_channels_config(directory: Path) -> Config:
+    """Kernel channels that no other process can take: Unix sockets in ``directory``.
+
+    Kernels started at once over TCP each pick "free" ports by binding and releasing them, so two
+    units starting together can pick the same port, and one kernel dies before it replies
+    ("Address already in use"). Sockets in a private directory cannot collide. Windows has no
+    IPC transport for ZeroMQ, so there the kernel keeps TCP and a start that fails is retried.
+    """
+    if os.name == "nt":
+        return Config()
+    return Config({"KernelManager": {"transport": "ipc", "ip": str(directory / "kernel")}})
+
+
+def _execute_with_private_channels(
+    notebook: nbformat.NotebookNode, name: str, timeout: int, cwd: Path, env: dict[str, str]
+) -> None:
+    for attempt in range(1, KERNEL_START_ATTEMPTS + 1):
+        # A short directory name: a Unix socket path must stay under about 100 characters.
+        with tempfile.TemporaryDirectory(prefix="ck") as directory:
+            client = NotebookClient(
+                notebook,
+                timeout=timeout,
+                kernel_name="python3",
+                resources={"metadata": {"path": str(cwd)}},
+                config=kernel_channels_config(Path(directory)),
+            )
+            try:
+                client.execute(env=env)
+                return
+            except RuntimeError as error:
+                # Only a kernel that never started is retried: no cell has run yet.
+                if "before replying to kernel_info" not in str(error):
+                    raise
+                if attempt == KERNEL_START_ATTEMPTS:
+                    raise NotebookBuildError(
+                        f"{name}: the kernel did not start in {attempt} attempts ({error})"
+                    ) from error
 
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
