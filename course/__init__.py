@@ -3,14 +3,20 @@
 Import the module you need; nothing heavy is imported here. One topic per module:
 
 - ``course.data``: corpora and tasks (``code``: Python's own source and character vocabularies;
-  ``recall``: the synthetic long-range recall task)
-- ``course.models``: one model family per file (``recurrent``: CharRNN, CharLSTM, taggers)
+  ``recall``: the synthetic long-range recall task; ``english`` and ``words``: English prose and
+  labelled tasks; ``dates`` and ``numbers``: generated translation tasks on the shared
+  ``translation`` base; ``copying``: the delayed-copy task)
+- ``course.models``: one model family per file (``recurrent``: CharRNN, CharLSTM, taggers;
+  ``bilm``: ELMo's biLM; ``seq2seq``: an RNN encoder–decoder with attention; ``attention``:
+  self-attention, multi-head attention, positional encodings; ``tiny_transformer``)
+- ``course.decoding``: greedy and beam search over any step function
 - ``course.train``: the one training loop (``fit``), with clipping, a progress bar and a
   wall-clock budget, and the language-model trainer built on it
 - ``course.analysis``: measurements that return numbers (``lm``: bits per character, baselines,
-  samples; ``gradients``: gradient flow; ``interpret``: interpretable cells)
+  samples; ``gradients``: gradient flow; ``interpret``: interpretable cells; ``ngram`` and
+  ``elmo``; ``seq2seq``: exact match, exposure bias)
 - ``course.viz``: figures and widgets by topic (``gradients``, ``training``, ``recall``,
-  ``cells``): figure functions with defaults, and thin ``interact`` wrappers
+  ``cells``, ``elmo``, ``seq2seq``, ``attention``): figure functions with defaults, and thin ``interact`` wrappers
 - ``course.checks``: shape, dtype and input guards, and the comparisons that visible tests use
 - ``course.metrics``: recording measured figures for the benchmark table
 - ``course.checkpoints``: course-trained models that lectures load (``make checkpoints``)

@@ -1,0 +1,591 @@
+# ---
+# jupyter:
+#   course:
+#     budget_seconds: 60
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Lecture 5: Self-attention, multi-head attention and positions
+#
+# In Lecture 4 the decoder attended to the encoder: queries from one sequence, keys and values
+# from another. **Self-attention** {cite:p}`vaswani2017attention` lets every position of one
+# sequence attend to every position of the same sequence, so each output mixes information
+# from the whole input in one step, with no recurrence.
+#
+# This lecture:
+#
+# 1. computes self-attention step by step and reproduces the slides' worked numbers;
+# 2. writes the matrix form and checks it against PyTorch, with padding and causal masks;
+# 3. measures why the scores are divided by $\sqrt{d_k}$;
+# 4. builds multi-head attention and checks it against `torch.nn.MultiheadAttention`;
+# 5. shows that self-attention ignores word order, then adds four positional encodings
+#    (sinusoidal, learned, ALiBi, RoPE), checks their defining properties, and tests how far
+#    each carries a model beyond the lengths it was trained on;
+# 6. measures the cost of a self-attention layer against a recurrent layer as the sequence and
+#    the width grow.
+
+# %%
+import math
+import time
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+from torch.nn import functional as F
+from tqdm.auto import tqdm
+
+from course.data.copying import IGNORE, delayed_copy_batch, delayed_copy_batches
+from course.metrics import record
+from course.models.attention import (
+    MultiHeadAttention,
+    alibi_bias,
+    alibi_slopes,
+    attention,
+    causal_mask,
+    padding_mask,
+    rope,
+    sinusoidal_encoding,
+)
+from course.models.tiny_transformer import ENCODINGS, TinyCausalTransformer
+from course.train import fit
+from course.viz.attention import (
+    attention_explorer,
+    head_weights,
+    interact_attention,
+    interact_positions,
+    plot_attention,
+    plot_positions,
+    word_vectors,
+)
+
+torch.manual_seed(0)
+torch.set_num_threads(1)  # small tensors: one thread is as fast, and robust on a busy 2-core CPU
+torch.set_printoptions(precision=4, sci_mode=False)
+LECTURE_START = time.perf_counter()
+
+# %% [markdown]
+# ## 1. Self-attention step by step
+#
+# Each input vector $x_i$ (a row of $X$, size $d_{\text{model}}$) is projected three ways, into
+# a **query**, a **key** and a **value**:
+#
+# $$q_i = W^Q x_i, \qquad k_i = W^K x_i, \qquad v_i = W^V x_i.$$ (eq-qkv)
+#
+# Position $i$ scores every position $j$ by comparing its query with their keys, divides by
+# $\sqrt{d_k}$ (the size of a key), turns the scores into weights with a softmax, and
+# averages the values:
+#
+# $$s_{ij} = \frac{q_i \cdot k_j}{\sqrt{d_k}}, \qquad
+#   a_{ij} = \frac{\exp s_{ij}}{\sum_{j'} \exp s_{ij'}}, \qquad
+#   z_i = \sum_j a_{ij}\, v_j.$$ (eq-self-attention)
+#
+# **The slides' worked numbers.** The slides give the raw scores $q_1 \cdot k_j$ for the first
+# word, with $d_k = 64$, so $\sqrt{d_k} = 8$. "Thinking Machines" has two words; the longer
+# example has four. Here are the weights the code computes from those scores, next to the
+# slides' rounded values.
+
+
+# %%
+def weights_from_scores(raw_scores, d_k=64):
+    scores = torch.tensor(raw_scores, dtype=torch.float64)
+    return scores / math.sqrt(d_k), torch.softmax(scores / math.sqrt(d_k), dim=0)
+
+
+for name, raw, slide in [
+    ("Thinking Machines", [112, 96], [0.88, 0.12]),
+    ("four words", [112, 96, 16, 8], [0.87, 0.12, 0.01, 0.0]),
+]:
+    scaled, a = weights_from_scores(raw)
+    print(f"{name}: scores {raw} / 8 = {scaled.tolist()}")
+    for j, (value, on_slide) in enumerate(zip(a.tolist(), slide, strict=True), start=1):
+        print(f"   a_1{j} = {value:.7f}   (slide: {on_slide})")
+
+# %% [markdown]
+# The code gives 0.8808 and 0.1192 for "Thinking Machines", which the slide rounds to 0.88
+# and 0.12. For the four words, the weights are 0.8808, 0.1192, 0.0000061 and 0.0000022: a
+# score of 16 against 112 leaves almost nothing, so the slide's ".87, .12, .01, 0" are
+# rounded so that they sum to 1, not the softmax's values. Once scores differ by more than a
+# few units after scaling, the softmax is nearly a hard choice.
+#
+# The whole computation for the first word of a small made-up sentence, with each vector
+# printed, in float64:
+
+# %%
+torch.manual_seed(0)
+d_model, d_k = 8, 4
+sentence = ["thinking", "machines", "think", "fast"]
+X = word_vectors(sentence, d_model).double()  # (n, d_model): one fixed vector per word
+W_Q, W_K, W_V = (
+    torch.randn(d_k, d_model, dtype=torch.float64) / math.sqrt(d_model) for _ in range(3)
+)
+q1 = W_Q @ X[0]
+keys = [W_K @ x for x in X]
+values = [W_V @ x for x in X]
+s = torch.stack([q1 @ k for k in keys]) / math.sqrt(d_k)
+a = torch.softmax(s, dim=0)
+z1 = sum(a_j * v for a_j, v in zip(a, values, strict=True))
+print(f"q_1 = {q1.numpy().round(4)}")
+print(
+    f"scores s_1j = {s.numpy().round(4)}\nweights a_1j = {a.numpy().round(4)} (sum {a.sum():.4f})"
+)
+print(f"z_1 = {z1.numpy().round(4)}")
+
+# %% [markdown]
+# ## 2. The matrix form
+#
+# Stacking the rows, all positions are computed at once:
+#
+# $$Q = X W^{Q\top}, \quad K = X W^{K\top}, \quad V = X W^{V\top}, \qquad
+#   Z = \operatorname{softmax}\!\Big(\frac{Q K^\top}{\sqrt{d_k}} + M\Big) V,$$ (eq-matrix-attention)
+#
+# where the softmax runs along each row and the mask $M$ is 0 where a query may attend and
+# $-\infty$ where it may not. `course.models.attention.attention` computes
+# {eq}`eq-matrix-attention` (its mask is boolean, True where allowed). Its first row is the
+# $z_1$ above; the whole result is checked against
+# `torch.nn.functional.scaled_dot_product_attention` on a padded batch (keys past each
+# sentence's length are masked) and with a causal mask.
+
+# %%
+Q, K, V = X @ W_Q.T, X @ W_K.T, X @ W_V.T
+Z, A = attention(Q, K, V)
+print(f"row 1 against the step-by-step z_1: {(Z[0] - z1).abs().max():.1e}")
+
+torch.manual_seed(1)
+B, h, n = 3, 2, 6
+q, k, v = (torch.randn(B, h, n, 4, dtype=torch.float64) for _ in range(3))
+lengths = torch.tensor([6, 3, 5])
+pad = padding_mask(lengths, n)  # (B, 1, 1, n)
+for name, mask in [("padding", pad), ("causal", causal_mask(n)), ("both", pad & causal_mask(n))]:
+    ours, weights = attention(q, k, v, mask)
+    library = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    masked = weights.masked_select(~mask.expand_as(weights))
+    print(
+        f"{name:8s} mask: max |ours - torch| = {(ours - library).abs().max():.1e}; "
+        f"largest weight on a masked key = {masked.abs().max() if masked.numel() else 0:.1f}"
+    )
+
+# %% [markdown]
+# ## 3. Why divide by $\sqrt{d_k}$
+#
+# If the entries of $q$ and $k$ are independent with mean 0 and variance 1, then
+# $q \cdot k = \sum_{r=1}^{d_k} q_r k_r$ has variance $d_k$: its spread grows like
+# $\sqrt{d_k}$. Large scores push the softmax towards a one-hot vector, where its gradient
+# vanishes: $\partial a_i / \partial s_j = a_i(\delta_{ij} - a_j)$ is near 0 when one $a$ is near
+# 1. Dividing by $\sqrt{d_k}$ keeps the variance at 1 for any width. We measure, for random
+# queries and keys over 16 positions, the softmax's entropy and the size of its Jacobian as
+# $d_k$ grows, with and without the scaling.
+
+# %%
+generator = torch.Generator().manual_seed(0)
+widths = [4, 16, 64, 256, 1024]
+measured = {"scaled": [], "not scaled": []}
+for d in widths:
+    qs = torch.randn(2000, d, generator=generator, dtype=torch.float64)
+    ks = torch.randn(2000, 16, d, generator=generator, dtype=torch.float64)
+    raw = torch.einsum("bd,bjd->bj", qs, ks)
+    for label, scores in [("scaled", raw / math.sqrt(d)), ("not scaled", raw)]:
+        a = scores.softmax(-1)
+        entropy = -(a * a.clamp_min(1e-300).log()).sum(-1).mean().item()
+        jacobian = torch.diag_embed(a) - a[:, :, None] * a[:, None, :]  # (b, 16, 16)
+        measured[label].append((entropy, jacobian.norm(dim=(1, 2)).mean().item()))
+fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.3), constrained_layout=True)
+for label, values in measured.items():
+    left.plot(widths, [e for e, _ in values], "o-", label=label)
+    right.plot(widths, [g for _, g in values], "o-", label=label)
+left.axhline(math.log(16), color="k", ls=":", lw=1, label="uniform over 16")
+left.set(xscale="log", xlabel="$d_k$", ylabel="softmax entropy (nats)")
+right.set(xscale="log", yscale="log", xlabel="$d_k$", ylabel="mean ‖∂a/∂s‖ (Frobenius)")
+left.legend(fontsize=8)
+right.legend(fontsize=8)
+plt.show()
+for d, (e_s, g_s), (e_u, g_u) in zip(
+    widths, measured["scaled"], measured["not scaled"], strict=True
+):
+    print(
+        f"d_k = {d:5d}: entropy {e_s:.3f} scaled, {e_u:.3f} not; "
+        f"Jacobian norm {g_s:.4f} scaled, {g_u:.4f} not"
+    )
+
+# %% [markdown]
+# With the scaling, entropy and gradient size stay the same at every width. Without it, the
+# softmax collapses onto one key as $d_k$ grows and the gradient that reaches the scores
+# shrinks by orders of magnitude. In JupyterLab, the explorer below shows one head of random
+# projections on any sentence you type, with the scaling on or off ($d_k = 64$).
+
+# %%
+attention_explorer()
+plt.show()
+interact_attention()
+
+# %% [markdown]
+# ## 4. The causal mask
+#
+# A decoder generates left to right, so position $i$ must not see positions $j > i$: during
+# training all positions are computed at once, and a position that could read the next token
+# would learn to copy it. The causal mask sets $M_{ij} = -\infty$ above the diagonal. The check:
+# change the last token of a sequence and see which outputs move.
+
+# %%
+layer = MultiHeadAttention(8, 2).double()
+x = torch.randn(1, 5, 8, dtype=torch.float64)
+changed = x.clone()
+changed[0, -1] += 1.0  # a different last token
+for name, mask in [("no mask", None), ("causal mask", causal_mask(5))]:
+    moved = (layer(x, mask=mask)[0] - layer(changed, mask=mask)[0]).abs().amax(-1)[0]
+    print(f"{name:12s}: how much each position's output moved: {moved.detach().numpy().round(4)}")
+print(causal_mask(5).int())
+
+# %% [markdown]
+# ## 5. Multi-head attention
+#
+# One head mixes values with one set of weights. **Multi-head attention** runs $h$ heads on
+# separate slices of the projections, each of size $d_k = d_{\text{model}}/h$, and mixes their
+# results with an output projection:
+#
+# $$\operatorname{head}_r = \operatorname{softmax}\!\Big(\frac{Q_r K_r^\top}{\sqrt{d_k}} + M\Big) V_r,
+#   \qquad \operatorname{MultiHead}(X) = [\operatorname{head}_1; \dots; \operatorname{head}_h]\, W^{O\top},$$ (eq-multi-head)
+#
+# where $Q_r$ holds columns $r d_k, \dots, (r+1) d_k - 1$ of $Q$. The cost is that of one head
+# of width $d_{\text{model}}$. `course.models.attention.MultiHeadAttention` does this with four
+# `nn.Linear` layers; PyTorch's `nn.MultiheadAttention` stores $W^Q, W^K, W^V$ stacked in one
+# matrix. Copy the weights across and compare, with a padding mask:
+
+# %%
+torch.manual_seed(2)
+ours = MultiHeadAttention(16, 4).double()
+library = torch.nn.MultiheadAttention(16, 4, batch_first=True).double()
+with torch.no_grad():
+    library.in_proj_weight.copy_(torch.cat([ours.W_q.weight, ours.W_k.weight, ours.W_v.weight]))
+    library.in_proj_bias.copy_(torch.cat([ours.W_q.bias, ours.W_k.bias, ours.W_v.bias]))
+    library.out_proj.weight.copy_(ours.W_o.weight)
+    library.out_proj.bias.copy_(ours.W_o.bias)
+x = torch.randn(3, 7, 16, dtype=torch.float64)
+lengths = torch.tensor([7, 4, 6])
+out, weights = ours(x, mask=padding_mask(lengths, 7))
+expected, expected_weights = library(
+    x, x, x, key_padding_mask=~padding_mask(lengths, 7)[:, 0, 0], average_attn_weights=False
+)
+print(f"output: max |ours - nn.MultiheadAttention| = {(out - expected).abs().max():.1e}")
+print(f"per-head weights: {(weights - expected_weights).abs().max():.1e}")
+
+# %% [markdown]
+# **Heads look at different things.** The heads of a layer see the same input and differ only
+# in their projections. Here are two untrained heads (projections with $N(0, 1/d_k)$ entries,
+# $d_k = 64$) on a real sentence, over fixed word vectors: even before training, each head
+# has its own notion of which words are similar. Training makes heads specialise much
+# further; Lecture 6 looks inside trained heads.
+
+# %%
+words = "the animal did not cross the street because it was too tired".split()
+first_head, second_head = head_weights(words, 0), head_weights(words, 1)
+fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), constrained_layout=True)
+for weights_r, r, ax in [(first_head, 0, axes[0]), (second_head, 1, axes[1])]:
+    plot_attention(weights_r, words, words, title=f"head {r}", ax=ax)
+plt.show()
+difference = (first_head - second_head).abs().sum(-1) / 2
+print(
+    f"total variation distance between the heads' rows: mean {difference.mean():.3f} "
+    f"(0: the same weights, 1: no key in common); the word 'it' attends most to "
+    f"{words[int(first_head[8].argmax())]!r} in head 0 and {words[int(second_head[8].argmax())]!r} in head 1"
+)
+
+# %% [markdown]
+# ## 6. Positions
+#
+# Nothing in {eq}`eq-matrix-attention` depends on where a token is. Permuting the input rows
+# permutes the output rows the same way (self-attention is **permutation-equivariant**), so
+# "it is good , isn't it ?" and "it isn't good , is it ?", which have the same words, get the
+# same set of output vectors.
+
+# %%
+first = "it is good , isn't it ?".split()
+second = "it isn't good , is it ?".split()
+layer = MultiHeadAttention(16, 2).double()
+
+
+def outputs(words, positions=None):
+    x = word_vectors(words, 16).double()[None]
+    if positions is not None:
+        x = x + positions[: len(words)].double()
+    with torch.no_grad():
+        return layer(x)[0][0]
+
+
+perm = [0, 4, 2, 3, 1, 5, 6]  # second[i] == first[perm[i]]
+assert [first[p] for p in perm] == second
+print(
+    f"no positions: max |out(second) - out(first) permuted| = "
+    f"{(outputs(second) - outputs(first)[perm]).abs().max():.1e}"
+)
+p = sinusoidal_encoding(16, 16)
+print(
+    f"with sinusoidal positions added: "
+    f"{(outputs(second, p) - outputs(first, p)[perm]).abs().max():.3f}"
+)
+
+# %% [markdown]
+# So position must be put in. Four ways:
+#
+# **Sinusoidal** {cite:p}`vaswani2017attention`: add to $x_i$ the vector
+#
+# $$p_{i,2r} = \sin(i\,\omega_r), \qquad p_{i,2r+1} = \cos(i\,\omega_r), \qquad
+#   \omega_r = 10000^{-2r/d}.$$ (eq-sinusoidal)
+#
+# Each pair of dimensions is a clock at its own frequency, and
+# $p_i \cdot p_j = \sum_r \cos\big(\omega_r (i - j)\big)$ depends only on the offset $i - j$:
+
+# %%
+P = sinusoidal_encoding(128, 64).double()
+dots = P @ P.T
+spread = max(
+    (torch.diagonal(dots, offset).max() - torch.diagonal(dots, offset).min()).item()
+    for offset in range(-127, 128)
+)
+formula = torch.stack(
+    [torch.cos(10000 ** (-torch.arange(0, 64, 2) / 64) * o).sum() for o in range(128)]
+).double()
+print(f"largest spread of p_i · p_j along any diagonal: {spread:.1e}")
+print(f"p_i · p_(i+o) against the sum of cosines: {(dots[0] - formula).abs().max():.1e}")
+plot_positions("sinusoidal", n=128, d=64)
+plt.show()
+
+# %% [markdown]
+# **Learned** {cite:p}`devlin2019bert,radford2018gpt`: a table of one trainable vector per
+# position, added to $x_i$. It can represent anything, but only up to the longest position
+# seen in training; the rows after that are never trained.
+#
+# **ALiBi** {cite:p}`press2022alibi` adds nothing to the inputs; it biases each head's scores
+# by the distance, with a fixed slope $m_r = 2^{-8r/h}$ per head:
+#
+# $$s_{ij} = \frac{q_i \cdot k_j}{\sqrt{d_k}} - m_r\,|i - j|.$$ (eq-alibi)
+#
+# **RoPE** {cite:p}`su2021roformer` rotates each pair of dimensions of a query or key at
+# position $i$ by the angle $i\,\theta_r$, $\theta_r = 10000^{-2r/d}$. Rotations compose, so
+# $R_i q \cdot R_j k = q \cdot R_{j-i} k$:
+#
+# $$\operatorname{rope}(q, i) \cdot \operatorname{rope}(k, j) = f(q, k, i - j).$$ (eq-rope)
+
+# %%
+slopes = alibi_slopes(8)
+print(f"ALiBi slopes for 8 heads: {slopes.numpy().round(4)}")
+print(
+    f"ALiBi bias of head 1 (slope 1/2), the row of query 6: {alibi_bias(6, slopes)[0, 5].numpy()}"
+)
+generator = torch.Generator().manual_seed(0)
+q_vec, k_vec = (
+    torch.randn(1, 64, generator=generator, dtype=torch.float64),
+    torch.randn(1, 64, generator=generator, dtype=torch.float64),
+)
+worst = 0.0
+for i, j in [(5, 2), (40, 37), (1000, 997)]:  # the same offset, 3, at different places
+    score = (rope(q_vec, torch.tensor([i])) @ rope(k_vec, torch.tensor([j])).T).item()
+    worst = max(
+        worst,
+        abs(score - (rope(q_vec, torch.tensor([3])) @ rope(k_vec, torch.tensor([0])).T).item()),
+    )
+    print(f"rope(q, {i}) · rope(k, {j}) = {score:.6f}")
+print(
+    f"largest difference between them: {worst:.1e}; "
+    f"norms kept: {(rope(q_vec, torch.tensor([77])).norm() - q_vec.norm()).abs().item():.1e}"
+)
+
+# %% [markdown]
+# In JupyterLab, explore each scheme (the book shows the sinusoidal one above):
+
+# %%
+interact_positions()
+
+# %% [markdown]
+# ### How far does each encoding carry?
+#
+# A task where only position matters: read random tokens and, at each position, name the token
+# **three steps back** (`course.data.copying`). The content of a token says nothing about where
+# to look, so the model must know offsets. We train the same tiny causal Transformer (one
+# layer, two heads, width 32) with each encoding, and with none, on sequences of 16 tokens,
+# for 200 steps each, then test on sequences of 16 to 256 tokens. Accuracy counts every
+# position that has an answer.
+
+# %%
+TRAIN_LENGTH, TEST_LENGTHS, STEPS = 16, (16, 32, 64, 128, 256), 200
+
+
+def copy_loss(model, batch):
+    x, y = batch
+    return F.cross_entropy(model(x).flatten(0, 1), y.flatten(), ignore_index=IGNORE)
+
+
+extrapolation, times = {}, {}
+for encoding in ENCODINGS:
+    torch.manual_seed(0)
+    model = TinyCausalTransformer(16, d=32, num_heads=2, num_layers=1, positions=encoding)
+    history = fit(
+        model,
+        copy_loss,
+        delayed_copy_batches(64, TRAIN_LENGTH),
+        steps=STEPS,
+        lr=1e-2,
+        desc=encoding,
+    )
+    times[encoding] = history.seconds
+    model.eval()
+    with torch.no_grad():
+        accuracy = {}
+        for n in TEST_LENGTHS:
+            x, y = delayed_copy_batch(200, n, generator=torch.Generator().manual_seed(1))
+            right = (model(x).argmax(-1) == y)[y != IGNORE]
+            accuracy[n] = right.float().mean().item()
+    extrapolation[encoding] = accuracy
+
+print(f"{'encoding':12s}" + "".join(f"{f'n = {n}':>9s}" for n in TEST_LENGTHS) + "   train time")
+for encoding, accuracy in extrapolation.items():
+    print(
+        f"{encoding:12s}"
+        + "".join(f"{accuracy[n]:9.3f}" for n in TEST_LENGTHS)
+        + f"   {times[encoding]:8.1f} s"
+    )
+fig, ax = plt.subplots(figsize=(6.4, 3.4))
+for encoding, accuracy in extrapolation.items():
+    ax.plot(TEST_LENGTHS, [accuracy[n] for n in TEST_LENGTHS], "o-", label=encoding)
+ax.axvline(TRAIN_LENGTH, color="k", ls=":", lw=1, label="training length")
+ax.axhline(1 / 16, color="0.5", ls="--", lw=1, label="chance (1/16)")
+ax.set(xscale="log", xlabel="test length n", ylabel="accuracy", ylim=(0, 1.02))
+ax.set_xticks(TEST_LENGTHS, [str(n) for n in TEST_LENGTHS])
+ax.minorticks_off()
+ax.legend(fontsize=8)
+plt.show()
+
+best_short = max(ENCODINGS, key=lambda e: extrapolation[e][TRAIN_LENGTH])
+record(
+    "05_self_attention",
+    f"delayed copy, {best_short} positions, n = 16 (training length)",
+    extrapolation[best_short][TRAIN_LENGTH],
+    baseline=extrapolation["none"][TRAIN_LENGTH],
+    baseline_name="no positions",
+    higher_is_better=True,
+)
+record(
+    "05_self_attention",
+    "delayed copy, rope positions, n = 32 (twice the training length)",
+    extrapolation["rope"][32],
+    baseline=1 / 16,
+    baseline_name="chance",
+    higher_is_better=True,
+)
+
+# %% [markdown]
+# Read the table by columns. At the training length, every encoding that gives offsets
+# (sinusoidal, learned, RoPE) solves the task, and the model without positions is near chance:
+# the causal mask alone does not tell it where "three back" is. ALiBi fails even at the
+# training length, and that is not a bug: its bias is a penalty that only grows with distance,
+# the same for every content, so a head can prefer near keys but cannot single out the key at
+# distance 3 among random tokens. (In language, where ALiBi was designed, a recency preference
+# is what helps, and content does the rest.)
+#
+# Beyond the training length, none of them holds its accuracy. Learned positions have
+# untrained rows there. Sinusoidal and RoPE encode offsets, but the model met only offsets up
+# to 15 and queries with at most 16 keys; longer sequences bring offsets whose scores training
+# never shaped, and more keys competing in each softmax. The table shows how fast each falls
+# towards chance: an encoding being "relative" does not make a model extrapolate.
+
+# %% [markdown]
+# ## 7. The cost, measured
+#
+# The slides' comparison, per layer, for a sequence of $n$ vectors of width $d$:
+#
+# | layer | operations | sequential steps | longest path between two positions |
+# | --- | --- | --- | --- |
+# | self-attention | $O(n^2 d)$ | $O(1)$ | $O(1)$ |
+# | recurrent | $O(n d^2)$ | $O(n)$ | $O(n)$ |
+#
+# We time one self-attention head (projections and attention, width $d$) and one GRU layer on
+# the CPU as $n$ grows with $d = 64$, and as $d$ grows with $n = 256$, taking the best of three
+# runs, and fit the slope of log time against log size.
+
+
+# %%
+def best_time(fn, repeats=3):
+    best = math.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def time_layers(n, d):
+    torch.manual_seed(0)
+    x = torch.randn(1, n, d)
+    head = MultiHeadAttention(d, 1)
+    gru = torch.nn.GRU(d, d, batch_first=True)
+    with torch.no_grad():
+        return best_time(lambda: head(x)), best_time(lambda: gru(x))
+
+
+sizes_n, sizes_d = [128, 256, 512, 1024, 2048], [32, 64, 128, 256, 512]
+by_n = [time_layers(n, 64) for n in tqdm(sizes_n, desc="n grows")]
+by_d = [time_layers(256, d) for d in tqdm(sizes_d, desc="d grows")]
+
+
+def slope(sizes, seconds):
+    return np.polyfit(np.log(sizes), np.log(seconds), 1)[0]
+
+
+fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.3), constrained_layout=True)
+for ax, sizes, timings, label in [
+    (left, sizes_n, by_n, "n (d = 64)"),
+    (right, sizes_d, by_d, "d (n = 256)"),
+]:
+    for index, name in enumerate(("self-attention", "GRU")):
+        seconds = [t[index] for t in timings]
+        ax.plot(sizes, seconds, "o-", label=f"{name}: slope {slope(sizes, seconds):.2f}")
+    ax.set(xscale="log", yscale="log", xlabel=label, ylabel="seconds per forward pass")
+    ax.set_xticks(sizes, [str(size) for size in sizes])
+    ax.xaxis.set_minor_locator(plt.NullLocator())
+    ax.legend(fontsize=8)
+plt.show()
+for name, index in (("self-attention", 0), ("GRU", 1)):
+    print(
+        f"{name:15s} slope in n: {slope(sizes_n, [t[index] for t in by_n]):.2f}; "
+        f"in d: {slope(sizes_d, [t[index] for t in by_d]):.2f}"
+    )
+
+# %% [markdown]
+# The asymptotic slopes are 2 (attention in $n$) and 1 (the GRU in $n$), and in $d$ the GRU's
+# $O(nd^2)$ against attention's projections, also $O(nd^2)$, plus $O(n^2 d)$. On a CPU at these
+# sizes the measured slopes are lower than the asymptotic ones, because fixed costs (Python,
+# small-matrix overheads) weigh on the small sizes. Compare the absolute times too: the GRU's
+# $n$ steps run one after another, each too small to keep the CPU busy, while attention's
+# $O(n^2 d)$ work is a few large matrix products. That sequential cost, not the operation
+# count, is what self-attention removes, and at long enough $n$ the quadratic term wins back.
+
+# %%
+print(f"lecture ran in {time.perf_counter() - LECTURE_START:.0f} s")
+
+# %% [markdown]
+# ## Summary
+#
+# * Self-attention scores each pair of positions by $q_i \cdot k_j / \sqrt{d_k}$, turns each
+#   row into weights with a softmax, and averages the values; the matrix form
+#   $\operatorname{softmax}(QK^\top/\sqrt{d_k} + M)V$ matches PyTorch's with padding and causal
+#   masks. The slides' weights come out as 0.8808 and 0.1192.
+# * Without the $1/\sqrt{d_k}$, wide heads saturate their softmax and their gradients vanish.
+# * A causal mask keeps each position from seeing the future, which a decoder needs.
+# * Multi-head attention splits the projections into $h$ heads and mixes them with $W^O$; ours
+#   matches `nn.MultiheadAttention` with copied weights.
+# * Self-attention ignores order until positions are added. Sinusoidal dot products depend
+#   only on the offset, and so do RoPE's scores; ALiBi biases by distance; learned positions
+#   are a table. On a task that needs exact offsets, the table above says which encodings
+#   learn it and how far each carries beyond the training length.
+# * Attention costs $O(n^2 d)$ per layer but needs no sequential steps.
+#
+# **Next:** Assignment 5 (`a5_self_attention`) has you write masked scaled dot-product
+# attention, multi-head attention with given weights, the sinusoidal encoding and RoPE, in
+# NumPy.
