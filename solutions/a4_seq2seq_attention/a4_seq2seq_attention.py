@@ -133,16 +133,12 @@ def attention_scores(
         raise ValueError(f"unknown kind of score {kind!r}; use one of {list(KINDS)}")
     query = np.asarray(h, dtype=np.float64)
     keys = np.asarray(S, dtype=np.float64)
+    shapes = f"h of shape {query.shape} and S of shape {keys.shape}"
     if query.ndim != 2 or keys.ndim != 3:
-        raise ValueError(
-            f"h should be (B, H) and S (B, m, H), got shapes {query.shape} and {keys.shape}"
-        )
+        raise ValueError(f"h should be (B, H) and S (B, m, H), got {shapes}")
     n_rows, width = query.shape
     if keys.shape[0] != n_rows or keys.shape[2] != width:
-        raise ValueError(
-            f"S has shape {keys.shape}, which does not fit h of shape {query.shape}: "
-            f"expected (B, m, H) = ({n_rows}, m, {width})"
-        )
+        raise ValueError(f"{shapes} do not fit: S should be (B, m, H) = ({n_rows}, m, {width})")
 
     def weight(key: str, shape: tuple[int | None, ...]) -> np.ndarray:
         """params[key] as float64, checked against shape (None: any size)."""
@@ -153,7 +149,7 @@ def attention_scores(
         if value.ndim != len(shape) or any(n not in (None, v) for v, n in sizes):
             wanted = tuple("A" if n is None else n for n in shape)
             raise ValueError(f"params[{key!r}] should have shape {wanted}, got {value.shape}")
-        return value
+        return value  # float64, of the checked shape
 
     if kind in ("dot", "scaled_dot"):
         scores = np.einsum("bh,bkh->bk", query, keys)  # (B, m)
@@ -283,21 +279,16 @@ def attend(scores: np.ndarray, lengths: np.ndarray, S: np.ndarray) -> tuple[np.n
     energies = np.asarray(scores, dtype=np.float64)
     states = np.asarray(S, dtype=np.float64)
     if energies.ndim != 2 or states.ndim != 3 or states.shape[:2] != energies.shape:
-        raise ValueError(
-            f"scores should be (B, m) and S (B, m, H), got {energies.shape} and {states.shape}"
-        )
+        got = f"got {energies.shape} and {states.shape}"
+        raise ValueError(f"scores should be (B, m) and S (B, m, H) with the same B, m; {got}")
     n_rows, n_pos = energies.shape
     sizes = np.asarray(lengths)
     if sizes.shape != (n_rows,) or not np.issubdtype(sizes.dtype, np.integer):
-        raise ValueError(
-            f"lengths should hold one integer per sentence, shape ({n_rows},), got "
-            f"{sizes.shape}, {sizes.dtype}"
-        )
+        wanted = f"one integer per sentence, shape ({n_rows},)"
+        raise ValueError(f"lengths should hold {wanted}, got {sizes.shape}, {sizes.dtype}")
     if n_rows and (sizes.min() < 1 or sizes.max() > n_pos):
-        raise ValueError(
-            f"every length must be between 1 and m = {n_pos} (a sentence of length 0 has "
-            f"nothing to attend to), got {sizes.tolist()}"
-        )
+        span = f"between 1 and m = {n_pos} (a sentence of length 0 has nothing to attend to)"
+        raise ValueError(f"every length must be {span}, got {sizes.tolist()}")
     real = np.arange(n_pos)[None, :] < sizes[:, None]  # (B, m)
     kept = np.where(real, energies, -np.inf)  # padding can never win the max
     top = kept.max(axis=1, keepdims=True)  # (B, 1), a real score
@@ -452,10 +443,9 @@ def decoder_output(
     n_out = np.shape(params["W_o"])[0] if np.ndim(params["W_o"]) == 2 else -1
     sizes |= {"W_o": (n_out, width), "b_o": (n_out,)}
     for key, shape in sizes.items():
-        if np.shape(params[key]) != shape:
-            raise ValueError(
-                f"params[{key!r}] should have shape {shape}, got {np.shape(params[key])}"
-            )
+        found = np.shape(params[key])
+        if found != shape:
+            raise ValueError(f"params[{key!r}] should have shape {shape}, got {found}")
     W_c = np.asarray(params["W_c"], dtype=np.float64)
     joined = np.concatenate([context, query], axis=1)  # [c_t; h_t], (B, 2H)
     attentional = np.tanh(joined @ W_c.T + params["b_c"])  # (B, H)
@@ -644,8 +634,8 @@ def beam_search(
             row = next_log_probs(prefix)
             tails += [prefix + [token] for token in range(row.size)]
             totals.append(score + row)
-        ranked = np.argsort(-np.concatenate(totals), kind="stable")  # best first, ties in order
-        flat = np.concatenate(totals)
+        flat = np.concatenate(totals)  # the candidates' scores, in the order of the list
+        ranked = np.argsort(-flat, kind="stable")  # best first; equal scores keep their order
         finished += [(tails[i], float(flat[i])) for i in ranked[:beam_size] if tails[i][-1] == eos]
         live = [(tails[i], float(flat[i])) for i in ranked if tails[i][-1] != eos][:beam_size]
         generated += 1
