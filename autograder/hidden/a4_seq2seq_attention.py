@@ -582,9 +582,11 @@ def check_decoder_output(decoder_output: Callable[..., Any]) -> None:
     bad_calls = [
         ("W_c of shape (2, 2), not (H, 2H)", dict(params, W_c=np.ones((2, 2)))),
         ("W_c of shape (4, 2), the transpose", dict(params, W_c=params["W_c"].T)),
+        ("b_c of shape (1,) (it would broadcast)", dict(params, b_c=np.ones(1))),
         ("b_c of shape (3,) for H = 2", dict(params, b_c=np.ones(3))),
         ("W_o of shape (5, 3) for H = 2", dict(params, W_o=np.ones((5, 3)))),
         ("b_o of shape (4,) for W_o with |V| = 5", dict(params, b_o=np.ones(4))),
+        ("b_o of shape (1,) (it would broadcast)", dict(params, b_o=np.ones(1))),
     ]
     for description, bad in bad_calls:
         call = f"decoder_output with {description}"
@@ -737,6 +739,13 @@ def search_cases() -> list[tuple[str, str, Table, int, int, int, int, float]]:
     )
     label = "two finish at once after one did, beam_size=2, max_len=3"
     cases.append((label, "exact", many, 3, 0, 2, 3, 0.5))
+    # After step 1 "</s>" is finished and ranks above "b": b is live all the same, and "b </s>"
+    # (p 0.2375) is the answer per token.
+    below = table_from_probabilities(
+        {(3,): [0.4, 0.35, 0.25], (3, 1): [0.3, 0.42, 0.28], (3, 2): [0.95, 0.03, 0.02]}
+    )
+    label = "a live hypothesis ranked below a finished one, beam_size=2, alpha=1"
+    cases.append((label, "exact", below, 3, 0, 2, 3, 1.0))
     return cases
 
 
@@ -794,12 +803,12 @@ def check_beam_search(beam_search_on_table: Callable[..., Any]) -> None:
                 )
             except KeyError as error:
                 message = error.args[0] if error.args else error
-                raise AssertionError(f"{call} failed: {message}") from None
+                raise AssertionError(f"{call} failed: {message}") from None  # wrapper's KeyError
             _expect_unchanged("beam_search", {"table": table}, before)
             tokens, log_prob, normalised = _expect_search_result(call, result)
             if tokens != tokens_ref:
                 raise AssertionError(
-                    f"{call} returned the tokens {tokens}; {against} gives {tokens_ref} "
+                    f"{call} returned the tokens {tokens}; expected {tokens_ref}, from {against} "
                     f"(log-probability {log_prob_ref:.6g}, normalised score {value_ref:.6g})"
                 )
             assert_close(

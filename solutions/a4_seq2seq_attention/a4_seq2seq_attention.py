@@ -662,8 +662,9 @@ def beam_search_on_table(
         key = tuple(int(token) for token in prefix)
         if key not in table:
             raise KeyError(
-                f"the model has no entry for the prefix {list(key)}: beam search asked for a "
-                "prefix that it should not extend (after eos, or beyond max_len)"
+                f"the model has no entry for the prefix {list(key)}; a correct search never "
+                "asks for it (it continues after eos, goes beyond max_len, or comes after "
+                "beam_size hypotheses have finished)"
             )
         return np.array(table[key], dtype=np.float64)
 
