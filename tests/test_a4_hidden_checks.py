@@ -370,7 +370,7 @@ def test_check_attend_rejects_bug(bugs, message):
         ),
         (
             {"naive": True},
-            r"\[decoder_output, bilinear, B=2, m=4, H=3, \|V\|=5, logits near 1e4\] log_probs "
+            r"\[decoder_output, bilinear, B=2, m=4, H=3, vocab_size=5, logits near 1e4\] log_probs "
             r"contains",
         ),
         ({"no_tanh": True}, r"\[decoder_output, .*\] log_probs differs from torch.log_softmax"),
@@ -391,7 +391,7 @@ def test_check_decoder_output_rejects_bug(bugs, message):
     [
         (
             {"ignore_alpha": True},
-            r"\[beam_search, exhaustive, V=3, max_len=4, alpha=0.5.*\] beam_search\(.*\) "
+            r"\[beam_search, exhaustive, vocab_size=3, max_len=4, alpha=0.5.*\] beam_search\(.*\) "
             r"returned the tokens \[0\]; expected \[1, 1, 1, 2\], from exhaustive search \(a beam "
             r"this wide is exact\)",
         ),

@@ -184,7 +184,7 @@ def _torch_attend(
 def _torch_output(
     kind: str, h: np.ndarray, S: np.ndarray, lengths: Sequence[int], params: dict
 ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
-    """log_probs (B, |V|), weights (B, m), and wrong answers that hints recognise."""
+    """log_probs (B, vocab_size), weights (B, m), and wrong answers that hints recognise."""
     weights, context = _torch_attend(_torch_scores(kind, h, S, params), lengths, S)
     c, query = _t(context), _t(h)
     W_c, b_c, W_o, b_o = (_t(params[k]) for k in ("W_c", "b_c", "W_o", "b_o"))
@@ -469,9 +469,9 @@ def check_attend(attend: Callable[..., Any]) -> None:
 
 OUTPUT_CASES = (
     # label, seed, kind, lengths, m, H, A, vocab_size, logit scale, options
-    ("dot, B=1, m=1, H=1, |V|=1", 601, "dot", (1,), 1, 1, 0, 1, 1.0, ""),
+    ("dot, B=1, m=1, H=1, vocab_size=1", 601, "dot", (1,), 1, 1, 0, 1, 1.0, ""),
     (
-        "scaled_dot, B=3, m=5, H=4, |V|=6, lengths 5, 2, 4, garbage in the padding",
+        "scaled_dot, B=3, m=5, H=4, vocab_size=6, lengths 5, 2, 4, garbage in the padding",
         602,
         "scaled_dot",
         (5, 2, 4),
@@ -483,7 +483,7 @@ OUTPUT_CASES = (
         "",
     ),
     (
-        "bilinear, B=2, m=4, H=3, |V|=5, logits near 1e4",
+        "bilinear, B=2, m=4, H=3, vocab_size=5, logits near 1e4",
         603,
         "bilinear",
         (4, 3),
@@ -495,7 +495,7 @@ OUTPUT_CASES = (
         "",
     ),
     (
-        "additive, B=4, m=3, H=2, A=3, |V|=7, lengths 1, 3, 2, 3",
+        "additive, B=4, m=3, H=2, A=3, vocab_size=7, lengths 1, 3, 2, 3",
         604,
         "additive",
         (1, 3, 2, 3),
@@ -507,7 +507,7 @@ OUTPUT_CASES = (
         "",
     ),
     (
-        "additive, B=2, m=4, H=3, A=2, |V|=4, float32, non-contiguous",
+        "additive, B=2, m=4, H=3, A=2, vocab_size=4, float32, non-contiguous",
         605,
         "additive",
         (2, 4),
@@ -585,7 +585,7 @@ def check_decoder_output(decoder_output: Callable[..., Any]) -> None:
         ("b_c of shape (1,) (it would broadcast)", dict(params, b_c=np.ones(1))),
         ("b_c of shape (3,) for H = 2", dict(params, b_c=np.ones(3))),
         ("W_o of shape (5, 3) for H = 2", dict(params, W_o=np.ones((5, 3)))),
-        ("b_o of shape (4,) for W_o with |V| = 5", dict(params, b_o=np.ones(4))),
+        ("b_o of shape (4,) for W_o with vocab_size = 5", dict(params, b_o=np.ones(4))),
         ("b_o of shape (1,) (it would broadcast)", dict(params, b_o=np.ones(1))),
     ]
     for description, bad in bad_calls:
@@ -694,26 +694,34 @@ def search_cases() -> list[tuple[str, str, Table, int, int, int, int, float]]:
     "exhaustive", "greedy" or "exact" (the rules, on models where beam search is not exact)."""
     cases = []
     for label, seed, V, bos, eos, max_len, alpha in (
-        ("V=3, max_len=4, alpha=0.5, the best output cut at max_len", 929, 3, 3, 0, 4, 0.5),
-        ("V=4, max_len=3, eos=2, bos=9, alpha=0.8", 903, 4, 9, 2, 3, 0.8),
-        ("V=2 (eos=1 and one word), max_len=5, alpha=0", 959, 2, 2, 1, 5, 0.0),
+        (
+            "vocab_size=3, max_len=4, alpha=0.5, the best output cut at max_len",
+            929,
+            3,
+            3,
+            0,
+            4,
+            0.5,
+        ),
+        ("vocab_size=4, max_len=3, eos=2, bos=9, alpha=0.8", 903, 4, 9, 2, 3, 0.8),
+        ("vocab_size=2 (eos=1 and one word), max_len=5, alpha=0", 959, 2, 2, 1, 5, 0.0),
     ):
         table = random_table(seed, V, bos, eos, max_len)
         cases.append(
             (f"exhaustive, {label}", "exhaustive", table, bos, eos, V**max_len, max_len, alpha)
         )
     for label, seed, V, bos, eos, max_len, sharpness in (
-        ("V=4, max_len=6, eos=2, bos=7", 911, 4, 7, 2, 6, 1.0),
-        ("V=5, max_len=4, eos=0, bos=5, peaked", 912, 5, 5, 0, 4, 3.0),
+        ("vocab_size=4, max_len=6, eos=2, bos=7", 911, 4, 7, 2, 6, 1.0),
+        ("vocab_size=5, max_len=4, eos=0, bos=5, peaked", 912, 5, 5, 0, 4, 3.0),
     ):
         table = random_table(seed, V, bos, eos, max_len, sharpness)
         cases.append(
             (f"beam_size=1 as greedy, {label}", "greedy", table, bos, eos, 1, max_len, 0.0)
         )
     for label, seed, V, bos, eos, beam, max_len, alpha, sharpness in (
-        ("V=4, max_len=4, beam_size=2, alpha=0", 942, 4, 4, 0, 2, 4, 0.0, 1.5),
-        ("V=4, max_len=5, eos=3, beam_size=2, alpha=0.6", 922, 4, 4, 3, 2, 5, 0.6, 1.5),
-        ("V=5, max_len=5, beam_size=3, alpha=1", 924, 5, 5, 0, 3, 5, 1.0, 2.0),
+        ("vocab_size=4, max_len=4, beam_size=2, alpha=0", 942, 4, 4, 0, 2, 4, 0.0, 1.5),
+        ("vocab_size=4, max_len=5, eos=3, beam_size=2, alpha=0.6", 922, 4, 4, 3, 2, 5, 0.6, 1.5),
+        ("vocab_size=5, max_len=5, beam_size=3, alpha=1", 924, 5, 5, 0, 3, 5, 1.0, 2.0),
     ):
         table = random_table(seed, V, bos, eos, max_len, sharpness)
         cases.append((f"not exact, {label}", "exact", table, bos, eos, beam, max_len, alpha))
@@ -723,7 +731,7 @@ def search_cases() -> list[tuple[str, str, Table, int, int, int, int, float]]:
         {(2,): [0.4, 0.6], (2, 1): [0.4, 0.6], (2, 1, 1): [0.9, 0.1]}
     )
     for alpha in (0.0, 1.0):
-        label = f"alpha={alpha:g}, a short output against a long one, V=2, max_len=3"
+        label = f"alpha={alpha:g}, a short output against a long one, vocab_size=2, max_len=3"
         cases.append((label, "exact", short_long, 2, 0, 3, 3, alpha))
     # max_len cuts every hypothesis: eos is very unlikely everywhere.
     cut = random_table(931, 3, 3, 1, 3)

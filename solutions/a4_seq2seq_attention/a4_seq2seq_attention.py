@@ -424,10 +424,10 @@ def decoder_output(
         h: decoder states h_t, shape (B, H).
         S: encoder states, shape (B, m, H), padded after lengths[b].
         lengths: real source positions per sentence, integers in [1, m].
-        params: "W_c" (H, 2H), "b_c" (H,), "W_o" (|V|, H), "b_o" (|V|,), and the score's.
+        params: "W_c" (H, 2H), "b_c" (H,), "W_o" (vocab_size, H), "b_o" (vocab_size,), and the score's.
 
     Returns:
-        (log_probs (B, |V|), weights (B, m)).
+        (log_probs (B, vocab_size), weights (B, m)).
 
     Raises:
         ValueError: for parameters or inputs of the wrong shape.
@@ -452,7 +452,7 @@ def decoder_output(
     logits = attentional @ np.asarray(params["W_o"], dtype=np.float64).T + params["b_o"]
     top = logits.max(axis=1, keepdims=True)  # (B, 1)
     log_norm = top + np.log(np.exp(logits - top).sum(axis=1, keepdims=True))
-    return logits - log_norm, weights  # (B, |V|), (B, m)
+    return logits - log_norm, weights  # (B, vocab_size), (B, m)
     ### END SOLUTION
 
 
@@ -473,7 +473,7 @@ S_c = np.array(
 params_c = {
     "W_c": np.array([[0.5, -0.4, 0.3, 0.8], [-0.7, 0.2, 0.6, -0.1]]),  # (H=2, 2H=4)
     "b_c": np.array([0.1, -0.2]),
-    "W_o": np.array([[1.0, -1.0], [0.5, 0.5], [-0.3, 0.9], [0.0, -0.6]]),  # (|V|=4, H=2)
+    "W_o": np.array([[1.0, -1.0], [0.5, 0.5], [-0.3, 0.9], [0.0, -0.6]]),  # (vocab_size=4, H=2)
     "b_o": np.array([0.0, 0.2, -0.1, 0.3]),
 }
 lengths_c = np.array([3, 2])
@@ -520,7 +520,7 @@ print("Part C, visible test: passed.")
 
 # %% nbgrader={"grade": true, "grade_id": "test_decoder_output_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 # Hidden test (2 points): decoder_output against torch (torch.log_softmax of Luong's
-# attentional state) for every kind of score, B = 1, m = 1, |V| = 1, lengths in any order,
+# attentional state) for every kind of score, B = 1, m = 1, vocab_size = 1, lengths in any order,
 # garbage in the padding, logits near 1e4, float32 and non-contiguous arrays; inputs must come
 # back unmodified; ValueError for W_c, b_c, W_o, b_o of the wrong shape.
 ### BEGIN HIDDEN TESTS
@@ -591,9 +591,9 @@ def beam_search(
     """Beam search with length normalisation over a next-token model.
 
     Args:
-        step: step(prefix) -> |V| log-probabilities of the next token; prefix starts with bos.
+        step: step(prefix) -> vocab_size log-probabilities of the next token; prefix starts with bos.
         bos: the id that starts every prefix.
-        eos: the id that ends a hypothesis, in [0, |V|).
+        eos: the id that ends a hypothesis, in [0, vocab_size).
         beam_size: how many hypotheses to keep, at least 1.
         max_len: the largest number of tokens to generate, at least 1.
         alpha: the length-normalisation exponent, at least 0.
