@@ -72,6 +72,8 @@
 # Autograded: 14 points. Written: 2 points.
 
 # %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
+from collections.abc import Callable
+
 import numpy as np
 
 from course.checks import assert_close
@@ -575,13 +577,14 @@ check_decoder_output(decoder_output)
 #
 # The tests call the given `beam_search_on_table`, which runs your `beam_search` on a model
 # given as a table: for every prefix (a tuple, `bos` first) that a correct search may pass to
-# `step`, the $|\mathcal V|$ log-probabilities. It raises `KeyError` for any other prefix, for
-# example one that continues after `eos` or is longer than `max_len` tokens would allow.
+# `step`, the $|\mathcal V|$ log-probabilities. It raises `KeyError` for any other prefix: one
+# that continues after `eos`, is longer than `max_len` allows, or comes after `beam_size`
+# hypotheses have finished.
 
 
 # %% nbgrader={"grade": false, "grade_id": "beam_search", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def beam_search(
-    step,
+    step: Callable[[list[int]], np.ndarray],
     bos: int,
     eos: int,
     beam_size: int,
