@@ -300,8 +300,8 @@ def test_the_search_cases_are_what_their_labels_say():
     [
         (
             {"transpose_W_a": True},
-            r"\[attention_scores, bilinear, B=3, m=4, H=3, W_a far from symmetric\] the "
-            r'"bilinear" scores differs from torch by .*It matches s_k\^T W_a h_t',
+            r"\[attention_scores, bilinear, B=3, m=4, H=3, W_a far from symmetric\] attention_scores"
+            r'\("bilinear", h, S, params\) differs from torch by .*It matches s_k\^T W_a h_t',
         ),
         (
             {"swap_additive": True},

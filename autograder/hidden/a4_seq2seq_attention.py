@@ -322,7 +322,7 @@ def check_attention_scores(attention_scores: Callable[..., Any]) -> None:
             _expect_unchanged("attention_scores", inputs, before)
             try:
                 assert_close(
-                    f'the "{kind}" scores',
+                    f'attention_scores("{kind}", h, S, params)',
                     scores,
                     expected,
                     atol=tolerance,
