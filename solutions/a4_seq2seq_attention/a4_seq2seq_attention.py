@@ -628,25 +628,25 @@ def beam_search(
                 raise ValueError(f"eos = {eos} is not a token of a model with {n_tokens} tokens")
         return row
 
-    live = [([int(bos)], 0.0)]  # (prefix with bos, score), in rank order
-    finished: list[tuple[list[int], float]] = []
-    generated = 0
-    while live and len(finished) < beam_size and generated < max_len:
+    frontier = [([int(bos)], 0.0)]  # (prefix with bos, score), in rank order
+    ended: list[tuple[list[int], float]] = []
+    n_generated = 0
+    while frontier and len(ended) < beam_size and n_generated < max_len:
         tails, totals = [], []
-        for prefix, score in live:
+        for prefix, score in frontier:
             row = next_log_probs(prefix)
             tails += [prefix + [token] for token in range(row.size)]
             totals.append(score + row)
         flat = np.concatenate(totals)  # the candidates' scores, in the order of the list
         ranked = np.argsort(-flat, kind="stable")  # best first; equal scores keep their order
-        finished += [(tails[i], float(flat[i])) for i in ranked[:beam_size] if tails[i][-1] == eos]
-        live = [(tails[i], float(flat[i])) for i in ranked if tails[i][-1] != eos][:beam_size]
-        generated += 1
-    if len(finished) < beam_size:
-        finished += live
-    normalised = [score / (len(prefix) - 1) ** alpha for prefix, score in finished]
+        ended += [(tails[i], float(flat[i])) for i in ranked[:beam_size] if tails[i][-1] == eos]
+        frontier = [(tails[i], float(flat[i])) for i in ranked if tails[i][-1] != eos][:beam_size]
+        n_generated += 1
+    if len(ended) < beam_size:
+        ended += frontier
+    normalised = [score / (len(prefix) - 1) ** alpha for prefix, score in ended]
     best = int(np.argmax(normalised))  # the first of equal maxima
-    prefix, score = finished[best]
+    prefix, score = ended[best]
     return prefix[1:], score, float(normalised[best])
     ### END SOLUTION
 
