@@ -71,12 +71,12 @@ class Attention(nn.Module):
         if kind not in SCORES:
             raise ValueError(f"unknown score {kind!r}; choose one of {SCORES}")
         self.kind, self.hidden, self.max_len = kind, hidden, max_len
-        if kind == "bilinear":
+        if self.kind == "bilinear":
             self.W_a = nn.Linear(hidden, hidden, bias=False)
-        elif kind == "additive":
+        elif self.kind == "additive":
             self.W_1 = nn.Linear(2 * hidden, attn_dim, bias=False)
             self.w_2 = nn.Linear(attn_dim, 1, bias=False)
-        elif kind == "location":
+        elif self.kind == "location":
             self.W_l = nn.Linear(hidden, max_len)
 
     def scores(self, h: torch.Tensor, S: torch.Tensor) -> torch.Tensor:

@@ -32,7 +32,7 @@ __all__ = [
     "interact_positions",
 ]
 
-KINDS = ("sinusoidal", "alibi", "rope")
+POSITION_KINDS = ("sinusoidal", "alibi", "rope")
 
 
 def word_vectors(words: Sequence[str], d: int) -> torch.Tensor:
@@ -133,8 +133,8 @@ def plot_positions(kind: str = "sinusoidal", n: int = 64, d: int = 64, head: int
     """
     import matplotlib.pyplot as plt
 
-    if kind not in KINDS:
-        raise ValueError(f"kind: expected one of {KINDS}, got {kind!r}")
+    if kind not in POSITION_KINDS:
+        raise ValueError(f"kind: expected one of {POSITION_KINDS}, got {kind!r}")
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6), constrained_layout=True)
     if kind == "sinusoidal":
         p = sinusoidal_encoding(n, d).numpy()
@@ -201,7 +201,7 @@ def interact_positions() -> Any:
 
     return widgets.interact(
         show,
-        kind=widgets.Dropdown(options=list(KINDS), value="sinusoidal"),
+        kind=widgets.Dropdown(options=list(POSITION_KINDS), value="sinusoidal"),
         n=widgets.IntSlider(min=8, max=256, step=8, value=64),
         d=widgets.IntSlider(min=8, max=256, step=8, value=64),
         head=widgets.IntSlider(min=0, max=7, value=0),
