@@ -716,22 +716,24 @@ for alpha in (0.0, 1.0):
 # a more often right one depends on the model.
 
 # %%
-print(f"{'model':14s} {'search':12s} {'exact match':>12s} {'mean log p(output)':>19s}")
 decoding_results = {}
-for name, model in [("no attention", plain_numbers), ("dot attention", attentive_numbers)]:
-    for k in tqdm((1, 2, 4), desc=name, leave=False):
-        out = translate(model, numbers, number_test, beam_size=k, alpha=0.0)
-        em = np.mean(exact_match(numbers, number_test, out))
-        decoding_results[name, k] = em
-        print(
-            f"{name:14s} {'greedy' if k == 1 else f'beam, k = {k}':12s} {em:12.3f} "
-            f"{np.mean([h.log_prob for h in out]):19.4f}"
-        )
+number_models = [("no attention", plain_numbers), ("dot attention", attentive_numbers)]
+runs = [(name, model, k) for name, model in number_models for k in (1, 2, 4)]
+for name, model, k in tqdm(runs, desc="decoding"):
+    out = translate(model, numbers, number_test, beam_size=k, alpha=0.0)
+    decoding_results[name, k] = (
+        np.mean(exact_match(numbers, number_test, out)),
+        np.mean([h.log_prob for h in out]),
+    )
+print(f"{'model':14s} {'search':12s} {'exact match':>12s} {'mean log p(output)':>19s}")
+for (name, k), (em, log_p) in decoding_results.items():
+    search = "greedy" if k == 1 else f"beam, k = {k}"
+    print(f"{name:14s} {search:12s} {em:12.3f} {log_p:19.4f}")
 record(
     "04_seq2seq_attention",
     "numbers, no attention, held-out, beam k = 4, exact match",
-    decoding_results["no attention", 4],
-    baseline=decoding_results["no attention", 1],
+    decoding_results["no attention", 4][0],
+    baseline=decoding_results["no attention", 1][0],
     baseline_name="greedy",
     higher_is_better=True,
 )
