@@ -8,7 +8,8 @@ Import the module you need; nothing heavy is imported here. One topic per module
   ``translation`` base; ``copying``: the delayed-copy task)
 - ``course.models``: one model family per file (``recurrent``: CharRNN, CharLSTM, taggers;
   ``bilm``: ELMo's biLM; ``seq2seq``: an RNN encoder–decoder with attention; ``attention``:
-  self-attention, multi-head attention, positional encodings; ``tiny_transformer``)
+  self-attention, multi-head attention, positional encodings; ``tiny_transformer``;
+  ``transformer``: the encoder–decoder of Unit 6)
 - ``course.decoding``: greedy and beam search over any step function
 - ``course.train``: the one training loop (``fit``), with clipping, a progress bar and a
   wall-clock budget, and the language-model trainer built on it

@@ -99,6 +99,46 @@ def test_a_kernel_that_never_starts_is_retried_then_named(tmp_path, monkeypatch)
     assert len(attempts) == notebooks.KERNEL_START_ATTEMPTS == 3
 
 
+class SlowChannel:
+    """A channel whose message is ready only from the third poll on, whatever the timeout."""
+
+    def __init__(self):
+        self.timeouts = []
+
+    async def get_msg(self, timeout=None):
+        from queue import Empty
+
+        self.timeouts.append(timeout)
+        if len(self.timeouts) < 3:
+            raise Empty
+        return {"msg_type": "execute_reply"}
+
+
+def test_replies_are_read_in_short_polls_until_the_deadline():
+    import asyncio
+    from queue import Empty
+
+    from tools.notebooks import poll_in_short_steps
+
+    channel = SlowChannel()
+    poll_in_short_steps(channel, step=0.01)
+    # A 300 s timeout is now three polls of 0.01 s, not one wait of 300 s.
+    assert asyncio.run(channel.get_msg(timeout=300)) == {"msg_type": "execute_reply"}
+    assert channel.timeouts == [0.01, 0.01, 0.01]
+    never = SlowChannel()  # its message never comes within the deadline
+
+    async def always_empty(timeout=None):
+        never.timeouts.append(timeout)
+        await asyncio.sleep(timeout)
+        raise Empty
+
+    never.get_msg = always_empty
+    poll_in_short_steps(never, step=0.01)
+    with pytest.raises(Empty):
+        asyncio.run(never.get_msg(timeout=0.05))
+    assert 3 <= len(never.timeouts) <= 8 and max(never.timeouts) <= 0.01
+
+
 def test_source_files_names_the_empty_folder_and_the_unknown_assignment(tmp_path):
     (tmp_path / "a9").mkdir()
     (tmp_path / "a1").mkdir()

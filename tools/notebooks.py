@@ -12,6 +12,8 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from queue import Empty
+from typing import Any
 
 import nbformat
 from nbclient import NotebookClient
@@ -74,6 +76,31 @@ def execute(
 
 
 KERNEL_START_ATTEMPTS = 3
+POLL_SECONDS = 1.0
+
+
+def poll_in_short_steps(channel: Any, step: float = POLL_SECONDS) -> None:
+    """Make ``channel.get_msg(timeout)`` wait in polls of at most ``step`` seconds.
+
+    A reply can arrive without waking an asynchronous poll that is already waiting (seen after
+    cells that display ipywidgets: nbclient issue 312); the client then sits until the poll's
+    whole timeout, the cell's 300 s, runs out, and only then reads the reply. Each short poll
+    looks at the socket afresh, so a waiting reply is read within ``step`` seconds. The overall
+    timeout is unchanged: Empty is raised only when it has passed.
+    """
+    original = channel.get_msg
+
+    async def get_msg(timeout: float | None = None) -> dict[str, Any]:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            wait = step if deadline is None else max(0.0, min(step, deadline - time.monotonic()))
+            try:
+                return await original(timeout=wait)
+            except Empty:
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise
+
+    channel.get_msg = get_msg
 
 
 def kernel_channels_config(directory: Path) -> Config:
@@ -102,6 +129,9 @@ def _execute_with_private_channels(
                 resources={"metadata": {"path": str(cwd)}},
                 config=kernel_channels_config(Path(directory)),
             )
+            client.on_notebook_start = lambda notebook, c=client: [
+                poll_in_short_steps(channel) for channel in (c.kc.shell_channel, c.kc.iopub_channel)
+            ]
             try:
                 client.execute(env=env)
                 return
