@@ -15,7 +15,8 @@ Import the module you need; nothing heavy is imported here. One topic per module
   wall-clock budget, and the language-model trainer built on it
 - ``course.analysis``: measurements that return numbers (``lm``: bits per character, baselines,
   samples; ``gradients``: gradient flow; ``interpret``: interpretable cells; ``ngram`` and
-  ``elmo``; ``seq2seq``: exact match, exposure bias)
+  ``elmo``; ``seq2seq``: exact match, exposure bias; ``parameters``: a Transformer's parameter
+  count by formula)
 - ``course.viz``: figures and widgets by topic (``gradients``, ``training``, ``recall``,
   ``cells``, ``elmo``, ``seq2seq``, ``attention``): figure functions with defaults, and thin ``interact`` wrappers
 - ``course.checks``: shape, dtype and input guards, and the comparisons that visible tests use

@@ -7,6 +7,12 @@ import pytest
 import torch
 from torch import nn
 
+from course.analysis.parameters import (
+    TransformerCount,
+    attention_parameters,
+    count_transformer,
+    feed_forward_parameters,
+)
 from course.data.dates import DateTask
 from course.decoding import beam_search, greedy_search
 from course.models.attention import causal_mask
@@ -101,3 +107,33 @@ def test_seq2seq_transformer_trains_and_decodes_through_course_decoding():
     assert teacher == pytest.approx(hyp.log_prob, abs=1e-4)
     with pytest.raises(ValueError, match="max_len=64"):
         model(torch.ones(1, 65, dtype=torch.long), torch.tensor([65]), tgt)
+
+
+@pytest.mark.filterwarnings("ignore:enable_nested_tensor is True")
+@pytest.mark.parametrize(
+    ("d", "heads", "enc", "dec", "d_ff"), [(512, 8, 6, 6, 2048), (16, 4, 2, 3, 40)]
+)
+def test_the_parameter_formula_counts_every_weight_of_both_implementations(
+    d, heads, enc, dec, d_ff
+):
+    count = count_transformer(d, d_ff, enc, dec)
+    ours = Transformer(d, heads, enc, dec, d_ff)
+    theirs = nn.Transformer(d, heads, enc, dec, d_ff, batch_first=True)
+    assert count.total == sum(p.numel() for p in ours.parameters())
+    assert count.total == sum(p.numel() for p in theirs.parameters())
+    ffn = sum(p.numel() for layer in ours.encoder_layers for p in layer.ffn.parameters())
+    assert ffn == enc * feed_forward_parameters(d, d_ff)
+    assert attention_parameters(d) == sum(
+        p.numel() for p in ours.encoder_layers[0].self_attn.parameters()
+    )
+
+
+def test_the_base_model_count_is_near_the_papers_65_million():
+    base = count_transformer(512, 2048, 6, 6, vocab_size=37_000, embedding_tables=1)
+    assert isinstance(base, TransformerCount)
+    assert base.embeddings == 37_000 * 512
+    assert base.total == 44_140_544 + 18_944_000 == 63_084_544  # the paper rounds to 65M
+    assert count_transformer(512, 2048, 6, 6, 37_000, embedding_tables=3).total > 100_000_000
+    assert base.without_embeddings == 44_140_544
+    with pytest.raises(ValueError, match="sizes must be positive"):
+        count_transformer(0, 2048, 6, 6)

@@ -1,0 +1,88 @@
+"""Counting a Transformer's parameters with formulas (Unit 6; Unit 8 reuses the block counts).
+
+With width d, feed-forward width d_ff and a vocabulary of |𝒱| tokens:
+
+    attention (W^Q, W^K, W^V, W^O and their biases)   4 d² + 4 d
+    feed-forward (W_1, b_1, W_2, b_2)                 2 d d_ff + d_ff + d
+    LayerNorm (γ, β)                                  2 d
+    encoder layer = attention + feed-forward + 2 LayerNorms
+    decoder layer = 2 attentions + feed-forward + 3 LayerNorms
+    embeddings                                        |𝒱| d per table
+
+The original base model shares one table between the source embedding, the target embedding
+and the output layer (the paper's "shared" vocabulary of about 37,000 byte-pair tokens), and,
+like ``torch.nn.Transformer``, ends each stack with a LayerNorm.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = [
+    "TransformerCount",
+    "attention_parameters",
+    "feed_forward_parameters",
+    "count_transformer",
+]
+
+
+def attention_parameters(d: int) -> int:
+    """4 d² + 4 d: the query, key, value and output projections with biases."""
+    return 4 * d * d + 4 * d
+
+
+def feed_forward_parameters(d: int, d_ff: int) -> int:
+    """2 d d_ff + d_ff + d: two linear layers with biases."""
+    return 2 * d * d_ff + d_ff + d
+
+
+@dataclass(frozen=True)
+class TransformerCount:
+    """Parameter counts by part; ``total`` adds them up."""
+
+    embeddings: int
+    encoder_attention: int
+    decoder_attention: int
+    feed_forward: int
+    layer_norms: int
+
+    @property
+    def total(self) -> int:
+        return (
+            self.embeddings + self.encoder_attention + self.decoder_attention
+            + self.feed_forward + self.layer_norms
+        )  # fmt: skip
+
+    @property
+    def without_embeddings(self) -> int:
+        return self.total - self.embeddings
+
+
+def count_transformer(
+    d: int,
+    d_ff: int,
+    encoder_layers: int,
+    decoder_layers: int,
+    vocab_size: int = 0,
+    embedding_tables: int = 1,
+) -> TransformerCount:
+    """The parameters of an encoder–decoder Transformer, part by part.
+
+    ``embedding_tables`` counts the |𝒱| × d tables (1 when source, target and output share one,
+    3 when none is shared); ``vocab_size=0`` counts the Transformer body alone, as
+    ``torch.nn.Transformer`` has it. The decoder's attention counts self- and cross-attention.
+    """
+    if min(d, d_ff) < 1 or min(encoder_layers, decoder_layers, vocab_size, embedding_tables) < 0:
+        raise ValueError(
+            f"sizes must be positive and counts non-negative, got d={d}, d_ff={d_ff}, "
+            f"layers={encoder_layers}+{decoder_layers}, vocab_size={vocab_size}, "
+            f"embedding_tables={embedding_tables}"
+        )
+    norms = (2 * encoder_layers + 3 * decoder_layers + 2) * 2 * d  # + one after each stack
+    return TransformerCount(
+        embeddings=embedding_tables * vocab_size * d,
+        encoder_attention=encoder_layers * attention_parameters(d),
+        decoder_attention=decoder_layers * 2 * attention_parameters(d),
+        feed_forward=(encoder_layers + decoder_layers) * feed_forward_parameters(d, d_ff),
+        layer_norms=norms,
+    )
