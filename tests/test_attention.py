@@ -37,13 +37,7 @@ from course.viz.attention import (
 matplotlib.use("Agg")
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny tensors: one thread, so that a busy 2-core machine does not stall these tests."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 def test_attention_matches_torch_with_every_mask():

@@ -45,15 +45,6 @@ def test_the_course_ships_every_checkpoint_that_make_checkpoints_makes():
     assert "checkpoints" not in default_goal, "make checkpoints must not be part of make"
 
 
-@pytest.fixture
-def one_thread():
-    """One torch thread, as in the lectures: two threads on a busy 2-core CPU are ~10x slower."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 @pytest.mark.parametrize("name", SHIPPED)
 def test_a_shipped_checkpoint_loads_and_reproduces_its_heldout_figure(name, one_thread):
     model, meta = load_checkpoint(name)

@@ -26,14 +26,7 @@ from course.models.transformer import (
     key_mask,
 )
 
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny tensors: one thread, so that a busy 2-core machine does not stall these tests."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 @pytest.mark.filterwarnings("ignore:enable_nested_tensor is True")
