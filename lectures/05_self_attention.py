@@ -110,7 +110,7 @@ for name, raw, slide in [
 
 # %% [markdown]
 # The code gives 0.8808 and 0.1192 for "Thinking Machines", which the slide rounds to 0.88
-# and 0.12. For the four words, the weights are 0.8808, 0.1192, 0.0000061 and 0.0000022: a
+# and 0.12. For the four words, the weights are 0.8808, 0.1192, 0.0000054 and 0.0000020: a
 # score of 16 against 112 leaves almost nothing, so the slide's ".87, .12, .01, 0" are
 # rounded so that they sum to 1, not the softmax's values. Once scores differ by more than a
 # few units after scaling, the softmax is nearly a hard choice.
