@@ -269,10 +269,13 @@ def check(kind, by_hand):
 
 
 # %% [markdown]
-# **Dot product**, $\operatorname{score}(h_t, s_k) = h_t^\top s_k$ (eq-dot), and **scaled dot
-# product**, $h_t^\top s_k / \sqrt{H}$ (eq-scaled-dot): the scale keeps the scores' spread
-# independent of the size $H$ (Lecture 5 measures why). Both need $h_t$ and $s_k$ of the same
-# size.
+# **Dot product** and **scaled dot product**:
+#
+# $$\operatorname{score}(h_t, s_k) = h_t^\top s_k, \qquad
+#   \operatorname{score}(h_t, s_k) = \frac{h_t^\top s_k}{\sqrt{H}}.$$ (eq-dot)
+#
+# The scale keeps the scores' spread independent of the size $H$ (Lecture 5 measures why).
+# Both need $h_t$ and $s_k$ of the same size.
 
 # %%
 dot = S_demo @ h  # (m,)
@@ -281,8 +284,10 @@ scaled = S_demo @ h / math.sqrt(H)
 check("scaled_dot", scaled)
 
 # %% [markdown]
-# **Bilinear** ("general"), $h_t^\top W_a s_k$ (eq-bilinear): a learned matrix compares the two
-# states, which may then have different sizes. PyTorch's `nn.Bilinear` computes the same form.
+# **Bilinear** ("general"): a learned matrix compares the two states, which may then have
+# different sizes. PyTorch's `nn.Bilinear` computes the same form.
+#
+# $$\operatorname{score}(h_t, s_k) = h_t^\top W_a s_k$$ (eq-bilinear)
 
 # %%
 W_a = modules["bilinear"].W_a.weight
@@ -295,8 +300,10 @@ print(
 )
 
 # %% [markdown]
-# **Additive** ("MLP", "concat"), $w_2^\top \tanh\big(W_1 [h_t ; s_k]\big)$ (eq-additive):
-# a one-hidden-layer network of size $A$ scores each pair {cite:p}`bahdanau2015neural`.
+# **Additive** ("MLP", "concat"): a one-hidden-layer network of size $A$ scores each pair
+# {cite:p}`bahdanau2015neural`.
+#
+# $$\operatorname{score}(h_t, s_k) = w_2^\top \tanh\big(W_1 [h_t ; s_k]\big)$$ (eq-additive)
 
 # %%
 W_1, w_2 = modules["additive"].W_1.weight, modules["additive"].w_2.weight[0]
@@ -304,9 +311,12 @@ additive = torch.stack([w_2 @ torch.tanh(W_1 @ torch.cat([h, s])) for s in S_dem
 check("additive", additive)
 
 # %% [markdown]
-# **Cosine**, $\dfrac{h_t^\top s_k}{\lVert h_t\rVert\,\lVert s_k\rVert}$ (eq-cosine): the dot
-# product of unit vectors, so every score lies in $[-1, 1]$ and the softmax over them can never
-# be sharp: with $m$ positions the largest weight is at most $e^{2}/(e^{2} + m - 1)$.
+# **Cosine**: the dot product of unit vectors,
+#
+# $$\operatorname{score}(h_t, s_k) = \frac{h_t^\top s_k}{\lVert h_t\rVert\,\lVert s_k\rVert},$$ (eq-cosine)
+#
+# so every score lies in $[-1, 1]$ and the softmax over them can never be sharp: with $m$
+# positions the largest weight is at most $e^{2}/(e^{2} + m - 1)$.
 
 # %%
 cosine = torch.stack([h @ s / (h.norm() * s.norm()) for s in S_demo])
@@ -317,8 +327,11 @@ print(
 )
 
 # %% [markdown]
-# **Location-based**, $e_t = W_l h_t$ (eq-location): one score per *position*, computed from the
-# decoder state alone. The source's content does not enter the score (only the context), so the
+# **Location-based**: one score per *position*, computed from the decoder state alone,
+#
+# $$e_t = W_l h_t \quad (\text{one entry per position } k).$$ (eq-location)
+#
+# The source's content does not enter the score (only the context), so the
 # model must learn where things are, not what they are: permuting the encoder states leaves
 # the scores unchanged.
 
@@ -614,8 +627,11 @@ for name, reweight in variants.items():
 # ## 9. Decoding: greedy search and beam search
 #
 # The model gives $p(y \mid x) = \prod_t p(y_t \mid y_{<t}, x)$. **Greedy** search takes the
-# most probable token at each step, $y_t = \arg\max_y p(y \mid y_{<t}, x)$ (eq-greedy); it can
-# miss the most probable sequence, because a likely first token may lead to unlikely
+# most probable token at each step,
+#
+# $$y_t = \arg\max_y\, p(y \mid y_{<t}, x);$$ (eq-greedy)
+#
+# it can miss the most probable sequence, because a likely first token may lead to unlikely
 # continuations. **Beam search** keeps the $k$ best partial outputs at each step, extends each
 # by every token, and keeps the $k$ best of the results; finished outputs (ending in
 # $\langle/s\rangle$) are set aside. Longer outputs multiply more probabilities below 1, so
