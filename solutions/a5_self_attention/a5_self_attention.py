@@ -66,6 +66,8 @@
 # Autograded: 14 points. Written: 2 points.
 
 # %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
+import contextlib
+
 import numpy as np
 
 from course.checks import assert_close
@@ -137,9 +139,8 @@ def attention(
         if array.ndim < 2:
             raise ValueError(f"{label} needs at least 2 dimensions, got shape {array.shape}")
     if queries.shape[-1] != keys.shape[-1]:
-        raise ValueError(
-            f"Q and K must share d_k: Q has {queries.shape[-1]} features, K {keys.shape[-1]}"
-        )
+        widths = f"Q has {queries.shape[-1]} features, K has {keys.shape[-1]}"
+        raise ValueError(f"Q and K must share d_k: {widths}")
     if keys.shape[-2] != values.shape[-2]:
         raise ValueError(f"K has {keys.shape[-2]} keys but V has {values.shape[-2]} values")
     if keys.shape[-2] == 0:
@@ -149,26 +150,20 @@ def attention(
     if mask is not None:
         allowed = np.asarray(mask)
         if allowed.dtype != np.bool_:
-            raise ValueError(
-                f"mask must hold booleans (True = may attend), got dtype {allowed.dtype}"
-            )
-        try:
+            raise ValueError(f"mask must hold booleans (True = may attend), not {allowed.dtype}")
+        grid = None
+        with contextlib.suppress(ValueError):  # shapes that do not broadcast leave grid None
             grid = np.broadcast_shapes(scores.shape, allowed.shape)
-        except ValueError:
-            grid = None
         if grid is None or grid[-2:] != scores.shape[-2:]:
-            raise ValueError(
-                f"mask of shape {allowed.shape} does not broadcast to the scores' shape "
-                f"{scores.shape} (..., n, m)"
-            )
+            shapes = f"mask of shape {allowed.shape} against scores of shape {scores.shape}"
+            raise ValueError(f"the mask must broadcast to (..., n, m): {shapes}")
         allowed = np.broadcast_to(allowed, grid)
         blind = ~allowed.any(axis=-1)  # (..., n): rows with no key to see
         if blind.any():
             where = tuple(int(i) for i in np.argwhere(blind)[0])
             batch = f" of batch entry {list(where[:-1])}" if len(where) > 1 else ""
-            raise ValueError(
-                f"row {where[-1]}{batch} of the mask allows no key: the softmax over nothing is 0/0"
-            )
+            empty = f"row {where[-1]}{batch} of the mask allows no key"
+            raise ValueError(f"{empty}: its softmax would be 0/0")
         scores = np.where(allowed, np.broadcast_to(scores, grid), -np.inf)
     top = scores.max(axis=-1, keepdims=True)  # the largest allowed score of each row
     lifted = np.exp(scores - top)  # in (0, 1]; blocked keys give exp(-inf) = 0
@@ -194,10 +189,8 @@ def padding_mask(lengths: np.ndarray | list[int], m: int) -> np.ndarray:
         raise ValueError(f"m must be a positive integer, got {m!r}")
     sizes = np.asarray(lengths)
     if sizes.ndim != 1 or sizes.size == 0 or not np.issubdtype(sizes.dtype, np.integer):
-        raise ValueError(
-            f"lengths must be a non-empty 1-D array of integers, got shape {sizes.shape} and "
-            f"dtype {sizes.dtype}"
-        )
+        given = f"shape {sizes.shape} and dtype {sizes.dtype}"
+        raise ValueError(f"lengths must be a non-empty 1-D array of integers, got {given}")
     if sizes.min() < 1 or sizes.max() > m:
         raise ValueError(f"every length must lie in 1..m = {m}, got {sizes.tolist()}")
     return (np.arange(m)[None, :] < sizes[:, None])[:, None, :]  # (B, 1, m)
@@ -428,26 +421,18 @@ def multi_head_attention(
     if num_heads < 1:
         raise ValueError(f"num_heads must be at least 1, got {num_heads}")
     if width % num_heads:
-        raise ValueError(
-            f"d_model = {width} is not divisible by num_heads = {num_heads}: the heads cannot "
-            "share the features equally"
-        )
-    shapes = {
-        "in_proj_weight": (3 * width, width),
-        "in_proj_bias": (3 * width,),
-        "out_proj_weight": (width, width),
-        "out_proj_bias": (width,),
-    }
+        sizes = f"d_model = {width} is not divisible by num_heads = {num_heads}"
+        raise ValueError(f"{sizes}: the heads cannot share the features equally")
+    shapes = {"in_proj_weight": (3 * width, width), "in_proj_bias": (3 * width,)}
+    shapes |= {"out_proj_weight": (width, width), "out_proj_bias": (width,)}
     for key, shape in shapes.items():
         if key not in params:
             if key.endswith("_bias"):
                 continue  # a layer built with bias=False
             raise ValueError(f"params has no {key!r}")
         if np.shape(params[key]) != shape:
-            raise ValueError(
-                f"params[{key!r}] should have shape {shape} for d_model = {width}, "
-                f"got {np.shape(params[key])}"
-            )
+            wrong = f"params[{key!r}] has shape {np.shape(params[key])}"
+            raise ValueError(f"{wrong}; d_model = {width} needs {shape}")
     if mask is not None and np.ndim(mask) < 2:
         raise ValueError(f"mask must broadcast to (..., n, n), got shape {np.shape(mask)}")
     d_k = width // num_heads
@@ -830,13 +815,13 @@ def apply_rope(x: np.ndarray, positions: np.ndarray | list, base: float = 10000.
     where = np.asarray(positions, dtype=np.float64)
     if where.ndim == 0:
         raise ValueError("positions must hold one position per row, not a single number")
-    try:
-        where = np.broadcast_to(where, rows.shape[:-1])  # (..., n)
-    except ValueError:
-        raise ValueError(
-            f"positions of shape {where.shape} do not match x of shape {rows.shape}: expected "
-            f"({rows.shape[-2]},) or {rows.shape[:-1]}"
-        ) from None
+    spread = None
+    with contextlib.suppress(ValueError):  # a shape that does not broadcast leaves spread None
+        spread = np.broadcast_to(where, rows.shape[:-1])  # (..., n)
+    if spread is None:
+        wanted = f"({rows.shape[-2]},) or {rows.shape[:-1]}"
+        raise ValueError(f"positions of shape {where.shape} do not fit x {rows.shape}: {wanted}")
+    where = spread
     theta = frequencies(d, base)  # (d/2,)
     angle = where[..., None] * theta  # (..., n, d/2)
     cos, sin = np.cos(angle), np.sin(angle)
