@@ -134,17 +134,16 @@ def _expect_value_error(
     duty: str,
     call: str,
     *args: Any,
-    naming: str | None = None,
+    says: tuple[str, str] | None = None,
 ) -> None:
-    """``function(*args)`` must raise ValueError; with ``naming``, its message must contain
-    that number as a word."""
+    """``function(*args)`` must raise ValueError; with ``says = (pattern, what)``, its message
+    must match the regular expression ``pattern`` (case-insensitive), which checks ``what``."""
     try:
         _call_by_hand(function, duty, *args)
     except ValueError as error:
-        if naming is not None and not re.search(rf"(?<![\d.]){naming}(?![\d.])", str(error)):
+        if says is not None and not re.search(says[0], str(error), flags=re.IGNORECASE):
             raise AssertionError(
-                f"{call} raised ValueError({str(error)!r}), which does not say which row: "
-                f"name row {naming}"
+                f"{call} raised ValueError({str(error)!r}), which does not {says[1]}"
             ) from None
         return
     except ShortcutUsed:
@@ -154,6 +153,22 @@ def _expect_value_error(
             f"{call} should raise ValueError, but raised {type(error).__name__}: {error}"
         ) from error
     raise AssertionError(f"{call} should raise ValueError, but it returned a value")
+
+
+def _names_row(row: int) -> tuple[str, str]:
+    return rf"(?<![\d.]){row}(?![\d.])", f"say which row: name row {row}"
+
+
+def _call_valid(function: Callable[..., Any], duty: str, *args: Any) -> Any:
+    """``function(*args)`` under the traps, for input that is valid: a ValueError fails the
+    case (with the case's label) instead of escaping as an error of the test cell."""
+    try:
+        return _call_by_hand(function, duty, *args)
+    except ShortcutUsed:
+        raise
+    except ValueError as error:
+        name = shortcuts.function_name(function)
+        raise AssertionError(f"{name} raised ValueError({str(error)!r}) for valid input") from error
 
 
 def _expect_shape(name: str, value: Any, shape: tuple[int, ...]) -> np.ndarray:
@@ -300,7 +315,7 @@ def check_attention(
         inputs = {"Q": Q, "K": K, "V": V} | ({} if mask is None else {"mask": mask})
         before = _snapshot(inputs)
         with _case(f"attention, {label}"), np.errstate(all="ignore"):
-            result = _call_by_hand(attention, ATTEND_BY_HAND, Q, K, V, mask)
+            result = _call_valid(attention, ATTEND_BY_HAND, Q, K, V, mask)
             _expect_unchanged("attention", inputs, before)
             Z, A = _unpack(result, "attention", ("Z", "A"))
             _expect_shape("A", A, A_ref.shape)
@@ -311,13 +326,13 @@ def check_attention(
 
     for n in (1, 4, 7):
         with _case(f"causal_mask({n})"):
-            got = _call_by_hand(causal_mask, ATTEND_BY_HAND, n)
+            got = _call_valid(causal_mask, ATTEND_BY_HAND, n)
             _expect_bool_mask(f"causal_mask({n})", got, _lower(n))
     for lengths, m in (([3, 1, 5], 5), (np.array([1], dtype=np.int32), 1), ((2, 2), 4)):
         call = f"padding_mask({list(np.asarray(lengths).tolist())}, {m})"
         before = _snapshot({"lengths": lengths})
         with _case(call):
-            got = _call_by_hand(padding_mask, ATTEND_BY_HAND, lengths, m)
+            got = _call_valid(padding_mask, ATTEND_BY_HAND, lengths, m)
             _expect_unchanged("padding_mask", {"lengths": lengths}, before)
             _expect_bool_mask(call, got, _keys_below(tuple(np.asarray(lengths)), m))
 
@@ -333,7 +348,7 @@ def check_attention(
         K,
         V,
         blind,
-        naming="2",
+        says=_names_row(2),
     )
     single = np.array([[True, True, False, False], [False] * 4, [True] * 4])
     _expect_value_error(
@@ -344,13 +359,14 @@ def check_attention(
         K[0],
         V[0],
         single,
-        naming="1",
+        says=_names_row(1),
     )
     bad_calls = [
         ("Q with d_k = 2 and K with d_k = 3", Q, rng.normal(size=(2, 4, 3)), V, None),
         ("4 keys and 5 values", Q, K, rng.normal(size=(2, 5, 3)), None),
         ("a 1-D Q", Q[0, 0], K[0], V[0], None),
         ("an additive float mask of zeros (not booleans)", Q, K, V, np.zeros((3, 4))),
+        ("a float mask of ones (not booleans)", Q, K, V, np.ones((3, 4))),
         ("an integer mask of ones", Q, K, V, np.ones((3, 4), dtype=np.int64)),
         ("a mask of shape (3, 5) for n = 3, m = 4", Q, K, V, np.ones((3, 5), dtype=bool)),
     ]
@@ -500,9 +516,11 @@ def check_multi_head_attention(multi_head_attention: Callable[..., Any]) -> None
         ("an in_proj_bias of shape (6,), not (18,)", X, wrong_bias, 2),
         ("a 1-D X", X[0], params, 2),
     ]
+    divisible = (r"divis|divid|multiple", "say that d_model is not divisible by num_heads")
     for description, *args in bad_calls:
         call = f"multi_head_attention with {description}"
-        _expect_value_error(multi_head_attention, HEADS_BY_HAND, call, *args)
+        says = divisible if "not a divisor" in description else None
+        _expect_value_error(multi_head_attention, HEADS_BY_HAND, call, *args, says=says)
     total = len(cases) + len(bad_calls)
     print(f"check_multi_head_attention: all {total} hidden cases passed.")
 
@@ -556,7 +574,7 @@ def check_sinusoidal(
     for n, d, base in ENCODING_CASES:
         call = f"sinusoidal_encoding({n}, {d}, base={base:g})"
         with _case(call):
-            got = _call_by_hand(sinusoidal_encoding, WAVES_BY_HAND, n, d, base)
+            got = _call_valid(sinusoidal_encoding, WAVES_BY_HAND, n, d, base)
             _expect_shape(call, got, (n, d))
             assert_close(
                 call, got, torch_sinusoids(n, d, base), atol=1e-9, against="exp(1j i omega_r)"
@@ -564,7 +582,7 @@ def check_sinusoidal(
     for n, d in DOT_CASES:
         call = f"relative_dot({n}, {d})"
         with _case(call):
-            got = _call_by_hand(relative_dot, WAVES_BY_HAND, n, d)
+            got = _call_valid(relative_dot, WAVES_BY_HAND, n, d)
             _expect_shape(call, got, (n, n))
             assert_close(
                 call, got, closed_form_dots(n, d), atol=1e-9, against="sum_r cos((i - j) omega_r)"
@@ -572,7 +590,7 @@ def check_sinusoidal(
     for k, d, base in SHIFT_CASES:
         call = f"shift_matrix({k}, {d}, base={base:g})"
         with _case(call):
-            got = _call_by_hand(shift_matrix, WAVES_BY_HAND, k, d, base)
+            got = _call_valid(shift_matrix, WAVES_BY_HAND, k, d, base)
             _expect_shape(call, got, (d, d))
             expected = torch_shift(k, d, base)
             assert_close(call, got, expected, atol=1e-9, against="the rotation blocks")
@@ -661,7 +679,7 @@ def check_rope(apply_rope: Callable[..., Any]) -> None:
         inputs = {"x": x, "positions": positions}
         before = _snapshot(inputs)
         with _case(f"apply_rope, {label}"):
-            got = _call_by_hand(apply_rope, ROTATE_BY_HAND, x, positions, base)
+            got = _call_valid(apply_rope, ROTATE_BY_HAND, x, positions, base)
             _expect_unchanged("apply_rope", inputs, before)
             _expect_shape("apply_rope(x, positions)", got, expected.shape)
             assert_close(
@@ -687,8 +705,8 @@ def check_rope(apply_rope: Callable[..., Any]) -> None:
             starts = [0, 1, 17, 250]
             scores = []
             for i in starts:
-                turned_q = _call_by_hand(apply_rope, ROTATE_BY_HAND, q, [i + offset])
-                turned_k = _call_by_hand(apply_rope, ROTATE_BY_HAND, k, [i])
+                turned_q = _call_valid(apply_rope, ROTATE_BY_HAND, q, [i + offset])
+                turned_k = _call_valid(apply_rope, ROTATE_BY_HAND, k, [i])
                 scores.append(float(np.asarray(turned_q)[0] @ np.asarray(turned_k)[0]))
             reference = float(torch_rope(q, [offset])[0] @ k[0])
             assert_close(

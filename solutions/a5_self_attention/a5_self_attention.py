@@ -383,9 +383,9 @@ except NotImplementedError:
 # applies to every head. Use your `attention`; the heads need no loop (move the head axis in
 # front of the positions).
 #
-# Raise `ValueError` when d_model is not divisible by `num_heads` (say so), for `num_heads`
-# below 1, `X` with fewer than 2 dimensions, a missing weight matrix, and a weight or bias of
-# the wrong shape.
+# Raise `ValueError` when d_model is not divisible by `num_heads` (with a message that says
+# so, using the word "divisible"), for `num_heads` below 1, `X` with fewer than 2 dimensions,
+# a missing weight matrix, and a weight or bias of the wrong shape.
 
 
 # %% nbgrader={"grade": false, "grade_id": "multi_head_attention", "locked": false, "schema_version": 3, "solution": true, "task": false}
