@@ -147,7 +147,7 @@ def attention(
         raise ValueError("there are no keys to attend to (m = 0)")
     d_k = queries.shape[-1]
     scores = queries @ np.swapaxes(keys, -1, -2) / np.sqrt(d_k)  # (..., n, m)
-    if mask is not None:
+    if mask is not None:  # blocked keys will score -inf
         allowed = np.asarray(mask)
         if allowed.dtype != np.bool_:
             raise ValueError(f"mask must hold booleans (True = may attend), not {allowed.dtype}")
@@ -623,7 +623,8 @@ except NotImplementedError:
 # Implement
 #
 # * `sinusoidal_encoding(n, d, base=10000.0)`: the (n, d) matrix whose row $i$ is $p_i$;
-# * `relative_dot(n, d)`: the (n, n) matrix of $p_i \cdot p_j$ (base 10000);
+# * `relative_dot(n, d)`: the (n, n) matrix of $p_i \cdot p_j$ (base 10000), from the
+#   encoding or from the sum of cosines;
 # * `shift_matrix(k, d, base=10000.0)`: the (d, d) matrix $M_k$, for any integer $k$
 #   (negative too).
 #
@@ -662,8 +663,12 @@ def sinusoidal_encoding(n: int, d: int, base: float = 10000.0) -> np.ndarray:
 def relative_dot(n: int, d: int) -> np.ndarray:
     """p_i . p_j for i, j < n (base 10000). Returns (n, n)."""
     ### BEGIN SOLUTION
-    table = sinusoidal_encoding(n, d)
-    return table @ table.T  # (n, n)
+    omega = frequencies(d)  # (d/2,)
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"n must be a positive integer, got {n!r}")
+    offsets = np.arange(n)
+    per_offset = np.cos(offsets[:, None] * omega).sum(axis=1)  # (n,): sum_r cos(k omega_r)
+    return per_offset[np.abs(offsets[:, None] - offsets[None, :])]  # (n, n), Toeplitz
     ### END SOLUTION
 
 
