@@ -66,8 +66,6 @@
 # Autograded: 14 points. Written: 2 points.
 
 # %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
-import contextlib
-
 import numpy as np
 
 from course.checks import assert_close
@@ -151,12 +149,14 @@ def attention(
         allowed = np.asarray(mask)
         if allowed.dtype != np.bool_:
             raise ValueError(f"mask must hold booleans (True = may attend), not {allowed.dtype}")
-        grid = None
-        with contextlib.suppress(ValueError):  # shapes that do not broadcast leave grid None
-            grid = np.broadcast_shapes(scores.shape, allowed.shape)
-        if grid is None or grid[-2:] != scores.shape[-2:]:
+        ours, theirs = scores.shape[::-1], allowed.shape[::-1]  # aligned from the last axis
+        rows_fit = allowed.ndim >= 2 and allowed.shape[-2] in (1, scores.shape[-2])
+        inner = rows_fit and allowed.shape[-1] in (1, scores.shape[-1])
+        outer = all(1 in (a, b) or a == b for a, b in zip(ours[2:], theirs[2:], strict=False))
+        if not (inner and outer):
             shapes = f"mask of shape {allowed.shape} against scores of shape {scores.shape}"
             raise ValueError(f"the mask must broadcast to (..., n, m): {shapes}")
+        grid = np.broadcast_shapes(scores.shape, allowed.shape)
         allowed = np.broadcast_to(allowed, grid)
         blind = ~allowed.any(axis=-1)  # (..., n): rows with no key to see
         if blind.any():
@@ -820,13 +820,12 @@ def apply_rope(x: np.ndarray, positions: np.ndarray | list, base: float = 10000.
     where = np.asarray(positions, dtype=np.float64)
     if where.ndim == 0:
         raise ValueError("positions must hold one position per row, not a single number")
-    spread = None
-    with contextlib.suppress(ValueError):  # a shape that does not broadcast leaves spread None
-        spread = np.broadcast_to(where, rows.shape[:-1])  # (..., n)
-    if spread is None:
+    pairs = zip(rows.shape[-2::-1], where.shape[::-1], strict=False)  # from the last axis
+    fits = where.ndim < rows.ndim and all(b in (1, a) for a, b in pairs)
+    if not fits:
         wanted = f"({rows.shape[-2]},) or {rows.shape[:-1]}"
         raise ValueError(f"positions of shape {where.shape} do not fit x {rows.shape}: {wanted}")
-    where = spread
+    where = np.broadcast_to(where, rows.shape[:-1])  # (..., n)
     theta = frequencies(d, base)  # (d/2,)
     angle = where[..., None] * theta  # (..., n, d/2)
     cos, sin = np.cos(angle), np.sin(angle)
