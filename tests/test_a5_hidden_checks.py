@@ -309,7 +309,12 @@ def test_the_hard_cases_are_hard():
         ),
         ({}, {"strict": True}, {}, r"\[causal_mask\(1\)\] causal_mask\(1\) is False at \[0, 0\]"),
         ({}, {"as_int": True}, {}, r"causal_mask\(1\) should hold booleans, got dtype int"),
-        ({}, {}, {"flat": True}, r"padding_mask\(\[3, 1, 5\], 5\) should have shape \(3, 1, 5\)"),
+        (
+            {},
+            {},
+            {"flat": True},
+            r"padding_mask\(\[3, 1, 5\], 5\) should be a NumPy array of shape \(3, 1, 5\)",
+        ),
         ({}, {}, {"off_by_one": True}, r"padding_mask\(\[3, 1, 5\], 5\) is True at \[0, 0, 3\]"),
     ],
 )
@@ -394,6 +399,24 @@ def _reference_namespace() -> dict:
 def _run_visible(grade_id: str, **functions) -> None:
     cell = load_solution("a5_self_attention").test_cells[grade_id]
     run_cell(cell.visible_source, {**_reference_namespace(), **functions}, grade_id)
+
+
+def _as_tensor(function):
+    """A lecture-style function in torch: the right numbers, as a tensor."""
+
+    def in_torch(*args, **kwargs):
+        return torch.tensor(function(*args, **kwargs))
+
+    return in_torch
+
+
+def test_functions_that_return_tensors_fail_the_visible_and_hidden_tests():
+    with pytest.raises(AssertionError, match="sinusoidal_encoding should return a NumPy array"):
+        _run_visible("test_sinusoidal_visible", sinusoidal_encoding=_as_tensor(sinusoids))
+    with pytest.raises(AssertionError, match="apply_rope should return a NumPy array, got Tensor"):
+        _run_visible("test_rope_visible", apply_rope=_as_tensor(rotate))
+    with pytest.raises(AssertionError, match=r"\] apply_rope\(x, positions\) should be a NumPy"):
+        hidden.check_rope(as_student(_as_tensor(rotate), "apply_rope"))
 
 
 @pytest.mark.parametrize(

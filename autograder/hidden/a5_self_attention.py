@@ -172,8 +172,10 @@ def _call_valid(function: Callable[..., Any], duty: str, *args: Any) -> Any:
 
 
 def _expect_shape(name: str, value: Any, shape: tuple[int, ...]) -> np.ndarray:
-    if np.shape(value) != shape:
-        raise AssertionError(f"{name} should have shape {shape}, got {_describe(value)}")
+    if not isinstance(value, np.ndarray) or np.shape(value) != shape:
+        raise AssertionError(
+            f"{name} should be a NumPy array of shape {shape}, got {_describe(value)}"
+        )
     return np.asarray(value)
 
 

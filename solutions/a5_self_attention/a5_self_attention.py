@@ -213,6 +213,9 @@ torch_a = "torch.nn.functional.scaled_dot_product_attention"
 result_a = attention(Q_a, K_a, V_a)
 assert isinstance(result_a, tuple) and len(result_a) == 2, "attention should return (Z, A)"
 Z_a, A_a = result_a
+assert isinstance(Z_a, np.ndarray) and isinstance(A_a, np.ndarray), (
+    f"attention should return NumPy arrays, got {type(Z_a).__name__} and {type(A_a).__name__}"
+)
 assert_close(
     "A (3 queries, 4 keys, no mask)",
     A_a,
@@ -244,7 +247,9 @@ assert_close(
     atol=0,
     against="the expected mask (1 = may attend)",
 )
-assert np.asarray(causal_a).dtype == bool, "causal_mask should return booleans"
+assert isinstance(causal_a, np.ndarray) and causal_a.dtype == bool, (
+    "causal_mask should return a NumPy array of booleans"
+)
 Z_ac, A_ac = attention(Q_a, K_a[:3], V_a[:3], causal_a)
 expected_ac = [
     [1.0, 0.0, 0.0],
@@ -474,6 +479,10 @@ assert isinstance(result_b, tuple) and len(result_b) == 2, (
     "multi_head_attention should return (out, weights)"
 )
 out_b, weights_b = result_b
+assert isinstance(out_b, np.ndarray) and isinstance(weights_b, np.ndarray), (
+    "multi_head_attention should return NumPy arrays, got "
+    f"{type(out_b).__name__} and {type(weights_b).__name__}"
+)
 expected_weights_b = [
     [
         [0.1306659146, 0.6709055951, 0.1984284903],
@@ -690,9 +699,13 @@ def shift_matrix(k: int, d: int, base: float = 10000.0) -> np.ndarray:
 # ### Visible test for Part C
 
 # %% nbgrader={"grade": true, "grade_id": "test_sinusoidal_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+encoding_c = sinusoidal_encoding(3, 4)
+assert isinstance(encoding_c, np.ndarray), (
+    f"sinusoidal_encoding should return a NumPy array, got {type(encoding_c).__name__}"
+)
 assert_close(
     "sinusoidal_encoding(3, 4)",
-    sinusoidal_encoding(3, 4),
+    encoding_c,
     [
         [0.0, 1.0, 0.0, 1.0],
         [0.8414709848, 0.5403023059, 0.0099998333, 0.9999500004],
@@ -842,9 +855,13 @@ def apply_rope(x: np.ndarray, positions: np.ndarray | list, base: float = 10000.
 
 # %% nbgrader={"grade": true, "grade_id": "test_rope_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 x_d = np.array([[1.0, 0.0, 0.5, -1.0], [0.0, 1.0, 2.0, 0.0], [1.0, 1.0, 1.0, 1.0]])  # (n=3, d=4)
+rotated_d = apply_rope(x_d, np.array([0, 1, 2]))
+assert isinstance(rotated_d, np.ndarray), (
+    f"apply_rope should return a NumPy array, got {type(rotated_d).__name__}"
+)
 assert_close(
     "apply_rope(x, [0, 1, 2])",
-    apply_rope(x_d, np.array([0, 1, 2])),
+    rotated_d,
     [
         [1.0, 0.0, 0.5, -1.0],
         [-0.8414709848, 0.5403023059, 1.9999000008, 0.0199996667],
