@@ -65,28 +65,15 @@ ROTATE_BY_HAND = "rotate the pairs of features by hand with NumPy"
 # Lecture 5's module, trapped by name as well: the walk over the ``course`` package traps every
 # public callable it finds, and these names are trapped even if the module is imported by a
 # path that the walk skips. Names the module does not define are ignored.
-COURSE_ATTENTION = (
-    "attention",
-    "scaled_dot_product_attention",
-    "causal_mask",
-    "padding_mask",
-    "MultiHeadAttention",
-    "multi_head_attention",
-    "sinusoidal_encoding",
-    "LearnedPositions",
-    "alibi_slopes",
-    "alibi_bias",
-    "rope",
-    "apply_rope",
+COURSE_ATTENTION = tuple(
+    "attention scaled_dot_product_attention causal_mask padding_mask MultiHeadAttention "
+    "multi_head_attention sinusoidal_encoding LearnedPositions alibi_slopes alibi_bias rope "
+    "apply_rope".split()
 )
 _SOFTMAX = ("softmax", "log_softmax", "softmin")
-_LAYERS = (
-    "MultiheadAttention",
-    "Transformer",
-    "TransformerEncoder",
-    "TransformerDecoder",
-    "TransformerEncoderLayer",
-    "TransformerDecoderLayer",
+_LAYERS = tuple(
+    "MultiheadAttention Transformer TransformerEncoder TransformerDecoder "
+    "TransformerEncoderLayer TransformerDecoderLayer".split()
 )
 _LIBRARY = (
     ("torch.nn", (*_LAYERS, "Softmax", "LogSoftmax", "Softmin")),
