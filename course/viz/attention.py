@@ -192,17 +192,20 @@ def plot_positions(kind: str = "sinusoidal", n: int = 64, d: int = 64, head: int
 
 
 def interact_positions() -> Any:
-    """Kind, length, width and head controls around :func:`plot_positions`."""
+    """Kind, length and width controls around :func:`plot_positions`.
+
+    Every control redraws the figure whatever the kind (ALiBi's right panel shows all eight
+    heads, so there is no head control that would do nothing for the other kinds).
+    """
     import ipywidgets as widgets
 
-    def show(kind: str, n: int, d: int, head: int) -> None:
+    def show(kind: str, n: int, d: int) -> None:
         # Returns None on purpose: the inline backend shows the new figure once.
-        plot_positions(kind, n, d, head)
+        plot_positions(kind, n, d)
 
     return widgets.interact(
         show,
         kind=widgets.Dropdown(options=list(POSITION_KINDS), value="sinusoidal"),
         n=widgets.IntSlider(min=8, max=256, step=8, value=64),
         d=widgets.IntSlider(min=8, max=256, step=8, value=64),
-        head=widgets.IntSlider(min=0, max=7, value=0),
     )
