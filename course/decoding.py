@@ -10,15 +10,21 @@ Beam search reorders and copies hypotheses by indexing every tensor of the state
 first axis, so the state must hold nothing else per hypothesis. Units 4, 6 and 8 decode with
 these functions.
 
-Beam search semantics (Assignment 4 uses the same):
+Beam search semantics:
 
 - a hypothesis's score is the sum of the log-probabilities of its generated tokens, eos
   included;
 - each step extends every live hypothesis by every token and ranks the candidates by score;
   among the best ``beam_size`` candidates, those ending in eos are finished, and the next live
   beams are the best ``beam_size`` candidates that do not end in eos;
-- an example stops when ``beam_size`` of its hypotheses have finished, or after ``max_len``
-  generated tokens (its live hypotheses then join the finished ones as they are);
+- an example stops when no live hypothesis can still beat its best finished one, or after
+  ``max_len`` generated tokens (its live hypotheses then join the finished ones as they are).
+  A live hypothesis's log-probability can only fall, so with alpha >= 0 the best score it can
+  still reach is its log-probability divided by ``max_len ** alpha``; the search stops when the
+  best finished score is at least that for every live one. (The simpler rule "stop when
+  ``beam_size`` hypotheses have finished", which Assignment 4 asks for, can stop before the
+  best hypothesis finishes: when a model is sure of one output, the other beams are unlikely
+  prefixes that end early and fill the quota. Lecture 6 met that case.)
 - the answer is the finished hypothesis with the highest score / length ** alpha (length
   counts generated tokens, eos included; alpha = 0: no length normalisation). Ties go to the
   one found first.
@@ -120,6 +126,8 @@ def beam_search(
     """
     if beam_size < 1 or max_len < 1:
         raise ValueError(f"beam_size and max_len must be >= 1, got {beam_size}, {max_len}")
+    if not alpha >= 0:
+        raise ValueError(f"alpha: expected a length-normalisation power >= 0, got {alpha}")
     B, k = batch_size, beam_size
     state = map_state(state, lambda x: x.repeat_interleave(k, 0))  # (B*k, ...)
     tokens = torch.full((B, k, 0), bos, dtype=torch.long)  # generated so far, per beam
@@ -145,14 +153,19 @@ def beam_search(
             if done[b]:
                 continue
             for r in range(k):
-                if is_eos[b, r] and top[b, r] > float("-inf") and len(finished[b]) < k:
+                if is_eos[b, r] and top[b, r] > float("-inf"):
                     finish(b, tokens[b, beam[b, r]].tolist() + [eos], float(top[b, r]), True)
-            done[b] = len(finished[b]) >= k
         # The next live beams: the best k candidates that do not end in eos.
         rank = torch.arange(top.shape[1]).expand_as(top) + is_eos * top.shape[1]
         keep = rank.argsort(dim=-1)[:, :k]  # (B, k)
         beam, token = beam.gather(1, keep), token.gather(1, keep)
         scores = top.gather(1, keep).masked_fill(is_eos.gather(1, keep), float("-inf"))
+        reachable = (
+            scores.max(-1).values / max_len**alpha
+        )  # (B,) the best a live beam can still score
+        for b in range(B):
+            if finished[b] and not done[b]:
+                done[b] = max(h.score for h in finished[b]) >= float(reachable[b])
         tokens = torch.cat(
             [tokens.gather(1, beam[:, :, None].expand_as(tokens)), token[..., None]], 2
         )
@@ -162,7 +175,7 @@ def beam_search(
         if bool(done.all()):
             break
     for b in range(B):
-        if len(finished[b]) < k:  # max_len reached: the live hypotheses count as they are
+        if not done[b]:  # max_len reached: the live hypotheses count as they are
             for j in range(k):
                 if scores[b, j] > float("-inf"):
                     finish(b, tokens[b, j].tolist(), float(scores[b, j]), False)

@@ -334,6 +334,32 @@ def test_a_wide_beam_finds_the_exhaustive_optimum(seed, alpha):
     assert hyp.score == pytest.approx(best_score)
 
 
+def test_beam_search_does_not_stop_when_unlikely_beams_finish_first():
+    """A model sure of one long output: the other beams are unlikely prefixes that end at once.
+    Stopping as soon as beam_size hypotheses have finished would return one of those."""
+    eos, a = 0, 1  # token 2 is the unlikely alternative
+
+    def step(tokens, prefixes):
+        prefixes = torch.cat([prefixes, tokens[:, None]], 1)
+        rows = []
+        for row in prefixes.tolist():
+            generated = row[1:]
+            if all(t == a for t in generated):
+                p = [0.97, 0.0, 0.03] if len(generated) == 5 else [0.01, 0.97, 0.02]
+            else:
+                p = [0.9, 0.05, 0.05]
+            rows.append(p)
+        return torch.tensor(rows, dtype=torch.float64).clamp_min(1e-12).log(), prefixes
+
+    for alpha in (0.0, 1.0):
+        (hyp,) = beam_search(step, start(1), batch_size=1, bos=3, eos=eos, beam_size=3,
+                             max_len=10, alpha=alpha)  # fmt: skip
+        assert hyp.tokens == [a] * 5 + [eos], alpha
+        assert hyp.log_prob == pytest.approx(5 * math.log(0.97) + math.log(0.97))
+    with pytest.raises(ValueError, match="alpha"):
+        beam_search(step, start(1), batch_size=1, bos=3, eos=eos, beam_size=2, max_len=3, alpha=-1)
+
+
 def test_beam_of_one_is_greedy_and_examples_are_independent_in_a_batch():
     models = [TableModel(vocab=4, seed=s) for s in range(3)]
 
