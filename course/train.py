@@ -33,7 +33,14 @@ from tqdm.auto import tqdm
 from course.checks import expect_dtype, expect_shape
 from course.data.code import random_windows
 
-__all__ = ["TrainingHistory", "fit", "next_token_loss", "train_language_model"]
+__all__ = [
+    "TrainingHistory",
+    "fit",
+    "linear_warmup_decay",
+    "next_token_loss",
+    "train_language_model",
+    "transformer_schedule",
+]
 
 StopReason = Literal["steps", "budget", "diverged", "data"]
 LossOutput = torch.Tensor | tuple[torch.Tensor, Mapping[str, Any]]  # the loss, or (loss, logs)
@@ -197,6 +204,44 @@ def fit(
     if progress:
         print(history.summary())
     return history
+
+
+def linear_warmup_decay(warmup: int, steps: int) -> Callable[[int], float]:
+    """A learning-rate factor for :func:`fit`: 0 → 1 over ``warmup`` steps, then 1 → 0 linearly
+    at step ``steps`` (the factor of step s, counted from 0, is min((s+1)/warmup, (steps-s)/
+    (steps-warmup)))."""
+    if not 0 < warmup < steps:
+        raise ValueError(f"expected 0 < warmup < steps, got warmup={warmup}, steps={steps}")
+
+    def factor(step: int) -> float:
+        return max(0.0, min((step + 1) / warmup, (steps - step) / (steps - warmup)))
+
+    return factor
+
+
+def transformer_schedule(
+    d_model: int, warmup: int, *, scale: float = 1.0, warm_up: bool = True
+) -> Callable[[int], float]:
+    """The schedule of Vaswani et al. (2017) as a factor for :func:`fit` with ``lr=1``:
+
+        lr(s) = scale · d_model^(-1/2) · min(s^(-1/2), s · warmup^(-3/2)),  s = step + 1,
+
+    rising linearly for ``warmup`` steps, then decaying like 1/√s. ``warm_up=False`` keeps the
+    same peak and decay but starts at the peak: lr(s) = scale · d_model^(-1/2) · max(s,
+    warmup)^(-1/2), the same schedule with its warm-up removed.
+    """
+    if d_model < 1 or warmup < 1 or not scale > 0:
+        raise ValueError(
+            f"expected d_model, warmup >= 1 and scale > 0, got {d_model}, {warmup}, {scale}"
+        )
+
+    def factor(step: int) -> float:
+        s = step + 1
+        if warm_up:
+            return scale * d_model**-0.5 * min(s**-0.5, s * warmup**-1.5)
+        return scale * d_model**-0.5 * max(s, warmup) ** -0.5
+
+    return factor
 
 
 def next_token_loss(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:

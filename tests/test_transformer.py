@@ -3,6 +3,7 @@ a translation model with course.decoding."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -130,3 +131,145 @@ def test_the_base_model_count_is_near_the_papers_65_million():
     assert base.without_embeddings == 44_140_544
     with pytest.raises(ValueError, match="sizes must be positive"):
         count_transformer(0, 2048, 6, 6)
+
+
+# --- Lecture 6's measurements, schedules and figures ----------------------------------------
+
+
+def test_linear_warmup_decay_rises_then_falls_to_zero():
+    from course.train import linear_warmup_decay
+
+    factor = linear_warmup_decay(10, 110)
+    assert factor(0) == pytest.approx(0.1)
+    assert factor(9) == pytest.approx(1.0)
+    assert factor(60) == pytest.approx(0.5)
+    assert factor(110) == 0.0
+    with pytest.raises(ValueError, match="warmup < steps"):
+        linear_warmup_decay(100, 100)
+
+
+def test_transformer_schedule_is_the_papers_and_without_warm_up_starts_at_its_peak():
+    from course.train import transformer_schedule
+
+    warm = transformer_schedule(512, 4000)
+    cold = transformer_schedule(512, 4000, warm_up=False)
+    peak = 512**-0.5 * 4000**-0.5
+    assert warm(3999) == pytest.approx(peak)  # step 4000 (1-based): the top of the ramp
+    assert warm(0) == pytest.approx(512**-0.5 * 4000**-1.5)
+    assert warm(15999) == pytest.approx(peak / 2)  # 1/√s: four times the steps, half the rate
+    assert cold(0) == pytest.approx(peak) and cold(15999) == pytest.approx(warm(15999))
+    assert transformer_schedule(64, 10, scale=2.0)(9) == pytest.approx(2 * 64**-0.5 * 10**-0.5)
+    with pytest.raises(ValueError, match="scale > 0"):
+        transformer_schedule(64, 10, scale=0.0)
+
+
+def test_embeddings_start_at_the_papers_scale_so_positions_are_visible():
+    model = Seq2SeqTransformer(20, 15, d_model=64)
+    scaled = model.src_embed.weight.detach()[1:] * 8.0
+    assert 6.0 < float(scaled.norm(dim=-1).mean()) < 10.0  # about √64, like a position vector
+    assert float(model.tgt_embed.weight[0].abs().max()) == 0.0  # padding stays zero
+
+
+def test_attention_maps_return_every_layers_weights_with_zero_on_padding():
+    from course.analysis.transformer import attention_maps
+
+    torch.manual_seed(0)
+    task = DateTask()
+    model = Seq2SeqTransformer(len(task.source_vocab), len(task.target_vocab), d_model=16,
+                               num_heads=2, num_layers=3, d_ff=32)  # fmt: skip
+    src, src_len, tgt = task.batch(task.sample(3, "test"))
+    model.train()
+    maps = attention_maps(model, src, src_len, tgt[:, :-1])
+    assert model.training, "the model's mode is restored"
+    B, m, T = src.shape[0], src.shape[1], tgt.shape[1] - 1
+    assert [len(maps[p]) for p in ("encoder", "decoder", "cross")] == [3, 3, 3]
+    assert maps["encoder"][0].shape == (B, 2, m, m)
+    assert maps["decoder"][2].shape == (B, 2, T, T)
+    assert maps["cross"][1].shape == (B, 2, T, m)
+    torch.testing.assert_close(maps["cross"][0].sum(-1), torch.ones(B, 2, T))
+    short = int(src_len.argmin())
+    assert float(maps["cross"][2][short, :, :, int(src_len[short]) :].abs().max()) == 0.0
+    assert float(maps["decoder"][0][0, 0].triu(1).abs().max()) == 0.0  # causal
+    assert not model.transformer.encoder_layers[0].self_attn._forward_hooks  # hooks removed
+
+
+def test_gradients_vanish_through_a_plain_deep_stack_and_not_with_residuals():
+    from course.analysis.transformer import gradient_norms_by_depth
+
+    plain = gradient_norms_by_depth(24, residual=False, norm="none")
+    assert plain.shape == (25,)
+    assert plain[0] < 1e-10 * plain[-1]
+    for norm in ("post", "pre", "none"):
+        residual = gradient_norms_by_depth(24, residual=True, norm=norm)
+        assert 0.3 < residual[0] / residual[-1] < 3.0, norm
+    np.testing.assert_array_equal(
+        gradient_norms_by_depth(6, seed=1), gradient_norms_by_depth(6, seed=1)
+    )
+    with pytest.raises(ValueError, match="norm: expected one of"):
+        gradient_norms_by_depth(4, norm="middle")
+    with pytest.raises(ValueError, match="at least 1"):
+        gradient_norms_by_depth(0)
+
+
+def test_decoder_mask_figure_draws_causal_padding_and_combined_per_target():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from course.viz.transformer import plot_decoder_masks
+
+    fig = plot_decoder_masks((4, 2))
+    images = [ax.images[0].get_array() for ax in fig.axes]
+    assert len(images) == 6
+    np.testing.assert_array_equal(images[5], np.tril(np.ones((4, 4))) * [1, 1, 0, 0])
+    with pytest.raises(ValueError, match="lengths"):
+        plot_decoder_masks(())
+    with pytest.raises(ValueError, match="tokens: expected 4 labels"):
+        plot_decoder_masks((4, 2), tokens=["a"])
+
+
+def test_depth_gradient_figure_and_its_explorer():
+    import ipywidgets as widgets
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from course.viz.transformer import interact_depth_gradients, plot_depth_gradients
+
+    fig = plot_depth_gradients(8, residual=False, norm="none")
+    lines = fig.axes[0].get_lines()
+    assert len(lines) == 2 and len(lines[0].get_ydata()) == 9
+    assert lines[0].get_ydata()[0] < lines[1].get_ydata()[0]  # without residuals: smaller
+    controls = interact_depth_gradients().widget.children
+    kinds = {type(c) for c in controls}
+    assert {widgets.IntSlider, widgets.Checkbox, widgets.Dropdown} <= kinds
+
+
+def test_head_figure_checks_its_arguments_and_the_explorer_has_four_controls():
+    import ipywidgets as widgets
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from course.viz.transformer import HeadMaps, interact_heads, plot_head
+
+    rng = np.random.default_rng(0)
+    maps = {
+        "encoder": [rng.dirichlet(np.ones(3), size=(2, 3))] * 2,
+        "decoder": [rng.dirichlet(np.ones(4), size=(2, 4))] * 2,
+        "cross": [rng.dirichlet(np.ones(3), size=(2, 4))] * 2,
+    }
+    example = HeadMaps(["a", "b", "c"], ["<s>", "1", "2", "3"], maps)
+    fig = plot_head(example, "cross", layer=1, head=1)
+    np.testing.assert_allclose(fig.axes[0].images[0].get_array(), maps["cross"][1][1])
+    assert example.tokens("decoder") == (example.target, example.target)
+    with pytest.raises(ValueError, match="part: expected one of"):
+        plot_head(example, "memory")
+    with pytest.raises(ValueError, match="layer: expected 0..1"):
+        plot_head(example, layer=2)
+    with pytest.raises(ValueError, match="head: expected 0..1"):
+        plot_head(example, head=5)
+    bad = HeadMaps(["a"], ["<s>"], maps)
+    with pytest.raises(ValueError, match="expected weights of shape"):
+        plot_head(bad, "encoder")
+    controls = interact_heads([example, example]).widget.children
+    assert sum(isinstance(c, widgets.IntSlider) for c in controls) == 3
+    with pytest.raises(ValueError, match="at least one example"):
+        interact_heads([])

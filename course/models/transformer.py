@@ -217,8 +217,8 @@ def copy_to_torch(ours: Transformer, theirs: nn.Transformer) -> nn.Transformer:
 
 
 class Seq2SeqTransformer(nn.Module):
-    """Token embeddings (scaled by √d_model) plus sinusoidal positions, a Transformer, and an
-    output layer; the same training and decoding interface as ``course.models.seq2seq``."""
+    """Token embeddings (initialised N(0, 1/d_model), scaled by √d_model) plus sinusoidal
+    positions, a Transformer, and an output layer; the same training and decoding interface as ``course.models.seq2seq``."""
 
     def __init__(
         self,
@@ -238,6 +238,12 @@ class Seq2SeqTransformer(nn.Module):
         )  # fmt: skip
         self.src_embed = nn.Embedding(src_vocab, d_model, padding_idx=0)
         self.tgt_embed = nn.Embedding(tgt_vocab, d_model, padding_idx=0)
+        for table in (self.src_embed, self.tgt_embed):
+            # Entries of size about 1/√d_model, so that the √d_model scale in `embed` gives
+            # vectors of length about √d_model, like the positions' (torch's default N(0, 1)
+            # would make the positions 8 times too small to see at d_model = 64).
+            nn.init.normal_(table.weight, std=d_model**-0.5)
+            table.weight.data[0] = 0.0
         self.register_buffer("positions", sinusoidal_encoding(max_len, d_model), persistent=False)
         self.transformer = Transformer(
             d_model, num_heads, num_layers, num_layers, d_ff, dropout, norm_first

@@ -1,0 +1,712 @@
+# ---
+# jupyter:
+#   course:
+#     budget_seconds: 90
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Lecture 6: The Transformer
+#
+# Lecture 5 built multi-head self-attention and the ways to give it positions. The
+# **Transformer** {cite:p}`vaswani2017attention` stacks those parts into an encoder and a
+# decoder, with no recurrence anywhere: every position of a layer is computed at once.
+#
+# This lecture:
+#
+# 1. builds the **encoder block**: multi-head self-attention and a position-wise feed-forward
+#    network, each wrapped in a residual connection and a **LayerNorm**
+#    {cite:p}`ba2016layernorm`, written by hand and checked against PyTorch;
+# 2. measures **why residuals help**, and what the place of the LayerNorm (after the residual
+#    sum, as in the paper, or before the sublayer) does to training, with and without the
+#    paper's learning-rate warm-up;
+# 3. builds the **decoder block**: masked self-attention, cross-attention to the encoder, and
+#    the padding and causal masks combined into one;
+# 4. assembles the **encoder–decoder**, proves it equal to `torch.nn.Transformer`, trains it
+#    on Lecture 4's dates and compares it with Lecture 4's recurrent model with attention,
+#    decoding with Lecture 4's greedy and beam search;
+# 5. answers "which part has the most parameters?" with formulas, for our model and for the
+#    paper's base model;
+# 6. looks inside the trained model's heads.
+#
+# Everything trains live, on a CPU, with fixed seeds, in about a minute.
+
+# %%
+import math
+import time
+import warnings
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+from torch import nn
+
+from course.analysis.parameters import (
+    attention_parameters,
+    count_transformer,
+    feed_forward_parameters,
+)
+from course.analysis.seq2seq import exact_match, translate
+from course.analysis.transformer import attention_maps, gradient_norms_by_depth
+from course.data.dates import DateTask
+from course.metrics import record
+from course.models.attention import causal_mask
+from course.models.seq2seq import Seq2Seq
+from course.models.transformer import (
+    EncoderLayer,
+    Seq2SeqTransformer,
+    Transformer,
+    copy_to_torch,
+    key_mask,
+)
+from course.train import fit, linear_warmup_decay, transformer_schedule
+from course.viz.training import plot_training_histories
+from course.viz.transformer import (
+    HeadMaps,
+    interact_depth_gradients,
+    interact_heads,
+    plot_decoder_masks,
+    plot_depth_gradients,
+    plot_head,
+)
+
+torch.manual_seed(0)
+torch.set_num_threads(1)  # small models: one thread is as fast, and robust on a busy 2-core CPU
+torch.set_printoptions(precision=4, sci_mode=False)
+LECTURE_START = time.perf_counter()
+
+# %% [markdown]
+# ## 1. The encoder block
+#
+# Lecture 5's self-attention turns the vectors $x_1, \dots, x_n$ of a sentence into vectors
+# $z_1, \dots, z_n$ that each mix in the others. The encoder block adds three things around
+# it: a **feed-forward network** applied to each position separately, a **residual
+# connection** around each of the two sublayers, and a **LayerNorm** after each sum. In the
+# paper's order (**post-norm**):
+#
+# $$h = \operatorname{LN}_1\big(x + \operatorname{MultiHead}(x)\big), \qquad
+#   y = \operatorname{LN}_2\big(h + \operatorname{FFN}(h)\big).$$ (eq-post-norm)
+#
+# ### LayerNorm
+#
+# LayerNorm standardises each vector over its own $d$ features, then rescales each feature
+# with learned $\gamma$ and $\beta$:
+#
+# $$\mu = \frac{1}{d}\sum_{i=1}^{d} x_i, \qquad
+#   \sigma^2 = \frac{1}{d}\sum_{i=1}^{d} (x_i - \mu)^2, \qquad
+#   \operatorname{LN}(x) = \gamma \odot \frac{x - \mu}{\sqrt{\sigma^2 + \varepsilon}} + \beta.$$ (eq-layernorm)
+#
+# The slides divide by $\sigma$ itself; libraries add a small $\varepsilon$ ($10^{-5}$ in
+# PyTorch) so that a constant vector, with $\sigma = 0$, does not divide by zero. The variance
+# is the biased one (divide by $d$, not $d - 1$). Unlike batch normalisation, nothing is
+# averaged over the batch: each token is normalised on its own, so a padded batch and each
+# sentence alone give the same numbers, and training and inference compute the same thing.
+
+
+# %%
+def layer_norm(x, gamma, beta, eps=1e-5):
+    """LayerNorm over the last axis of x (..., d), by the equation above."""
+    mu = x.mean(-1, keepdim=True)  # (..., 1)
+    var = ((x - mu) ** 2).mean(-1, keepdim=True)  # biased, as in the equation
+    return gamma * (x - mu) / torch.sqrt(var + eps) + beta
+
+
+x = torch.tensor([[1.0, 2.0, 3.0, 4.0], [2.0, 2.0, 2.0, 2.0]])
+print("x =", x.tolist())
+mu, var = x.mean(-1), x.var(-1, unbiased=False)
+print(f"mu = {mu.tolist()}, sigma^2 = {var.tolist()}")
+print("LN(x) with gamma = 1, beta = 0:", layer_norm(x, torch.ones(4), torch.zeros(4)))
+
+library = nn.LayerNorm(8)
+with torch.no_grad():  # random gamma and beta, so that they are checked too
+    library.weight.normal_()
+    library.bias.normal_()
+batch = torch.randn(3, 5, 8) * 4 + 2
+difference = (layer_norm(batch, library.weight, library.bias) - library(batch)).abs().max()
+print(f"by hand against nn.LayerNorm, on a (3, 5, 8) batch: max |difference| = {difference:.1e}")
+
+# %% [markdown]
+# The first row has mean 2.5 and variance 1.25, and comes out as about $(-1.34, -0.45, 0.45,
+# 1.34)$: mean 0, variance 1 (just under, because of $\varepsilon$). The constant second row
+# comes out as zeros, where dividing by $\sigma = 0$ would have given NaN.
+#
+# ### The position-wise feed-forward network
+#
+# The slides write it $y = W_2\,\sigma(W_1 x)$; the paper uses a ReLU and biases, and a hidden
+# layer four times wider than the model ($d_{ff} = 2048$ for $d_{\text{model}} = 512$):
+#
+# $$\operatorname{FFN}(x) = W_2 \max(0,\, W_1 x + b_1) + b_2.$$ (eq-ffn)
+#
+# It sees one position at a time: attention is the only place where positions exchange
+# information. Below, the block of `course.models.transformer` is run on a batch and compared
+# with {eq}`eq-post-norm` written out from its own parts; then one position is run alone
+# through the feed-forward network.
+
+# %%
+torch.manual_seed(0)
+block = EncoderLayer(d_model=16, num_heads=4, d_ff=64, dropout=0.0)
+x = torch.randn(2, 6, 16)  # (B, n, d_model)
+h = block.norm1(x + block.self_attn(x)[0])
+by_equation = block.norm2(h + block.ffn(h))
+print(
+    f"encoder block against its equation: max |difference| = {(block(x) - by_equation).abs().max():.1e}"
+)
+alone = block.ffn(h[:, 2:3])  # position 2 alone
+print(
+    f"FFN at position 2, alone against in the batch: {(alone[:, 0] - block.ffn(h)[:, 2]).abs().max():.1e}"
+)
+
+# %% [markdown]
+# **Pre-norm.** Later models (GPT-2 among them) move the LayerNorm inside the residual branch,
+# before each sublayer, and add one LayerNorm after the last layer:
+#
+# $$h = x + \operatorname{MultiHead}\big(\operatorname{LN}_1(x)\big), \qquad
+#   y = h + \operatorname{FFN}\big(\operatorname{LN}_2(h)\big).$$ (eq-pre-norm)
+#
+# The residual path from the input to the output then passes through no LayerNorm at all.
+# `EncoderLayer(..., norm_first=True)` is this variant. Section 2 measures what the
+# difference does.
+
+# %%
+block.norm_first = True
+h = x + block.self_attn(block.norm1(x))[0]
+by_equation = h + block.ffn(block.norm2(h))
+print(
+    f"pre-norm block against its equation: max |difference| = {(block(x) - by_equation).abs().max():.1e}"
+)
+
+# %% [markdown]
+# ## 2. Why residuals help
+#
+# A residual connection computes $y = x + F(x)$ instead of $y = F(x)$. The slides' argument:
+# if the sublayer is linear, $y = A x(\theta) + x(\theta)$, the chain rule gives
+#
+# $$\frac{\partial y}{\partial \theta} = (A + I)\,\frac{\partial x}{\partial \theta},$$ (eq-residual-jacobian)
+#
+# and in general the Jacobian of a residual layer is $I + \partial F / \partial x$. A gradient
+# passing down through $L$ layers is multiplied by $L$ such Jacobians. When each $A$ is small,
+# a product of $A$'s shrinks towards zero, while a product of $(A + I)$'s does not: the
+# identity term passes the gradient through unchanged. Adding $I$ also improves the **conditioning** (the ratio of the largest to the
+# smallest singular value) of a matrix whose singular values are small or spread out. Both,
+# for a random $64 \times 64$ matrix with entries of standard deviation $0.3/\sqrt{64}$:
+
+# %%
+generator = torch.Generator().manual_seed(0)
+A = torch.randn(64, 64, generator=generator) * 0.3 / math.sqrt(64)
+identity = torch.eye(64)
+for name, M in (("A", A), ("A + I", A + identity)):
+    s = torch.linalg.svdvals(M)
+    product = torch.linalg.matrix_power(M, 24)
+    print(
+        f"{name:6s} singular values from {s.min():.3f} to {s.max():.3f}, condition number "
+        f"{s.max() / s.min():8.1f}; the product of 24 copies has norm {torch.linalg.matrix_norm(product, 2):.2e}"
+    )
+
+# %% [markdown]
+# The product of 24 $A$'s has all but vanished; the product of 24 $(A + I)$'s has not, and
+# here it has even grown by three orders of magnitude, because $A$ adds a little to every
+# direction. Residuals remove the vanishing; keeping the growth in check is left to the
+# LayerNorms and to how small each sublayer starts.
+#
+# The same in a real stack: `gradient_norms_by_depth` builds 24 feed-forward sublayers at
+# PyTorch's default initialisation and measures $\lVert \partial L / \partial x_l \rVert$ at
+# the input of every layer $l$, for each combination of residual (on or off) and LayerNorm
+# (post, pre or none).
+
+# %%
+DEPTH = 24
+print(f"{'stack':32s} {'at the top':>11s} {'halfway':>9s} {'at the bottom':>14s}")
+for residual in (True, False):
+    for norm in ("post", "pre", "none"):
+        norms = gradient_norms_by_depth(DEPTH, residual=residual, norm=norm)
+        name = (
+            f"{'residual' if residual else 'no residual'}, {norm}-norm"
+            if norm != "none"
+            else (f"{'residual' if residual else 'no residual'}, no LayerNorm")
+        )
+        print(f"{name:32s} {norms[-1]:11.3g} {norms[DEPTH // 2]:9.3g} {norms[0]:14.3g}")
+
+# %%
+plot_depth_gradients(DEPTH, residual=True, norm="none")
+plt.show()
+
+# %% [markdown]
+# Without residuals and without normalisation, the gradient reaching the bottom layer is less
+# than $10^{-15}$ times the one at the top: the bottom layers would not learn at all. With
+# residuals it stays within a factor of two of the top's, whatever the LayerNorm does.
+# LayerNorm alone also keeps the size of the gradient in check at initialisation, but it does
+# not give the direct path that residuals give. The explorer redraws the figure for other
+# depths and placements.
+
+# %%
+interact_depth_gradients()
+
+# %% [markdown]
+# ### Post-norm against pre-norm, with and without warm-up
+#
+# The paper trains with Adam and a learning rate that rises linearly for `warmup` steps and
+# then decays like $1/\sqrt{\text{step}}$:
+#
+# $$\text{lr}(s) = d_{\text{model}}^{-1/2} \cdot \min\big(s^{-1/2},\; s \cdot \text{warmup}^{-3/2}\big).$$ (eq-warmup)
+#
+# Post-norm Transformers are known to need this warm-up: without it, the large early updates
+# of the top layers can stall or wreck training, while pre-norm ones train without it
+# {cite:p}`xiong2020layer`. We test that on a deeper model than the rest of the lecture
+# uses, 6 encoder and 6 decoder layers of width 32, trained on the date task for the same
+# number of steps four ways: post-norm or pre-norm, with the schedule {eq}`eq-warmup`, or with
+# the same schedule starting at its peak (no warm-up). Everything else is equal: seed, batches,
+# gradient clipping at norm 1.
+
+# %%
+task = DateTask()
+test_pairs = task.sample(1000, "test", seed=0)
+form_pairs = task.sample(500, "forms", seed=0)
+source_size, target_size = len(task.source_vocab), len(task.target_vocab)
+
+DEEP_LAYERS, DEEP_WIDTH, DEEP_STEPS, DEEP_WARMUP, DEEP_BATCH = 6, 32, 150, 50, 32
+deep_histories, deep_models = {}, {}
+for norm_first in (False, True):
+    for warm_up in (False, True):
+        name = f"{'pre' if norm_first else 'post'}-norm, {'warm-up' if warm_up else 'no warm-up'}"
+        torch.manual_seed(0)
+        deep_models[name] = Seq2SeqTransformer(
+            source_size, target_size, d_model=DEEP_WIDTH, num_heads=4, num_layers=DEEP_LAYERS,
+            d_ff=2 * DEEP_WIDTH, norm_first=norm_first,
+        )  # fmt: skip
+        deep_histories[name] = fit(
+            deep_models[name],
+            lambda m, batch: m.loss(batch),
+            task.batches(DEEP_BATCH, seed=0),
+            steps=DEEP_STEPS,
+            lr=1.0,  # the schedule gives the whole learning rate
+            lr_schedule=transformer_schedule(DEEP_WIDTH, DEEP_WARMUP, warm_up=warm_up),
+            desc=name,
+        )
+
+# %%
+deep_test = test_pairs[:200]
+print(f"{'model':26s} {'final loss':>10s} {'largest gradient norm':>22s} {'exact match':>12s}")
+deep_correct = {}
+for name, model in deep_models.items():
+    history = deep_histories[name]
+    deep_correct[name] = np.mean(exact_match(task, deep_test, translate(model, task, deep_test)))
+    print(
+        f"{name:26s} {np.mean(history.losses[-10:]):10.3f} {max(history.grad_norms):22.1f} "
+        f"{deep_correct[name]:12.3f}"
+    )
+fig = plot_training_histories(deep_histories, smooth=5)
+fig.suptitle(
+    f"{DEEP_LAYERS}+{DEEP_LAYERS} layers: training loss and gradient norm", fontsize=10, y=1.03
+)
+plt.show()
+
+# %% [markdown]
+# The final loss is the mean of the last 10 steps' batches, and exact match is measured on
+# 200 held-out dates. A loss near 2.3 means the model predicts little more than how common
+# each character is, ignoring the source: that is a stall. In this run:
+#
+# * **post-norm without warm-up stalls**: its loss stays at that level for all 150 steps,
+#   while its gradient norm shrinks (it has settled, not diverged);
+# * **post-norm with warm-up** learns, slowly;
+# * **pre-norm learns in both cases**, and with warm-up it learns fastest, the only one of the
+#   four that translates most dates exactly after 150 steps.
+#
+# So, on this task and at this depth, warm-up is what lets post-norm train at all, and
+# pre-norm does not depend on it, as {cite:t}`xiong2020layer` report at scale; warm-up still
+# helps it. (The numbers belong to this budget: with hundreds more steps all four would
+# improve, and a stall can end late.) The rest of the lecture uses pre-norm.
+
+# %% [markdown]
+# ## 3. The decoder block
+#
+# The decoder writes the output one token at a time, like Lecture 4's. Its block has three
+# sublayers, each with a residual and a LayerNorm:
+#
+# 1. **masked self-attention** over the output so far: queries, keys and values all come
+#    from the previous decoder layer, and position $i$ may look only at positions $j \le i$,
+#    so that training on a whole target at once cannot peek at the tokens it must predict;
+# 2. **cross-attention**: queries from the decoder, keys and values from the encoder's final
+#    output $M$ (the "memory"), so every output position can read every source position,
+#
+#    $$\operatorname{CrossAttention}(Y, M) = \operatorname{softmax}\!\Big(\frac{(Y W^Q)(M W^K)^\top}{\sqrt{d_k}} + M_{\text{src}}\Big)\, M W^V;$$ (eq-cross)
+#
+# 3. the same position-wise feed-forward network as the encoder.
+#
+# In a padded batch, the self-attention mask combines two conditions: key $j$ comes no later
+# than query $i$ (**causal**), and key $j$ is a real token, not padding (**padding**). Both are
+# boolean masks, True where attention is allowed, so the combined mask is their AND, of shape
+# $(B, 1, T, T)$, broadcast over the heads. Cross-attention needs only the source's padding
+# mask. Below, two targets of lengths 5 and 3, padded to 5:
+
+# %%
+plot_decoder_masks((5, 3))
+plt.show()
+lengths = torch.tensor([5, 3])
+combined = causal_mask(5) & key_mask(lengths, 5)  # (B, 1, T, T)
+print("combined mask of target 2 (1 = may attend):")
+print(combined[1, 0].int())
+
+# %% [markdown]
+# Each row must keep at least one allowed key, or its softmax would divide by zero: the
+# causal mask always leaves position $i$ itself, and position 1 is always real. Rows of
+# padded queries (rows 4 and 5 of target 2) still see the real keys; their outputs are
+# computed and then ignored by the loss.
+#
+# Two checks that the masks do their job, on a small random `Transformer`: changing a later
+# target token must not change any earlier output, and changing a padded source token must not
+# change any output.
+
+# %%
+torch.manual_seed(0)
+small = Transformer(16, 4, 2, 2, 32, dropout=0.0).eval().requires_grad_(False)
+src, tgt = torch.randn(2, 7, 16), torch.randn(2, 5, 16)
+src_mask = key_mask(torch.tensor([7, 4]), 7)
+tgt_mask = causal_mask(5) & key_mask(torch.tensor([5, 3]), 5)
+out = small(src, tgt, src_mask, tgt_mask)
+later = tgt.clone()
+later[:, 3] += 1.0  # change target position 3 (0-based)
+changed = (small(src, later, src_mask, tgt_mask) - out).abs().amax(-1)
+print("largest change per output position after changing position 3:", changed[0])
+padded = src.clone()
+padded[1, 4:] = 100.0  # the padding of source 2
+print(
+    f"change after rewriting source 2's padding: {(small(padded, tgt, src_mask, tgt_mask) - out).abs().max():.1e}"
+)
+
+# %% [markdown]
+# ## 4. The encoder–decoder
+#
+# `course.models.transformer.Transformer` stacks $N$ encoder blocks and $N$ decoder blocks;
+# every decoder block's cross-attention reads the top encoder block's output. Like
+# `torch.nn.Transformer`, each stack ends with one more LayerNorm.
+#
+# ### Equal to `torch.nn.Transformer`
+#
+# `copy_to_torch` writes every one of our weights into an `nn.Transformer` with the same sizes.
+# Three details matter: PyTorch keeps $W^Q, W^K, W^V$ stacked in one `in_proj_weight`;
+# `nn.Transformer` is post-norm unless `norm_first=True`, with the extra final LayerNorms; and
+# its tensors are (length, batch, features) unless `batch_first=True`. Its masks mean the
+# opposite of ours (True = *not* allowed). We compare in train mode with dropout 0 (in eval
+# mode PyTorch may take a fused fast path), in float64, with padding on both sides and the
+# causal mask, for both norm placements.
+
+# %%
+torch.manual_seed(0)
+src, tgt = torch.randn(3, 9, 32, dtype=torch.float64), torch.randn(3, 7, 32, dtype=torch.float64)
+src_keys, tgt_keys = key_mask(torch.tensor([9, 4, 6]), 9), key_mask(torch.tensor([7, 3, 5]), 7)
+for norm_first in (False, True):
+    ours = Transformer(32, 4, 3, 3, 64, dropout=0.0, norm_first=norm_first).double().train()
+    with warnings.catch_warnings():  # a note that pre-norm skips a fast path we do not use
+        warnings.filterwarnings("ignore", message="enable_nested_tensor is True")
+        theirs = (
+            nn.Transformer(32, 4, 3, 3, 64, dropout=0.0, batch_first=True, norm_first=norm_first)
+            .double()
+            .train()
+        )
+    copy_to_torch(ours, theirs)
+    mine = ours(src, tgt, src_keys, causal_mask(7) & tgt_keys)
+    library = theirs(
+        src, tgt, tgt_mask=~causal_mask(7), src_key_padding_mask=~src_keys[:, 0, 0],
+        memory_key_padding_mask=~src_keys[:, 0, 0], tgt_key_padding_mask=~tgt_keys[:, 0, 0],
+    )  # fmt: skip
+    print(
+        f"{'pre' if norm_first else 'post'}-norm, 3+3 layers: max |ours - nn.Transformer| = "
+        f"{(mine - library).abs().max():.1e}"
+    )
+
+# %% [markdown]
+# ### Embeddings and the output layer
+#
+# To translate, `Seq2SeqTransformer` adds what Lecture 5 put around attention: a token
+# embedding table for each side, multiplied by $\sqrt{d_{\text{model}}}$ as in the paper,
+# plus the sinusoidal positions, and a linear output layer with a softmax over the target
+# characters. The $\sqrt{d_{\text{model}}}$ only makes sense with the paper's initialisation:
+# embedding entries of size about $1/\sqrt{d_{\text{model}}}$ (the paper shares them with the
+# output layer). Then a scaled embedding has length about $\sqrt{d_{\text{model}}}$, like a
+# position's. With PyTorch's default $\mathcal{N}(0, 1)$ entries, the scaled embedding would
+# be $\sqrt{d_{\text{model}}}$ times longer than the positions, which the model then
+# struggles to read; `Seq2SeqTransformer` initialises its tables the paper's way.
+
+# %%
+probe = Seq2SeqTransformer(source_size, target_size)
+words = probe.src_embed.weight[1:] * math.sqrt(probe.d_model)
+print(f"scaled word vectors: mean length {words.norm(dim=-1).mean():.2f}")
+print(f"position vectors:    mean length {probe.positions[:10].norm(dim=-1).mean():.2f}")
+print(f"(sqrt(d_model) = {math.sqrt(probe.d_model):.2f})")
+
+# %% [markdown]
+# ### Trained on the dates, against Lecture 4's recurrent model
+#
+# Lecture 4's best model on this task was the GRU encoder–decoder with additive attention,
+# trained for 100 steps at learning rate $10^{-2}$. We train it again here with the same
+# recipe, and a Transformer with 2 encoder and 2 decoder layers of width 64, 4 heads and
+# $d_{ff} = 128$, pre-norm, for 300 steps of Adam with a short linear warm-up and a linear
+# decay of the learning rate (peak $3 \cdot 10^{-3}$). Both see batches of 64 dates and are
+# scored by exact match of greedy decoding on the same held-out dates, in seen and unseen
+# forms.
+
+# %%
+RNN_STEPS, RNN_LR = 100, 1e-2
+TF_STEPS, TF_WARMUP, TF_LR = 300, 50, 3e-3
+torch.manual_seed(0)
+rnn = Seq2Seq(source_size, target_size, hidden=64, attention="additive")
+rnn_history = fit(
+    rnn, lambda m, b: m.loss(b), task.batches(64, seed=0), steps=RNN_STEPS, lr=RNN_LR,
+    desc="GRU with additive attention",
+)  # fmt: skip
+torch.manual_seed(0)
+transformer = Seq2SeqTransformer(
+    source_size, target_size, d_model=64, num_heads=4, num_layers=2, d_ff=128, norm_first=True
+)
+tf_history = fit(
+    transformer, lambda m, b: m.loss(b), task.batches(64, seed=0), steps=TF_STEPS, lr=TF_LR,
+    lr_schedule=linear_warmup_decay(TF_WARMUP, TF_STEPS), desc="Transformer",
+)  # fmt: skip
+
+# %%
+mean_source = np.mean([len(words) for words, _ in test_pairs])
+target_len = len(test_pairs[0][1]) + 1  # the ten ISO characters and </s>
+results = {}
+for name, model, history in (
+    ("GRU + additive attention", rnn, rnn_history),
+    ("Transformer (2+2 layers)", transformer, tf_history),
+):
+    start = time.perf_counter()
+    outputs = translate(model, task, test_pairs)
+    decode_seconds = time.perf_counter() - start
+    results[name] = {
+        "test": np.mean(exact_match(task, test_pairs, outputs)),
+        "forms": np.mean(exact_match(task, form_pairs, translate(model, task, form_pairs))),
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "seconds": history.seconds,
+        "steps/s": history.steps / history.seconds,
+        "decode": decode_seconds,
+    }
+print(
+    f"{'model':26s} {'parameters':>10s} {'held-out':>9s} {'unseen forms':>13s} {'steps':>6s} "
+    f"{'train time':>11s} {'steps/s':>8s} {'decode 1000':>12s}"
+)
+for (name, r), history in zip(results.items(), (rnn_history, tf_history), strict=True):
+    print(
+        f"{name:26s} {r['parameters']:10,d} {r['test']:9.3f} {r['forms']:13.3f} "
+        f"{history.steps:6d} {r['seconds']:10.1f}s {r['steps/s']:8.1f} {r['decode']:11.2f}s"
+    )
+print(
+    f"\nsequential operations per layer, training on a source of {mean_source:.1f} words "
+    f"(mean) and a target of {target_len} characters:\n"
+    f"  GRU: {mean_source:.1f} encoder steps + {target_len} decoder steps, one after another\n"
+    f"  Transformer: 1 (every position of a layer at once); generating still takes "
+    f"{target_len} decoder steps"
+)
+n, width = round(mean_source), 64
+print(
+    f"operations per layer (the slides' complexity table) at n = {n}, d = {width}: "
+    f"self-attention n^2 d = {n * n * width:,}, recurrent n d^2 = {n * width * width:,}"
+)
+
+# %%
+record(
+    "06_transformer",
+    "dates, Transformer 2+2 layers, held-out dates, exact match",
+    results["Transformer (2+2 layers)"]["test"],
+    baseline=results["GRU + additive attention"]["test"],
+    baseline_name="Lecture 4's GRU with additive attention",
+    higher_is_better=True,
+)
+record(
+    "06_transformer",
+    "dates, Transformer 2+2 layers, unseen forms, exact match",
+    results["Transformer (2+2 layers)"]["forms"],
+    baseline=results["GRU + additive attention"]["forms"],
+    baseline_name="Lecture 4's GRU with additive attention",
+    higher_is_better=True,
+)
+fig = plot_training_histories(
+    {"GRU + additive attention": rnn_history, "Transformer": tf_history}, smooth=10
+)
+fig.suptitle("dates: training loss and gradient norm", fontsize=10, y=1.03)
+plt.show()
+
+# %% [markdown]
+# The recurrent model needs fewer steps here: attention over a GRU's states is a strong prior
+# for a task whose output follows the input piece by piece. The Transformer needs three times
+# as many steps to reach at least the same exact match, and does better on the unseen forms.
+# Per step, the two cost about the same on this CPU (the steps-per-second column). What
+# differs is how that cost is spent: the GRU's step is a loop over about 19 positions, one
+# after another, while the Transformer's layers each take one pass over all positions. On
+# hardware that runs many positions in parallel, the Transformer's time per step barely grows
+# with the length, and the GRU's grows linearly; Lecture 5 measured how each cost grows on this
+# CPU. In operations, the slides' complexity table puts self-attention at $O(n^2 d)$ per layer
+# and a recurrent layer at $O(n d^2)$: at these sizes ($n \approx 8 < d = 64$) attention is
+# the cheaper of the two, and the two are equal at $n = d$. Decoding is another matter: generating is sequential for both, and our Transformer
+# re-reads the whole prefix at every step, hence its slower decoding column.
+#
+# ### Greedy and beam search, reused
+#
+# `Seq2SeqTransformer` has the same `start` and `decode_step` as Lecture 4's model, so
+# Lecture 4's `greedy_search` and `beam_search` decode it unchanged. Its `decode_step` runs the
+# decoder on the whole prefix again at every step (Lecture 8 adds a cache that avoids this).
+# We compare them with $\alpha = 0$, so that beam search looks for the most probable output,
+# and print each output's log-probability under the model.
+#
+# Writing this lecture found a flaw in an earlier version of `beam_search`. It stopped as soon
+# as `beam_size` hypotheses had finished, a common rule. This model is nearly sure of each
+# date, so the other beams hold unlikely prefixes, and those often end at once: they filled
+# the quota before the right date finished, and beam search did worse than greedy search. It
+# now stops only when no live hypothesis can still beat the best finished one.
+
+# %%
+subset = test_pairs[:300]
+greedy = translate(transformer, task, subset, alpha=0.0)
+beam = translate(transformer, task, subset, beam_size=4, alpha=0.0)
+for name, outputs in (("greedy", greedy), ("beam of 4", beam)):
+    print(
+        f"{name:10s} exact match {np.mean(exact_match(task, subset, outputs)):.3f}, "
+        f"mean log p(output) {np.mean([h.log_prob for h in outputs]):.4f}"
+    )
+for (words, iso), g, b in list(zip(subset, greedy, beam, strict=True))[:3]:
+    print(
+        f"{' '.join(words):55s} greedy {task.decode_target(g.tokens)}, "
+        f"beam {task.decode_target(b.tokens)} (reference {iso})"
+    )
+
+# %% [markdown]
+# ## 5. Which part has the most parameters?
+#
+# With width $d$ ($= d_{\text{model}}$), feed-forward width $d_{ff}$ and a vocabulary of
+# $|\mathcal{V}|$ tokens, counting weights and biases:
+#
+# $$\underbrace{4d^2 + 4d}_{\text{attention}}, \qquad
+#   \underbrace{2\,d\,d_{ff} + d_{ff} + d}_{\text{feed-forward}}, \qquad
+#   \underbrace{2d}_{\text{LayerNorm}}, \qquad
+#   \underbrace{|\mathcal{V}|\, d}_{\text{an embedding table}}.$$ (eq-parameter-counts)
+#
+# An encoder layer has one attention, one feed-forward network and two LayerNorms; a decoder
+# layer has two attentions (self and cross), one feed-forward network and three LayerNorms.
+# `course.analysis.parameters` adds them up; first, checked against our trained model:
+
+# %%
+d, d_ff, layers = 64, 128, 2
+body = count_transformer(d, d_ff, layers, layers)
+print(
+    f"formula, Transformer body: {body.total:,}; the model's tensors: {sum(p.numel() for p in transformer.transformer.parameters()):,}"
+)
+embeddings = (source_size + target_size) * d
+output = target_size * d + target_size
+print(f"formula with the two embedding tables and the output layer: {body.total + embeddings + output:,}; "
+      f"the model: {sum(p.numel() for p in transformer.parameters()):,}")  # fmt: skip
+print(
+    f"one attention at d = {d}: {attention_parameters(d):,}; one FFN: {feed_forward_parameters(d, d_ff):,}"
+)
+
+# %% [markdown]
+# The paper's **base** model has 6 + 6 layers, $d_{\text{model}} = 512$, 8 heads,
+# $d_{ff} = 2048$, and one shared table of about 37,000 byte-pair tokens for the source, the
+# target and the output layer. Its count, part by part, against the paper's "65M", and the
+# body checked against an `nn.Transformer` of the same sizes built on PyTorch's `meta` device
+# (shapes only, no memory for the weights):
+
+# %%
+base = count_transformer(512, 2048, 6, 6, vocab_size=37_000, embedding_tables=1)
+parts = {
+    "embeddings (one shared table)": base.embeddings,
+    "encoder self-attention": base.encoder_attention,
+    "decoder self- and cross-attention": base.decoder_attention,
+    "feed-forward networks": base.feed_forward,
+    "LayerNorms": base.layer_norms,
+}
+for name, count in parts.items():
+    print(f"{name:36s} {count:12,d}  {count / base.total:6.1%}")
+print(f"{'total':36s} {base.total:12,d}  (the paper: 65M)")
+with torch.device("meta"):
+    meta = nn.Transformer(512, 8, 6, 6, 2048, batch_first=True)
+print(f"nn.Transformer(512, 8, 6, 6, 2048) on the meta device: {sum(p.numel() for p in meta.parameters()):,}; "
+      f"the formula's body: {base.without_embeddings:,}")  # fmt: skip
+
+# %% [markdown]
+# The feed-forward networks hold the most parameters, 40% of the model: each has $2 d\,d_{ff} =
+# 8d^2$ weights against attention's $4d^2$. With one shared table, the embeddings are next;
+# without sharing, three tables of $37{,}000 \times 512$ would hold 57M by themselves. Our
+# 63.1M is within 3% of the paper's rounded 65M: the paper states neither its exact
+# vocabulary size nor whether it counts the final LayerNorms, so a difference of that size is
+# expected.
+#
+# **The slides' configuration table.** One slide compares the Transformer with BERT-base and
+# BERT-large in three rows: "Encoders" 6 / 12 / 24, "Units in FFN" 512 / 768 / 1024, and
+# "Attention Heads" 8 / 12 / 16. Checked against the two papers
+# {cite:p}`vaswani2017attention,devlin2019bert`, the middle row is the model width
+# $d_{\text{model}}$ (BERT's "hidden size" $H$), not the feed-forward width, which is four
+# times larger in all three. The table, with that row named for what it is and the rows it
+# leaves out, computed from the configurations:
+
+# %%
+configs = {
+    "Transformer base": (6, 512, 8),
+    "BERT-base": (12, 768, 12),
+    "BERT-large": (24, 1024, 16),
+}
+print(
+    f"{'':18s} {'encoder layers':>15s} {'d_model':>8s} {'FFN width':>10s} {'heads':>6s} {'d_k':>5s}"
+)
+for name, (n_layers, width, heads) in configs.items():
+    print(f"{name:18s} {n_layers:15d} {width:8d} {4 * width:10d} {heads:6d} {width // heads:5d}")
+
+# %% [markdown]
+# Every configuration keeps $d_k = d_{\text{model}} / h = 64$ and $d_{ff} = 4 d_{\text{model}}$.
+# The Transformer's 6 encoder layers come with 6 decoder layers; BERT has no decoder (Lecture 7).
+#
+# ## 6. Looking inside
+#
+# `attention_maps` reads every attention weight of the trained Transformer for a batch, with
+# forward hooks. The explorer shows one head at a time: the encoder's self-attention over the
+# source words, the decoder's masked self-attention over the output characters, and the
+# cross-attention from output characters to source words, where a date's reordering shows.
+# Each row is a decoder position, labelled by the character it reads (`<s>` first); it
+# predicts the next character. In the cross-attention of the second layer, the rows that
+# write the year look at the year's words near the end of the source, and the rows that write
+# the month and the day look back at the month and the day near the start.
+
+# %%
+examples = []
+for words, iso in test_pairs[:4]:
+    src, src_len, tgt = task.batch([(words, iso)])
+    maps = attention_maps(transformer, src, src_len, tgt[:, :-1])
+    target_tokens = ["<s>", *iso]
+    examples.append(
+        HeadMaps(words, target_tokens, {part: [m[0].numpy() for m in maps[part]] for part in maps})
+    )
+plot_head(examples[0], "cross", layer=1, head=0)
+plt.show()
+
+# %%
+interact_heads(examples)
+
+# %%
+print(f"lecture ran in {time.perf_counter() - LECTURE_START:.0f} s")
+
+# %% [markdown]
+# ## Summary
+#
+# * An encoder block is self-attention and a position-wise feed-forward network, each with a
+#   residual connection and a LayerNorm; ours matches its equations, and LayerNorm by hand
+#   matches `nn.LayerNorm`.
+# * A residual layer's Jacobian is $I + \partial F/\partial x$: through 24 layers the gradient
+#   keeps its size with residuals and vanishes without them (and without normalisation).
+# * Post-norm and pre-norm differ in where the LayerNorm sits; the deep-stack experiment shows
+#   how each trains with and without warm-up.
+# * The decoder adds masked self-attention and cross-attention; padding and causal masks
+#   combine with AND.
+# * Our encoder–decoder equals `nn.Transformer` to float64 rounding, trains to at least the
+#   exact match of Lecture 4's GRU with attention on the dates, and decodes with Lecture 4's
+#   greedy and beam search.
+# * The feed-forward networks hold most of the parameters; the base model counts 63.1M.
+#
+# **Next:** Assignment 6 (`a6_transformer`) has you write LayerNorm, an encoder block in both
+# norm orders, the decoder's combined mask and the parameter count, in NumPy.
