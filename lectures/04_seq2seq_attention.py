@@ -219,7 +219,8 @@ print(
 
 # %% [markdown]
 # Read the two panels together. Teacher-forced accuracy is what the training loss sees; the
-# free-running curve is what a user gets, and it falls further behind at every position. A
+# free-running curve is what a user gets, and the gap between the two is the cost of running
+# free. A
 # position that follows an error is wrong far more often than one that follows a clean
 # prefix: the model never saw its own mistakes during training, so once it makes one, it is
 # in a situation it was not trained for. This is **exposure bias**. Scheduled sampling
@@ -439,8 +440,7 @@ record(
 # %% [markdown]
 # The model without attention is right on short numbers and falls off as the source grows,
 # which is the bottleneck; the model with attention reads each part of the number where it
-# is, and falls off much less. (With longer training both improve; the gap on long sources is
-# what remains.)
+# is, and falls off much less.
 #
 # ## 6. One model per scoring function
 #

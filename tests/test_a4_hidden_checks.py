@@ -314,7 +314,7 @@ def test_the_search_cases_are_what_their_labels_say():
         ),
         (
             {"silent_kind": True},
-            r"attention_scores with kind \"cosine\" .* the message should name 'cosine'",
+            r"attention_scores with kind \"cosine\" .*, which does not name 'cosine'",
         ),
         (
             {"validate": False},

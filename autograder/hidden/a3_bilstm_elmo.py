@@ -96,19 +96,7 @@ shortcut_targets, no_shortcuts, _call_by_hand = TRAPS.methods()
 # --------------------------------------------------------------------------------------------
 
 
-def _expect_value_error(function: Callable[..., Any], duty: str, call: str, *args: Any) -> None:
-    """``function(*args)`` must raise ValueError; ``call`` describes the bad input."""
-    try:
-        _call_by_hand(function, duty, *args)
-    except ValueError:
-        return
-    except ShortcutUsed:
-        raise
-    except Exception as error:
-        raise AssertionError(
-            f"{call} should raise ValueError, but raised {type(error).__name__}: {error}"
-        ) from error
-    raise AssertionError(f"{call} should raise ValueError, but it returned a value")
+_expect_value_error = shortcuts.value_error_checker(_call_by_hand)
 
 
 def _expect_floats(name: str, value: Any, count: int) -> list[float]:

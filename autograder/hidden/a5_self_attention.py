@@ -25,7 +25,6 @@ replaced by traps that raise :class:`ShortcutUsed`.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -116,30 +115,7 @@ shortcut_targets, no_shortcuts, _call_by_hand = TRAPS.methods()
 # --------------------------------------------------------------------------------------------
 
 
-def _expect_value_error(
-    function: Callable[..., Any],
-    duty: str,
-    call: str,
-    *args: Any,
-    says: tuple[str, str] | None = None,
-) -> None:
-    """``function(*args)`` must raise ValueError; with ``says = (pattern, what)``, its message
-    must match the regular expression ``pattern`` (case-insensitive), which checks ``what``."""
-    try:
-        _call_by_hand(function, duty, *args)
-    except ValueError as error:
-        if says is not None and not re.search(says[0], str(error), flags=re.IGNORECASE):
-            raise AssertionError(
-                f"{call} raised ValueError({str(error)!r}), which does not {says[1]}"
-            ) from None
-        return
-    except ShortcutUsed:
-        raise
-    except Exception as error:
-        raise AssertionError(
-            f"{call} should raise ValueError, but raised {type(error).__name__}: {error}"
-        ) from error
-    raise AssertionError(f"{call} should raise ValueError, but it returned a value")
+_expect_value_error = shortcuts.value_error_checker(_call_by_hand)
 
 
 def _names_row(row: int) -> tuple[str, str]:

@@ -13,7 +13,8 @@ except ``course.checks`` is added to every list. While a student's function runs
 TA grading command sets the same traps in the student's kernel, through ``shortcut_targets()``.
 
 :func:`snapshot` and :func:`expect_unchanged` catch a function that writes into its inputs;
-:func:`case` names the hidden case in a failure message.
+:func:`case` names the hidden case in a failure message; :func:`expect_value_error` checks that
+bad input is refused with a ValueError (and, optionally, a message that says what is wrong).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import pkgutil
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 from unittest import mock
@@ -180,6 +182,50 @@ class Traps:
     def methods(self) -> tuple[Callable[..., Any], Callable[..., Any], Callable[..., Any]]:
         """(targets, no_shortcuts, call_by_hand), to bind as an assignment module's names."""
         return self.targets, self.no_shortcuts, self.call_by_hand
+
+
+def expect_value_error(
+    run: Callable[[], Any], call: str, *, says: tuple[str, str] | None = None
+) -> None:
+    """``run()`` (a student's function called by hand) must raise ValueError.
+
+    ``call`` describes the bad input for the failure message. With ``says = (pattern, what)``
+    the error's message must match the regular expression ``pattern`` (case-insensitive),
+    which checks ``what`` (e.g. "name row 2"). A trapped shortcut is reported as such.
+    """
+    try:
+        run()
+    except ValueError as error:
+        if says is not None and not re.search(says[0], str(error), flags=re.IGNORECASE):
+            raise AssertionError(
+                f"{call} raised ValueError({str(error)!r}), which does not {says[1]}"
+            ) from None
+        return
+    except ShortcutUsed:
+        raise
+    except Exception as error:
+        raise AssertionError(
+            f"{call} should raise ValueError, but raised {type(error).__name__}: {error}"
+        ) from error
+    raise AssertionError(f"{call} should raise ValueError, but it returned a value")
+
+
+def value_error_checker(
+    call_by_hand: Callable[..., Any],
+) -> Callable[..., None]:
+    """``check(function, duty, call, *args, says=None)``: :func:`expect_value_error` for
+    ``call_by_hand(function, duty, *args)``, bound to an assignment's traps."""
+
+    def check(
+        function: Callable[..., Any],
+        duty: str,
+        call: str,
+        *args: Any,
+        says: tuple[str, str] | None = None,
+    ) -> None:
+        expect_value_error(lambda: call_by_hand(function, duty, *args), call, says=says)
+
+    return check
 
 
 @contextlib.contextmanager
