@@ -182,6 +182,11 @@ def test_the_leak_check_finds_a_planted_solution_line(tmp_path):
     assert {p.name for p, _ in leaks.find_leaks(tmp_path, {secret})} == {"page.html", "copy.ipynb"}
 
 
+def test_a_line_that_is_one_name_or_string_is_not_a_secret():
+    lines = leaks._lines('"self_attention",\n    torch.float64)\nscores = q @ k.T / math.sqrt(d)\n')
+    assert lines == {"scores = q @ k.T / math.sqrt(d)"}
+
+
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_the_leak_check_finds_the_solution_in_the_reference_notebook(assignment):
     reference = BUILD / "solutions" / assignment

@@ -45,8 +45,18 @@ def normalise(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
+# A line that is one name, number or string with punctuation around it ('"attention",',
+# "torch.float64)") says nothing about a solution, and matches unrelated data (a checkpoint's
+# metadata, a word list): it is not a secret, whatever its length.
+_ONE_TOKEN = re.compile(r"""[\s"'(\[{]*[\w.\-/]+[\s"')\]},:;]*""")
+
+
 def _lines(text: str) -> set[str]:
-    return {normalise(line) for line in text.splitlines() if len(normalise(line)) >= MIN_LENGTH}
+    return {
+        normalise(line)
+        for line in text.splitlines()
+        if len(normalise(line)) >= MIN_LENGTH and not _ONE_TOKEN.fullmatch(normalise(line))
+    }
 
 
 def secret_and_public_lines(solutions: Path = REPO / "solutions") -> tuple[set[str], set[str]]:
