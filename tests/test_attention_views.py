@@ -27,8 +27,8 @@ from tools.site_server import serve
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 TOKENS = ["zebra", "quartz", "violin", "oyster", "maple"]
-SOURCE = ["les", "chats", "dorment"]
-TARGET = ["the", "cats", "are", "sleeping"]
+SOURCE = ["chats", "dorment", "</s>"]  # special tokens as a seq2seq model has them
+TARGET = ["<s>", "cats", "are", "sleeping"]
 CDN_HOSTS = (
     "cdnjs.cloudflare.com",
     "cdn.jsdelivr.net",
@@ -134,6 +134,9 @@ def test_bad_tokens_and_options_are_refused():
         head_view(weights, "zebra quartz violin oyster maple")
     with pytest.raises(TypeError, match="tokens: expected a list of strings"):
         head_view(weights, [1, 2, 3, 4, 5])
+    with pytest.raises(ValueError, match="tokens: '</script>' cannot be shown"):
+        head_view(weights, ["<s>", "</script>", "a", "b", "</s>"])
+    assert "</s>" in head_view(weights, ["<s>", "a", "b", "c", "</s>"]).data  # an EOS token is fine
     with pytest.raises(ValueError, match=r"for 4 tokens, got \(1, 3, 5, 5\)"):
         head_view(weights, TOKENS[:4])
     with pytest.raises(ValueError, match="tokens are required"):

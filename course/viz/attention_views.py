@@ -60,6 +60,11 @@ MODULES = {  # require.js module name: (cdnjs path, file)
     "jquery": ("jquery/2.0.0/jquery.min", "jquery-2.1.0.min.js"),
 }
 DECIMALS = 4  # weights are drawn as opacities: 1e-4 is far below what the eye sees
+# shown where the view's scripts do not run (an untrusted notebook in JupyterLab)
+HINT = (
+    "This attention view is drawn by JavaScript, which has not run. In JupyterLab, run this "
+    "cell (or trust the notebook: command palette, Trust Notebook)."
+)
 
 Attention = Sequence[Any]  # one (B, heads, rows, cols) torch tensor or NumPy array per layer
 
@@ -77,10 +82,6 @@ var named = function (name) {
   register.amd = window.define.amd;
   return register;
 };"""
-HINT = (
-    "This attention view is drawn by JavaScript, which has not run. In JupyterLab, run this "
-    "cell (or trust the notebook: command palette, Trust Notebook)."
-)
 _RELEASE_JQUERY = (
     "if (window.jQuery && window.jQuery.noConflict) { window.jQuery.noConflict(true); }"
 )
@@ -151,6 +152,9 @@ def _tokens(tokens: Any, name: str) -> list[str]:
         raise TypeMismatch(f"{name}: expected a list of strings, one per position")
     if not tokens:
         raise ValueError(f"{name}: expected at least one token, got none")
+    unsafe = [t for t in tokens if re.search(r"</script|<!--", t, re.I)]
+    if unsafe:  # bertviz writes the tokens into a <script> element, which they would break
+        raise ValueError(f"{name}: {unsafe[0]!r} cannot be shown ('</script' and '<!--' cannot)")
     return list(tokens)
 
 
