@@ -21,7 +21,8 @@ Each function returns an ``IPython.display.HTML``; as the last expression of a c
 drawn. Every view is self-contained: it requests nothing from any network or server, needs no
 other cell, and works whatever order the cells run in, in JupyterLab and on the website. The
 cost is size: each view carries the three libraries (about 410 KB) plus its weights (about 7
-bytes per number, rounded to 4 decimals), so a notebook with two views grows by about 0.8 MB.
+bytes per number, rounded to 4 decimals); in a notebook, whose JSON escapes the scripts, two
+views of 2 layers x 4 heads x 10 tokens take 0.95 MB.
 
 In JupyterLab a view draws when its cell runs. JupyterLab runs the scripts of an HTML output
 only when it trusts the output: what a cell produces in the current session is trusted, and so
