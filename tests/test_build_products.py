@@ -166,7 +166,7 @@ def test_student_bundle_has_what_a_student_needs_and_nothing_else():
 
 STUDENT_REQUIREMENTS = REPO / "requirements-student.txt"
 INSTRUCTOR_ONLY = {"jupyter-book", "sphinx", "sphinx-mathjax-offline", "sphinxcontrib-bibtex"}
-INSTRUCTOR_ONLY |= {"pytest", "playwright", "ruff", "jupytext", "bertviz", "nbclient"}
+INSTRUCTOR_ONLY |= {"pytest", "playwright", "ruff", "jupytext", "nbclient"}
 
 
 def _requirement_names(path: Path) -> set[str]:

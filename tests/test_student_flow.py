@@ -248,7 +248,7 @@ def _teacher_panels_shown(page) -> list[str]:
 def test_the_bundle_installs_only_what_students_need(installation):
     torch = installed_version(installation, "torch")
     assert torch and torch.startswith("2.13.0"), f"the bundle installed torch {torch}"
-    for needed in ("jupyterlab", "nbgrader", "ipywidgets", "matplotlib", "course"):
+    for needed in ("jupyterlab", "nbgrader", "ipywidgets", "matplotlib", "bertviz", "course"):
         assert installed_version(installation, needed), f"{needed} is not installed"
     for tool in ("jupyter-book", "sphinx", "pytest", "playwright", "ruff", "jupytext"):
         assert installed_version(installation, tool) is None, f"the bundle installed {tool}"
@@ -535,6 +535,107 @@ def test_a_failing_check_shows_its_message_first_and_briefly(context, lab):
     finally:
         lab.shut_down_kernels()
         (lab.root / path).unlink()
+
+
+# -- attention views (bertviz, offline) --------------------------------------------------------
+
+VIEW_TOKENS = ["zebra", "quartz", "violin", "oyster"]
+VIEW_SOURCE = ["les", "chats", "dorment"]
+VIEWS_SETUP = f"""\
+import torch
+from course.viz.attention_views import head_view, model_view
+
+g = torch.Generator().manual_seed(0)
+tokens = {VIEW_TOKENS!r}
+weights = list(torch.randn(2, 1, 3, 4, 4, generator=g).softmax(-1))  # 2 layers of (1, 3, 4, 4)
+source = {VIEW_SOURCE!r}
+cross = list(torch.randn(2, 1, 3, 4, 3, generator=g).softmax(-1))"""
+VIEW_CELLS = [
+    "head_view(weights, tokens)",
+    "model_view(weights, tokens)",
+    "head_view(cross_attention=cross, encoder_tokens=source, decoder_tokens=tokens)",
+]
+VIEWS_DRAWN = """sel => Array.from(document.querySelectorAll(sel + ' [id^=bertviz-]')).map(v => ({
+    texts: Array.from(v.querySelectorAll('svg text')).map(t => t.textContent),
+    thumbnails: v.querySelectorAll('.attn_background').length}))"""
+
+
+def _views_notebook() -> nbformat.NotebookNode:
+    """The setup cell and three view cells; the first view's output made beforehand, as in a
+    notebook executed by the course build and opened as shipped (not trusted)."""
+    from course.viz.attention_views import head_view
+
+    namespace: dict = {}
+    exec(VIEWS_SETUP, namespace)  # the same weights the kernel will make
+    shipped = head_view(namespace["weights"], VIEW_TOKENS)
+    notebook = nbformat.v4.new_notebook()
+    notebook.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    output = nbformat.v4.new_output(
+        "execute_result",
+        data={"text/html": shipped.data, "text/plain": repr(shipped)},
+        execution_count=2,
+    )
+    notebook.cells = [nbformat.v4.new_code_cell(VIEWS_SETUP)]
+    notebook.cells += [nbformat.v4.new_code_cell(source) for source in VIEW_CELLS]
+    notebook.cells[1].outputs, notebook.cells[1].execution_count = [output], 2
+    return notebook
+
+
+def _views_drawn(page, count: int) -> list[dict]:
+    page.wait_for_function(
+        """([sel, n]) => { const views = document.querySelectorAll(sel + ' [id^=bertviz-]');
+            return views.length == n && Array.from(views).every(v => v.querySelector('svg text')); }""",
+        arg=[NOTEBOOK, count],
+        timeout=60_000,
+    )
+    return page.evaluate(VIEWS_DRAWN, NOTEBOOK)
+
+
+def test_attention_views_draw_offline_in_jupyterlab(context, lab):
+    """bertviz's views through course.viz.attention_views, in the student's JupyterLab with the
+    network closed: as shipped (untrusted) the view says how to see it; running the cells draws
+    the head view, the model view and an encoder-decoder view; saved, they draw on reopening."""
+    from course.viz.attention_views import HINT
+
+    path = "scratch-attention-views.ipynb"
+    nbformat.write(_views_notebook(), lab.root / path)
+    blocked_before = len(context.blocked)
+    try:
+        page = _open_notebook(context, lab, path)
+        output = page.locator(f"{NOTEBOOK} .jp-OutputArea-output").first
+        output.wait_for()
+        assert HINT.split(".")[0] in output.inner_text(), output.inner_text()[:300]
+        assert output.locator("svg").count() == 0, "an untrusted output ran its scripts"
+        _shot(page, "attention-views-untrusted")
+
+        _run_all(page, lab, path)
+        head, model, cross = _views_drawn(page, 3)
+        assert head["texts"] == VIEW_TOKENS + VIEW_TOKENS, head
+        assert model["thumbnails"] == 2 * 3 and {"Heads", "Layers"} <= set(model["texts"]), model
+        assert cross["texts"] == VIEW_TOKENS + VIEW_SOURCE, cross  # decoder queries, encoder keys
+        assert HINT.split(".")[0] not in page.locator(NOTEBOOK).inner_text()
+        page.locator(f"{NOTEBOOK} [id^=bertviz-]").nth(1).scroll_into_view_if_needed()
+        _shot(page, "attention-views-run")
+        saved = _save(page, lab, path)
+        assert not _errors(saved), _errors(saved)
+        assert not page.errors, f"JavaScript errors {page.errors}"
+        page.close()
+        lab.shut_down_kernels()
+
+        page = _open_notebook(context, lab, path)  # saved by the student: trusted
+        assert [v["texts"] for v in _views_drawn(page, 3)] == [
+            v["texts"] for v in (head, model, cross)
+        ]
+        assert not page.errors, f"JavaScript errors {page.errors}"
+        page.close()
+    finally:
+        lab.shut_down_kernels()
+        (lab.root / path).unlink()
+    assert len(context.blocked) == blocked_before, context.blocked[blocked_before:]
 
 
 def test_nothing_was_fetched_from_the_internet(context):

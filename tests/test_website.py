@@ -37,7 +37,7 @@ def _site_pages() -> list[str]:
     return sorted(
         p.relative_to(HTML).as_posix()
         for p in HTML.rglob("*.html")
-        if p.relative_to(HTML).parts[0] not in {"_static", "_sources", "_downloads", "cdnjs"}
+        if p.relative_to(HTML).parts[0] not in {"_static", "_sources", "_downloads"}
     )
 
 
@@ -263,24 +263,89 @@ def _offline_site_extension():
     return module
 
 
-def test_bertviz_views_work_offline_from_the_local_mirror(browser, tmp_path):
-    """A page embedding a bertviz head view draws it with no network (later units use them)."""
+def _attention(seed: int = 0) -> list:
     import torch
-    from bertviz import head_view
+
+    generator = torch.Generator().manual_seed(seed)
+    return list(torch.randn(2, 1, 3, 4, 4, generator=generator).softmax(-1))  # 2 x (1, 3, 4, 4)
+
+
+VIEW_TOKENS = ["zebra", "quartz", "violin", "oyster"]
+
+
+def test_the_build_refuses_a_page_that_loads_scripts_from_the_internet(monkeypatch):
+    """bertviz's own views load from cdnjs: the site extension names every address (a warning,
+    which fails the build); the course's views, and local scripts, pass."""
+    from bertviz import head_view as bertviz_head_view
+
+    from course.viz.attention_views import head_view, model_view
 
     extension = _offline_site_extension()
-    generator = torch.Generator().manual_seed(0)
-    attention = [torch.softmax(torch.randn(1, 2, 4, 4, generator=generator), -1)] * 2
-    view = head_view(attention, ["the", "cat", "sat", "down"], html_action="return").data
-    assert extension.CDNJS in view, "bertviz no longer loads from cdnjs: update offline_site.py"
-    body = extension._localise_cdnjs(view, "lecture")
-    assert extension.CDNJS not in body
-    (tmp_path / "lecture.html").write_text(f"<!DOCTYPE html><html><body>{body}</body></html>")
-    shutil.copytree(extension.MIRROR, tmp_path / "cdnjs")
+    raw = bertviz_head_view(_attention(), VIEW_TOKENS, html_action="return").data
+    cdnjs = extension.external_scripts(raw)
+    assert len(cdnjs) == 3 and all(url.startswith(extension.CDNJS) for url in cdnjs), cdnjs
+    ours = head_view(_attention(), VIEW_TOKENS).data + model_view(_attention(), VIEW_TOKENS).data
+    assert extension.external_scripts(ours) == []
+    other = '<script src="//unpkg.com/x.js"></script><script src="_static/local.js"></script>'
+    assert extension.external_scripts(other) == ["//unpkg.com/x.js"]
 
+    warnings = []
+    monkeypatch.setattr(extension.logger, "warning", lambda *args: warnings.append(args))
+    extension._on_page(None, "lectures/06", "page.html", {"body": f"<p>x</p>{raw}"}, None)
+    assert [w[2] for w in warnings] == cdnjs and all(w[1] == "lectures/06" for w in warnings)
+    assert "course.viz.attention_views" in warnings[0][0]
+    warnings.clear()
+    extension._on_page(None, "lectures/06", "page.html", {"body": ours}, None)
+    assert warnings == []
+
+
+def _book_with_views(folder: Path) -> Path:
+    """A one-page Jupyter Book with the site's own configuration and extensions, whose page is
+    a notebook with a head view and a model view as outputs (and math); built as `make` does
+    (offline, warnings are errors). Returns its HTML folder."""
+    import subprocess
+    import sys
+
+    import nbformat
+
+    from course.viz.attention_views import head_view, model_view
+
+    for name in ("_config.yml", "references.bib"):
+        shutil.copyfile(BOOK / name, folder / name)
+    for name in ("_ext", "_static"):
+        shutil.copytree(BOOK / name, folder / name, ignore=shutil.ignore_patterns("__pycache__"))
+    (folder / "_toc.yml").write_text("format: jb-book\nroot: views\n")
+    notebook = nbformat.v4.new_notebook()
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+    notebook.metadata["language_info"] = {"name": "python"}
+    notebook.cells = [nbformat.v4.new_markdown_cell("# Views\n\n$$A = \\mathrm{softmax}(QK^T)$$")]
+    for count, (source, view) in enumerate(
+        [
+            ("head_view(weights, tokens)", head_view(_attention(), VIEW_TOKENS)),
+            ("model_view(weights, tokens)", model_view(_attention(), VIEW_TOKENS)),
+        ],
+        start=1,
+    ):
+        cell = nbformat.v4.new_code_cell(source, execution_count=count)
+        data = {"text/html": view.data, "text/plain": repr(view)}
+        cell.outputs = [nbformat.v4.new_output("execute_result", data, execution_count=count)]
+        notebook.cells.append(cell)
+    nbformat.write(notebook, folder / "views.ipynb")
+    command = [str(Path(sys.executable).with_name("jupyter-book")), "build", str(folder)]
+    command += ["--toc", str(folder / "_toc.yml"), "-W", "--keep-going", "-q"]
+    result = subprocess.run(command, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return folder / "_build" / "html"
+
+
+def test_attention_views_draw_on_a_site_page_with_the_network_closed(browser, tmp_path):
+    """A page of a book built with the site's configuration, holding a head view and a model
+    view from course.viz.attention_views, draws both with every other host blocked, with no
+    console error, and with the page's own scripts (MathJax, copy buttons) still working."""
+    html = _book_with_views(tmp_path)
     context = browser.new_context()
     blocked = []
-    with serve(tmp_path) as url:
+    with serve(html) as url:
         local = urlsplit(url).netloc
         context.route(
             "**/*",
@@ -290,14 +355,29 @@ def test_bertviz_views_work_offline_from_the_local_mirror(browser, tmp_path):
                 else (blocked.append(route.request.url), route.abort())
             ),
         )
-        page, response, errors, _ = _open(context, url + "lecture.html")
+        page, response, errors, _ = _open(context, url + "views.html")
         try:
             assert response.status == 200
-            page.wait_for_selector("[id^=bertviz] svg text", timeout=15_000)
-            tokens = page.eval_on_selector_all("[id^=bertviz] svg text", "(t) => t.length")
-            assert tokens >= 8, f"the head view drew {tokens} token labels, expected 2 x 4"
-            assert not blocked, f"the view tried to reach {blocked}"
+            page.wait_for_function(
+                "() => document.querySelectorAll('.attn_background').length == 6", timeout=15_000
+            )
+            texts = page.eval_on_selector_all(
+                "[id^=bertviz] svg text", "(ts) => ts.map((t) => t.textContent)"
+            )
+            assert texts[:8] == VIEW_TOKENS + VIEW_TOKENS, texts  # the head view's labels
+            assert {"Heads", "Layers"} <= set(texts[8:]), texts  # the model view's axes
+            assert page.locator("p[id^=course-hint-]").count() == 0
+            scrolls = page.eval_on_selector_all(  # the 970-pixel model view can be scrolled to
+                ".course-attention-view", "(vs) => vs.map((v) => getComputedStyle(v).overflowX)"
+            )
+            assert scrolls == ["auto", "auto"], scrolls
+            assert page.evaluate(TYPESET)["rendered"] >= 1, "MathJax stopped working"
+            assert page.locator(".copybtn").count() >= 2, "the copy buttons are gone"
+            page.wait_for_load_state("networkidle")
+            assert not blocked, f"the page tried to reach {blocked}"
             assert not errors, errors
+            SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=SCREENSHOTS / "attention-views.png", full_page=True)
         finally:
             page.close()
             context.close()

@@ -5,6 +5,7 @@
 - ``course.viz.training``: training curves (loss, gradient norm, bits per character)
 - ``course.viz.recall``: the long-range recall task
 - ``course.viz.cells``: one LSTM cell's activation over text, and its widget
+- ``course.viz.attention_views``: bertviz's attention head and model views, drawn offline
 
 Every figure is a plain function with defaults that returns the matplotlib Figure and never
 closes it; every widget is a thin ``interact_*`` wrapper that drives such a function with
