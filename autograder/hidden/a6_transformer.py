@@ -542,19 +542,22 @@ def modules_count(config: Mapping[str, Any]) -> dict[str, int]:
     build = {"device": "meta"}
     nn = torch.nn
 
+    def table(rows: int) -> nn.Embedding:  # an empty weight: nn.Embedding's normal_ on meta is slow
+        return nn.Embedding(rows, d, _weight=torch.empty((rows, d), device="meta"))
+
     def blocks(kind: type, count: int) -> list[nn.Module]:
         made = [kind(d, heads, d_ff, bias=bias, batch_first=True, **build) for _ in range(count)]
         if c["final_norm"]:
             made.append(nn.LayerNorm(d, bias=bias, **build))
         return made
 
-    target = nn.Embedding(int(c["tgt_vocab_size"]), d, **build)
+    target = table(int(c["tgt_vocab_size"]))
     tables = [target]
     if n_enc:
         same = c["shared_embeddings"]
-        tables.append(target if same else nn.Embedding(int(c["src_vocab_size"]), d, **build))
+        tables.append(target if same else table(int(c["src_vocab_size"])))
     if c["max_len"]:
-        tables += [nn.Embedding(int(c["max_len"]), d, **build) for _ in range(1 + (n_enc > 0))]
+        tables += [table(int(c["max_len"])) for _ in range(1 + (n_enc > 0))]
     encoder = blocks(nn.TransformerEncoderLayer, n_enc) if n_enc else []
     # Without an encoder, a decoder layer has no cross-attention: an encoder layer's shape.
     decoder = blocks(nn.TransformerDecoderLayer if n_enc else nn.TransformerEncoderLayer, n_dec)
