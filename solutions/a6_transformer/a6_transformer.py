@@ -987,13 +987,14 @@ except NotImplementedError:
 # residual path, $x_{l+1} = \operatorname{LN}(x_l + F_l(x_l))$, so every layer multiplies the
 # gradient by the Jacobian of a layer norm (a projection scaled by $1/\sigma$) and the clean
 # identity path is gone. Xiong et al. (2020) show that at initialisation the gradients of the
-# post-norm layers near the output are large (of order $\sqrt{\ln d}$ against $1/\sqrt{L}$
-# for pre-norm), so large early steps with Adam's normalised updates destabilise training;
-# warmup keeps the first steps small until the statistics settle. Pre-norm's gradients are
-# well scaled from the start, so it trains with a large learning rate without warmup. The
-# price: the residual stream grows with depth (each layer adds to it, nothing rescales it; the
-# explore cell shows the norms rising), later layers change it relatively less, and a final
-# layer norm is needed after the stack; post-norm, when it trains, often ends slightly better.
+# post-norm parameters near the output are large (their bound grows like $d\sqrt{\ln d}$,
+# against $d\sqrt{\ln d / L}$ for pre-norm, $\sqrt{L}$ times smaller), so large early steps
+# destabilise training; warmup keeps the first steps small until the statistics (and Adam's
+# second-moment estimates) settle. Pre-norm's gradients are well scaled from the start, so it
+# trains with a large learning rate without warmup. The price: the residual stream grows with
+# depth (each layer adds to it, nothing rescales it; the explore cell shows the norms rising),
+# later layers change it relatively less, and a final layer norm is needed after the stack;
+# post-norm, when it trains, often ends slightly better.
 #
 # *Grading notes: 1 point for the Jacobian $I + \partial F/\partial x$ and the identity path
 # that carries gradients to early layers (and that post-norm's LN on the path breaks it); 1
