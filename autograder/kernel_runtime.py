@@ -198,15 +198,20 @@ class _Agent:
             return getattr(_importlib.import_module(parent), attribute)
 
     def _install_traps(self, traps, function, calls):
-        undo = []
-        namespace = getattr(function, "__globals__", None)
-        namespaces = [self.namespace] + ([namespace] if isinstance(namespace, dict) else [])
+        # Every owner is imported before any trap is set: a module first imported while traps
+        # are in place would bind a trap by ``from ... import`` (course.models.transformer's
+        # MultiHeadAttention, say), and no undo would ever restore it.
+        found = []
         for owner_name, attribute, label in traps:
             try:
                 owner = self._resolve(owner_name)
-                original = getattr(owner, attribute)
+                found.append((owner, attribute, label, getattr(owner, attribute)))
             except Exception:
                 continue
+        undo = []
+        namespace = getattr(function, "__globals__", None)
+        namespaces = [self.namespace] + ([namespace] if isinstance(namespace, dict) else [])
+        for owner, attribute, label, original in found:
 
             def trap(*args, _label=label, **kwargs):
                 calls.append(_label)

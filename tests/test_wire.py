@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import ast
+import builtins
 import json
+import sys
 import types
 
 import numpy as np
@@ -178,3 +180,39 @@ def test_a_forged_exception_is_a_student_error_and_never_a_grader_exit():
     for name in ("SystemExit", "KeyboardInterrupt", "GeneratorExit", "StopIteration"):
         with pytest.raises(wire.StudentError, match=name):
             _call(lambda r, name=name: _payloads(_reply(r, raised=[name, "bye"])))
+
+
+# -- the agent's traps, inside the kernel ----------------------------------------------------------
+
+
+def test_traps_set_in_the_kernel_are_all_undone_even_for_modules_imported_by_them(
+    tmp_path, monkeypatch
+):
+    """A trapped module that is first imported while the traps are installed must not keep a
+    trap it imported from another one (``from first import helper``) once they are undone."""
+    (tmp_path / "trap_first_module.py").write_text("def helper():\n    return 'real'\n")
+    (tmp_path / "trap_second_module.py").write_text("from trap_first_module import helper\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    namespace: dict = {"__name__": "__bridge__"}
+    user: dict = {}
+    shell = types.SimpleNamespace(user_ns=user)
+    monkeypatch.setattr("builtins.get_ipython", lambda: shell, raising=False)
+    exec(compile(wire.AGENT_SOURCE, "<bridge>", "exec"), namespace)
+    agent = namespace["_Agent"](user)
+    traps = [
+        ["trap_first_module", "helper", "trap_first_module.helper"],
+        ["trap_second_module", "helper", "trap_second_module.helper"],
+    ]
+    try:
+        undo = agent._install_traps(traps, lambda: None, [])
+        for step in reversed(undo):
+            step[0](*step[1:])
+        import trap_first_module
+        import trap_second_module
+
+        assert trap_first_module.helper() == "real"
+        assert trap_second_module.helper() == "real", "a trap outlived the call"
+    finally:
+        for name in ("trap_first_module", "trap_second_module"):
+            sys.modules.pop(name, None)
+        vars(builtins).pop("__call_bridge__", None)  # the agent's last line sets it

@@ -1,0 +1,671 @@
+"""Hidden checks of Assignment 6: layer norm, an encoder layer, decoder masks, parameter counts.
+
+The hidden test cells of ``a6_transformer`` call, at autograde time::
+
+    check_layer_norm(layer_norm)
+    check_encoder_layer(encoder_layer)
+    check_decoder_mask(decoder_mask_and_positions)
+    check_count_parameters(count_parameters)
+
+Each check runs the student's function on inputs the visible tests do not use (a single row,
+one feature, constant rows, rows near 1e8, normalised shapes of several axes; one token, one
+head and as many heads as features, d_ff != 4 d_model, masks, leading dimensions; left and
+right padding with caches of every size and sequences of one real token; configurations
+without biases, without an encoder, with learned positions...) and compares the results with
+references computed *before* the call and in another way than the assignment asks:
+``F.layer_norm`` and ``torch.var_mean``, ``nn.TransformerEncoderLayer`` with the weights
+copied in (float64, no dropout), masks and positions filled in one entry at a time, and the
+parameters of PyTorch modules built with each configuration on the ``meta`` device (no
+memory), shared and tied weights counted once. Then it checks that bad input raises
+ValueError.
+
+While a student's function runs, the routines that would do its work (torch's layer norms,
+Transformer layers, attention and softmax functions, ``nn.Linear`` and ``nn.Embedding``,
+autograd, ``course.models.transformer``, ``course.models.attention`` and
+``course.analysis.parameters`` by name, and every public callable of the ``course`` package
+except ``course.checks``) are replaced by traps that raise :class:`ShortcutUsed`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from autograder.hidden import shortcuts
+from autograder.hidden.shortcuts import ShortcutUsed
+from autograder.hidden.shortcuts import case as _case
+from autograder.hidden.shortcuts import describe as _describe
+from autograder.hidden.shortcuts import expect_unchanged as _expect_unchanged
+from autograder.hidden.shortcuts import snapshot as _snapshot
+from autograder.hidden.shortcuts import strided as _strided
+from autograder.hidden.shortcuts import unpack as _unpack
+from course.checks import assert_close
+
+__all__ = [
+    "ShortcutUsed",
+    "no_shortcuts",
+    "shortcut_targets",
+    "check_layer_norm",
+    "check_encoder_layer",
+    "check_decoder_mask",
+    "check_count_parameters",
+]
+
+NORMALISE_BY_HAND = "compute the mean, the variance and the normalised rows by hand with NumPy"
+LAYER_BY_HAND = "run attention, the FFN, the residuals and the layer norms by hand with NumPy"
+MASK_BY_HAND = "build the mask and the positions by hand with NumPy"
+COUNT_BY_HAND = "count the parameters with the formulas, without building modules"
+
+# --------------------------------------------------------------------------------------------
+# Traps
+# --------------------------------------------------------------------------------------------
+
+# Lecture 5's and Lecture 6's modules, trapped by name as well: the walk over the ``course``
+# package traps every public callable it finds, and these names are trapped even if a module
+# is imported by a path that the walk skips. Names a module does not define are ignored.
+COURSE_ATTENTION = tuple(
+    "attention scaled_dot_product_attention causal_mask padding_mask MultiHeadAttention "
+    "multi_head_attention sinusoidal_encoding LearnedPositions alibi_slopes alibi_bias rope "
+    "apply_rope".split()
+)
+COURSE_TRANSFORMER = tuple(
+    "FeedForward EncoderLayer DecoderLayer Transformer Seq2SeqTransformer copy_to_torch "
+    "key_mask layer_norm LayerNorm decoder_mask count_parameters".split()
+)
+COURSE_PARAMETERS = tuple(
+    "attention_parameters feed_forward_parameters count_transformer TransformerCount "
+    "count_parameters layer_norm_parameters".split()
+)
+_TRANSFORMER_LAYERS = tuple(
+    "Transformer TransformerEncoder TransformerDecoder TransformerEncoderLayer "
+    "TransformerDecoderLayer".split()
+)
+_NORMS = ("LayerNorm", "GroupNorm", "RMSNorm")
+_SOFTMAX = ("softmax", "log_softmax", "softmin")
+_LIBRARY = (
+    (
+        "torch.nn",
+        (*_TRANSFORMER_LAYERS, *_NORMS, "MultiheadAttention", "Linear", "Embedding")
+        + ("Softmax", "LogSoftmax", "Softmin"),
+    ),
+    ("torch.nn.modules.transformer", _TRANSFORMER_LAYERS),
+    ("torch.nn.modules.normalization", _NORMS),
+    ("torch.nn.modules.activation", ("MultiheadAttention",)),
+    ("torch.nn.modules.linear", ("Linear",)),
+    ("torch.nn.modules.sparse", ("Embedding",)),
+    (
+        "torch.nn.functional",
+        ("layer_norm", "group_norm", "rms_norm", "scaled_dot_product_attention")
+        + ("multi_head_attention_forward", *_SOFTMAX),
+    ),
+    ("torch._C._nn", ("scaled_dot_product_attention",)),
+    (
+        "torch",
+        ("layer_norm", "native_layer_norm", "group_norm", "softmax", "log_softmax", "_softmax")
+        + ("_native_multi_head_attention", "_transformer_encoder_layer_fwd"),
+    ),
+    ("torch.Tensor", ("softmax", "log_softmax", "backward")),
+    ("torch.autograd", ("backward", "grad")),
+    ("scipy.special", ("softmax", "log_softmax")),
+    ("course.models.attention", COURSE_ATTENTION),
+    ("course.models.transformer", COURSE_TRANSFORMER),
+    ("course.analysis.parameters", COURSE_PARAMETERS),
+)
+
+
+class _OncePerTarget(shortcuts.Traps):
+    """The shared traps, each (owner, attribute) listed once: the ``course`` modules named
+    above are also found by the walk over the package."""
+
+    def targets(self) -> list[shortcuts.Target]:
+        listed, kept = set(), []
+        for owner, attribute, label in super().targets():
+            if (id(owner), attribute) in listed:
+                continue
+            listed.add((id(owner), attribute))
+            kept.append((owner, attribute, label))
+        return kept
+
+
+TRAPS = _OncePerTarget(_LIBRARY)
+shortcut_targets, no_shortcuts, _call_by_hand = TRAPS.methods()
+
+
+# --------------------------------------------------------------------------------------------
+# Helpers
+# --------------------------------------------------------------------------------------------
+
+
+def _expect_value_error(
+    function: Callable[..., Any],
+    duty: str,
+    call: str,
+    *args: Any,
+    says: tuple[str, str] | None = None,
+) -> None:
+    """``function(*args)`` must raise ValueError; with ``says = (pattern, what)`` its message
+    must match ``pattern`` (a regular expression, case-insensitive), which checks ``what``."""
+    try:
+        _call_by_hand(function, duty, *args)
+    except ValueError as error:
+        if says is not None and not re.search(says[0], str(error), flags=re.IGNORECASE):
+            raise AssertionError(
+                f"{call} raised ValueError({str(error)!r}), which does not {says[1]}"
+            ) from None
+        return
+    except ShortcutUsed:
+        raise
+    except Exception as error:
+        raise AssertionError(
+            f"{call} should raise ValueError, but raised {type(error).__name__}: {error}"
+        ) from error
+    raise AssertionError(f"{call} should raise ValueError, but it returned a value")
+
+
+def _call_valid(function: Callable[..., Any], duty: str, *args: Any) -> Any:
+    """``function(*args)`` under the traps, for valid input: a ValueError fails the case
+    (named by the surrounding ``_case``) instead of escaping as an error of the test cell."""
+    try:
+        return _call_by_hand(function, duty, *args)
+    except ShortcutUsed:
+        raise
+    except ValueError as error:
+        name = shortcuts.function_name(function)
+        raise AssertionError(f"{name} raised ValueError({str(error)!r}) for valid input") from error
+
+
+def _expect_array(name: str, value: Any, shape: tuple[int, ...]) -> np.ndarray:
+    if not isinstance(value, np.ndarray) or value.shape != shape:
+        raise AssertionError(
+            f"{name} should be a NumPy array of shape {shape}, got {_describe(value)}"
+        )
+    return value
+
+
+def _as_float64(array: Any) -> torch.Tensor:
+    return torch.from_numpy(np.array(array, dtype=np.float64))
+
+
+# --------------------------------------------------------------------------------------------
+# Part A: layer_norm
+# --------------------------------------------------------------------------------------------
+
+
+def torch_layer_norm(
+    x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(y, mean, rstd) from F.layer_norm and torch.var_mean (biased) over gamma's axes."""
+    values, scale, shift = _as_float64(x), _as_float64(gamma), _as_float64(beta)
+    axes = tuple(range(values.dim() - scale.dim(), values.dim()))
+    with torch.no_grad():
+        out = F.layer_norm(values, tuple(scale.shape), scale, shift, eps)
+        variance, centre = torch.var_mean(values, dim=axes, correction=0)
+    return out.numpy(), centre.numpy(), torch.rsqrt(variance + eps).numpy()
+
+
+def layer_norm_cases() -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray, float, float]]:
+    """(label, x, gamma, beta, eps, atol for y) for layer_norm."""
+    rng = np.random.default_rng(6101)
+
+    def affine(*shape: int) -> tuple[np.ndarray, np.ndarray]:
+        return 1.0 + 0.5 * rng.normal(size=shape), 0.3 * rng.normal(size=shape)
+
+    constant_inside = rng.normal(size=(3, 4))
+    constant_inside[1] = 2.5
+    return [
+        ("3 rows of D=5", rng.normal(size=(3, 5)), *affine(5), 1e-5, 1e-10),
+        ("a batch (2, 3, 4)", 2.0 + 3.0 * rng.normal(size=(2, 3, 4)), *affine(4), 1e-5, 1e-10),
+        ("a single row x of shape (6,) (0-d statistics)", rng.normal(size=6), *affine(6), 1e-5, 1e-10),
+        ("one feature, D=1 (every row constant)", rng.normal(size=(4, 1)), *affine(1), 1e-5, 1e-10),
+        ("row 1 of 3 constant (2.5)", constant_inside, *affine(4), 1e-5, 1e-10),
+        ("rows near 1e8 (the two-pass variance)", 1e8 + rng.normal(size=(3, 8)), *affine(8), 1e-5, 1e-6),
+        ("rows near 1e-8 (eps dominates)", 1e-8 * rng.normal(size=(2, 6)), *affine(6), 1e-5, 1e-10),
+        ("eps = 0.25", rng.normal(size=(2, 3)), *affine(3), 0.25, 1e-10),
+        ("S = (3, 4) over x of shape (2, 3, 4)", rng.normal(size=(2, 3, 4)), *affine(3, 4), 1e-5, 1e-10),
+        ("S = (2, 2, 2) over x of shape (3, 2, 2, 2)", rng.normal(size=(3, 2, 2, 2)), *affine(2, 2, 2), 1e-5, 1e-10),
+        ("x of shape S = (2, 3) itself (one row)", rng.normal(size=(2, 3)), *affine(2, 3), 1e-5, 1e-10),
+        ("non-contiguous x, gamma, beta", _strided(rng.normal(size=(3, 5))),
+         *(_strided(a) for a in affine(5)), 1e-5, 1e-10),
+    ]  # fmt: skip
+
+
+def _expect_statistic(name: str, value: Any, shape: tuple[int, ...]) -> np.ndarray:
+    """One number per row: an array of ``shape`` (a NumPy scalar is accepted for shape ())."""
+    scalar_ok = shape == () and isinstance(value, (np.generic, float))
+    if not (isinstance(value, np.ndarray) or scalar_ok) or np.shape(value) != shape:
+        raise AssertionError(
+            f"{name} should be a NumPy array of shape {shape} (one number per row), "
+            f"got {_describe(value)}"
+        )
+    return np.asarray(value, dtype=np.float64)
+
+
+def check_layer_norm(layer_norm: Callable[..., Any]) -> None:
+    """Hidden test of Part A: against F.layer_norm and torch.var_mean."""
+    cases = layer_norm_cases()
+    for label, x, gamma, beta, eps, y_atol in cases:
+        y_ref, mean_ref, rstd_ref = torch_layer_norm(x, gamma, beta, eps)
+        inputs = {"x": x, "gamma": gamma, "beta": beta}
+        before = _snapshot(inputs)
+        with _case(f"layer_norm, {label}"):
+            result = _call_valid(layer_norm, NORMALISE_BY_HAND, x, gamma, beta, eps)
+            _expect_unchanged("layer_norm", inputs, before)
+            y, mean, rstd = _unpack(result, "layer_norm", ("y", "mean", "rstd"))
+            _expect_array("y", y, y_ref.shape)
+            mean = _expect_statistic("mean", mean, mean_ref.shape)
+            rstd = _expect_statistic("rstd", rstd, rstd_ref.shape)
+            against = "torch.nn.functional.layer_norm"
+            assert_close("y", y, y_ref, atol=y_atol, rtol=1e-8, against=against)
+            against = "torch.var_mean"
+            assert_close("mean", mean, mean_ref, atol=1e-10, rtol=1e-12, against=against)
+            assert_close(
+                "rstd = 1 / sqrt(var + eps)", rstd, rstd_ref, atol=1e-9, rtol=1e-7, against=against
+            )
+
+    rng = np.random.default_rng(6102)
+    x, ones, zeros = rng.normal(size=(2, 3)), np.ones(3), np.zeros(3)
+    bad_calls = [
+        ("gamma of shape (3,) and beta of shape (2,)", x, ones, zeros[:2], 1e-5),
+        ("x of shape (2, 3) and gamma of shape (4,)", x, np.ones(4), np.zeros(4), 1e-5),
+        ("x of shape (2, 3) and gamma of shape (3, 2)", x, np.ones((3, 2)), np.zeros((3, 2)), 1e-5),
+        ("x of shape (3,) and gamma of shape (2, 3)", x[0], np.ones((2, 3)), np.zeros((2, 3)), 1e-5),
+        ("a gamma with no axis (a number)", x, np.float64(1.0), np.float64(0.0), 1e-5),
+        ("eps = 0", x, ones, zeros, 0.0),
+        ("eps = -1e-5", x, ones, zeros, -1e-5),
+    ]  # fmt: skip
+    for description, *args in bad_calls:
+        _expect_value_error(layer_norm, NORMALISE_BY_HAND, f"layer_norm with {description}", *args)
+    print(f"check_layer_norm: all {len(cases) + len(bad_calls)} hidden cases passed.")
+
+
+# --------------------------------------------------------------------------------------------
+# Part B: encoder_layer
+# --------------------------------------------------------------------------------------------
+
+
+def random_state_dict(rng: np.random.Generator, d: int, d_ff: int) -> dict[str, np.ndarray]:
+    """Weights laid out as course.models.transformer.EncoderLayer's state dict."""
+    params = {}
+    for p in "qkvo":
+        params[f"self_attn.W_{p}.weight"] = rng.normal(size=(d, d)) / np.sqrt(d)
+        params[f"self_attn.W_{p}.bias"] = 0.2 * rng.normal(size=d)
+    params["ffn.linear1.weight"] = rng.normal(size=(d_ff, d)) / np.sqrt(d)
+    params["ffn.linear1.bias"] = 0.2 * rng.normal(size=d_ff)
+    params["ffn.linear2.weight"] = rng.normal(size=(d, d_ff)) / np.sqrt(d_ff)
+    params["ffn.linear2.bias"] = 0.2 * rng.normal(size=d)
+    for i in (1, 2):
+        params[f"norm{i}.weight"] = 1.0 + 0.3 * rng.normal(size=d)
+        params[f"norm{i}.bias"] = 0.2 * rng.normal(size=d)
+    return params
+
+
+def torch_encoder_layer(
+    x: np.ndarray,
+    params: Mapping[str, np.ndarray],
+    num_heads: int,
+    norm_first: bool,
+    mask: np.ndarray | None,
+    eps: float,
+) -> np.ndarray:
+    """nn.TransformerEncoderLayer (float64, no dropout) with the weights copied in."""
+    x = np.array(x, dtype=np.float64)
+    lead, (n, d) = x.shape[:-2], x.shape[-2:]
+    d_ff = np.shape(params["ffn.linear1.weight"])[0]
+    layer = torch.nn.TransformerEncoderLayer(
+        d, num_heads, d_ff, dropout=0.0, layer_norm_eps=eps, batch_first=True,
+        norm_first=norm_first, dtype=torch.float64,
+    )  # fmt: skip
+    attention = layer.self_attn
+
+    def stacked(kind: str) -> torch.Tensor:
+        return torch.cat([_as_float64(params[f"self_attn.W_{p}.{kind}"]) for p in "qkv"])
+
+    copies = [
+        (attention.in_proj_weight, stacked("weight")),
+        (attention.in_proj_bias, stacked("bias")),
+        (attention.out_proj.weight, _as_float64(params["self_attn.W_o.weight"])),
+        (attention.out_proj.bias, _as_float64(params["self_attn.W_o.bias"])),
+    ]
+    for ours, theirs in (("ffn.linear1", layer.linear1), ("ffn.linear2", layer.linear2),
+                         ("norm1", layer.norm1), ("norm2", layer.norm2)):  # fmt: skip
+        copies += [(theirs.weight, _as_float64(params[f"{ours}.weight"]))]
+        copies += [(theirs.bias, _as_float64(params[f"{ours}.bias"]))]
+    blocked = None
+    if mask is not None:  # torch: True = blocked, one (n, n) per (batch entry, head)
+        every = np.broadcast_to(np.asarray(mask, dtype=bool), (*lead, n, n)).reshape(-1, n, n)
+        blocked = torch.from_numpy(np.repeat(~every, num_heads, axis=0))
+    layer.train()  # training mode with dropout 0: the plain path, never the fused fast path
+    with torch.no_grad():
+        for parameter, value in copies:
+            parameter.copy_(value)
+        out = layer(torch.from_numpy(x.reshape(-1, n, d)), src_mask=blocked)
+    return out.numpy().reshape(x.shape)
+
+
+def _lower(n: int) -> np.ndarray:
+    return np.arange(n)[None, :] <= np.arange(n)[:, None]
+
+
+def _real_keys(lengths: tuple[int, ...], n: int) -> np.ndarray:
+    """(B, 1, n): key j of sequence b is real when j < lengths[b]."""
+    return (np.arange(n)[None, :] < np.array(lengths)[:, None])[:, None, :]
+
+
+def encoder_cases() -> list[tuple[str, np.ndarray, dict, int, bool, Any, float]]:
+    """(label, x, params, num_heads, norm_first, mask, eps) for encoder_layer."""
+    rng = np.random.default_rng(6201)
+    shared = random_state_dict(rng, 8, 12)
+    x_shared = rng.normal(size=(5, 8))
+    both = _lower(3) & _real_keys((3, 2), 3)[:, None]  # (2, 1, 3, 3) over leading (2, 2)
+    strided = {key: _strided(value) for key, value in random_state_dict(rng, 4, 3).items()}
+    return [
+        ("n=5, d_model=8, h=2, d_ff=12, post-norm", x_shared, shared, 2, False, None, 1e-5),
+        ("n=5, d_model=8, h=2, d_ff=12, pre-norm", x_shared, shared, 2, True, None, 1e-5),
+        ("one token (n=1), d_model=6, h=3, d_ff=6, post-norm",
+         rng.normal(size=(1, 6)), random_state_dict(rng, 6, 6), 3, False, None, 1e-5),
+        ("B=3, n=4, d_model=6, h=3, d_ff=10, padding mask (3, 1, 4), lengths 4, 1, 2, post-norm",
+         rng.normal(size=(3, 4, 6)), random_state_dict(rng, 6, 10), 3, False,
+         _real_keys((4, 1, 2), 4), 1e-5),
+        ("B=2, n=5, d_model=h=4 (d_k = 1), causal mask (5, 5), pre-norm, eps=1e-3",
+         rng.normal(size=(2, 5, 4)), random_state_dict(rng, 4, 16), 4, True, _lower(5), 1e-3),
+        ("leading dimensions (2, 2), n=3, d_model=8, one head, d_ff=5, pre-norm, causal and "
+         "padding mask (2, 1, 3, 3)",
+         rng.normal(size=(2, 2, 3, 8)), random_state_dict(rng, 8, 5), 1, True, both, 1e-5),
+        ("n=4, d_model=6, h=2, d_ff=24, inputs of size 1000, post-norm",
+         1000.0 * rng.normal(size=(4, 6)), random_state_dict(rng, 6, 24), 2, False, None, 1e-5),
+        ("n=3, d_model=4, h=2, d_ff=3, pre-norm, non-contiguous x and weights",
+         _strided(rng.normal(size=(3, 4))), strided, 2, True, None, 1e-5),
+    ]  # fmt: skip
+
+
+def check_encoder_layer(encoder_layer: Callable[..., Any]) -> None:
+    """Hidden test of Part B: against nn.TransformerEncoderLayer with the same weights."""
+    cases = encoder_cases()
+    for label, x, params, num_heads, norm_first, mask, eps in cases:
+        expected = torch_encoder_layer(x, params, num_heads, norm_first, mask, eps)
+        inputs = {"x": x, "params": params} | ({} if mask is None else {"mask": mask})
+        before = _snapshot(inputs)
+        with _case(f"encoder_layer, {label}"), np.errstate(all="ignore"):
+            y = _call_valid(
+                encoder_layer, LAYER_BY_HAND, x, params, num_heads, norm_first, mask, eps
+            )
+            _expect_unchanged("encoder_layer", inputs, before)
+            _expect_array("y", y, expected.shape)
+            against = "torch.nn.TransformerEncoderLayer"
+            assert_close("y", y, expected, atol=1e-9, rtol=1e-8, against=against)
+
+    rng = np.random.default_rng(6202)
+    x, params = rng.normal(size=(3, 6)), random_state_dict(rng, 6, 10)
+    without = {key: value for key, value in params.items() if key != "self_attn.W_v.bias"}
+    bad_calls = [
+        ("d_model = 6 and num_heads = 4 (not a divisor)", x, params, 4),
+        ("num_heads = 0", x, params, 0),
+        ("no 'self_attn.W_v.bias'", x, without, 2),
+        ("a self_attn.W_k.weight of shape (6, 5)", x, params | {"self_attn.W_k.weight": np.ones((6, 5))}, 2),
+        ("an ffn.linear1.bias of shape (9,) for d_ff = 10", x, params | {"ffn.linear1.bias": np.ones(9)}, 2),
+        ("an ffn.linear2.weight of shape (6, 9) for d_ff = 10", x, params | {"ffn.linear2.weight": np.ones((6, 9))}, 2),
+        ("a norm2.weight of shape (5,)", x, params | {"norm2.weight": np.ones(5)}, 2),
+        ("a self_attn.W_q.bias of shape (1,) (it would broadcast)", x, params | {"self_attn.W_q.bias": np.ones(1)}, 2),
+        ("x with 5 features and weights for 6", x[:, :5], params, 1),
+        ("a 1-D x", x[0], params, 2),
+    ]  # fmt: skip
+    divisible = (r"divis|divid|multiple", "say that d_model is not divisible by num_heads")
+    names_it = (r"W_v\.bias", "name the missing weight 'self_attn.W_v.bias'")
+    for description, *args in bad_calls:
+        says = {"not a divisor": divisible, "no 'self_attn": names_it}
+        found = next((v for k, v in says.items() if k in description), None)
+        _expect_value_error(
+            encoder_layer, LAYER_BY_HAND, f"encoder_layer with {description}", *args, says=found
+        )
+    print(f"check_encoder_layer: all {len(cases) + len(bad_calls)} hidden cases passed.")
+
+
+# --------------------------------------------------------------------------------------------
+# Part C: decoder_mask_and_positions
+# --------------------------------------------------------------------------------------------
+
+
+def entry_by_entry(
+    lengths: Any, n: int, m: int | None, left_padded: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """The mask (B, 1, n, m) and the positions (B, n), one query at a time."""
+    m = n if m is None else m
+    sizes = [int(size) for size in np.asarray(lengths)]
+    mask = np.zeros((len(sizes), 1, n, m), dtype=bool)
+    positions = np.zeros((len(sizes), n), dtype=np.int64)
+    for b, size in enumerate(sizes):
+        real = list(range(m - size, m)) if left_padded else list(range(size))
+        for i in range(n):
+            here = m - n + i
+            visible = [j for j in real if j <= here] or [here]  # nothing to see: itself
+            mask[b, 0, i, visible] = True
+            positions[b, i] = real.index(here) if here in real else 0
+    return mask, positions
+
+
+def mask_cases() -> list[tuple[str, Any, int, int | None, bool]]:
+    """(label, lengths, n, m, left_padded) for decoder_mask_and_positions."""
+    return [
+        ("lengths [5, 3, 1], n=m=5, right padding", [5, 3, 1], 5, None, False),
+        ("lengths [5, 3, 1], n=m=5, left padding", [5, 3, 1], 5, None, True),
+        ("one position, lengths [1], right padding", [1], 1, None, False),
+        ("one position, lengths [1], left padding", [1], 1, 1, True),
+        ("all padding but one, lengths [1, 1, 1], n=m=4, left padding", [1, 1, 1], 4, 4, True),
+        ("all padding but one, lengths [1, 1, 1], n=m=4, right padding", [1, 1, 1], 4, 4, False),
+        ("a batch of one, length 6 = m, left padding (plain causal)", [6], 6, None, True),
+        ("a cache: lengths [6, 4, 1], n=3 of m=6, left padding", [6, 4, 1], 3, 6, True),
+        ("a cache: lengths [6, 4, 1], n=3 of m=6, right padding", [6, 4, 1], 3, 6, False),
+        ("a cache: lengths int32 [7, 2], n=1 of m=7, left padding",
+         np.array([7, 2], dtype=np.int32), 1, 7, True),
+        ("a cache: lengths (2, 5) as a tuple, n=4 of m=5, right padding", (2, 5), 4, 5, False),
+        ("lengths [2], n=3 of m=3, left padding", [2], 3, 3, True),
+    ]  # fmt: skip
+
+
+def _compare_mask(got: np.ndarray, expected: np.ndarray, setting: str) -> None:
+    if got.dtype != np.bool_:
+        raise AssertionError(f"the mask should hold booleans, got dtype {got.dtype}")
+    if not np.array_equal(got, expected):
+        b, _, i, j = (int(k) for k in np.argwhere(got != expected)[0])
+        n, m = expected.shape[-2:]
+        raise AssertionError(
+            f"mask is {bool(got[b, 0, i, j])} at [{b}, 0, {i}, {j}] (sequence {b}, query {i} at "
+            f"position {m - n + i}, key {j}; {setting}), expected {bool(expected[b, 0, i, j])} "
+            "(True = may attend)"
+        )
+
+
+def _compare_positions(got: np.ndarray, expected: np.ndarray) -> None:
+    if not np.issubdtype(got.dtype, np.integer):
+        raise AssertionError(f"positions should hold integers, got dtype {got.dtype}")
+    if not np.array_equal(got, expected):
+        b, i = (int(k) for k in np.argwhere(got != expected)[0])
+        raise AssertionError(
+            f"positions is {got[b, i]} at [{b}, {i}], expected {expected[b, i]} "
+            "(counted among the real tokens; 0 on padding)"
+        )
+
+
+def check_decoder_mask(decoder_mask_and_positions: Callable[..., Any]) -> None:
+    """Hidden test of Part C: the mask and the positions against entry-by-entry versions."""
+    function = decoder_mask_and_positions
+    cases = mask_cases()
+    for label, lengths, n, m, left_padded in cases:
+        mask_ref, positions_ref = entry_by_entry(lengths, n, m, left_padded)
+        before = _snapshot({"lengths": lengths})
+        with _case(f"decoder_mask_and_positions, {label}"):
+            result = _call_valid(function, MASK_BY_HAND, lengths, n, m, left_padded)
+            _expect_unchanged("decoder_mask_and_positions", {"lengths": lengths}, before)
+            mask, positions = _unpack(result, "decoder_mask_and_positions", ("mask", "positions"))
+            _expect_array("the mask", mask, mask_ref.shape)
+            _expect_array("positions", positions, positions_ref.shape)
+            _compare_mask(mask, mask_ref, label)
+            _compare_positions(positions, positions_ref)
+
+    bad_calls = [
+        ("n = 0", [1], 0, None, False),
+        ("m = 0 and n = 1", [1], 1, 0, False),
+        ("n = 4 > m = 3", [2, 3], 4, 3, True),
+        ("a length of 0", [3, 0], 3, None, False),
+        ("a length of 4 > m = 3", [4, 1], 3, None, True),
+        ("float lengths [1.0, 2.0]", [1.0, 2.0], 2, None, False),
+        ("a 2-D array of lengths", [[1, 2]], 2, None, False),
+        ("no lengths at all", [], 2, None, False),
+        ("n = 2.5", [2], 2.5, 3, False),
+    ]
+    for description, *args in bad_calls:
+        call = f"decoder_mask_and_positions with {description}"
+        _expect_value_error(function, MASK_BY_HAND, call, *args)
+    print(f"check_decoder_mask: all {len(cases) + len(bad_calls)} hidden cases passed.")
+
+
+# --------------------------------------------------------------------------------------------
+# Part D: count_parameters
+# --------------------------------------------------------------------------------------------
+
+PARTS = ("embeddings", "encoder", "decoder", "output", "total")
+_OPTIONS = dict(encoder_layers=0, src_vocab_size=None, shared_embeddings=False,
+                tie_output=False, bias=True, final_norm=True, max_len=0)  # fmt: skip
+
+
+def modules_count(config: Mapping[str, Any]) -> dict[str, int]:
+    """Build the configuration from PyTorch modules on the meta device and count the
+    parameters of each part; a parameter met a second time (shared, tied) counts 0."""
+    c = _OPTIONS | dict(config)
+    d, heads, d_ff, bias = int(c["d_model"]), int(c["num_heads"]), int(c["d_ff"]), c["bias"]
+    n_enc, n_dec = int(c["encoder_layers"]), int(c["decoder_layers"])
+    build = {"device": "meta"}
+    nn = torch.nn
+
+    def table(rows: int) -> nn.Embedding:  # an empty weight: nn.Embedding's normal_ on meta is slow
+        return nn.Embedding(rows, d, _weight=torch.empty((rows, d), device="meta"))
+
+    def blocks(kind: type, count: int) -> list[nn.Module]:
+        made = [kind(d, heads, d_ff, bias=bias, batch_first=True, **build) for _ in range(count)]
+        if c["final_norm"]:
+            made.append(nn.LayerNorm(d, bias=bias, **build))
+        return made
+
+    target = table(int(c["tgt_vocab_size"]))
+    tables = [target]
+    if n_enc:
+        same = c["shared_embeddings"]
+        tables.append(target if same else table(int(c["src_vocab_size"])))
+    if c["max_len"]:
+        tables += [table(int(c["max_len"])) for _ in range(1 + (n_enc > 0))]
+    encoder = blocks(nn.TransformerEncoderLayer, n_enc) if n_enc else []
+    # Without an encoder, a decoder layer has no cross-attention: an encoder layer's shape.
+    decoder = blocks(nn.TransformerDecoderLayer if n_enc else nn.TransformerEncoderLayer, n_dec)
+    output = nn.Linear(d, int(c["tgt_vocab_size"]), bias=False, **build)
+    if c["tie_output"]:
+        output.weight = target.weight
+    seen: set[int] = set()
+
+    def fresh(modules: list[nn.Module]) -> int:
+        total = 0
+        for module in modules:
+            for parameter in module.parameters():
+                if id(parameter) not in seen:
+                    seen.add(id(parameter))
+                    total += parameter.numel()
+        return total
+
+    parts = {"embeddings": fresh(tables), "encoder": fresh(encoder), "decoder": fresh(decoder)}
+    parts["output"] = fresh([output])
+    return parts | {"total": sum(parts.values())}
+
+
+def count_cases() -> list[tuple[str, dict[str, Any]]]:
+    """(label, config) for count_parameters."""
+    big = dict(
+        d_model=1024,
+        num_heads=16,
+        d_ff=4096,
+        encoder_layers=6,
+        decoder_layers=6,
+        src_vocab_size=37000,
+        tgt_vocab_size=37000,
+        shared_embeddings=True,
+        tie_output=True,
+    )
+    return [
+        ("the big model (d_model 1024, 16 heads, shared and tied)", big),
+        ("GPT-2 small (decoder-only, tied, learned positions)",
+         dict(d_model=768, num_heads=12, d_ff=3072, decoder_layers=12, tgt_vocab_size=50257,
+              tie_output=True, max_len=1024)),
+        ("an encoder-decoder with two vocabularies, nothing shared or tied",
+         dict(d_model=32, num_heads=4, d_ff=50, encoder_layers=2, decoder_layers=3,
+              src_vocab_size=300, tgt_vocab_size=200)),
+        ("no biases with an encoder, shared embeddings, untied, no final norms",
+         dict(d_model=16, num_heads=2, d_ff=40, encoder_layers=3, decoder_layers=1,
+              src_vocab_size=50, tgt_vocab_size=50, shared_embeddings=True, bias=False,
+              final_norm=False)),
+        ("one layer each, d_ff = d_model, 24 heads of 1, learned positions for both stacks",
+         dict(d_model=24, num_heads=24, d_ff=24, encoder_layers=1, decoder_layers=1,
+              src_vocab_size=7, tgt_vocab_size=9, max_len=10, tie_output=True)),
+        ("decoder-only, no final norm, d_ff = 7, one token in the vocabulary",
+         dict(d_model=6, num_heads=3, d_ff=7, decoder_layers=2, tgt_vocab_size=1,
+              final_norm=False)),
+        ("decoder-only with src_vocab_size and shared_embeddings given (both ignored)",
+         dict(d_model=12, num_heads=2, d_ff=30, decoder_layers=3, tgt_vocab_size=40,
+              src_vocab_size=99, shared_embeddings=True, bias=False)),
+        ("sizes as NumPy integers",
+         dict(d_model=np.int64(20), num_heads=np.int32(4), d_ff=np.int64(36),
+              encoder_layers=np.int64(1), decoder_layers=np.int64(2),
+              src_vocab_size=np.int64(15), tgt_vocab_size=np.int64(25))),
+    ]  # fmt: skip
+
+
+def check_count_parameters(count_parameters: Callable[..., Any]) -> None:
+    """Hidden test of Part D: against PyTorch modules built with each configuration."""
+    cases = count_cases()
+    for label, config in cases:
+        expected = modules_count(config)
+        before = _snapshot({"config": config})
+        with _case(f"count_parameters, {label}"):
+            got = _call_valid(count_parameters, COUNT_BY_HAND, config)
+            _expect_unchanged("count_parameters", {"config": config}, before)
+            if not isinstance(got, dict) or set(got) != set(PARTS):
+                keys = sorted(got) if isinstance(got, dict) else _describe(got)
+                raise AssertionError(
+                    f"count_parameters should return a dict of {PARTS}, got {keys}"
+                )
+            for part in PARTS:
+                value = got[part]
+                if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+                    raise AssertionError(f"{part} should be an integer, got {value!r}")
+                if value != expected[part]:
+                    raise AssertionError(
+                        f"{part} is {int(value):,}, but the PyTorch modules have "
+                        f"{expected[part]:,} (off by {int(value) - expected[part]:+,})"
+                    )
+
+    valid = dict(d_model=64, num_heads=4, d_ff=128, encoder_layers=2, decoder_layers=2,
+                 src_vocab_size=100, tgt_vocab_size=100)  # fmt: skip
+    missing = {key: value for key, value in valid.items() if key != "d_ff"}
+    bad_calls = [
+        ("no d_ff", missing),
+        ("the unknown key 'n_layers'", valid | {"n_layers": 6}),
+        ("d_model = 0", valid | {"d_model": 0}),
+        ("d_model = 64.0 (a float)", valid | {"d_model": 64.0}),
+        ("num_heads = True (a bool)", valid | {"num_heads": True}),
+        ("decoder_layers = 0", valid | {"decoder_layers": 0}),
+        ("encoder_layers = -1", valid | {"encoder_layers": -1}),
+        ("max_len = -5", valid | {"max_len": -5}),
+        ("num_heads = 5 for d_model = 64", valid | {"num_heads": 5}),
+        ("an encoder and no src_vocab_size", {k: v for k, v in valid.items() if k != "src_vocab_size"}),
+        ("shared embeddings with vocabularies of 100 and 120", valid | {"shared_embeddings": True, "src_vocab_size": 120}),
+        ("bias = 'yes'", valid | {"bias": "yes"}),
+        ("tie_output = 1 (not True or False)", valid | {"tie_output": 1}),
+    ]  # fmt: skip
+    names_key = (r"n_layers", "name the unknown key 'n_layers'")
+    for description, config in bad_calls:
+        says = names_key if "n_layers" in description else None
+        call = f"count_parameters with {description}"
+        _expect_value_error(count_parameters, COUNT_BY_HAND, call, config, says=says)
+    print(f"check_count_parameters: all {len(cases) + len(bad_calls)} hidden cases passed.")

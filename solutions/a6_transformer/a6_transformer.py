@@ -1,0 +1,1003 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Assignment 6: the Transformer block, its masks and its size
+#
+# Lecture 6 assembled the Transformer from PyTorch modules and proved it equal to
+# `torch.nn.Transformer`. Here you build its pieces again in NumPy, in forms the lecture does
+# not write: a layer normalisation that also returns what a backward pass keeps, a whole
+# encoder layer run from a state dict, the decoder's mask for batches padded on the **left**
+# and for a decoder that already holds a cache, and the parameter count of any
+# configuration, from the paper's base model to a GPT-style stack.
+#
+# **Goals.** After this assignment you can
+#
+# 1. normalise over the trailing axes of an array, stably, and return the row statistics
+#    (Part A);
+# 2. run an encoder layer, post-norm and pre-norm, from the weights of
+#    `course.models.transformer.EncoderLayer` (Part B);
+# 3. build the self-attention mask and the positions of a decoder for right- and left-padded
+#    batches, with fewer queries than keys (Part C);
+# 4. count the parameters of a Transformer with shared or tied embeddings, without biases,
+#    and without an encoder (Part D);
+# 5. say why a pre-norm Transformer trains without warmup when a post-norm one needs it
+#    (Part E, written).
+#
+# ## Notation
+#
+# Everything is NumPy, in `float64`. Vectors are **rows**: a sequence of $n$ tokens is a
+# matrix $X$ of shape (n, d_model), and a weight matrix $W$ acts as `X @ W.T`, as in
+# `torch.nn.Linear`. Arrays may have **leading batch dimensions**, written "…". Layer
+# normalisation of a row $x$ with $D$ numbers:
+#
+# $$\mu = \frac{1}{D}\sum_k x_k, \qquad \sigma^2 = \frac{1}{D}\sum_k (x_k - \mu)^2, \qquad
+# \operatorname{LN}(x) = \gamma \odot \frac{x - \mu}{\sqrt{\sigma^2 + \varepsilon}} + \beta,$$
+#
+# with the biased variance (divide by $D$, as PyTorch does) and $\varepsilon = 10^{-5}$. The
+# feed-forward network is $\operatorname{FFN}(x) = \max(0,\, x W_1^\top + b_1)\, W_2^\top + b_2$
+# with $W_1$ of shape (d_ff, d_model) and $W_2$ of shape (d_model, d_ff).
+#
+# A **mask** is an array of booleans, **True where a query may attend to a key** (as in
+# Assignment 5 and `course.models.attention`).
+#
+# ## How you are graded
+#
+# * Parts A to D are autograded. Each has a **visible test** that you can run now (fixed
+#   inputs; it names the quantity that is off, where and by how much), and a **hidden test**
+#   that runs at grading time on other shapes, seeds and edge cases (a constant row, one
+#   feature, rows far from 0, normalised shapes of two axes, one token, one head and as many
+#   heads as features, $d_\text{ff} \ne 4\,d_\text{model}$, sequences of one real token,
+#   caches, configurations without biases or encoder...) and checks that bad input raises
+#   `ValueError`. Hard-coding the visible answers keeps the visible points only.
+# * Part E is a short written answer, graded by hand.
+# * Write code only where it says `YOUR CODE HERE`; keep function names and signatures; do not
+#   delete or copy cells. Your functions must not modify their inputs.
+# * Use NumPy. During the hidden tests the PyTorch modules being taught (`nn.LayerNorm` and
+#   `F.layer_norm`, `nn.TransformerEncoderLayer`, `nn.Transformer` and their kin,
+#   `nn.MultiheadAttention`, `F.scaled_dot_product_attention`), every softmax of torch and
+#   SciPy, `nn.Linear` and `nn.Embedding`, autograd and the helpers of the `course` package
+#   (among them `course.models.transformer`, `course.models.attention` and
+#   `course.analysis.parameters`) are replaced by traps: calling them from your functions
+#   fails the test. (`course.checks` is allowed.)
+#
+# Autograded: 14 points. Written: 2 points.
+
+# %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
+import numpy as np
+
+from course.checks import assert_close
+
+np.set_printoptions(precision=4, suppress=True)
+
+
+# %% [markdown]
+# ## Part A: layer normalisation, with the statistics a backward pass keeps (3 points)
+#
+# PyTorch's `nn.LayerNorm(normalized_shape)` normalises over the **last few axes** of its
+# input, as many as `normalized_shape` has: for a Transformer that is the feature axis
+# (d_model,), but a vision model may normalise each (channels, height, width) block at once.
+# All the numbers of such a trailing block form one "row": they share one $\mu$ and one
+# $\sigma^2$, and $\gamma$, $\beta$ have the block's shape.
+#
+# The forward pass of a layer norm keeps two numbers per row for its backward pass: the mean
+# $\mu$ and the **reciprocal standard deviation** $r = 1/\sqrt{\sigma^2 + \varepsilon}$ (this is
+# what `torch.native_layer_norm` returns besides the output), since
+# $\operatorname{LN}(x) = \gamma \odot (x - \mu)\, r + \beta$ and the gradient needs both.
+#
+# Implement `layer_norm(x, gamma, beta, eps=1e-5)`: `gamma` and `beta` of one shape $S$ with
+# at least one axis, and `x` of shape (…, *S*) (its last `gamma.ndim` axes are $S$). Return
+# the tuple `(y, mean, rstd)`: `y` of the shape of `x`, and `mean` and `rstd` of shape (…),
+# one number per row (0-dimensional arrays when `x` is a single row).
+#
+# **Stability.** Compute $\sigma^2$ as the mean of the squared deviations $(x_k - \mu)^2$,
+# not as $\overline{x^2} - \mu^2$: for a row such as $10^8 + (1, 2, 3, 4)$ both terms of the
+# latter are about $10^{16}$, where `float64` numbers are 2 apart, and their difference (1.25)
+# is lost.
+#
+# **Bad input** raises `ValueError`: a `gamma` with no axis, `gamma` and `beta` of different
+# shapes, an `x` whose trailing shape is not that of `gamma`, and $\varepsilon \le 0$ (a
+# constant row would then divide 0 by 0).
+
+
+# %% nbgrader={"grade": false, "grade_id": "layer_norm", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def layer_norm(
+    x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float = 1e-5
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Layer normalisation over the trailing axes that gamma's shape names.
+
+    Args:
+        x: shape (..., *S).
+        gamma, beta: the scale and the shift, shape S (at least one axis).
+        eps: added to the variance, > 0.
+
+    Returns:
+        (y, mean, rstd): y of shape (..., *S); the mean and 1 / sqrt(variance + eps) of each
+        row, shape (...).
+
+    Raises:
+        ValueError: for mismatched shapes or eps <= 0.
+    """
+    ### BEGIN SOLUTION
+    values = np.asarray(x, dtype=np.float64)
+    scale, shift = np.asarray(gamma, dtype=np.float64), np.asarray(beta, dtype=np.float64)
+    if scale.ndim == 0:
+        raise ValueError("gamma needs at least one axis: the shape S to normalise over")
+    if shift.shape != scale.shape:
+        raise ValueError(f"gamma has shape {scale.shape} but beta has shape {shift.shape}")
+    span = scale.ndim  # how many trailing axes make one row
+    outer = values.shape[: values.ndim - span]  # (...)
+    if values.ndim < span or values.shape[values.ndim - span :] != scale.shape:
+        raise ValueError(f"x of shape {values.shape} does not end with gamma's shape {scale.shape}")
+    if not eps > 0:
+        raise ValueError(f"eps must be positive, got {eps!r}")
+    per_row = values.reshape(*outer, -1)  # (..., D): one row of D numbers per block
+    centre = per_row.mean(axis=-1)  # (...)
+    offsets = per_row - centre[..., None]  # (..., D)
+    spread = np.mean(offsets * offsets, axis=-1)  # the biased variance, in two passes
+    reciprocal = 1.0 / np.sqrt(spread + eps)  # (...)
+    normed = (offsets * reciprocal[..., None]).reshape(values.shape)  # (..., *S)
+    return normed * scale + shift, centre, reciprocal
+    ### END SOLUTION
+
+
+# %% [markdown]
+# ### Visible test for Part A
+#
+# The expected numbers come from `torch.nn.functional.layer_norm` (and, for the statistics,
+# `torch.var_mean` with `unbiased=False`).
+
+# %% nbgrader={"grade": true, "grade_id": "test_layer_norm_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+x_a = np.array([[1.0, 2.0, 4.0, 7.0], [0.5, -1.5, 2.5, 0.0]])  # two rows, D = 4
+gamma_a = np.array([1.0, 0.5, 2.0, -1.0])
+beta_a = np.array([0.0, 0.1, -0.2, 0.3])
+torch_a = "torch.nn.functional.layer_norm"
+
+result_a = layer_norm(x_a, gamma_a, beta_a)
+assert isinstance(result_a, tuple) and len(result_a) == 3, (
+    "layer_norm should return the tuple (y, mean, rstd)"
+)
+y_a, mean_a, rstd_a = result_a
+assert isinstance(y_a, np.ndarray), f"y should be a NumPy array, got {type(y_a).__name__}"
+assert_close(
+    "y",
+    y_a,
+    [
+        [-1.0910884120, -0.2273265236, 0.2364353648, -1.2275237769],
+        [0.0873701922, -0.5552764418, 2.7705865363, 0.5621105767],
+    ],
+    atol=1e-9,
+    against=torch_a,
+)
+assert_close("mean (one per row)", mean_a, [3.5, 0.375], atol=1e-12, against="torch.var_mean")
+assert_close(
+    "rstd = 1 / sqrt(var + eps) (one per row, biased variance)",
+    rstd_a,
+    [0.4364353648, 0.6989615379],
+    atol=1e-9,
+    against="torch.var_mean",
+)
+
+y_ac, _, rstd_ac = layer_norm(np.full((1, 4), 3.0), gamma_a, beta_a)
+assert_close("y of a constant row (3, 3, 3, 3)", y_ac, beta_a[None], atol=1e-12, against="beta")
+assert_close(
+    "rstd of a constant row", rstd_ac, [316.2277660168], atol=1e-6, against="1 / sqrt(eps)"
+)
+y_ae, _, _ = layer_norm(x_a[:1], gamma_a, beta_a, eps=0.5)
+assert_close(
+    "y of row 0 with eps = 0.5",
+    y_ae,
+    [[-1.0425720703, -0.2127716211, 0.2170288281, -1.1596008984]],
+    atol=1e-9,
+    against=torch_a,
+)
+y_af, mean_af, _ = layer_norm(1e8 + np.array([[1.0, 2.0, 3.0, 4.0]]), np.ones(4), np.zeros(4))
+assert_close(
+    "y of the row 1e8 + (1, 2, 3, 4) (variance 1.25)",
+    y_af,
+    [[-1.3416354200, -0.4472118067, 0.4472118067, 1.3416354200]],
+    atol=1e-7,
+    against=torch_a,
+)
+assert_close("mean of that row", mean_af, [100000002.5], atol=1e-6, against="torch.var_mean")
+
+x_at = np.arange(12.0).reshape(2, 2, 3) ** 2 / 10  # two rows of shape S = (2, 3)
+gamma_at = np.array([[1.0, 2.0, 1.0], [0.5, 1.0, 1.5]])
+beta_at = np.array([[0.0, 0.0, 1.0], [0.0, -1.0, 0.0]])
+y_at, mean_at, rstd_at = layer_norm(x_at, gamma_at, beta_at)
+assert_close(
+    "y over the trailing shape S = (2, 3)",
+    y_at,
+    [
+        [
+            [-1.0304186748, -1.8360187296, 0.4192185651],
+            [-0.0093674425, -0.2318697152, 2.6697211119],
+        ],
+        [[-1.3440857929, -1.7959273998, 0.6167925612], [0.1000914952, -0.1477924122, 2.3592995300]],
+    ],
+    atol=1e-9,
+    against=f"{torch_a} with normalized_shape (2, 3)",
+)
+assert_close("mean over S = (2, 3)", mean_at, [0.9166666667, 7.5166666667], atol=1e-9)
+assert_close("rstd over S = (2, 3)", rstd_at, [1.1240930998, 0.3431708407], atol=1e-9)
+for bad_a in (
+    lambda: layer_norm(x_a, gamma_a, beta_a[:3]),  # gamma and beta differ
+    lambda: layer_norm(x_a[:, :3], gamma_a, beta_a),  # 3 features, gamma has 4
+    lambda: layer_norm(x_a, gamma_a, beta_a, eps=0.0),
+):
+    try:
+        bad_a()
+    except ValueError:
+        continue
+    raise AssertionError("bad input should raise ValueError (see the cases listed in this cell)")
+print("Part A, visible test: passed.")
+
+# %% nbgrader={"grade": true, "grade_id": "test_layer_norm_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# Hidden test (2 points): layer_norm against torch.nn.functional.layer_norm and torch.var_mean
+# for batches, a single row (0-dimensional statistics), one feature (every row constant), a
+# constant row, rows near 1e8 and near 1e-8, other eps, normalised shapes of two and three
+# axes, non-contiguous arrays; inputs must come back unmodified; ValueError for the bad
+# inputs above and a gamma with no axis.
+### BEGIN HIDDEN TESTS
+from autograder.hidden.a6_transformer import check_layer_norm
+
+check_layer_norm(layer_norm)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Explore (not graded): one pass or two?
+#
+# The variance as $\overline{x^2} - \mu^2$ against your two-pass version, for rows further and
+# further from 0 (each row is $c + (1, 2, 3, 4)$, whose variance is 1.25 whatever $c$).
+
+# %%
+for offset_x in (0.0, 1e4, 1e6, 1e8, 1e9):
+    row_x = offset_x + np.array([1.0, 2.0, 3.0, 4.0])
+    one_pass_x = np.mean(row_x**2) - np.mean(row_x) ** 2
+    try:
+        _, _, rstd_x = layer_norm(row_x, np.ones(4), np.zeros(4), eps=1e-12)
+        two_pass_x = 1.0 / float(rstd_x) ** 2
+        print(f"c = {offset_x:8.0e}: one pass {one_pass_x:12.6g}, two passes {two_pass_x:.6g}")
+    except NotImplementedError:
+        print(f"c = {offset_x:8.0e}: one pass {one_pass_x:12.6g} (implement Part A for the other)")
+
+# %% [markdown]
+# ## Part B: an encoder layer from a state dict, post-norm and pre-norm (5 points)
+#
+# An encoder layer has two sublayers, multi-head self-attention and the FFN, each with a
+# residual connection and a layer norm. Where the norm sits is the layer's **norm order**:
+#
+# $$\text{post-norm (the paper):}\quad h = \operatorname{LN}_1\big(x + \operatorname{MHA}(x)\big),
+# \qquad y = \operatorname{LN}_2\big(h + \operatorname{FFN}(h)\big);$$
+#
+# $$\text{pre-norm:}\quad h = x + \operatorname{MHA}\big(\operatorname{LN}_1(x)\big),
+# \qquad y = h + \operatorname{FFN}\big(\operatorname{LN}_2(h)\big).$$
+#
+# The weights come as the **state dict** of `course.models.transformer.EncoderLayer(d_model,
+# num_heads, d_ff)` (Lecture 6's layer), converted to NumPy: `params` maps each of these names
+# to an array,
+#
+# | names | shape | role |
+# | --- | --- | --- |
+# | `self_attn.W_q.weight`, `self_attn.W_k.weight`, `self_attn.W_v.weight` | (d_model, d_model) | $W^Q$, $W^K$, $W^V$ |
+# | `self_attn.W_q.bias`, `self_attn.W_k.bias`, `self_attn.W_v.bias` | (d_model,) | $b^Q$, $b^K$, $b^V$ |
+# | `self_attn.W_o.weight`, `self_attn.W_o.bias` | (d_model, d_model), (d_model,) | $W^O$, $b^O$ |
+# | `ffn.linear1.weight`, `ffn.linear1.bias` | (d_ff, d_model), (d_ff,) | $W_1$, $b_1$ |
+# | `ffn.linear2.weight`, `ffn.linear2.bias` | (d_model, d_ff), (d_model,) | $W_2$, $b_2$ |
+# | `norm1.weight`, `norm1.bias`, `norm2.weight`, `norm2.bias` | (d_model,) | $\gamma_1$, $\beta_1$, $\gamma_2$, $\beta_2$ |
+#
+# (note that the three projections are separate matrices here, not `nn.MultiheadAttention`'s
+# stacked `in_proj_weight`). Multi-head attention is Assignment 5's: $Q = X W^{Q\top} + b^Q$
+# and likewise $K$, $V$; head $r$ takes the columns $r d_k, \dots, (r+1) d_k - 1$ with
+# $d_k = d_\text{model}/h$; $\text{head}_r = \operatorname{softmax}(Q_r K_r^\top/\sqrt{d_k} +
+# M)\,V_r$; $\operatorname{MHA}(X) = [\text{head}_0; \dots; \text{head}_{h-1}]\,W^{O\top} +
+# b^O$. There is no dropout (the layer is evaluated).
+#
+# Implement `encoder_layer(x, params, num_heads, norm_first=False, mask=None, eps=1e-5)`:
+# `x` of shape (…, n, d_model), `mask` `None` or booleans that broadcast to (…, n, n) and
+# apply to every head (a padding mask of shape (B, 1, n) for a batch), `eps` that of both
+# layer norms. Return $y$, of the shape of `x`. Use your `layer_norm` and the given
+# `masked_softmax`; d_ff is the number of rows of `ffn.linear1.weight` (it need not be
+# $4\,d_\text{model}$).
+#
+# Raise `ValueError` for `x` with fewer than 2 dimensions, `num_heads` below 1 or not a
+# divisor of d_model (the message says "divisible"), a missing weight (the message names it)
+# and a weight of the wrong shape.
+
+
+# %% nbgrader={"grade": false, "grade_id": "given_masked_softmax", "locked": true, "schema_version": 3, "solution": false, "task": false}
+def masked_softmax(scores: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+    """Softmax over the last axis, stable, over the allowed entries only (Assignment 5).
+
+    scores (..., n, m); mask None or booleans that broadcast to scores' shape, True where a
+    query may attend to a key. Blocked keys get weight exactly 0. Returns (..., n, m).
+    """
+    scores = np.asarray(scores, dtype=np.float64)
+    if mask is None:
+        mask = np.ones(scores.shape, dtype=bool)
+    mask = np.asarray(mask)
+    if mask.dtype != np.bool_:
+        raise ValueError(f"the mask must hold booleans (True = may attend), not {mask.dtype}")
+    try:
+        shape = np.broadcast_shapes(scores.shape, mask.shape)
+    except ValueError:
+        raise ValueError(
+            f"a mask of shape {mask.shape} does not fit scores {scores.shape}"
+        ) from None
+    mask = np.broadcast_to(mask, shape)
+    if not mask.any(axis=-1).all():
+        raise ValueError("a row of the mask allows no key: its softmax would be 0/0")
+    scores = np.where(mask, np.broadcast_to(scores, shape), -np.inf)
+    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return weights / weights.sum(axis=-1, keepdims=True)
+
+
+# %% nbgrader={"grade": false, "grade_id": "encoder_layer", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def encoder_layer(
+    x: np.ndarray,
+    params: dict[str, np.ndarray],
+    num_heads: int,
+    norm_first: bool = False,
+    mask: np.ndarray | None = None,
+    eps: float = 1e-5,
+) -> np.ndarray:
+    """One Transformer encoder layer with the weights of course's EncoderLayer.
+
+    Args:
+        x: the tokens, shape (..., n, d_model).
+        params: the layer's state dict as NumPy arrays (see the table above).
+        num_heads: h, a divisor of d_model.
+        norm_first: False for post-norm (the paper), True for pre-norm.
+        mask: None, or booleans broadcastable to (..., n, n); True = may attend.
+        eps: the layer norms' epsilon.
+
+    Returns:
+        y, shape (..., n, d_model).
+
+    Raises:
+        ValueError: for a misshapen x, a bad num_heads, a missing or misshapen weight.
+    """
+    ### BEGIN SOLUTION
+    stream = np.asarray(x, dtype=np.float64)
+    if stream.ndim < 2:
+        raise ValueError(f"x must have shape (..., n, d_model), got shape {stream.shape}")
+    *lead, n, width = stream.shape
+    if isinstance(num_heads, (bool, np.bool_)) or not isinstance(num_heads, (int, np.integer)):
+        raise ValueError(f"num_heads must be an integer, got {num_heads!r}")
+    if num_heads < 1 or width % num_heads:
+        raise ValueError(f"d_model = {width} must be divisible by num_heads = {num_heads} >= 1")
+    if "ffn.linear1.weight" not in params:
+        raise ValueError("params has no 'ffn.linear1.weight'")
+    first_weight = np.shape(params["ffn.linear1.weight"])
+    inner = first_weight[0] if len(first_weight) == 2 else -1  # d_ff, or a shape that fails below
+    wanted = {f"self_attn.W_{p}.{kind}": (width, width) if kind == "weight" else (width,)
+              for p in "qkvo" for kind in ("weight", "bias")}  # fmt: skip
+    wanted |= {"ffn.linear1.weight": (inner, width), "ffn.linear1.bias": (inner,)}
+    wanted |= {"ffn.linear2.weight": (width, inner), "ffn.linear2.bias": (width,)}
+    wanted |= {f"norm{i}.{kind}": (width,) for i in (1, 2) for kind in ("weight", "bias")}
+    w = {}
+    for key, shape in wanted.items():
+        if key not in params:
+            raise ValueError(f"params has no {key!r}")
+        w[key] = np.asarray(params[key], dtype=np.float64)
+        if w[key].shape != shape:
+            raise ValueError(f"params[{key!r}] has shape {w[key].shape}, expected {shape}")
+    if mask is not None and np.ndim(mask) < 2:
+        raise ValueError(f"mask must broadcast to (..., n, n), got shape {np.shape(mask)}")
+    d_k = width // num_heads
+
+    def heads_of(z: np.ndarray, p: str) -> np.ndarray:  # (..., n, d) -> (..., h, n, d_k)
+        projected = z @ w[f"self_attn.W_{p}.weight"].T + w[f"self_attn.W_{p}.bias"]
+        return np.swapaxes(projected.reshape(*lead, n, num_heads, d_k), -3, -2)
+
+    def self_attention(z: np.ndarray) -> np.ndarray:  # (..., n, d) -> (..., n, d)
+        q, k, v = heads_of(z, "q"), heads_of(z, "k"), heads_of(z, "v")
+        per_head = None if mask is None else np.expand_dims(np.asarray(mask), -3)
+        scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(d_k)  # (..., h, n, n)
+        mixed = masked_softmax(scores, per_head) @ v  # (..., h, n, d_k)
+        joined = np.swapaxes(mixed, -3, -2).reshape(*lead, n, width)
+        return joined @ w["self_attn.W_o.weight"].T + w["self_attn.W_o.bias"]
+
+    def feed_forward(z: np.ndarray) -> np.ndarray:  # (..., n, d) -> (..., n, d_ff) -> (..., n, d)
+        hidden = np.maximum(z @ w["ffn.linear1.weight"].T + w["ffn.linear1.bias"], 0.0)
+        return hidden @ w["ffn.linear2.weight"].T + w["ffn.linear2.bias"]
+
+    def norm(z: np.ndarray, which: int) -> np.ndarray:
+        return layer_norm(z, w[f"norm{which}.weight"], w[f"norm{which}.bias"], eps)[0]
+
+    if norm_first:
+        middle = stream + self_attention(norm(stream, 1))
+        return middle + feed_forward(norm(middle, 2))
+    middle = norm(stream + self_attention(stream), 1)
+    return norm(middle + feed_forward(middle), 2)
+    ### END SOLUTION
+
+
+# %% [markdown]
+# ### Visible test for Part B
+#
+# $n = 3$ tokens, $d_\text{model} = 4$, $h = 2$ heads, $d_\text{ff} = 6$, with fixed weights;
+# the expected numbers come from `torch.nn.TransformerEncoderLayer` (float64, no dropout,
+# `norm_first=False` and `True`) with these weights copied in (its `in_proj_weight` is
+# $[W^Q; W^K; W^V]$).
+
+
+# %% nbgrader={"grade": true, "grade_id": "test_encoder_layer_visible", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+def wave_b(shape: tuple[int, ...] | int, start: int, scale: float) -> np.ndarray:
+    """scale * sin(start, start + 1, ...) in the given shape: fixed weights for the test."""
+    return scale * np.sin(start + np.arange(np.prod(shape))).reshape(shape)
+
+
+params_b = {
+    "self_attn.W_q.weight": wave_b((4, 4), 0, 0.8),
+    "self_attn.W_q.bias": wave_b(4, 20, 0.2),
+    "self_attn.W_k.weight": wave_b((4, 4), 30, 0.8),
+    "self_attn.W_k.bias": wave_b(4, 50, 0.2),
+    "self_attn.W_v.weight": wave_b((4, 4), 60, 0.8),
+    "self_attn.W_v.bias": wave_b(4, 80, 0.2),
+    "self_attn.W_o.weight": wave_b((4, 4), 90, 0.6),
+    "self_attn.W_o.bias": wave_b(4, 110, 0.2),
+    "ffn.linear1.weight": wave_b((6, 4), 120, 0.7),  # d_ff = 6
+    "ffn.linear1.bias": wave_b(6, 150, 0.2),
+    "ffn.linear2.weight": wave_b((4, 6), 160, 0.5),
+    "ffn.linear2.bias": wave_b(4, 190, 0.2),
+    "norm1.weight": 1.0 + wave_b(4, 200, 0.3),
+    "norm1.bias": wave_b(4, 210, 0.1),
+    "norm2.weight": 1.0 + wave_b(4, 220, 0.3),
+    "norm2.bias": wave_b(4, 230, 0.1),
+}
+x_b = np.array([[1.0, 0.0, -1.0, 0.5], [0.0, 2.0, 1.0, -1.0], [0.5, -0.5, 0.0, 1.0]])  # (3, 4)
+torch_b = "torch.nn.TransformerEncoderLayer"
+
+y_b = encoder_layer(x_b, params_b, 2)
+assert isinstance(y_b, np.ndarray), f"encoder_layer should return a NumPy array, got {type(y_b)}"
+assert_close(
+    "y (post-norm)",
+    y_b,
+    [
+        [1.0214494778, -0.2209199140, -2.0366698068, 0.6795821636],
+        [-0.0303974910, 1.2802308910, 0.5648392884, -1.5806706607],
+        [0.4524469969, -1.6327141212, -0.8681884048, 1.4341986600],
+    ],
+    atol=1e-9,
+    against=torch_b,
+)
+assert_close(
+    "y (pre-norm, norm_first=True)",
+    encoder_layer(x_b, params_b, 2, norm_first=True),
+    [
+        [1.5138172999, -0.8073709043, -1.8896723195, 0.3840146047],
+        [1.1928267791, 0.7430005507, 1.4892848677, -0.8116131836],
+        [0.5330045090, -0.6974223025, -0.2537669796, 0.4218062391],
+    ],
+    atol=1e-9,
+    against=torch_b,
+)
+# A batch of two: x and x with its rows reversed, whose last token is padding.
+mask_b = np.array([[[True, True, True]], [[True, True, False]]])  # (B=2, 1, n=3)
+y_bp = encoder_layer(np.stack([x_b, x_b[::-1]]), params_b, 2, mask=mask_b)
+assert_close(
+    "y of sequence 0 (no padding) in the batch",
+    y_bp[0],
+    y_b,
+    atol=1e-12,
+    against="y of x alone",
+)
+assert_close(
+    "y of sequence 1 (2 real tokens) in the padded batch (post-norm)",
+    y_bp[1],
+    [
+        [0.0851063337, -1.1127294010, -1.2068161198, 1.6532864357],
+        [-0.0029879468, 1.3690357573, 0.4185393545, -1.5611768690],
+        [0.9615603028, -0.0102292093, -2.1089301402, 0.6279829747],
+    ],
+    atol=1e-9,
+    against=torch_b,
+)
+missing_b = {key: value for key, value in params_b.items() if key != "norm2.bias"}
+for bad_b in (
+    lambda: encoder_layer(x_b, params_b, 3),  # d_model = 4, h = 3
+    lambda: encoder_layer(x_b, missing_b, 2),
+    lambda: encoder_layer(x_b[:, :3], params_b, 1),  # 3 features, the weights want 4
+):
+    try:
+        bad_b()
+    except ValueError:
+        continue
+    raise AssertionError("bad input should raise ValueError (see the cases listed in this cell)")
+print("Part B, visible test: passed.")
+
+# %% nbgrader={"grade": true, "grade_id": "test_encoder_layer_hidden", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+# Hidden test (3 points): encoder_layer against torch.nn.TransformerEncoderLayer (float64, no
+# dropout, weights copied), post-norm and pre-norm, for one token, one head and as many heads
+# as features, d_ff != 4 d_model, batches with causal and padding masks, leading dimensions,
+# other eps, large inputs, non-contiguous arrays; inputs must come back unmodified;
+# ValueError for a bad num_heads (saying "divisible"), a missing weight (naming it), weights of
+# the wrong shape, an x of the wrong width and a 1-D x.
+### BEGIN HIDDEN TESTS
+from autograder.hidden.a6_transformer import check_encoder_layer
+
+check_encoder_layer(encoder_layer)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Explore (not graded): your layer against Lecture 6's
+#
+# A `course.models.transformer.EncoderLayer` with random weights: its state dict, converted
+# to NumPy, is exactly what `encoder_layer` takes. Then twelve such layers stacked: how large
+# does the residual stream grow, post-norm against pre-norm?
+
+# %%
+import torch
+
+from course.models.transformer import EncoderLayer
+
+torch.manual_seed(0)
+module_x = EncoderLayer(16, 4, 40, dropout=0.0, norm_first=True).double().eval()
+params_x = {name: tensor.numpy() for name, tensor in module_x.state_dict().items()}
+x_x = np.random.default_rng(0).normal(size=(2, 5, 16))
+with torch.no_grad():
+    y_module_x = module_x(torch.tensor(x_x)).numpy()
+try:
+    gap_x = np.abs(encoder_layer(x_x, params_x, 4, norm_first=True) - y_module_x).max()
+    print(f"largest difference from EncoderLayer (pre-norm): {gap_x:.1e}")
+    for first_x in (False, True):
+        stream_x, sizes_x = x_x, []
+        for _ in range(12):
+            stream_x = encoder_layer(stream_x, params_x, 4, norm_first=first_x)
+            sizes_x.append(np.linalg.norm(stream_x, axis=-1).mean())
+        order_x = "pre-norm " if first_x else "post-norm"
+        print(f"{order_x}: mean row norm after layers 1..12:", np.round(sizes_x, 1))
+except NotImplementedError:
+    print("Implement Part B first, then run this cell again.")
+
+# %% [markdown]
+# ## Part C: the decoder's mask and positions, for padding on either side (3 points)
+#
+# Lecture 6's decoder mask is causal **and** key-not-padding, for sequences padded on the
+# right and as many queries as keys. Two situations change it.
+#
+# * **Left padding.** To generate from a batch of prompts of different lengths, one pads them
+#   on the **left**, so that every prompt ends at the last position and the next tokens are
+#   appended in one column. The real tokens of a sequence of length $L$ padded to $m$
+#   positions are then at positions $m - L, \dots, m - 1$, and its first real token must get
+#   the position encoding of position 0.
+# * **A cache.** A decoder that generates keeps the keys and values of the positions it has
+#   already seen and runs only the $n$ **newest** positions as queries: query $i$
+#   ($i = 0, \dots, n - 1$) sits at position $p_i = m - n + i$ among the $m$ keys.
+#
+# Query $i$ of sequence $b$ may attend to key $j$ when $j \le p_i$ (causal) and key $j$ is a
+# real token of sequence $b$. A query on a padding position of a left-padded sequence may
+# then see no key at all; its output is never used, but its softmax must be defined: such a
+# query sees **its own position only**.
+#
+# Implement `decoder_mask_and_positions(lengths, n, m=None, left_padded=False)`: `lengths`
+# (B,) the real lengths, $n$ queries, $m$ keys (`None`: $m = n$). Return the tuple
+# `(mask, positions)`:
+#
+# * `mask`: booleans of shape (B, 1, n, m) (the axis of length 1 broadcasts over heads);
+# * `positions`: integers of shape (B, n), the position of each query's token **counted among
+#   the real tokens of its sequence** (0 for the first real token), and 0 for a query on a
+#   padding position.
+#
+# Raise `ValueError` for $n$ or $m$ that is not an integer $\ge 1$, $n > m$, and lengths that
+# are not a non-empty 1-D array of integers in $1, \dots, m$.
+
+
+# %% nbgrader={"grade": false, "grade_id": "decoder_mask", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def decoder_mask_and_positions(
+    lengths: np.ndarray | list[int], n: int, m: int | None = None, left_padded: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """The decoder's self-attention mask and the positions of its n newest queries.
+
+    Args:
+        lengths: (B,) the number of real tokens of each sequence, 1..m.
+        n: the number of queries, the last n of the m positions.
+        m: the number of keys (None: m = n).
+        left_padded: True when the padding comes before the real tokens.
+
+    Returns:
+        (mask, positions): booleans (B, 1, n, m), True = may attend; integers (B, n).
+    """
+    ### BEGIN SOLUTION
+    keys = n if m is None else m
+    for label, size in (("n", n), ("m", keys)):
+        if isinstance(size, (bool, np.bool_)) or not isinstance(size, (int, np.integer)):
+            raise ValueError(f"{label} must be an integer, got {size!r}")
+        if size < 1:
+            raise ValueError(f"{label} must be at least 1, got {size}")
+    if n > keys:
+        raise ValueError(f"n = {n} queries cannot outnumber the m = {keys} keys")
+    real = np.asarray(lengths)
+    if real.ndim != 1 or real.size == 0 or not np.issubdtype(real.dtype, np.integer):
+        raise ValueError(f"lengths must be a non-empty 1-D array of integers, got {real!r}")
+    if real.min() < 1 or real.max() > keys:
+        raise ValueError(f"every length must lie in 1..{keys}, got {real.tolist()}")
+    start = keys - real if left_padded else np.zeros_like(real)  # (B,): the first real slot
+    slots = np.arange(keys)  # (m,)
+    is_real = (slots >= start[:, None]) & (slots < (start + real)[:, None])  # (B, m)
+    query_at = slots[keys - n :]  # (n,): p_i = m - n + i
+    mask = (slots[None, :] <= query_at[:, None])[None] & is_real[:, None, :]  # (B, n, m)
+    alone = ~mask.any(axis=-1)  # (B, n): left padding that would see nothing
+    mask = mask | (alone[..., None] & (slots[None, :] == query_at[:, None]))
+    counted = query_at[None, :] - start[:, None]  # (B, n)
+    on_real = is_real[:, keys - n :]  # (B, n)
+    return mask[:, None], np.where(on_real, counted, 0)
+    ### END SOLUTION
+
+
+# %% [markdown]
+# ### Visible test for Part C
+
+# %% nbgrader={"grade": true, "grade_id": "test_decoder_mask_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+expected_c = "the expected mask (1 = may attend)"
+result_c = decoder_mask_and_positions(np.array([3, 1]), 3)
+assert isinstance(result_c, tuple) and len(result_c) == 2, (
+    "decoder_mask_and_positions should return (mask, positions)"
+)
+mask_c, positions_c = result_c
+assert isinstance(mask_c, np.ndarray) and mask_c.dtype == bool, (
+    "the mask should be a NumPy array of booleans"
+)
+assert np.shape(mask_c) == (2, 1, 3, 3), f"mask: expected shape (2, 1, 3, 3), got {mask_c.shape}"
+lower_c = [[1, 0, 0], [1, 1, 0], [1, 1, 1]]
+assert_close(
+    "mask of sequence 0 (3 real tokens)", mask_c[0, 0] * 1.0, lower_c, atol=0, against=expected_c
+)
+assert_close(
+    "mask of sequence 1 (1 real token, right padding)",
+    mask_c[1, 0] * 1.0,
+    [[1, 0, 0], [1, 0, 0], [1, 0, 0]],
+    atol=0,
+    against=expected_c,
+)
+assert isinstance(positions_c, np.ndarray) and np.issubdtype(positions_c.dtype, np.integer), (
+    "positions should be a NumPy array of integers"
+)
+assert_close("positions (right padding)", positions_c, [[0, 1, 2], [0, 0, 0]], atol=0)
+
+mask_cl, positions_cl = decoder_mask_and_positions(np.array([3, 1]), 3, left_padded=True)
+assert_close(
+    "mask of sequence 1 (1 real token, left padding: queries 0 and 1 see themselves)",
+    mask_cl[1, 0] * 1.0,
+    [[1, 0, 0], [0, 1, 0], [0, 0, 1]],
+    atol=0,
+    against=expected_c,
+)
+assert_close("positions (left padding)", positions_cl, [[0, 1, 2], [0, 0, 0]], atol=0)
+
+mask_cc, positions_cc = decoder_mask_and_positions([4, 2], 2, 4, left_padded=True)
+assert np.shape(mask_cc) == (2, 1, 2, 4), f"mask: expected (2, 1, 2, 4), got {np.shape(mask_cc)}"
+assert_close(
+    "mask with a cache (n = 2 queries at positions 2, 3; m = 4 keys; left padding)",
+    mask_cc[:, 0] * 1.0,
+    [[[1, 1, 1, 0], [1, 1, 1, 1]], [[0, 0, 1, 0], [0, 0, 1, 1]]],
+    atol=0,
+    against=expected_c,
+)
+assert_close("positions with that cache", positions_cc, [[2, 3], [0, 1]], atol=0)
+mask_cr, positions_cr = decoder_mask_and_positions([4, 2], 1, 4)
+assert_close(
+    "mask of one query at position 3 of 4 (right padding)",
+    mask_cr[:, 0] * 1.0,
+    [[[1, 1, 1, 1]], [[1, 1, 0, 0]]],
+    atol=0,
+    against=expected_c,
+)
+assert_close("positions of that query", positions_cr, [[3], [0]], atol=0)
+for bad_c in (
+    lambda: decoder_mask_and_positions([0, 2], 3),  # a length of 0
+    lambda: decoder_mask_and_positions([2, 4], 3),  # a length above m
+    lambda: decoder_mask_and_positions([2, 2], 4, 3),  # n > m
+):
+    try:
+        bad_c()
+    except ValueError:
+        continue
+    raise AssertionError("bad input should raise ValueError (see the cases listed in this cell)")
+print("Part C, visible test: passed.")
+
+# %% nbgrader={"grade": true, "grade_id": "test_decoder_mask_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# Hidden test (2 points): decoder_mask_and_positions against masks and positions built one
+# entry at a time, for right and left padding, a batch of one, sequences of one real token,
+# a single position, caches of every size, lengths given as lists and as int32 arrays;
+# inputs must come back unmodified; ValueError for the bad inputs above, n or m of 0, float
+# lengths and a 2-D array of lengths.
+### BEGIN HIDDEN TESTS
+from autograder.hidden.a6_transformer import check_decoder_mask
+
+check_decoder_mask(decoder_mask_and_positions)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Explore (not graded): a left-padded batch, step by step
+#
+# Three prompts of lengths 4, 2 and 1, padded on the left to 4 positions, then two generated
+# tokens with a cache: the rows of the mask (one per query) and the positions.
+
+# %%
+try:
+    mask_x, positions_x = decoder_mask_and_positions([4, 2, 1], 4, left_padded=True)
+    print("prompt, sequence 2 (1 real token):\n", mask_x[2, 0].astype(int))
+    print("positions of the prompt:\n", positions_x)
+    for step_x in (5, 6):  # one new query against all keys so far; the real lengths grow
+        mask_x, positions_x = decoder_mask_and_positions(
+            [step_x, step_x - 2, step_x - 3], 1, step_x, left_padded=True
+        )
+        print(f"step with {step_x} keys, positions of the new token: {positions_x[:, 0]}")
+except NotImplementedError:
+    print("Implement Part C first, then run this cell again.")
+
+# %% [markdown]
+# ## Part D: how many parameters? (3 points)
+#
+# With width $d = d_\text{model}$, feed-forward width $d_\text{ff}$ and biases, the pieces of a
+# Transformer hold
+#
+# | piece | parameters |
+# | --- | --- |
+# | multi-head attention ($W^Q, W^K, W^V, W^O$ and biases) | $4 d^2 + 4 d$ |
+# | feed-forward network ($W_1, b_1, W_2, b_2$) | $2 d\, d_\text{ff} + d_\text{ff} + d$ |
+# | layer norm ($\gamma, \beta$) | $2 d$ |
+# | encoder layer | attention + FFN + 2 layer norms |
+# | decoder layer | 2 attentions (self and cross) + FFN + 3 layer norms |
+# | embedding table of $|\mathcal{V}|$ tokens | $|\mathcal{V}|\, d$ |
+#
+# (the number of heads changes none of these). Real models differ in the details, and a
+# configuration says which:
+#
+# | key | meaning | default |
+# | --- | --- | --- |
+# | `d_model`, `num_heads`, `d_ff` | sizes; `num_heads` must divide `d_model` | required |
+# | `decoder_layers` | $N_\text{dec} \ge 1$ | required |
+# | `tgt_vocab_size` | the target (output) vocabulary | required |
+# | `encoder_layers` | $N_\text{enc} \ge 0$; **0 is a decoder-only model** (GPT): its decoder layers have no cross-attention, only self-attention, FFN and 2 layer norms | 0 |
+# | `src_vocab_size` | the source vocabulary; needed when there is an encoder, ignored otherwise | - |
+# | `shared_embeddings` | the source and target embeddings are one table (a shared vocabulary: the two sizes must be equal); ignored without an encoder | `False` |
+# | `tie_output` | the output layer's matrix is the target embedding table (the output layer has no bias, tied or not) | `False` |
+# | `bias` | the linear layers and layer norms have biases; without, attention has $4d^2$, the FFN $2 d\, d_\text{ff}$ and a layer norm $d$ ($\gamma$ only), as `nn.TransformerEncoderLayer(..., bias=False)` | `True` |
+# | `final_norm` | one more layer norm after each stack (after the encoder's last layer, and after the decoder's), as `nn.Transformer` and pre-norm models have | `True` |
+# | `max_len` | learned positions: one table of `max_len` $\times\, d$ per stack (encoder and decoder); 0 for sinusoidal positions, which have no parameters | 0 |
+#
+# Implement `count_parameters(config)`, returning a dict of five integers:
+# `"embeddings"` (the token tables, and the position tables), `"encoder"` (its layers and its
+# final norm; 0 without an encoder), `"decoder"` (the same), `"output"` (the output matrix, 0
+# when tied) and `"total"`, their sum.
+#
+# Raise `ValueError` for a missing required key, a key not in the table (a typo must not go
+# unnoticed), sizes that are not positive integers (layer counts and `max_len`: non-negative
+# ones; `bool` is not an integer here), `num_heads` that does not divide `d_model`, a missing
+# `src_vocab_size` when there is an encoder, shared embeddings with two vocabulary sizes, and
+# options that are not `True` or `False`.
+
+
+# %% nbgrader={"grade": false, "grade_id": "count_parameters", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def count_parameters(config: dict) -> dict[str, int]:
+    """The number of parameters of a Transformer configuration, by part.
+
+    Args:
+        config: the keys of the table above.
+
+    Returns:
+        {"embeddings", "encoder", "decoder", "output", "total"}: integers.
+
+    Raises:
+        ValueError: for a missing, unknown or invalid key.
+    """
+    ### BEGIN SOLUTION
+    needed = ("d_model", "num_heads", "d_ff", "decoder_layers", "tgt_vocab_size")
+    optional = {"encoder_layers": 0, "src_vocab_size": None, "shared_embeddings": False,
+                "tie_output": False, "bias": True, "final_norm": True, "max_len": 0}  # fmt: skip
+    strangers = sorted(set(config) - set(needed) - set(optional))
+    if strangers:
+        raise ValueError(f"unknown configuration keys {strangers}")
+    absent = [key for key in needed if key not in config]
+    if absent:
+        raise ValueError(f"the configuration lacks {absent}")
+    c = optional | dict(config)
+    lowest = {"encoder_layers": 0, "max_len": 0}
+    for key in (*needed, "encoder_layers", "max_len"):
+        value = c[key]
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+            raise ValueError(f"{key} must be an integer, got {value!r}")
+        if value < lowest.get(key, 1):
+            raise ValueError(f"{key} must be at least {lowest.get(key, 1)}, got {value}")
+    for key in ("shared_embeddings", "tie_output", "bias", "final_norm"):
+        if not isinstance(c[key], (bool, np.bool_)):
+            raise ValueError(f"{key} must be True or False, got {c[key]!r}")
+    d, d_ff = int(c["d_model"]), int(c["d_ff"])
+    if d % c["num_heads"]:
+        raise ValueError(f"num_heads = {c['num_heads']} does not divide d_model = {d}")
+    has_encoder = c["encoder_layers"] > 0
+    source = c["src_vocab_size"]
+    if has_encoder:
+        if isinstance(source, (bool, np.bool_)) or not isinstance(source, (int, np.integer)):
+            raise ValueError(f"an encoder needs an integer src_vocab_size, got {source!r}")
+        if source < 1:
+            raise ValueError(f"src_vocab_size must be at least 1, got {source}")
+        if c["shared_embeddings"] and source != c["tgt_vocab_size"]:
+            sizes = f"{source} and {c['tgt_vocab_size']}"
+            raise ValueError(f"shared embeddings need one vocabulary size, got {sizes}")
+    with_bias = int(bool(c["bias"]))
+    norm = d * (1 + with_bias)
+    attention = 4 * d * d + with_bias * 4 * d
+    ffn = 2 * d * d_ff + with_bias * (d_ff + d)
+    closing = norm if c["final_norm"] else 0
+    encoder = c["encoder_layers"] * (attention + ffn + 2 * norm) + closing if has_encoder else 0
+    block = 2 * attention + ffn + 3 * norm if has_encoder else attention + ffn + 2 * norm
+    decoder = c["decoder_layers"] * block + closing
+    target = int(c["tgt_vocab_size"]) * d
+    tables = target
+    if has_encoder and not c["shared_embeddings"]:
+        tables += int(source) * d
+    tables += int(c["max_len"]) * d * (2 if has_encoder else 1)
+    output = 0 if c["tie_output"] else target
+    parts = {"embeddings": tables, "encoder": encoder, "decoder": decoder, "output": output}
+    return {key: int(value) for key, value in parts.items()} | {"total": int(sum(parts.values()))}
+    ### END SOLUTION
+
+
+# %% [markdown]
+# ### Visible test for Part D
+#
+# The paper's base model (6 + 6 layers, $d = 512$, $d_\text{ff} = 2048$, one shared
+# vocabulary of 37,000 tokens whose table is also the output layer), a small GPT-style model
+# without biases and with learned positions, and a tiny encoder–decoder with two vocabularies;
+# the expected counts were taken from PyTorch modules built with these options.
+
+
+# %% nbgrader={"grade": true, "grade_id": "test_count_parameters_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+def expect_counts_d(label: str, config: dict, expected: dict[str, int]) -> None:
+    """Compare count_parameters(config) with the expected counts, one part at a time."""
+    got = count_parameters(config)
+    assert isinstance(got, dict), f"count_parameters should return a dict, got {type(got).__name__}"
+    assert set(got) == set(expected), (
+        f"{label}: expected the keys {sorted(expected)}, got {sorted(got)}"
+    )
+    for part, count in expected.items():
+        value = got[part]
+        assert isinstance(value, (int, np.integer)) and not isinstance(value, bool), (
+            f"{label}: {part} should be an integer, got {value!r}"
+        )
+        assert value == count, (
+            f"{label}: {part} is {value:,}, expected {count:,} (off by {value - count:+,})"
+        )
+
+
+base_d = {"d_model": 512, "num_heads": 8, "d_ff": 2048, "encoder_layers": 6, "decoder_layers": 6,
+          "src_vocab_size": 37000, "tgt_vocab_size": 37000, "shared_embeddings": True,
+          "tie_output": True}  # fmt: skip
+expect_counts_d(
+    "the base model",
+    base_d,
+    {
+        "embeddings": 18_944_000,
+        "encoder": 18_915_328,
+        "decoder": 25_225_216,
+        "output": 0,
+        "total": 63_084_544,
+    },
+)
+small_gpt_d = {"d_model": 64, "num_heads": 4, "d_ff": 256, "decoder_layers": 2,
+               "tgt_vocab_size": 100, "bias": False, "max_len": 32}  # fmt: skip
+expect_counts_d(
+    "a decoder-only model without biases, learned positions, output not tied",
+    small_gpt_d,
+    {"embeddings": 8_448, "encoder": 0, "decoder": 98_624, "output": 6_400, "total": 113_472},
+)
+tiny_d = {"d_model": 8, "num_heads": 2, "d_ff": 20, "encoder_layers": 1, "decoder_layers": 2,
+          "src_vocab_size": 11, "tgt_vocab_size": 13, "final_norm": False}  # fmt: skip
+expect_counts_d(
+    "an encoder-decoder with two vocabularies and no final norms",
+    tiny_d,
+    {"embeddings": 192, "encoder": 668, "decoder": 1_944, "output": 104, "total": 2_908},
+)
+for bad_d in (
+    base_d | {"num_heads": 7},  # 7 does not divide 512
+    base_d | {"dff": 2048},  # an unknown key
+    base_d | {"tgt_vocab_size": 36000},  # shared embeddings, two vocabularies
+):
+    try:
+        count_parameters(bad_d)
+    except ValueError:
+        continue
+    raise AssertionError(f"count_parameters should raise ValueError for {bad_d}")
+print("Part D, visible test: passed.")
+
+# %% nbgrader={"grade": true, "grade_id": "test_count_parameters_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# Hidden test (2 points): count_parameters against PyTorch modules built with each
+# configuration (torch.nn.TransformerEncoderLayer and DecoderLayer, nn.LayerNorm,
+# nn.Embedding, nn.Linear, tied and shared weights counted once) for the big model, GPT-2
+# small, untied and unshared tables, no biases with an encoder, one layer, d_ff != 4 d_model,
+# no final norms, learned positions; the config must come back unmodified; ValueError for
+# each bad configuration listed above.
+### BEGIN HIDDEN TESTS
+from autograder.hidden.a6_transformer import check_count_parameters
+
+check_count_parameters(count_parameters)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Explore (not graded): where the parameters are
+#
+# The share of the embeddings in a few well-known configurations. The count of GPT-2 small
+# is the 124,439,808 of its released weights (its paper says 117M).
+
+# %%
+base_x = {
+    "d_model": 512,
+    "num_heads": 8,
+    "d_ff": 2048,
+    "encoder_layers": 6,
+    "decoder_layers": 6,
+    "src_vocab_size": 37000,
+    "tgt_vocab_size": 37000,
+    "shared_embeddings": True,
+    "tie_output": True,
+}
+known_x = {
+    "Transformer base": base_x,
+    "Transformer big": base_x | {"d_model": 1024, "num_heads": 16, "d_ff": 4096},
+    "GPT-2 small": {
+        "d_model": 768,
+        "num_heads": 12,
+        "d_ff": 3072,
+        "decoder_layers": 12,
+        "tgt_vocab_size": 50257,
+        "tie_output": True,
+        "max_len": 1024,
+    },
+}
+try:
+    for name_x, config_x in known_x.items():
+        counts_x = count_parameters(config_x)
+        share_x = counts_x["embeddings"] / counts_x["total"]
+        print(f"{name_x:17s} {counts_x['total']:>12,} parameters, {share_x:.0%} in embeddings")
+except NotImplementedError:
+    print("Implement Part D first, then run this cell again.")
+
+# %% [markdown]
+# ## Part E: residuals, norms and warmup (2 points, graded by hand)
+#
+# In 4 to 8 sentences. In a pre-norm stack each layer computes $x_{l+1} = x_l +
+# F_l(\operatorname{LN}(x_l))$. Write the Jacobian $\partial x_{l+1} / \partial x_l$ and say
+# what its identity term does to the gradient that reaches the first layers of a deep stack.
+# Where does a post-norm layer put the layer norm, and what does that do to this path? Why
+# does the original (post-norm) Transformer need a learning-rate warmup while pre-norm models
+# usually train without one, and what does pre-norm pay for it (look at the explore cell of
+# Part B)?
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "norms_and_warmup", "locked": false, "points": 2, "schema_version": 3, "solution": true, "task": false}
+# **Model answer.** In pre-norm, $\partial x_{l+1}/\partial x_l = I + \partial F_l(\operatorname{LN}
+# (x_l))/\partial x_l$, so the gradient at layer $l$ is the gradient at the top times a product
+# of factors $(I + J_k)$: expanding it, one term is the identity itself, an unobstructed path
+# from the loss to every layer, and the gradient neither vanishes nor needs to pass through
+# every sublayer (as in an LSTM's additive cell state). In post-norm the norm sits **on** the
+# residual path, $x_{l+1} = \operatorname{LN}(x_l + F_l(x_l))$, so every layer multiplies the
+# gradient by the Jacobian of a layer norm (a projection scaled by $1/\sigma$) and the clean
+# identity path is gone. Xiong et al. (2020) show that at initialisation the gradients of the
+# post-norm parameters near the output are large (their bound grows like $d\sqrt{\ln d}$,
+# against $d\sqrt{\ln d / L}$ for pre-norm, $\sqrt{L}$ times smaller), so large early steps
+# destabilise training; warmup keeps the first steps small until the statistics (and Adam's
+# second-moment estimates) settle. Pre-norm's gradients are well scaled from the start, so it
+# trains with a large learning rate without warmup. The price: the residual stream grows with
+# depth (each layer adds to it, nothing rescales it; the explore cell shows the norms rising),
+# later layers change it relatively less, and a final layer norm is needed after the stack;
+# post-norm, when it trains, often ends slightly better.
+#
+# *Grading notes: 1 point for the Jacobian $I + \partial F/\partial x$ and the identity path
+# that carries gradients to early layers (and that post-norm's LN on the path breaks it); 1
+# point for the warmup argument (large or badly scaled gradients at initialisation in
+# post-norm; pre-norm well behaved) with one cost of pre-norm (growing stream, final LN
+# needed, or slightly worse results).*
