@@ -67,6 +67,7 @@ from course.models.transformer import (
     key_mask,
 )
 from course.train import fit, linear_warmup_decay, transformer_schedule
+from course.viz.attention_views import head_view, model_view
 from course.viz.training import plot_training_histories
 from course.viz.transformer import (
     HeadMaps,
@@ -687,6 +688,29 @@ plt.show()
 
 # %%
 interact_heads(examples)
+
+# %% [markdown]
+# **bertviz** {cite:p}`vig2019multiscale` draws the same weights interactively: the head view
+# shows the lines from each token to the tokens it attends to, one colour per head (hover over
+# a token, click a head's colour to show or hide it), and the model view shows every head of
+# every layer at once as thumbnails. `course.viz.attention_views` runs bertviz with its
+# JavaScript libraries inside the page, so the views work offline; in JupyterLab they draw
+# when their cell runs. Below, the first example's encoder self-attention, decoder
+# self-attention and cross-attention.
+
+# %%
+first = examples[0]
+views = {
+    "encoder_attention": [w[None] for w in first.maps["encoder"]],  # (1, heads, m, m) per layer
+    "decoder_attention": [w[None] for w in first.maps["decoder"]],
+    "cross_attention": [w[None] for w in first.maps["cross"]],
+    "encoder_tokens": list(first.source),
+    "decoder_tokens": list(first.target),
+}
+head_view(**views)
+
+# %%
+model_view(**views)
 
 # %%
 print(f"lecture ran in {time.perf_counter() - LECTURE_START:.0f} s")

@@ -122,16 +122,7 @@ def _names_row(row: int) -> tuple[str, str]:
     return rf"(?<![\d.]){row}(?![\d.])", f"say which row: name row {row}"
 
 
-def _call_valid(function: Callable[..., Any], duty: str, *args: Any) -> Any:
-    """``function(*args)`` under the traps, for input that is valid: a ValueError fails the
-    case (with the case's label) instead of escaping as an error of the test cell."""
-    try:
-        return _call_by_hand(function, duty, *args)
-    except ShortcutUsed:
-        raise
-    except ValueError as error:
-        name = shortcuts.function_name(function)
-        raise AssertionError(f"{name} raised ValueError({str(error)!r}) for valid input") from error
+_call_valid = shortcuts.valid_caller(_call_by_hand)
 
 
 def _expect_shape(name: str, value: Any, shape: tuple[int, ...]) -> np.ndarray:

@@ -28,7 +28,6 @@ except ``course.checks``) are replaced by traps that raise :class:`ShortcutUsed`
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -141,42 +140,10 @@ shortcut_targets, no_shortcuts, _call_by_hand = TRAPS.methods()
 # --------------------------------------------------------------------------------------------
 
 
-def _expect_value_error(
-    function: Callable[..., Any],
-    duty: str,
-    call: str,
-    *args: Any,
-    says: tuple[str, str] | None = None,
-) -> None:
-    """``function(*args)`` must raise ValueError; with ``says = (pattern, what)`` its message
-    must match ``pattern`` (a regular expression, case-insensitive), which checks ``what``."""
-    try:
-        _call_by_hand(function, duty, *args)
-    except ValueError as error:
-        if says is not None and not re.search(says[0], str(error), flags=re.IGNORECASE):
-            raise AssertionError(
-                f"{call} raised ValueError({str(error)!r}), which does not {says[1]}"
-            ) from None
-        return
-    except ShortcutUsed:
-        raise
-    except Exception as error:
-        raise AssertionError(
-            f"{call} should raise ValueError, but raised {type(error).__name__}: {error}"
-        ) from error
-    raise AssertionError(f"{call} should raise ValueError, but it returned a value")
+_expect_value_error = shortcuts.value_error_checker(_call_by_hand)
 
 
-def _call_valid(function: Callable[..., Any], duty: str, *args: Any) -> Any:
-    """``function(*args)`` under the traps, for valid input: a ValueError fails the case
-    (named by the surrounding ``_case``) instead of escaping as an error of the test cell."""
-    try:
-        return _call_by_hand(function, duty, *args)
-    except ShortcutUsed:
-        raise
-    except ValueError as error:
-        name = shortcuts.function_name(function)
-        raise AssertionError(f"{name} raised ValueError({str(error)!r}) for valid input") from error
+_call_valid = shortcuts.valid_caller(_call_by_hand)
 
 
 def _expect_array(name: str, value: Any, shape: tuple[int, ...]) -> np.ndarray:

@@ -228,6 +228,25 @@ def value_error_checker(
     return check
 
 
+def valid_caller(call_by_hand: Callable[..., Any]) -> Callable[..., Any]:
+    """``call(function, duty, *args)``: ``call_by_hand(function, duty, *args)`` for input that
+    is valid, so a ValueError fails the case (named by the surrounding :func:`case`) instead of
+    escaping as an error of the test cell."""
+
+    def call(function: Callable[..., Any], duty: str, *args: Any) -> Any:
+        try:
+            return call_by_hand(function, duty, *args)
+        except ShortcutUsed:
+            raise
+        except ValueError as error:
+            name = function_name(function)
+            raise AssertionError(
+                f"{name} raised ValueError({str(error)!r}) for valid input"
+            ) from error
+
+    return call
+
+
 @contextlib.contextmanager
 def case(description: str) -> Iterator[None]:
     """Prefix the message of any AssertionError raised inside the block with the case."""
