@@ -167,7 +167,7 @@ def test_embeddings_start_at_the_papers_scale_so_positions_are_visible():
     model = Seq2SeqTransformer(20, 15, d_model=64)
     scaled = model.src_embed.weight.detach()[1:] * 8.0
     assert 6.0 < float(scaled.norm(dim=-1).mean()) < 10.0  # about √64, like a position vector
-    assert float(model.tgt_embed.weight[0].abs().max()) == 0.0  # padding stays zero
+    assert float(model.tgt_embed.weight.detach()[0].abs().max()) == 0.0  # padding stays zero
 
 
 def test_attention_maps_return_every_layers_weights_with_zero_on_padding():
