@@ -492,6 +492,14 @@ def test_traps_reach_modules_in_nested_course_subpackages(tmp_path, monkeypatch)
             del sys.modules[name]
 
 
+def test_a_course_routine_named_and_found_by_the_walk_is_trapped_once():
+    targets = shortcuts.collect_targets([("course.decoding", ("beam_search",))])
+    keys = [(id(owner), attribute) for owner, attribute, _ in targets]
+    assert len(keys) == len(set(keys))
+    labels = [label for _, attribute, label in targets if attribute == "beam_search"]
+    assert labels[0] == "course.decoding.beam_search"
+
+
 def test_snapshots_catch_inputs_written_in_place_or_replaced():
     params = {"W": np.ones((2, 2))}
     inputs = {"x": np.zeros(3), "params": params}

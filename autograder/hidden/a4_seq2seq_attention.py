@@ -105,27 +105,7 @@ _SHORTCUTS = (
 )
 
 TRAPS = shortcuts.Traps(_SHORTCUTS)
-
-
-def shortcut_targets() -> list[shortcuts.Target]:
-    """Every (owner, attribute, label) trapped while a student's function runs, each once
-    (``course.decoding.beam_search`` is named above and found again by the walk of ``course``)."""
-    seen: set[tuple[int, str]] = set()
-    targets = []
-    for owner, attribute, label in TRAPS.targets():
-        if (id(owner), attribute) not in seen:
-            seen.add((id(owner), attribute))
-            targets.append((owner, attribute, label))
-    return targets
-
-
-def no_shortcuts(function: Callable[..., Any], duty: str):
-    """Inside the ``with`` block every shortcut is a trap (see ``shortcuts.no_shortcuts``)."""
-    return shortcuts.no_shortcuts(function, duty, shortcut_targets())
-
-
-def _call_by_hand(function: Callable[..., Any], duty: str, *args: Any) -> Any:
-    return shortcuts.call_by_hand(function, duty, shortcut_targets(), *args)
+shortcut_targets, no_shortcuts, _call_by_hand = TRAPS.methods()
 
 
 # --------------------------------------------------------------------------------------------

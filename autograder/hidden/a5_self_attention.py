@@ -93,20 +93,7 @@ _LIBRARY = (
 )
 
 
-class _Traps(shortcuts.Traps):
-    """The shared traps, each (owner, attribute) once: a ``course`` module named above is
-    also found by the walk over the package."""
-
-    def targets(self) -> list[shortcuts.Target]:
-        seen, unique = set(), []
-        for owner, attribute, label in super().targets():
-            if (id(owner), attribute) not in seen:
-                seen.add((id(owner), attribute))
-                unique.append((owner, attribute, label))
-        return unique
-
-
-TRAPS = _Traps(_LIBRARY)
+TRAPS = shortcuts.Traps(_LIBRARY)
 shortcut_targets, no_shortcuts, _call_by_hand = TRAPS.methods()
 
 

@@ -117,21 +117,7 @@ _LIBRARY = (
 )
 
 
-class _OncePerTarget(shortcuts.Traps):
-    """The shared traps, each (owner, attribute) listed once: the ``course`` modules named
-    above are also found by the walk over the package."""
-
-    def targets(self) -> list[shortcuts.Target]:
-        listed, kept = set(), []
-        for owner, attribute, label in super().targets():
-            if (id(owner), attribute) in listed:
-                continue
-            listed.add((id(owner), attribute))
-            kept.append((owner, attribute, label))
-        return kept
-
-
-TRAPS = _OncePerTarget(_LIBRARY)
+TRAPS = shortcuts.Traps(_LIBRARY)
 shortcut_targets, no_shortcuts, _call_by_hand = TRAPS.methods()
 
 

@@ -70,7 +70,9 @@ def _course_modules() -> list[Any]:
 
 def collect_targets(library: Iterable[tuple[str, Iterable[str]]]) -> list[Target]:
     """(owner, attribute, label) for each named library routine that exists, then for every
-    public callable of the ``course`` package outside ``course.checks``.
+    public callable of the ``course`` package outside ``course.checks``. Each (owner,
+    attribute) is listed once, with its first label: a ``course`` routine named in ``library``
+    is found again by the walk over the package.
 
     ``library`` pairs a dotted owner (a module, or a class such as ``torch.Tensor``) with the
     attribute names to trap. A leading underscore is dropped from labels, so messages name the
@@ -95,7 +97,13 @@ def collect_targets(library: Iterable[tuple[str, Iterable[str]]]) -> list[Target
                 and not _allowed(origin)
             ):
                 targets.append((module, attribute, f"{module.__name__}.{attribute}"))
-    return targets
+    seen: set[tuple[int, str]] = set()
+    unique = []
+    for owner, attribute, label in targets:
+        if (id(owner), attribute) not in seen:
+            seen.add((id(owner), attribute))
+            unique.append((owner, attribute, label))
+    return unique
 
 
 def function_name(function: Any) -> str:
