@@ -160,9 +160,9 @@ def beam_search(
         keep = rank.argsort(dim=-1)[:, :k]  # (B, k)
         beam, token = beam.gather(1, keep), token.gather(1, keep)
         scores = top.gather(1, keep).masked_fill(is_eos.gather(1, keep), float("-inf"))
-        reachable = (
-            scores.max(-1).values / max_len**alpha
-        )  # (B,) the best a live beam can still score
+        # The best score a live beam can still reach: its log-probability can only fall, and
+        # dividing by the longest allowed length is the most favourable normalisation.
+        reachable = scores.max(-1).values / max_len**alpha  # (B,)
         for b in range(B):
             if finished[b] and not done[b]:
                 done[b] = max(h.score for h in finished[b]) >= float(reachable[b])

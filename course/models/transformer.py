@@ -218,7 +218,8 @@ def copy_to_torch(ours: Transformer, theirs: nn.Transformer) -> nn.Transformer:
 
 class Seq2SeqTransformer(nn.Module):
     """Token embeddings (initialised N(0, 1/d_model), scaled by √d_model) plus sinusoidal
-    positions, a Transformer, and an output layer; the same training and decoding interface as ``course.models.seq2seq``."""
+    positions, a Transformer, and an output layer; the same training and decoding interface
+    as ``course.models.seq2seq``."""
 
     def __init__(
         self,
