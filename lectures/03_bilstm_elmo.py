@@ -593,7 +593,7 @@ plot_layer_choice(results, "pos")
 plt.show()
 
 # %%
-interact_layer_choice(results)
+controls = interact_layer_choice(results)
 
 # %% [markdown]
 # **Does our biLM order its layers as ELMo's did?** {cite:t}`peters2018elmo` found

@@ -536,7 +536,7 @@ plt.show()
 # In JupyterLab, choose a scoring function and an example:
 
 # %%
-interact_alignment(alignments)
+controls = interact_alignment(alignments)
 
 # %% [markdown]
 # ## 8. Soft, hard and local attention

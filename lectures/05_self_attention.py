@@ -223,7 +223,7 @@ for d, (e_s, g_s), (e_u, g_u) in zip(
 # %%
 attention_explorer()
 plt.show()
-interact_attention()
+controls = interact_attention()
 
 # %% [markdown]
 # ## 4. The causal mask
@@ -401,7 +401,7 @@ print(
 # In JupyterLab, explore each scheme (the book shows the sinusoidal one above):
 
 # %%
-interact_positions()
+controls = interact_positions()
 
 # %% [markdown]
 # ### How far does each encoding carry?

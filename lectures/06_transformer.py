@@ -247,7 +247,7 @@ plt.show()
 # depths and placements.
 
 # %%
-interact_depth_gradients()
+controls = interact_depth_gradients()
 
 # %% [markdown]
 # ### Post-norm against pre-norm, with and without warm-up
@@ -687,7 +687,7 @@ plot_head(examples[0], "cross", layer=1, head=0)
 plt.show()
 
 # %%
-interact_heads(examples)
+controls = interact_heads(examples)
 
 # %% [markdown]
 # **bertviz** {cite:p}`vig2019multiscale` draws the same weights interactively: the head view

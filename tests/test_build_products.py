@@ -47,6 +47,23 @@ def test_lecture_executed_top_to_bottom(lecture):
     _executed_without_error(BUILD / "lectures" / f"{lecture}.ipynb")
 
 
+@pytest.mark.parametrize("lecture", LECTURES)
+def test_lecture_shows_no_bare_object_reprs(lecture):
+    """A cell ending in a call that returns a function or an object shows its repr
+    ("<function ...>") under the output, in JupyterLab and on the site: assign it instead."""
+    notebook = nbformat.read(BUILD / "lectures" / f"{lecture}.ipynb", as_version=4)
+    bare = [
+        (index, output["data"]["text/plain"][:60])
+        for index, cell in enumerate(notebook.cells)
+        for output in cell.get("outputs", [])
+        if output.get("output_type") == "execute_result"
+        and re.match(
+            r"<[\w.]+( object)? ?.* at 0x|<function ", output["data"].get("text/plain", "")
+        )
+    ]
+    assert not bare, f"cells showing a bare repr (index, text): {bare}"
+
+
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_reference_solution_executed_top_to_bottom(assignment):
     for source in nbg.source_files(assignment):
