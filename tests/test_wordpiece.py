@@ -108,7 +108,7 @@ def test_the_rule_is_likelihood_not_frequency():
 
 def test_vocabulary_layout_and_size(sentences):
     counts = count_words(sentences["train"])
-    wp = learn_wordpiece(counts, 700)
+    wp = learn_wordpiece(counts, 700, progress=True)
     assert len(wp) == 700 and wp.vocab[: len(SPECIAL_TOKENS)] == list(SPECIAL_TOKENS)
     alphabet = {w[0] for w in counts} | {PREFIX + c for w in counts for c in w[1:]}
     assert alphabet <= set(wp.vocab)

@@ -41,6 +41,8 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
 
+from tqdm.auto import tqdm
+
 __all__ = [
     "SPECIAL_TOKENS",
     "PREFIX",
@@ -171,6 +173,7 @@ def learn_wordpiece(
     min_pair_count: int = 1,
     special_tokens: Sequence[str] = SPECIAL_TOKENS,
     lowercase: bool = True,
+    progress: bool = False,
 ) -> WordPiece:
     """Learn a WordPiece vocabulary of ``vocab_size`` tokens by rule (WP-1).
 
@@ -186,6 +189,7 @@ def learn_wordpiece(
     contain the pair (an index from pair to words), and the scores of the pairs that changed
     (those next to a merge, and every pair containing a or b, whose counts dropped) are pushed
     again on a heap; stale heap entries are recognised by their score and skipped.
+    ``progress=True`` shows a progress bar of the vocabulary's growth.
     """
     if not isinstance(vocab_size, int) or vocab_size < 1:
         raise ValueError(f"vocab_size: expected a positive int, got {vocab_size!r}")
@@ -228,6 +232,7 @@ def learn_wordpiece(
     for pair in pair_count:
         push(pair)
     merges: list[tuple[str, str, float]] = []
+    bar = tqdm(total=vocab_size, initial=len(vocab), desc="WordPiece", disable=not progress)
     while len(vocab) < vocab_size and heap:
         neg_score, neg_count, pair = heapq.heappop(heap)
         if pair_count[pair] < min_pair_count:
@@ -241,6 +246,7 @@ def learn_wordpiece(
         if new not in known:
             known.add(new)
             vocab.append(new)
+            bar.update()
         delta: Counter[tuple[str, str]] = Counter()  # net change of each pair's count
         for i in list(where[pair]):
             old, f = words[i], freqs[i]
@@ -276,6 +282,7 @@ def learn_wordpiece(
             changed |= live
         for p in changed:
             push(p)
+    bar.close()
     return WordPiece(vocab, lowercase=lowercase, merges=merges)
 
 
