@@ -21,6 +21,8 @@ from course.models.bert import (
     BertForPreTraining,
     BertModel,
     BertOutput,
+    evaluate_pretraining,
+    fill_mask,
     save_for_transformers,
     transformers_state_dict,
 )
@@ -203,6 +205,38 @@ def test_pretraining_loss_trains_on_real_pairs():
         loss.backward()
         optimiser.step()
     assert loss.item() < 0.5 * first  # it can fit one batch
+    figures = evaluate_pretraining(model, [batch])
+    assert figures["mlm_tokens"] == (batch["labels"] != -100).sum().item()
+    assert figures["nsp_pairs"] == 16 and figures["nsp_accuracy"] > 0.9  # memorised
+    assert figures["mlm_accuracy"] > 0.5 and figures["mlm_loss"] < logs["mlm"]
+    assert model.training  # put back as it was
+    with pytest.raises(ValueError, match="at least one batch"):
+        evaluate_pretraining(model, [])
+    none = {**batch, "labels": torch.full_like(batch["labels"], -100)}
+    with pytest.raises(ValueError, match="no position is selected"):
+        evaluate_pretraining(model, [none])
+
+
+def test_fill_mask_ranks_the_tokens_at_each_mask():
+    wp = learn_wordpiece({"the": 9, "cat": 5, "sat": 4, "on": 3, "mat": 2}, 40)
+    model = perturbed(BertConfig(vocab_size=len(wp), d_model=32, num_heads=2, max_len=16))
+    answers = fill_mask(model, wp, "The [MASK] sat on the [MASK].", k=3)
+    assert len(answers) == 2 and all(len(a) == 3 for a in answers)
+    for answer in answers:
+        probs = [p for _, p in answer]
+        assert probs == sorted(probs, reverse=True) and 0 < sum(probs) <= 1
+        assert not {t for t, _ in answer} & {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"}
+    # The first answer is the model's own top choice at that position, by hand.
+    ids = [2, *wp.encode("the"), 4, *wp.encode("sat on the"), 4, *wp.encode("."), 3]
+    logits = model(torch.tensor([ids])).mlm_logits[0, 2]
+    logits[:5] = float("-inf")
+    assert answers[0][0][0] == wp.vocab[int(logits.argmax())]
+    with pytest.raises(ValueError, match="at least one \\[MASK\\]"):
+        fill_mask(model, wp, "no mask here")
+    with pytest.raises(ValueError, match="too long"):
+        fill_mask(model, wp, "the " * 20 + "[MASK]")
+    with pytest.raises(ValueError, match="tokens but the model"):
+        fill_mask(perturbed(), wp, "the [MASK]")
 
 
 @pytest.mark.parametrize(

@@ -203,15 +203,14 @@ def learn_wordpiece(
     symbol_count: Counter[str] = Counter()
     pair_count: Counter[tuple[str, str]] = Counter()
     where: dict[tuple[str, str], set[int]] = {}  # pair -> the words that contain it
-    pairs_of: dict[str, set[tuple[str, str]]] = {}  # symbol -> the pairs it is part of
+    # symbol -> the pairs it is part of that are frequent enough to merge
+    eligible_of: dict[str, set[tuple[str, str]]] = {}
     for i, (symbols, f) in enumerate(zip(words, freqs, strict=True)):
         for s in symbols:
             symbol_count[s] += f
         for pair in pairwise(symbols):
             pair_count[pair] += f
             where.setdefault(pair, set()).add(i)
-            pairs_of.setdefault(pair[0], set()).add(pair)
-            pairs_of.setdefault(pair[1], set()).add(pair)
 
     vocab = list(special_tokens) + sorted(t for t in symbol_count if t not in special_tokens)
     if len(vocab) > vocab_size:
@@ -228,8 +227,17 @@ def learn_wordpiece(
         if pair_count[pair] >= min_pair_count:
             heapq.heappush(heap, (-score(pair), -pair_count[pair], pair))
 
+    def track(pair: tuple[str, str]) -> None:
+        """Keep ``eligible_of`` up to date after the count of ``pair`` changed."""
+        for s in pair:
+            if pair_count[pair] >= min_pair_count:
+                eligible_of.setdefault(s, set()).add(pair)
+            elif s in eligible_of:
+                eligible_of[s].discard(pair)
+
     heap: list[tuple[float, int, tuple[str, str]]] = []
     for pair in pair_count:
+        track(pair)
         push(pair)
     merges: list[tuple[str, str, float]] = []
     bar = tqdm(total=vocab_size, initial=len(vocab), desc="WordPiece", disable=not progress)
@@ -270,16 +278,13 @@ def learn_wordpiece(
                 where[p].discard(i)
             for p in set(new_pairs).difference(old_pairs):
                 where.setdefault(p, set()).add(i)
-                pairs_of.setdefault(p[0], set()).add(p)
-                pairs_of.setdefault(p[1], set()).add(p)
             words[i] = symbols
         changed = {p for p, d in delta.items() if d}
         for p in changed:
             pair_count[p] += delta[p]
+            track(p)
         for s in (a, b):  # their counts dropped: every score with them in it rose
-            live = {p for p in pairs_of.get(s, ()) if pair_count[p] > 0}
-            pairs_of[s] = live
-            changed |= live
+            changed |= eligible_of.get(s, set())
         for p in changed:
             push(p)
     bar.close()

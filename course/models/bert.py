@@ -32,6 +32,8 @@ from torch import nn
 from torch.nn import functional as F
 
 from course.checks import expect_ids, expect_shape
+from course.data.bert_inputs import IGNORE_INDEX, MASK_ID, NUM_SPECIAL, frame_pair
+from course.data.wordpiece import SPECIAL_TOKENS, WordPiece
 from course.models.transformer import EncoderLayer
 
 __all__ = [
@@ -44,6 +46,8 @@ __all__ = [
     "BertForPreTraining",
     "transformers_state_dict",
     "save_for_transformers",
+    "fill_mask",
+    "evaluate_pretraining",
 ]
 
 
@@ -220,6 +224,82 @@ class BertForPreTraining(nn.Module):
         mlm = F.cross_entropy(out.mlm_logits.flatten(0, 1), batch["labels"].flatten())
         nsp = F.cross_entropy(out.nsp_logits, batch["next_sentence_label"])
         return mlm + nsp, {"mlm": mlm.item(), "nsp": nsp.item()}
+
+
+# ----------------------------------------------------------------------------------------------
+# Using a pretrained model
+
+
+@torch.no_grad()
+def fill_mask(
+    model: BertForPreTraining, wordpiece: WordPiece, text: str, k: int = 5
+) -> list[list[tuple[str, float]]]:
+    """The ``k`` most probable tokens, with their probabilities, for each [MASK] in ``text``.
+
+    ``text`` is ordinary text with the literal string "[MASK]" where a token is hidden, e.g.
+    "In the beginning God [MASK] the heavens." Special tokens are never proposed.
+    """
+    if wordpiece.vocab[:NUM_SPECIAL] != list(SPECIAL_TOKENS):
+        raise ValueError(f"wordpiece: its first tokens must be {SPECIAL_TOKENS}")
+    if len(wordpiece) != model.config.vocab_size:
+        raise ValueError(
+            f"wordpiece has {len(wordpiece)} tokens but the model {model.config.vocab_size}"
+        )
+    parts = text.split("[MASK]")
+    if len(parts) < 2:
+        raise ValueError(f"text: expected at least one [MASK], got {text!r}")
+    ids: list[int] = []
+    for i, part in enumerate(parts):
+        ids += ([MASK_ID] if i else []) + wordpiece.encode(part)
+    framed, _ = frame_pair(ids, max_len=model.config.max_len)
+    if framed.count(MASK_ID) != len(parts) - 1:
+        raise ValueError(f"text: too long for max_len={model.config.max_len}")
+    was_training = model.training
+    logits = model.eval()(torch.tensor([framed])).mlm_logits[0]  # (T, |𝒱|)
+    model.train(was_training)
+    logits[:, :NUM_SPECIAL] = float("-inf")
+    probs = logits[torch.tensor(framed) == MASK_ID].softmax(-1)  # (masks, |𝒱|)
+    top = probs.topk(k, dim=-1)
+    return [
+        [(wordpiece.vocab[int(i)], float(p)) for p, i in zip(ps, ix, strict=True)]
+        for ps, ix in zip(top.values, top.indices, strict=True)
+    ]
+
+
+@torch.no_grad()
+def evaluate_pretraining(
+    model: BertForPreTraining, batches: list[dict[str, torch.Tensor]]
+) -> dict[str, float]:
+    """MLM and NSP figures on held-out batches (from ``pretraining_batch``), in eval mode.
+
+    Returns ``mlm_accuracy`` (top-1 on the selected positions), ``mlm_loss`` (mean
+    cross-entropy in nats per selected token), ``nsp_accuracy`` and the counts they rest on.
+    """
+    if not batches:
+        raise ValueError("batches: expected at least one batch")
+    was_training = model.training
+    model.eval()
+    right = total = nsp_right = pairs = 0
+    loss_sum = 0.0
+    for batch in batches:
+        out = model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"])
+        selected = batch["labels"] != IGNORE_INDEX  # (B, T)
+        logits, labels = out.mlm_logits[selected], batch["labels"][selected]  # (n, |𝒱|), (n,)
+        right += int((logits.argmax(-1) == labels).sum())
+        loss_sum += float(F.cross_entropy(logits, labels, reduction="sum"))
+        total += len(labels)
+        nsp_right += int((out.nsp_logits.argmax(-1) == batch["next_sentence_label"]).sum())
+        pairs += len(batch["next_sentence_label"])
+    model.train(was_training)
+    if total == 0:
+        raise ValueError("batches: no position is selected for MLM (all labels are -100)")
+    return {
+        "mlm_accuracy": right / total,
+        "mlm_loss": loss_sum / total,
+        "nsp_accuracy": nsp_right / pairs,
+        "mlm_tokens": float(total),
+        "nsp_pairs": float(pairs),
+    }
 
 
 # ----------------------------------------------------------------------------------------------
