@@ -116,6 +116,14 @@ def test_vocabulary_layout_and_size(sentences):
     assert len(wp.merges) >= 700 - len(SPECIAL_TOKENS) - len(alphabet)
 
 
+def test_learning_stops_early_when_no_pair_is_frequent_enough():
+    counts = {"ab": 5, "cd": 2}
+    wp = learn_wordpiece(counts, 100, min_pair_count=3)
+    assert wp.vocab[len(SPECIAL_TOKENS) :] == ["##b", "##d", "a", "c", "ab"]
+    assert [m[:2] for m in wp.merges] == [("a", "##b")]
+    assert len(learn_wordpiece(counts, 100)) == len(SPECIAL_TOKENS) + 6  # both pairs merge
+
+
 def test_learning_errors():
     with pytest.raises(ValueError, match="smaller than the special tokens and the alphabet"):
         learn_wordpiece({"abc": 2}, 6)

@@ -11,13 +11,16 @@ repeatedly merges the adjacent pair (a, b) with the highest score
 
     score(a, b) = count(ab) / (count(a) · count(b))                              (WP-1)
 
-where counts are occurrences in the corpus (each word weighted by its frequency). Merging
-(a, b) changes the corpus log-likelihood under a unigram model of the pieces by about
-count(ab) · log score(a, b) + const, so the rule prefers pairs whose parts rarely occur apart,
-not merely frequent pairs (byte-pair encoding's rule, count(ab) alone). Ties are broken by
+where counts are occurrences in the corpus (each word weighted by its frequency). N times the
+score is the ratio inside the pointwise mutual information log(N count(ab) / (count(a)
+count(b))), N the number of pieces: the rule prefers pairs whose parts rarely occur apart, not
+merely frequent pairs (byte-pair encoding's rule, count(ab) alone). The gain in a unigram
+model's log-likelihood is roughly count(ab) times that logarithm; the rule uses the ratio
+alone, so its first merges join rare characters (see ``min_pair_count``). Ties are broken by
 the larger count(ab), then by the alphabetical order of (a, b). The merged piece is
 a + b without b's ``##``. Learning stops when the vocabulary (special tokens, the alphabet and
-the merged pieces) reaches ``vocab_size``.
+the merged pieces) reaches ``vocab_size``, or earlier when no pair is left that occurs at
+least ``min_pair_count`` times (the vocabulary is then smaller than asked).
 
 Tokenising a word (:meth:`WordPiece.tokenize_word`), as BERT does: take the longest prefix of
 the rest of the word that is in the vocabulary (with ``##`` after the first piece), and repeat;
@@ -27,7 +30,9 @@ word longer than ``max_chars`` characters.
 The `tokenizers` library is the reference: :func:`tokenizers_tokenize` runs its WordPiece model
 on our vocabulary (the two tokenisations agree exactly), and :func:`compare_with_tokenizers`
 trains its WordPiece trainer (which actually merges by pair frequency, as BPE does) on the same
-words and reports how the two vocabularies differ. ``tokenizers`` is imported only there.
+words and reports how the two vocabularies differ (its alphabet also holds every character
+both as a word start and with ``##``; ours only the forms seen). ``tokenizers`` is imported
+only there.
 """
 
 from __future__ import annotations
