@@ -184,6 +184,10 @@ def test_tokenizers_trainer_and_the_comparison(sentences):
     counts = count_words(sentences["train"])
     theirs = train_tokenizers_wordpiece(counts, 600)
     assert len(theirs) == 600 and theirs.vocab[:5] == list(SPECIAL_TOKENS)
+    # Its alphabet has every character as a word start too; ours only the forms seen.
+    toy = train_tokenizers_wordpiece({"ab": 5, "xy": 1}, 20)
+    assert toy.vocab[5:11] == ["##b", "##y", "a", "b", "x", "y"]
+    assert learn_wordpiece({"ab": 5, "xy": 1}, 20).vocab[5:] == ["##b", "##y", "a", "x", "xy", "ab"]
     result = compare_with_tokenizers(sentences["train"], sentences["val"], 600, min_pair_count=1)
     assert isinstance(result, VocabularyComparison)
     # The trainer orders pairs of equal count differently from run to run; the set is stable.

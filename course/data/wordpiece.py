@@ -30,9 +30,9 @@ word longer than ``max_chars`` characters.
 The `tokenizers` library is the reference: :func:`tokenizers_tokenize` runs its WordPiece model
 on our vocabulary (the two tokenisations agree exactly), and :func:`compare_with_tokenizers`
 trains its WordPiece trainer (which actually merges by pair frequency, as BPE does) on the same
-words and reports how the two vocabularies differ (its alphabet also holds every character
-both as a word start and with ``##``; ours only the forms seen). ``tokenizers`` is imported
-only there.
+words and reports how the two vocabularies differ (its alphabet also holds every character as
+a word start, even one seen only inside words; ours holds the forms seen). ``tokenizers`` is
+imported only there.
 """
 
 from __future__ import annotations
