@@ -148,6 +148,9 @@ def test_greedy_longest_match_first_and_unknown_words():
     assert wp2.tokenize_word("xun") == ["[UNK]"]
     assert wp2.tokenize("Unable, un") == ["un", "##able", "[UNK]", "un"]
     assert wp2.encode("unable") == [1, 3]
+    assert wp2.tokenize("unable unable") == ["un", "##able"] * 2  # the second from memory
+    wp2.max_chars = 5
+    assert wp2.tokenize("unable") == ["[UNK]"]  # the memory knows the option changed
     assert wp2.decode([1, 2, 3, 1]) == "unaffable un"
 
 

@@ -110,6 +110,7 @@ class WordPiece:
         if self.unk_token not in self.vocab:
             raise ValueError(f"vocab: the unknown token {self.unk_token!r} is missing")
         self.token_to_id = {token: i for i, token in enumerate(self.vocab)}
+        self._memo: dict[tuple[str, int], tuple[str, ...]] = {}  # words repeat: remember them
 
     def __len__(self) -> int:
         return len(self.vocab)
@@ -131,8 +132,14 @@ class WordPiece:
         return pieces
 
     def tokenize(self, text: str) -> list[str]:
-        """Pre-tokenise ``text`` and tokenise every word."""
-        return [p for word in pre_tokenize(text, self.lowercase) for p in self.tokenize_word(word)]
+        """Pre-tokenise ``text`` and tokenise every word (each distinct word once)."""
+        out: list[str] = []
+        for word in pre_tokenize(text, self.lowercase):
+            key = (word, self.max_chars)
+            if key not in self._memo:
+                self._memo[key] = tuple(self.tokenize_word(word))
+            out += self._memo[key]
+        return out
 
     def encode(self, text: str) -> list[int]:
         """Token ids of :meth:`tokenize` (no [CLS]/[SEP]: see ``course.data.bert_inputs``)."""
