@@ -203,3 +203,28 @@ def test_tokenizers_trainer_and_the_comparison(sentences):
     assert "tokens per held-out word" in result.summary()
     with pytest.raises(ValueError, match="no words to measure on"):
         compare_with_tokenizers(sentences["train"][:50], [], 100)
+
+
+def test_learning_does_not_depend_on_python_hash_order():
+    import os
+    import subprocess
+    import sys
+
+    program = (
+        "from course.data import english\n"
+        "from course.data.wordpiece import count_words, learn_wordpiece\n"
+        "docs = english.load_prose('val', 'pydocs')[:20]\n"
+        "wp = learn_wordpiece(count_words(s for d in docs for s in d.sentences), 600)\n"
+        "print(repr(wp.merges))\n"
+    )
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", program],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in ("1", "2")
+    ]
+    assert runs[0] == runs[1] and runs[0].startswith("[(")
