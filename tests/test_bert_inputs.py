@@ -18,6 +18,7 @@ from course.data.bert_inputs import (
     UNK_ID,
     NspPair,
     frame_pair,
+    frame_words,
     make_nsp_pairs,
     mask_tokens,
     pad_batch,
@@ -234,3 +235,22 @@ def test_pretraining_batch(documents):
     assert ((batch["input_ids"] == SEP_ID).sum(1) == 2).all()  # [SEP] is never masked
     with pytest.raises(ValueError, match="first tokens must be"):
         pretraining_batch(WordPiece(["[UNK]", "a"]), pairs, torch.Generator())
+
+
+def test_frame_words_finds_each_words_first_piece():
+    wp = WordPiece(list(SPECIAL_TOKENS) + ["the", "dog", "##s", "run", "bark", "##ing", "."])
+    ids, starts = frame_words(wp, ["The", "dogs", "", "barking", "."])
+    assert ids == [2, 5, 6, 7, 9, 10, 11, 3]
+    assert starts == [1, 2, -1, 4, 6]
+    assert [wp.vocab[ids[s]] for s in starts if s >= 0] == ["the", "dog", "bark", "."]
+    ids, starts = frame_words(wp, ["The", "dogs", "barking"], max_len=5)
+    assert ids == [2, 5, 6, 7, 3] and starts == [1, 2, -1]  # "barking" was cut off
+    example = english.load_tagging_task("pos", "val")[0]
+    wp = learn_wordpiece(count_words([" ".join(example.tokens)]), 80)
+    ids, starts = frame_words(wp, example.tokens)
+    assert len(starts) == len(example.tokens) and starts[example.target] > 0
+    assert wp.decode(ids[starts[example.target] :]).startswith(example.word.lower())
+    with pytest.raises(TypeError, match="sequence of words"):
+        frame_words(wp, "one string")
+    with pytest.raises(ValueError, match="no room"):
+        frame_words(wp, ["a"], max_len=2)

@@ -50,6 +50,7 @@ __all__ = [
     "NUM_SPECIAL",
     "IGNORE_INDEX",
     "frame_pair",
+    "frame_words",
     "pad_batch",
     "mask_tokens",
     "NspPair",
@@ -87,6 +88,30 @@ def frame_pair(
         ids += [*b, SEP_ID]
         types += [1] * (len(b) + 1)
     return ids, types
+
+
+def frame_words(
+    wordpiece: WordPiece, words: Sequence[str], max_len: int = 128
+) -> tuple[list[int], list[int]]:
+    """[CLS] pieces [SEP] for a sentence given as words, and where each word starts.
+
+    Returns (ids, starts): ``starts[i]`` is the position in ``ids`` of the first piece of
+    ``words[i]`` (the usual place to read a word's vector from), or −1 when the word has no
+    piece or was cut off by truncation to ``max_len``. For word-level tasks such as the
+    WordNet tagging tasks of ``course.data.english``.
+    """
+    if isinstance(words, str):
+        raise TypeError("words: expected a sequence of words, got one str")
+    if max_len < 3:
+        raise ValueError(f"max_len={max_len} leaves no room for [CLS], a piece and [SEP]")
+    ids, starts = [CLS_ID], []
+    for word in words:
+        pieces = wordpiece.encode(word)
+        fits = bool(pieces) and len(ids) < max_len - 1
+        starts.append(len(ids) if fits else -1)
+        ids += pieces
+    ids = ids[: max_len - 1] + [SEP_ID]
+    return ids, starts
 
 
 def pad_batch(
