@@ -198,6 +198,9 @@ def test_pretraining_loss_trains_on_real_pairs():
     loss, logs = model.loss(batch)
     first = loss.item()
     assert set(logs) == {"mlm", "nsp"} and abs(first - logs["mlm"] - logs["nsp"]) < 1e-5
+    out = model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"])
+    on_all = F.cross_entropy(out.mlm_logits.flatten(0, 1), batch["labels"].flatten())
+    assert abs(on_all.item() - logs["mlm"]) < 1e-5  # the head on selected positions only
     assert abs(logs["mlm"] - torch.log(torch.tensor(len(wp))).item()) < 0.5  # near uniform
     for _ in range(40):
         optimiser.zero_grad()
