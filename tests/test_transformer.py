@@ -68,6 +68,24 @@ def test_copy_refuses_different_depths_and_layers_keep_shapes():
     assert DecoderLayer(8, 2, 16)(x[:, :3], x).shape == (2, 3, 8)
 
 
+def test_gelu_activation_and_layer_norm_eps_options_keep_relu_as_the_default():
+    x = torch.randn(2, 5, 8, dtype=torch.float64)
+    gelu = FeedForward(8, 16, dropout=0.0, activation="gelu").double()
+    exact = 0.5 * (1 + torch.erf(gelu.linear1(x) / 2**0.5)) * gelu.linear1(x)  # x Φ(x)
+    torch.testing.assert_close(gelu(x), gelu.linear2(exact))
+    assert FeedForward(8, 16, 0.0).activation == "relu"
+    torch.manual_seed(0)
+    default = EncoderLayer(8, 2, 16, dropout=0.0)
+    torch.manual_seed(0)
+    explicit = EncoderLayer(8, 2, 16, dropout=0.0, activation="relu", layer_norm_eps=1e-5)
+    torch.testing.assert_close(default(x.float()), explicit(x.float()))
+    bert_like = EncoderLayer(8, 2, 16, activation="gelu", layer_norm_eps=1e-12)
+    assert bert_like.norm1.eps == bert_like.norm2.eps == 1e-12
+    assert bert_like.ffn.activation == "gelu" and default.norm1.eps == 1e-5
+    with pytest.raises(ValueError, match="activation: expected one of"):
+        FeedForward(8, 16, 0.0, activation="tanh")
+
+
 def test_seq2seq_transformer_trains_and_decodes_through_course_decoding():
     torch.manual_seed(0)
     task = DateTask()

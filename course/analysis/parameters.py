@@ -12,6 +12,11 @@ With width d, feed-forward width d_ff and a vocabulary of |𝒱| tokens:
 The original base model shares one table between the source embedding, the target embedding
 and the output layer (the paper's "shared" vocabulary of about 37,000 byte-pair tokens), and,
 like ``torch.nn.Transformer``, ends each stack with a LayerNorm.
+
+BERT (Unit 7) is the encoder alone, with |𝒱| + max_len + 2 embedding vectors (tokens,
+positions, two segments) and a LayerNorm on their sum, L encoder layers, and a pooler
+(d² + d). Its pretraining heads add the MLM transform (d² + d, LayerNorm 2d, output bias |𝒱|;
+the output matrix is the token table, tied) and NSP (2d + 2). See :func:`count_bert`.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ __all__ = [
     "attention_parameters",
     "feed_forward_parameters",
     "count_transformer",
+    "BertCount",
+    "count_bert",
 ]
 
 
@@ -85,4 +92,44 @@ def count_transformer(
         decoder_attention=decoder_layers * 2 * attention_parameters(d),
         feed_forward=(encoder_layers + decoder_layers) * feed_forward_parameters(d, d_ff),
         layer_norms=norms,
+    )
+
+
+@dataclass(frozen=True)
+class BertCount:
+    """BERT's parameters by part; ``encoder`` is the model BERT-base's "110M" counts."""
+
+    embeddings: int  # (|𝒱| + max_len + segments) d + LayerNorm 2d
+    layers: int  # L × (attention + feed-forward + 2 LayerNorms)
+    pooler: int  # d² + d
+    mlm_head: int  # d² + d + 2d + |𝒱| (the decoder matrix is tied to the token table)
+    nsp_head: int  # 2d + 2
+
+    @property
+    def encoder(self) -> int:
+        """Embeddings, layers and pooler: ``BertModel``."""
+        return self.embeddings + self.layers + self.pooler
+
+    @property
+    def total(self) -> int:
+        """With both pretraining heads: ``BertForPreTraining``."""
+        return self.encoder + self.mlm_head + self.nsp_head
+
+
+def count_bert(
+    d: int, d_ff: int, layers: int, vocab_size: int, max_len: int = 512, segments: int = 2
+) -> BertCount:
+    """The parameters of a BERT, part by part (BERT-base: d 768, d_ff 3072, 12 layers)."""
+    if min(d, d_ff, layers, vocab_size, max_len, segments) < 1:
+        raise ValueError(
+            f"sizes must be positive, got d={d}, d_ff={d_ff}, layers={layers}, "
+            f"vocab_size={vocab_size}, max_len={max_len}, segments={segments}"
+        )
+    layer = attention_parameters(d) + feed_forward_parameters(d, d_ff) + 2 * 2 * d
+    return BertCount(
+        embeddings=(vocab_size + max_len + segments) * d + 2 * d,
+        layers=layers * layer,
+        pooler=d * d + d,
+        mlm_head=d * d + d + 2 * d + vocab_size,
+        nsp_head=2 * d + 2,
     )

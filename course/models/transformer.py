@@ -44,20 +44,36 @@ def key_mask(lengths: torch.Tensor, m: int) -> torch.Tensor:
     return (torch.arange(m)[None, :] < lengths[:, None])[:, None, None, :]
 
 
-class FeedForward(nn.Module):
-    """FFN(x) = W_2 ReLU(W_1 x + b_1) + b_2, applied at every position alike."""
+ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}  # GELU exact: x Φ(x), with erf (BERT's)
 
-    def __init__(self, d_model: int, d_ff: int, dropout: float) -> None:
+
+class FeedForward(nn.Module):
+    """FFN(x) = W_2 ReLU(W_1 x + b_1) + b_2, applied at every position alike.
+
+    ``activation="gelu"`` uses GELU(x) = x Φ(x) (Φ the standard normal CDF) in place of ReLU,
+    as BERT and GPT do.
+    """
+
+    def __init__(self, d_model: int, d_ff: int, dropout: float, activation: str = "relu") -> None:
         super().__init__()
+        if activation not in ACTIVATIONS:
+            raise ValueError(
+                f"activation: expected one of {sorted(ACTIVATIONS)}, got {activation!r}"
+            )
         self.linear1, self.linear2 = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
         self.dropout = nn.Dropout(dropout)
+        self.activation = activation
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.linear2(self.dropout(F.relu(self.linear1(x))))
+        return self.linear2(self.dropout(ACTIVATIONS[self.activation](self.linear1(x))))
 
 
 class EncoderLayer(nn.Module):
-    """Self-attention and a feed-forward network, each with a residual and a LayerNorm."""
+    """Self-attention and a feed-forward network, each with a residual and a LayerNorm.
+
+    ``activation`` ("relu" or "gelu") is the FFN's; ``layer_norm_eps`` is ε of both
+    LayerNorms (torch's 1e-5 by default; BERT uses 1e-12).
+    """
 
     def __init__(
         self,
@@ -66,11 +82,14 @@ class EncoderLayer(nn.Module):
         d_ff: int,
         dropout: float = 0.1,
         norm_first: bool = False,
+        activation: str = "relu",
+        layer_norm_eps: float = 1e-5,
     ) -> None:
         super().__init__()
         self.self_attn = MultiHeadAttention(d_model, num_heads)
-        self.ffn = FeedForward(d_model, d_ff, dropout)
-        self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.ffn = FeedForward(d_model, d_ff, dropout, activation)
+        self.norm1 = nn.LayerNorm(d_model, eps=layer_norm_eps)
+        self.norm2 = nn.LayerNorm(d_model, eps=layer_norm_eps)
         self.dropout1, self.dropout2 = nn.Dropout(dropout), nn.Dropout(dropout)
         self.norm_first = norm_first
 
