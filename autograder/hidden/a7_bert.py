@@ -210,7 +210,7 @@ def mlm_cases() -> list[tuple[str, Any, list[int], int, int, int, float, float, 
     odd = rng.choice(_ordinary(50, odd_specials), size=(400, 40))
     odd[:, -3:] = 0  # padding
     odd[::3, 10] = 7
-    small = _framed_batch(rng, 60, 30, _ordinary(20, [0, 1, 2, 3]), (0, 2, 3))
+    small = _framed_batch(rng, 200, 30, _ordinary(20, [0, 1, 2, 3]), (0, 2, 3))
     one = np.where(rng.random((40, 25)) < 0.7, 5, rng.integers(0, 5, size=(40, 25)))
     only_special = rng.choice([0, 101, 102, 103], size=(5, 12))
     as_lists = _framed_batch(rng, 80, 20, _ordinary(300, [0, 1, 2, 3, 4]), (0, 2, 3))
@@ -253,16 +253,16 @@ def _judge_mlm(
             raise AssertionError(f"{name} should hold int64, got dtype {array.dtype}")
     special = np.isin(ids, specials)
     chosen = labels != IGNORED
-    if np.any(chosen & special):
-        where = np.argwhere(chosen & special)[0].tolist()
-        raise AssertionError(
-            f"a special id was selected at {where} (id {ids[tuple(where)]}, specials {specials})"
-        )
     if np.any(labels[chosen] != ids[chosen]):
         where = np.argwhere(chosen & (labels != ids))[0].tolist()
         raise AssertionError(
             f"labels is {labels[tuple(where)]} at {where}: a selected position's label must be "
             f"its original id {ids[tuple(where)]} (and {IGNORED} where not selected)"
+        )
+    if np.any(chosen & special):
+        where = np.argwhere(chosen & special)[0].tolist()
+        raise AssertionError(
+            f"a special id was selected at {where} (id {ids[tuple(where)]}, specials {specials})"
         )
     if np.any(corrupted[~chosen] != ids[~chosen]):
         where = np.argwhere(~chosen & (corrupted != ids))[0].tolist()
@@ -684,7 +684,7 @@ def check_layer_features(layer_features: Callable[..., Any]) -> None:
                     raise AssertionError(f"the features should be float64, got {got.dtype}")
                 if _shares_input(got, states):
                     raise AssertionError("the features are a view of the input: return a new array")
-                assert_close("the features", got, wanted, atol=1e-9, rtol=1e-12,
+                assert_close(f"layer_features(..., {strategy!r})", got, wanted, atol=1e-9, rtol=1e-12,
                              against="the layers summed or concatenated one by one")  # fmt: skip
 
     rng = np.random.default_rng(7402)

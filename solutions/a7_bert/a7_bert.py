@@ -389,7 +389,7 @@ def wordpiece(
 # %% nbgrader={"grade": true, "grade_id": "wordpiece_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 vocab_b = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "un", "unaff", "##aff", "##able",
            "##a", "##b", "##le", "play", "##ing", "##ed", "##s", "p", "##l", "##ay", "a",
-           "ab", "##c", "##bc"]  # fmt: skip
+           "ab", "##c", "##bc", "##bd"]  # fmt: skip
 
 
 def expect_pieces_b(word: str, expected: list[str], *options) -> None:
@@ -406,6 +406,7 @@ expect_pieces_b("plays", ["play", "##s"])
 expect_pieces_b("pl", ["p", "##l"])
 expect_pieces_b("play", ["play"])
 expect_pieces_b("abc", ["ab", "##c"])  # greedy: "ab" first, although "a" "##bc" also fits
+expect_pieces_b("abd", ["[UNK]"])  # "ab", then no "##d": although "a" "##bd" would fit
 expect_pieces_b("playx", ["[UNK]"])  # "x" is not covered: the whole word is unknown
 expect_pieces_b("xplay", ["[UNK]"])
 expect_pieces_b("playing", ["play", "##ing"], 7)  # 7 characters, at most 7: fine
@@ -720,7 +721,11 @@ for strategy_d, wanted_d in expected_d.items():
         f"layer_features(..., {strategy_d!r}) should return a NumPy array, got {type(got_d)}"
     )
     assert_close(
-        f"the {strategy_d!r} features", got_d, wanted_d, atol=0, against="the expected features"
+        f"layer_features(states_d, {strategy_d!r})",
+        got_d,
+        wanted_d,
+        atol=0,
+        against="the expected features",
     )
     assert not np.shares_memory(got_d, states_d), (
         f"the {strategy_d!r} features are a view of the input: return a new array"
