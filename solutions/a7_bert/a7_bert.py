@@ -440,7 +440,7 @@ print("Part B, visible test: passed.")
 
 # %% nbgrader={"grade": true, "grade_id": "wordpiece_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 # Hidden test (2 points): wordpiece against the tokenizers library's WordPiece model on
-# unseen vocabularies and words: random vocabularies over small alphabets with hundreds of
+# unseen vocabularies and words: random vocabularies over small alphabets with dozens of
 # words, vocabularies where greedy matching fails although another split exists, the
 # prefixes "##", "@@" and none, other unknown tokens, words of exactly and just over
 # max_input_chars characters, words that are one token, accented and non-Latin characters,
