@@ -149,11 +149,11 @@ def expect_share(name: str, hits: int, trials: int, probability: float) -> None:
             )
         return
     spread = Z * np.sqrt(probability * (1.0 - probability) / trials)
-    share = hits / trials
-    if abs(share - probability) > spread:
+    fraction = hits / trials
+    if abs(fraction - probability) > spread:
         raise AssertionError(
-            f"{name} is {share:.4f} ({hits:,} of {trials:,}), expected {probability:.4f} ± "
-            f"{spread:.4f} ({Z:g} standard deviations): off by {share - probability:+.4f}"
+            f"{name} is {fraction:.4f} ({hits:,} of {trials:,}), expected {probability:.4f} ± "
+            f"{spread:.4f} ({Z:g} standard deviations): off by {fraction - probability:+.4f}"
         )
 
 
@@ -197,7 +197,7 @@ def _framed_batch(
     for row, size in enumerate(rng.integers(3, width + 1, size=rows)):
         batch[row, :size] = rng.choice(ordinary, size=size)
         batch[row, 0], batch[row, size - 1] = cls, sep
-    return batch
+    return batch  # (rows, width)
 
 
 def mlm_cases() -> list[tuple[str, Any, list[int], int, int, int, float, float, float]]:
@@ -383,13 +383,13 @@ def tokenizers_pieces(
     """The tokenizers library's WordPiece model on the vocabulary, one word at a time."""
     from tokenizers import models
 
-    model = models.WordPiece(
+    greedy = models.WordPiece(
         {token: i for i, token in enumerate(vocab)},
         unk_token=unk,
         max_input_chars_per_word=max_chars,
         continuing_subword_prefix=prefix,
     )
-    return [[token.value for token in model.tokenize(word)] for word in words]
+    return [[token.value for token in greedy.tokenize(word)] for word in words]
 
 
 def _random_vocabulary(
@@ -403,7 +403,7 @@ def _random_vocabulary(
         candidate = prefix + piece if rng.random() < 0.5 else piece
         if candidate not in tokens:
             tokens.append(candidate)
-    return tokens
+    return tokens  # unk first, then the alphabet and the pieces
 
 
 def _random_words(rng: np.random.Generator, alphabet: str, count: int, longest: int) -> list[str]:

@@ -142,10 +142,9 @@ def mlm_mask(
         raise ValueError(f"mask_id = {mask_id} lies outside 0..{vocab_size - 1}")
     if not 0.0 < p <= 1.0:
         raise ValueError(f"p must be a probability in (0, 1], got {p!r}")
+    shares = f"{mask_share!r} and {random_share!r}"
     if min(mask_share, random_share) < 0 or mask_share + random_share > 1 + 1e-12:
-        raise ValueError(
-            f"the shares must be >= 0 with a sum <= 1, got {mask_share!r} and {random_share!r}"
-        )
+        raise ValueError(f"the shares must be >= 0 with a sum <= 1, got {shares}")
     pool = np.setdiff1d(np.arange(vocab_size), reserved)  # the ordinary ids, sorted
     if pool.size == 0:
         raise ValueError(f"every id of a vocabulary of {vocab_size} is special: nothing to draw")
@@ -356,9 +355,8 @@ def wordpiece(
     known = frozenset(vocab)
     if unk_token not in known:
         raise ValueError(f"the vocabulary has no unknown token {unk_token!r}")
-    if isinstance(max_input_chars, (bool, np.bool_)) or not isinstance(
-        max_input_chars, (int, np.integer)
-    ):
+    whole = isinstance(max_input_chars, (int, np.integer))
+    if isinstance(max_input_chars, (bool, np.bool_)) or not whole:
         raise ValueError(f"max_input_chars must be an integer, got {max_input_chars!r}")
     if max_input_chars < 1:
         raise ValueError(f"max_input_chars must be at least 1, got {max_input_chars}")
@@ -375,7 +373,7 @@ def wordpiece(
             return [unk_token]  # this part of the word is not covered: the whole word is lost
         found.append(lead + rest[:size])
         rest = rest[size:]
-    return found
+    return list(found)
     ### END SOLUTION
 
 
@@ -524,18 +522,18 @@ def nsp_pairs(
     filled = [index for index, book in enumerate(books) if len(book) > 0]
     if len(filled) < 2:
         raise ValueError(f"NotNext pairs need two non-empty documents, got {len(filled)}")
-    if not 0.0 <= p_next <= 1.0:
+    if not (0.0 <= p_next and p_next <= 1.0):
         raise ValueError(f"p_next must be a probability in [0, 1], got {p_next!r}")
     draw = np.random.default_rng(seed)
     made: list[tuple[str, str, bool]] = []
     for home, book in enumerate(books):
         for position in range(len(book) - 1):
-            if draw.random() < p_next:
+            if draw.random() < p_next:  # IsNext: the true successor
                 made.append((book[position], book[position + 1], True))
-                continue
-            elsewhere = [index for index in filled if index != home]
-            away = books[elsewhere[draw.integers(len(elsewhere))]]
-            made.append((book[position], away[draw.integers(len(away))], False))
+            else:  # NotNext: another non-empty document, then one of its sentences
+                elsewhere = [index for index in filled if index != home]
+                away = books[elsewhere[draw.integers(len(elsewhere))]]
+                made.append((book[position], away[draw.integers(len(away))], False))
     return made
     ### END SOLUTION
 
@@ -661,10 +659,8 @@ def layer_features(hidden_states: np.ndarray | list[np.ndarray], strategy: str) 
                     "sum_last_four": 4, "concat_last_four": 4}  # fmt: skip
     if strategy not in depth_needed:
         raise ValueError(f"unknown strategy {strategy!r}; choose one of {sorted(depth_needed)}")
-    if isinstance(hidden_states, np.ndarray):
-        layers = list(hidden_states)
-    else:
-        layers = [np.asarray(state) for state in hidden_states]
+    given = hidden_states if isinstance(hidden_states, np.ndarray) else list(hidden_states)
+    layers = [np.asarray(state) for state in given]  # h^(0), ..., h^(L)
     if len(layers) < 2:
         raise ValueError(f"expected h^(0) and at least one layer, got {len(layers)} arrays")
     shapes = {np.shape(state) for state in layers}
@@ -673,11 +669,9 @@ def layer_features(hidden_states: np.ndarray | list[np.ndarray], strategy: str) 
     if np.ndim(layers[0]) < 1:
         raise ValueError("each layer's states need a feature axis, shape (..., H)")
     depth = len(layers) - 1  # L
-    if depth < depth_needed[strategy]:
-        raise ValueError(
-            f"{strategy!r} needs at least {depth_needed[strategy]} layers after the "
-            f"embeddings, got L = {depth}"
-        )
+    needed = depth_needed[strategy]
+    if depth < needed:
+        raise ValueError(f"{strategy!r} needs at least {needed} layers, got L = {depth}")
     stack = np.stack([np.asarray(state, dtype=np.float64) for state in layers])  # (L+1, ..., H)
     if strategy == "first":
         return stack[0].copy()
