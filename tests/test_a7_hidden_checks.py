@@ -47,8 +47,10 @@ def corrupt(
     zero_labels=False,
     ignore_shares=False,
     accept_floats=False,
+    keep_dtype=False,
 ):
     array = np.asarray(ids)
+    dtype = array.dtype if keep_dtype else np.int64
     if array.dtype.kind not in "iu" and not (accept_floats and array.dtype.kind == "f"):
         raise ValueError("ids")
     array = array.astype(np.int64)
@@ -87,7 +89,7 @@ def corrupt(
                 pool = [t for t in pool if t != flat[k]] or pool
             out[k] = draw.choice(pool)
     shape = array.shape
-    return np.array(out, dtype=np.int64).reshape(shape), np.array(labels, np.int64).reshape(shape)
+    return np.array(out, dtype=dtype).reshape(shape), np.array(labels, dtype).reshape(shape)
 
 
 def pieces(
@@ -276,6 +278,7 @@ BERT = r"\[mlm_mask, BERT's numbering \(specials 0, 100-103, \|V\| = 30522\), a 
         ({"zero_labels": True}, r"\[mlm_mask, .*\] labels is 0 at"),
         ({"ignore_shares": True}, r"\[mlm_mask, specials \[9, 0, 7\].*\] the share of selected positions showing \[MASK\]"),
         ({"accept_floats": True}, r"mlm_mask with float ids should raise ValueError"),
+        ({"keep_dtype": True}, r"\[mlm_mask, int32 ids \(80, 20\).*\] corrupted should hold int64, got dtype int32"),
     ],
 )  # fmt: skip
 def test_check_mlm_mask_rejects_bug(bugs, message):

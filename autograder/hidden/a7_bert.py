@@ -213,7 +213,7 @@ def mlm_cases() -> list[tuple[str, Any, list[int], int, int, int, float, float, 
     small = _framed_batch(rng, 200, 30, _ordinary(20, [0, 1, 2, 3]), (0, 2, 3))
     one = np.where(rng.random((40, 25)) < 0.7, 5, rng.integers(0, 5, size=(40, 25)))
     only_special = rng.choice([0, 101, 102, 103], size=(5, 12))
-    as_lists = _framed_batch(rng, 80, 20, _ordinary(300, [0, 1, 2, 3, 4]), (0, 2, 3))
+    framed = _framed_batch(rng, 80, 20, _ordinary(300, [0, 1, 2, 3, 4]), (0, 2, 3))
     return [
         ("BERT's numbering (specials 0, 100-103, |V| = 30522), a padded batch (200, 48)",
          bert, BERT_SPECIALS, 30522, 103, 11, 0.15, 0.8, 0.1),
@@ -233,8 +233,10 @@ def mlm_cases() -> list[tuple[str, Any, list[int], int, int, int, float, float, 
          [0, 1, 2, 3, 4], 6, 4, 18, 0.5, 0.5, 0.5),
         ("only special tokens: nothing to select", only_special, BERT_SPECIALS, 30522, 103, 19,
          0.15, 0.8, 0.1),
-        ("int32 ids given as a list of lists, |V| = 300, specials as a tuple-like list",
-         as_lists.astype(np.int32).tolist(), [4, 3, 2, 1, 0], 300, 4, 20, 0.25, 0.7, 0.2),
+        ("int32 ids (80, 20), |V| = 300, the special ids listed in decreasing order",
+         framed.astype(np.int32), [4, 3, 2, 1, 0], 300, 4, 20, 0.25, 0.7, 0.2),
+        ("ids given as a list of lists, |V| = 300", framed[:40].tolist(), [0, 1, 2, 3, 4],
+         300, 4, 21, 0.3, 0.8, 0.1),
     ]  # fmt: skip
 
 
