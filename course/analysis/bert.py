@@ -135,6 +135,12 @@ def word_task_batch(
     return batch
 
 
+def _by_length(examples: Sequence[Example], batch_size: int) -> list[list[int]]:
+    """Indices of ``examples`` in batches of similar sentence length (less padding)."""
+    order = sorted(range(len(examples)), key=lambda i: len(examples[i].tokens))
+    return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+
+
 @torch.no_grad()
 def marked_word_states(
     model: BertForPreTraining | BertModel,
@@ -142,22 +148,21 @@ def marked_word_states(
     examples: Sequence[Example],
     batch_size: int = 256,
 ) -> torch.Tensor:
-    """Every layer's vector of each example's marked word: (L+1, N, d), h^(0) first."""
+    """Every layer's vector of each example's marked word: (L+1, N, d), h^(0) first, in the
+    order of ``examples`` (computed in batches of similar length)."""
+    if not examples:
+        raise ValueError("examples: expected at least one example")
     bert = model.bert if isinstance(model, BertForPreTraining) else model
     was_training = bert.training
     bert.eval()
-    out = []
-    for start in range(0, len(examples), batch_size):
-        batch = word_task_batch(
-            wordpiece, examples[start : start + batch_size], None, bert.config.max_len
-        )
+    out = torch.empty(bert.config.num_layers + 1, len(examples), bert.config.d_model)
+    for chosen in _by_length(examples, batch_size):
+        batch = word_task_batch(wordpiece, [examples[i] for i in chosen], None, bert.config.max_len)
         states = bert(batch["input_ids"], None, batch["attention_mask"]).hidden_states
-        rows = torch.arange(len(batch["positions"]))
-        out.append(torch.stack([h[rows, batch["positions"]] for h in states]))  # (L+1, B, d)
+        rows = torch.arange(len(chosen))
+        out[:, chosen] = torch.stack([h[rows, batch["positions"]] for h in states])  # (L+1, B, d)
     bert.train(was_training)
-    if not out:
-        raise ValueError("examples: expected at least one example")
-    return torch.cat(out, dim=1)
+    return out
 
 
 def combine_layers(states: torch.Tensor, how: str) -> torch.Tensor:
@@ -230,15 +235,15 @@ def word_task_accuracy(
     batch_size: int = 256,
 ) -> float:
     """Fraction of ``examples`` whose label gets the highest logit (eval mode)."""
+    if not examples:
+        raise ValueError("examples: expected at least one example")
     was_training = model.training
     model.eval()
     right = 0
-    for start in range(0, len(examples), batch_size):
+    for chosen in _by_length(examples, batch_size):
         batch = word_task_batch(
-            wordpiece, examples[start : start + batch_size], labels, model.bert.config.max_len
+            wordpiece, [examples[i] for i in chosen], labels, model.bert.config.max_len
         )
         right += int((model(batch).argmax(-1) == batch["labels"]).sum())
     model.train(was_training)
-    if not examples:
-        raise ValueError("examples: expected at least one example")
     return right / len(examples)
