@@ -85,6 +85,7 @@ from course.data.wordpiece import (
     tokenizers_tokenize,
 )
 from course.metrics import record
+from course.models.attention import causal_mask
 from course.models.bert import (
     BERT_BASE,
     BERT_LARGE,
@@ -619,8 +620,20 @@ print(f"our BERT: {ours_count:,} parameters, {ours_count / 110e6:.1%} of BERT-ba
 # A masked LM like BERT conditions every position on the **whole** input: no attention mask
 # but padding. A causal LM (GPT, Lecture 8) lets position $t$ see positions $\le t$ only, so
 # it can generate text left to right; BERT cannot generate that way, but its vectors use both
-# sides. (An attention mask for each: Lecture 6 drew the causal one.)
-#
+# sides. Their attention masks for "[CLS] god said let there [SEP]" followed by two padding
+# positions (row: the query position; 1: it may attend to that key):
+
+# %%
+tokens = ["[CLS]", "god", "said", "let", "there", "[SEP]", "[PAD]", "[PAD]"]
+real = torch.tensor([t != "[PAD]" for t in tokens])
+masked_lm = real[None, :].expand(len(tokens), -1)  # (T, T): every real key, for every query
+causal_lm = causal_mask(len(tokens)) & masked_lm  # (T, T): and only keys at or before the query
+for name, mask in (("masked LM (BERT)", masked_lm), ("causal LM (GPT)", causal_lm)):
+    print(name)
+    for token, row in zip(tokens, mask.int().tolist(), strict=True):
+        print(f"  {token:>6} " + " ".join(map(str, row)))
+
+# %% [markdown]
 # **How alike are BERT's vectors?** {cite:t}`ethayarajh2019contextual` measured the average
 # cosine similarity between the vectors of random pairs of tokens,
 #

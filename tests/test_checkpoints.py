@@ -29,9 +29,9 @@ from course.checkpoints import (
     save_checkpoint,
 )
 from course.data.code import CharVocab
-from course.models.recurrent import CharLSTM, CharRNN
 from course.data.wordpiece import SPECIAL_TOKENS, WordPiece
 from course.models.bert import BertConfig, BertForPreTraining
+from course.models.recurrent import CharLSTM, CharRNN
 from tools.make_checkpoints import RECIPES, bert_heldout, bilm_heldout
 
 REPO = Path(__file__).resolve().parents[1]
