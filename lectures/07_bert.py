@@ -64,7 +64,7 @@ from course.analysis.bert import (
 )
 from course.analysis.elmo import probe_accuracy, train_probe
 from course.analysis.geometry import layer_anisotropy
-from course.analysis.parameters import count_bert
+from course.analysis.parameters import count_bert, count_transformer
 from course.checkpoints import checkpoint_vocab, load_checkpoint, load_heldout_text
 from course.data.bert_inputs import (
     IGNORE_INDEX,
@@ -592,10 +592,11 @@ with tempfile.TemporaryDirectory() as folder:
 # %% [markdown]
 # How big are the real ones? BERT-base has $L = 12$ layers of width $H = 768$ with 12 heads;
 # BERT-large $L = 24$, $H = 1024$, 16 heads; both have a 30,522-token vocabulary and 512
-# positions. (The slides' table compares them with the Transformer's 6 layers of width 512 and
-# 8 heads; its row "units in FFN" holds the width $H$, as in Lecture 6.) We count their
-# parameters with the course's class, built on PyTorch's **meta** device (shapes, no memory),
-# and with the formula of `count_bert`:
+# positions. (The slides' table compares them with the Transformer base's 6 encoder layers of
+# width 512 and 8 heads; its row "units in FFN" holds the width $H$, as in Lecture 6.) We
+# count their parameters with the course's class, built on PyTorch's **meta** device (shapes,
+# no memory), and with the formula of `count_bert`; the last row is Lecture 6's count of the
+# whole Transformer base:
 
 # %%
 print(
@@ -611,6 +612,9 @@ for name, cfg, paper in (("BERT-base", BERT_BASE, "110M"), ("BERT-large", BERT_L
         f"{name:<11} {cfg.num_layers:6d} {cfg.d_model:5d} {cfg.num_heads:5d} {encoder:22,d} "
         f"{formula.embeddings + formula.layers + formula.pooler:13,d} {paper:>6}"
     )
+transformer_base = count_transformer(512, 2048, 6, 6, vocab_size=37_000)  # Lecture 6's count
+print(f"{'Transformer':<11} {6:6d} {512:5d} {8:5d} {'6 + 6 layers, as a whole:':>22} "
+      f"{transformer_base.total:13,d} {'65M':>6}")  # fmt: skip
 ours_count = sum(p.numel() for p in bert_ckpt.parameters())
 print(f"our BERT: {ours_count:,} parameters, {ours_count / 110e6:.1%} of BERT-base's 110M")
 
