@@ -415,7 +415,10 @@ record(
 # %% [markdown]
 # **Filling in blanks.** Type a sentence with `[MASK]` in it; the bars are the checkpoint's
 # most probable tokens for each blank (special tokens excluded). Its text is a Bible
-# translation and Python's documentation, so try both kinds of sentence.
+# translation and Python's documentation, so try both kinds of sentence. Do not expect the
+# right word often: at 17% held-out accuracy its guesses are mostly frequent words, sometimes
+# of the right kind for the slot. That is what 3,000 steps on 2 million words buy; BERT-base
+# trained for a million steps of 256 sequences of 512 tokens.
 
 # %%
 plot_fill_mask(bert_ckpt, wordpiece)
