@@ -317,15 +317,11 @@ PUBLISHED = [  # config, our exact count, published figure
                          ids=["GPT-1", "GPT-2", "GPT-2 medium", "GPT-2 large", "GPT-2 XL",
                               "GPT-3"])  # fmt: skip
 def test_published_sizes_on_the_meta_device(config, exact, published):
-    if config is GPT3 or config is GPT2_XL:
-        count = count_gpt(config).total  # building 96 layers costs seconds even on meta
-    else:
-        with torch.device("meta"):
-            model = GPT(config)
-        assert model.token.weight.is_meta
-        count = sum(p.numel() for p in model.parameters())
-        assert count == count_gpt(config).total
-    assert count == exact
+    with torch.device("meta"):
+        model = GPT(config)  # shapes without memory: GPT-3 would need 700 GB in float32
+    assert model.token.weight.is_meta
+    count = sum(p.numel() for p in model.parameters())
+    assert count == count_gpt(config).total == exact
     assert abs(count - published) / published < 0.04
 
 

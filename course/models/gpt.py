@@ -190,7 +190,8 @@ class GPT(nn.Module):
         )
         self.lm_head = nn.Linear(c.d_model, c.vocab_size, bias=False)
         self.lm_head.weight = self.token.weight  # tied: the output layer is E_tok
-        self.apply(self._init_weights)
+        if not self.token.weight.is_meta:  # on the meta device there are no values to set
+            self.apply(self._init_weights)
 
     def _init_weights(self, module: nn.Module) -> None:
         """GPT-2's initialisation: N(0, 0.02²) weights, zero biases; the two projections that
