@@ -31,6 +31,7 @@ from course.models.gpt import (
     GPTConfig,
     block_with_cache,
     load_gpt2_state_dict,
+    load_openai_gpt_state_dict,
     save_for_transformers,
     to_gpt2_state_dict,
 )
@@ -165,6 +166,29 @@ def test_our_model_reads_gpt2_weights_and_agrees():
     assert set(back) <= set(theirs.state_dict())
 
 
+def test_post_norm_model_reads_gpt1_weights_and_agrees():
+    from transformers import OpenAIGPTConfig, OpenAIGPTLMHeadModel
+
+    config = OpenAIGPTConfig(vocab_size=50, n_positions=24, n_embd=32, n_layer=2, n_head=4)
+    torch.manual_seed(5)
+    theirs = OpenAIGPTLMHeadModel(config).double().eval()  # afn "gelu" is the tanh form there
+    with torch.no_grad():
+        for p in theirs.parameters():
+            p.add_(0.1 * torch.randn_like(p))
+    post = GPTConfig(vocab_size=50, max_len=24, d_model=32, num_layers=2, num_heads=4,
+                     d_ff=128, norm_first=False)  # fmt: skip
+    ours = load_openai_gpt_state_dict(GPT(post).double().eval(), theirs.state_dict())
+    x = ids(seed=6)
+    with torch.no_grad():
+        diff = (ours(x) - theirs(input_ids=x).logits).abs().max().item()
+    assert diff < 1e-12, diff
+    with pytest.raises(ValueError, match="GPT-1 is post-norm"):
+        load_openai_gpt_state_dict(GPT(SMALL), theirs.state_dict())
+    partial = {k: v for k, v in theirs.state_dict().items() if "positions_embed" not in k}
+    with pytest.raises(ValueError, match=r"missing 1 tensors, e.g. \['transformer.positions_"):
+        load_openai_gpt_state_dict(GPT(post), partial)
+
+
 def test_gpt2_layout_errors():
     model = GPT(SMALL)
     state = to_gpt2_state_dict(model)
@@ -172,7 +196,7 @@ def test_gpt2_layout_errors():
         to_gpt2_state_dict(EncoderLayer(8, 2, 16))  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="norm_first=False"):
         to_gpt2_state_dict(GPT(POST_NORM))
-    with pytest.raises(ValueError, match="missing 1 GPT-2 tensors"):
+    with pytest.raises(ValueError, match="missing 1 tensors"):
         load_gpt2_state_dict(model, {k: v for k, v in state.items() if "h.1.ln_2.bias" not in k})
     wrong = {
         **state,

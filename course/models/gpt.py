@@ -28,7 +28,8 @@ logits and the same generated tokens.
 
 :func:`save_for_transformers` writes a folder that ``transformers``' ``GPT2LMHeadModel`` loads
 (GPT-2 stores its linear layers as ``Conv1D``, weight (in, out): our weights transposed), and
-:func:`load_gpt2_state_dict` reads such weights back; the tests compare the logits.
+:func:`load_gpt2_state_dict` reads such weights back; :func:`load_openai_gpt_state_dict` reads
+GPT-1's (``OpenAIGPTLMHeadModel``) into a post-norm model. The tests compare the logits.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ __all__ = [
     "block_with_cache",
     "to_gpt2_state_dict",
     "load_gpt2_state_dict",
+    "load_openai_gpt_state_dict",
     "save_for_transformers",
 ]
 
@@ -345,20 +347,27 @@ class GPT(nn.Module):
 # Interoperability with `transformers`: GPT-2's names and its Conv1D layout
 
 
-def _gpt2_layout(model: GPT) -> dict[str, tuple[list[torch.Tensor], bool]]:
-    """GPT2LMHeadModel's name for each of our tensors: (our parameters, stored transposed?).
+def _layout(model: GPT) -> dict[str, tuple[list[torch.Tensor], bool]]:
+    """The ``transformers`` name of each of our tensors: (our parameters, stored transposed?).
 
-    GPT-2's Conv1D computes x W + b with W (in, out), where nn.Linear computes x Wᵀ + b with
-    W (out, in): its weights are ours transposed. Its c_attn is one layer for W^Q, W^K and W^V,
-    stacked along the output axis ([W^Q; W^K; W^V] in our layout, (3d, d)); the other names
-    hold one parameter each.
+    GPT2LMHeadModel's names for a pre-norm model, OpenAIGPTLMHeadModel's (GPT-1: other table
+    names, no final LayerNorm; ln_1 and ln_2 after the sums) for a post-norm one. Both store
+    their linear layers as Conv1D, x W + b with W (in, out), where nn.Linear computes x Wᵀ + b
+    with W (out, in): their weights are ours transposed. Their c_attn is one layer for W^Q,
+    W^K and W^V, stacked along the output axis ([W^Q; W^K; W^V] in our layout, (3d, d)).
     """
-    layout: dict[str, tuple[list[torch.Tensor], bool]] = {
-        "transformer.wte.weight": ([model.token.weight], False),
-        "transformer.wpe.weight": ([model.position.weight], False),
-        "transformer.ln_f.weight": ([model.final_norm.weight], False),
-        "transformer.ln_f.bias": ([model.final_norm.bias], False),
-    }
+    if model.config.norm_first:
+        layout: dict[str, tuple[list[torch.Tensor], bool]] = {
+            "transformer.wte.weight": ([model.token.weight], False),
+            "transformer.wpe.weight": ([model.position.weight], False),
+            "transformer.ln_f.weight": ([model.final_norm.weight], False),
+            "transformer.ln_f.bias": ([model.final_norm.bias], False),
+        }
+    else:
+        layout = {
+            "transformer.tokens_embed.weight": ([model.token.weight], False),
+            "transformer.positions_embed.weight": ([model.position.weight], False),
+        }
     for i, block in enumerate(model.blocks):
         p, attn = f"transformer.h.{i}.", block.self_attn
         qkv = (attn.W_q, attn.W_k, attn.W_v)
@@ -386,14 +395,13 @@ def to_gpt2_state_dict(model: GPT) -> dict[str, torch.Tensor]:
     if not model.config.norm_first:
         raise ValueError("GPT-2 is pre-norm: a model with norm_first=False has no GPT-2 layout")
     out = {}
-    for name, (parts, transposed) in _gpt2_layout(model).items():
+    for name, (parts, transposed) in _layout(model).items():
         tensor = torch.cat([p.detach() for p in parts])  # (3d, d) for c_attn's weight
         out[name] = (tensor.T if transposed else tensor).clone().contiguous()
     out["lm_head.weight"] = out["transformer.wte.weight"].clone()
     return out
 
 
-@torch.no_grad()
 def load_gpt2_state_dict(model: GPT, state: dict[str, torch.Tensor]) -> GPT:
     """Copy GPT2LMHeadModel weights (``their_model.state_dict()``) into ``model``, in place.
 
@@ -405,10 +413,24 @@ def load_gpt2_state_dict(model: GPT, state: dict[str, torch.Tensor]) -> GPT:
         raise TypeError(f"model: expected a GPT, got {type(model).__name__}")
     if not model.config.norm_first:
         raise ValueError("GPT-2 is pre-norm: a model with norm_first=False has no GPT-2 layout")
-    layout = _gpt2_layout(model)
+    return _load(model, state)
+
+
+def load_openai_gpt_state_dict(model: GPT, state: dict[str, torch.Tensor]) -> GPT:
+    """Copy GPT-1 weights (``transformers``' OpenAIGPTLMHeadModel) into a post-norm ``model``."""
+    if not isinstance(model, GPT):
+        raise TypeError(f"model: expected a GPT, got {type(model).__name__}")
+    if model.config.norm_first:
+        raise ValueError("GPT-1 is post-norm: expected a model with norm_first=False")
+    return _load(model, state)
+
+
+@torch.no_grad()
+def _load(model: GPT, state: dict[str, torch.Tensor]) -> GPT:
+    layout = _layout(model)
     missing = sorted(set(layout) - set(state))
     if missing:
-        raise ValueError(f"state: missing {len(missing)} GPT-2 tensors, e.g. {missing[:3]}")
+        raise ValueError(f"state: missing {len(missing)} tensors, e.g. {missing[:3]}")
     for name, (parts, transposed) in layout.items():
         tensor = state[name].T if transposed else state[name]
         want = (sum(p.shape[0] for p in parts), *parts[0].shape[1:])  # in our layout
