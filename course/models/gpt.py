@@ -123,6 +123,8 @@ class GPTConfig:
             layer_norm_epsilon=self.layer_norm_eps,
             initializer_range=self.init_std,
             tie_word_embeddings=True,
+            bos_token_id=None,  # GPT2Config's default 50256 is GPT-2's <|endoftext|>: our
+            eos_token_id=None,  # models have no special token of their own
         )
 
 
