@@ -17,6 +17,7 @@ from course.analysis.parameters import (
     count_gpt,
     forward_flops,
     generation_flops,
+    kv_cache_size,
     training_flops,
 )
 from course.decoding import beam_search, greedy_search
@@ -244,6 +245,11 @@ def test_cached_and_uncached_generation_give_the_same_tokens_and_log_probs():
         b, plain = model.decode_step(out[True][:, t], plain)
         assert (a - b).abs().max().item() < 1e-12
     assert cached["past"][0][0].shape[2] == 15 and plain["prefix"].shape == (2, 15)
+    held = sum(k.numel() + v.numel() for k, v in cached["past"])
+    assert held == kv_cache_size(SMALL, 15, batch_size=2)
+    assert kv_cache_size(GPT3, 2048) * 2 == pytest.approx(9.66e9, rel=0.01)  # float16 bytes
+    with pytest.raises(ValueError, match="seq_len >= 0"):
+        kv_cache_size(SMALL, -1)
 
 
 def test_greedy_and_beam_search_run_on_the_cache():
@@ -269,6 +275,8 @@ def test_cache_and_generation_errors_are_clear():
         model.forward_with_cache(ids(B=2, T=1), past)
     with pytest.raises(ValueError, match="max_len=24 positions, got 25"):
         model.forward_with_cache(ids(T=22), past)
+    with pytest.raises(TypeError, match=r"past\[0\] K: expected dtype torch.float64"):
+        model.forward_with_cache(ids(T=1), tuple((k.float(), v.float()) for k, v in past))
     with pytest.raises(ValueError, match="need 25 positions"):
         model.generate(ids(T=5), 21)
     with pytest.raises(ValueError, match="temperature"):

@@ -49,6 +49,7 @@ __all__ = [
     "forward_flops",
     "training_flops",
     "generation_flops",
+    "kv_cache_size",
 ]
 
 
@@ -214,3 +215,14 @@ def generation_flops(num_parameters: int, tokens: float) -> float:
     if num_parameters < 1 or tokens < 0:
         raise ValueError(f"expected N >= 1 and tokens >= 0, got {num_parameters}, {tokens}")
     return 2.0 * num_parameters * tokens
+
+
+def kv_cache_size(config: GPTConfig, seq_len: int, batch_size: int = 1) -> int:
+    """Numbers held by a KV cache of ``seq_len`` positions: 2 (K and V) · L · B · T · d.
+
+    Multiply by the bytes per number (2 in float16) for memory: GPT-3 keeps 2 · 96 · 12,288
+    numbers per token, about 4.7 MB in float16, so a full 2,048-token context takes 9.7 GB.
+    """
+    if seq_len < 0 or batch_size < 1:
+        raise ValueError(f"expected seq_len >= 0 and batch_size >= 1, got {seq_len}, {batch_size}")
+    return 2 * config.num_layers * batch_size * seq_len * config.d_model

@@ -262,6 +262,11 @@ class GPT(nn.Module):
                         f"past[{i}] {name}: expected shape (B, h, t, d_k) = {want}, "
                         f"got {tuple(tensor.shape)}"
                     )
+                if tensor.dtype != self.token.weight.dtype:
+                    raise TypeError(
+                        f"past[{i}] {name}: expected dtype {self.token.weight.dtype} (the "
+                        f"model's), got {tensor.dtype}"
+                    )
         return t
 
     def empty_cache(self, batch_size: int) -> KVCache:
