@@ -146,6 +146,29 @@ def test_gpt2_lm_head_model_loads_our_weights_and_agrees(tmp_path, dtype):
     assert (model(x) - expected).abs().max().item() > 1e-5
 
 
+def test_sampling_draws_the_tokens_of_transformers_generate(tmp_path):
+    """Same weights, same filters, same global seed: GPT2LMHeadModel.generate(do_sample=True)
+    and our generate draw the same tokens (both call torch.multinomial once per step)."""
+    from transformers import GPT2LMHeadModel
+
+    model = perturbed(GPTConfig(vocab_size=50, max_len=40, d_model=32, num_layers=2,
+                                num_heads=4, d_ff=48))  # fmt: skip
+    folder = save_for_transformers(model, tmp_path / "gpt")
+    theirs = GPT2LMHeadModel.from_pretrained(folder, local_files_only=True, dtype=torch.float64)
+    prompt = ids(T=5, seed=2)
+    for settings in [{"temperature": 0.8, "top_k": 10, "top_p": 0.9}, {"top_p": 0.5}]:
+        torch.manual_seed(123)
+        expected = theirs.eval().generate(
+            prompt, attention_mask=torch.ones_like(prompt), do_sample=True, max_new_tokens=15,
+            pad_token_id=0, **{"top_k": 0, **settings},
+        )  # fmt: skip
+        torch.manual_seed(123)
+        got = model.generate(prompt, 15, **settings)
+        assert torch.equal(got, expected), settings
+    torch.manual_seed(124)  # not vacuous: another seed draws other tokens
+    assert not torch.equal(model.generate(prompt, 15, top_p=0.5), expected)
+
+
 def test_our_model_reads_gpt2_weights_and_agrees():
     from transformers import GPT2LMHeadModel
 
