@@ -105,7 +105,8 @@ def generation_seconds(
     batch_size: int = 1,
     seed: int = 0,
 ) -> list[tuple[int, float]]:
-    """Wall-clock seconds to generate each number of tokens in ``lengths`` (greedy, one run).
+    """Wall-clock seconds to generate each number of tokens in ``lengths`` (greedy, one run,
+    feeding the random prompt included).
 
     ``model`` is a ``course.models.gpt.GPT``; ``use_cache`` picks its KV-cache path or the
     re-run of the whole prefix at every step. Without a cache, step t costs about t times
