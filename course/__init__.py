@@ -21,7 +21,8 @@ Import the module you need; nothing heavy is imported here. One topic per module
   formula (Transformer, BERT, GPT) and FLOPs; ``generation``: distinct-n, repetition, the
   model's own likelihood, generation time; ``permutation_lm``: XLNet's factorisation orders)
 - ``course.viz``: figures and widgets by topic (``gradients``, ``training``, ``recall``,
-  ``cells``, ``elmo``, ``seq2seq``, ``attention``): figure functions with defaults, and thin ``interact`` wrappers
+  ``cells``, ``elmo``, ``seq2seq``, ``attention``, ``transformer``, ``generation``): figure
+  functions with defaults, and thin ``interact`` wrappers
 - ``course.checks``: shape, dtype and input guards, and the comparisons that visible tests use
 - ``course.metrics``: recording measured figures for the benchmark table
 - ``course.checkpoints``: course-trained models that lectures load (``make checkpoints``)

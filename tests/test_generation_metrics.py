@@ -161,3 +161,50 @@ def test_every_order_factorises_the_same_likelihood():
     zero[tuple(x)] = 0.0
     with pytest.raises(ValueError, match="probability 0"):
         factorised_log_likelihood(zero / zero.sum(), x, (0, 1, 2, 3))
+
+
+# ----------------------------------------------------------------------------------------------
+# Figures
+
+
+def test_figures_of_filters_generation_time_and_permutation_masks():
+    import ipywidgets as widgets
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from course.viz.generation import (
+        EXAMPLE_TOKENS,
+        example_logits,
+        interact_sampling_filters,
+        plot_generation_seconds,
+        plot_permutation_masks,
+        plot_sampling_filters,
+    )
+
+    z = example_logits()
+    assert z.shape == (len(EXAMPLE_TOKENS),) and bool((z.diff() < 0).all())  # most likely first
+    fig = plot_sampling_filters(top_k=3)
+    blue = [bar.get_height() for bar in fig.axes[0].containers[1]]
+    assert sum(h > 0 for h in blue) == 3 and abs(sum(blue) - 1) < 1e-9
+    assert "3 of 10 tokens kept" in fig.axes[0].get_title()
+    fig = plot_sampling_filters(torch.tensor([1.0, 1.0, 0.0]), top_p=0.5, tokens="abc")
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["a", "b", "c"]
+    assert "2 of 3 tokens kept" in fig.axes[0].get_title()  # the tie at the crossing is kept
+    with pytest.raises(ValueError, match="tokens: expected 3 labels"):
+        plot_sampling_filters(torch.zeros(3), tokens=["a"])
+    with pytest.raises(ValueError, match=r"one distribution \(V,\)"):
+        plot_sampling_filters(torch.zeros(2, 3))
+    controls = interact_sampling_filters().widget.children
+    assert sum(isinstance(c, (widgets.FloatSlider, widgets.IntSlider)) for c in controls) == 3
+    fig = plot_generation_seconds([(8, 0.1), (4, 0.05)], [(4, 0.1), (8, 0.4)])
+    assert [list(line.get_xdata()) for line in fig.axes[0].get_lines()] == [[4, 8], [4, 8]]
+    with pytest.raises(ValueError, match="at least one"):
+        plot_generation_seconds([], [(4, 0.1)])
+    fig = plot_permutation_masks((1, 0))
+    assert [ax.images[0].get_array().tolist() for ax in fig.axes] == [
+        [[True, True], [False, True]],
+        [[False, True], [False, False]],
+    ]
+    plt.close("all")
