@@ -16,6 +16,7 @@ from course.analysis.generation import (
     ngrams,
     repetition_rate,
 )
+from course.analysis.lm import windowed_bits_per_char
 from course.analysis.permutation_lm import factorised_log_likelihood, permutation_masks
 from course.models.gpt import GPT, GPTConfig
 
@@ -81,6 +82,25 @@ def test_continuation_log_likelihood_on_a_known_model():
         continuation_log_likelihood(model, prompt.float(), continuation)
     with pytest.raises(ValueError, match="at least one token"):
         continuation_log_likelihood(model, prompt[:, :0], continuation)
+
+
+def test_windowed_bits_per_char_on_a_known_model():
+    probs = torch.tensor([[0.5, 0.25, 0.25], [0.1, 0.1, 0.8], [0.6, 0.2, 0.2]], dtype=torch.float64)
+    model = BigramLM(probs).train()
+    ids = torch.tensor([0, 1, 2, 0, 0, 1, 2, 2])  # 7 predictions; windows of 3: 2 windows, 6
+    bits = windowed_bits_per_char(model, ids, window=3, batch_size=1)
+    pairs = [(0, 1), (1, 2), (2, 0), (0, 0), (0, 1), (1, 2)]  # the last, (2, 2), is left out
+    expected = -sum(math.log2(probs[a, b]) for a, b in pairs) / 6
+    assert abs(bits - expected) < 1e-12 and model.training
+    whole = windowed_bits_per_char(model, ids, window=7)  # one window: all 7 predictions
+    pairs = list(zip(ids[:-1].tolist(), ids[1:].tolist(), strict=True))
+    assert abs(whole + sum(math.log2(probs[a, b]) for a, b in pairs) / 7) < 1e-12
+    with pytest.raises(ValueError, match="need at least window"):
+        windowed_bits_per_char(model, ids, window=8)
+    with pytest.raises(ValueError, match="window and batch_size"):
+        windowed_bits_per_char(model, ids, window=0)
+    with pytest.raises(ValueError, match="ids: expected 1 dimensions"):
+        windowed_bits_per_char(model, ids[None], window=2)
 
 
 def test_a_gpt_scores_its_own_greedy_output_at_least_as_high_as_samples():
