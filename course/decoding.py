@@ -43,8 +43,9 @@ never on token order: every token tied with the k-th best is kept, as in ``trans
 ``TopKLogitsWarper``, and every token tied in probability with the one that crosses p is kept.
 There the course differs from ``TopPLogitsWarper``, which sorts the tokens and keeps the
 tied ones the sort happens to put first: the course's nucleus can then be larger. Elsewhere
-(no tie at the crossing) the two keep the same tokens; the tests compare them on random
-logits. ``min_tokens_to_keep`` keeps, in both filters, every token that fewer than that many
+(no tie at the crossing) the two keep the same tokens, except where a partial sum equals p
+to the last bit, since they round their sums in different orders (transformers compares the
+ascending sums with 1 − p); the tests compare them on random logits. ``min_tokens_to_keep`` keeps, in both filters, every token that fewer than that many
 tokens beat. ``top_p=1`` keeps every token (``generate`` then skips the warper as well).
 """
 
