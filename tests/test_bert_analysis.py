@@ -26,7 +26,12 @@ from course.data.bert_inputs import IGNORE_INDEX, NspPair, frame_words  # noqa: 
 from course.data.english import Example  # noqa: E402
 from course.data.wordpiece import SPECIAL_TOKENS, WordPiece  # noqa: E402
 from course.models.bert import BertConfig, BertForPreTraining  # noqa: E402
-from course.viz.bert import plot_anisotropy, plot_feature_choice, plot_fill_mask  # noqa: E402
+from course.viz.bert import (  # noqa: E402
+    interact_fill_mask,
+    plot_anisotropy,
+    plot_feature_choice,
+    plot_fill_mask,
+)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 WORDS = ["the", "dog", "##s", "run", "bark", "##ing", "cat", "sat", ".", "a"]
@@ -176,4 +181,21 @@ def test_unit7_figures(bert):
     assert len(fig3.axes[0].lines) == 3  # two models and the zero line
     with pytest.raises(ValueError, match="at least one model"):
         plot_anisotropy({})
+    plt.close("all")
+
+
+def test_interact_fill_mask_redraws_for_new_text_and_k(bert, capsys):
+    plt.close("all")
+    shown = interact_fill_mask(bert, VOCAB)
+    (text,) = [c for c in shown.widget.children if type(c).__name__ == "Text"]
+    (k,) = [c for c in shown.widget.children if type(c).__name__ == "IntSlider"]
+    assert "[MASK]" in text.value and not text.continuous_update
+    assert len(plt.get_fignums()) == 1  # drawn once with the defaults
+    assert len(plt.gcf().axes[0].patches) == k.value
+    k.value = 3
+    assert len(plt.get_fignums()) == 2 and len(plt.gcf().axes[0].patches) == 3
+    text.value = "the [MASK] sat . a [MASK]"
+    assert len(plt.get_fignums()) == 3 and len(plt.gcf().axes) == 2  # one chart per [MASK]
+    text.value = "no blank here"
+    assert len(plt.get_fignums()) == 3 and "Put [MASK]" in capsys.readouterr().out
     plt.close("all")
