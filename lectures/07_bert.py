@@ -29,7 +29,7 @@
 #    embeddings summed;
 # 3. writes the **masked language model** (15% of tokens; 80/10/10) and checks its statistics,
 #    and **next-sentence prediction** from real documents;
-# 4. **pretrains a tiny BERT** on the course's English prose, live for half a minute, then
+# 4. **pretrains a tiny BERT** on the course's English prose, live for a quarter of a minute, then
 #    loads the course checkpoint trained longer with the same code, and asks it to fill in
 #    blanks;
 # 5. repeats the BERT paper's **feature-extraction** table (which layers to use) on a
@@ -350,10 +350,10 @@ for p in train_pairs[:3]:
 # sum of the MLM and NSP cross-entropies. Adam, learning rate $10^{-3}$ with linear warm-up and
 # decay, batches of 32 pairs.
 #
-# Live, for 25 seconds:
+# Live, for 15 seconds:
 
 # %%
-LIVE_SECONDS, BATCH = 25, 32
+LIVE_SECONDS, BATCH = 15, 32
 recipe = meta["training"]
 torch.manual_seed(0)
 live = BertForPreTraining(BertConfig(**meta["model"]["config"]["config"]))
@@ -367,7 +367,7 @@ fig = plot_training_histories({"live BERT (MLM + NSP loss)": live_history}, smoo
 plt.show()
 
 # %% [markdown]
-# Half a minute is a few dozen steps of the 3,000 the course checkpoint took. It was trained
+# Fifteen seconds is a few dozen steps of the 3,000 the course checkpoint took. It was trained
 # by this same code (`course.train.fit` on `pretraining_batches`) with a fixed step count,
 # and `make checkpoints` remakes it. Both are evaluated on the same held-out pairs from the
 # validation documents, with the same masks. The baselines: for MLM, always predicting the
@@ -387,7 +387,7 @@ nsp_majority = max(
     np.mean([p.label == 0 for p in heldout_pairs]), np.mean([p.label == 1 for p in heldout_pairs])
 )
 figures = {
-    "live, 25 s": evaluate_pretraining(live, batches),
+    f"live, {LIVE_SECONDS} s": evaluate_pretraining(live, batches),
     "checkpoint": evaluate_pretraining(bert_ckpt, batches),
 }
 print(f"held-out: {len(heldout_pairs):,} pairs, {len(labels):,} masked-LM positions")
@@ -507,12 +507,12 @@ print(
 # its features (section 5 did that); or start from the pretrained weights and **fine-tune**
 # all of them with the task's loss. Same task, same 4,000 training sentences, same test split.
 # The from-scratch and fine-tuned models are the same network (our BERT and one linear layer
-# on the marked word's last-layer vector), trained with the same recipe: 150 steps of Adam on
+# on the marked word's last-layer vector), trained with the same recipe: 100 steps of Adam on
 # batches of 32, learning rate $10^{-3}$ with a short warm-up and linear decay. Only the
 # starting weights differ.
 
 # %%
-FT_STEPS, FT_LR = 150, 1e-3
+FT_STEPS, FT_LR = 100, 1e-3
 transfer = {}
 for name, pretrained in (("from scratch", False), ("fine-tuned checkpoint", True)):
     torch.manual_seed(0)
