@@ -304,12 +304,12 @@ def filter_logits(
     ``top_k=None`` and ``top_p=None`` switch those filters off. The result's softmax is the
     distribution that :func:`sample` draws from.
     """
-    scores = temperature_scale(logits, temperature)
+    filtered = temperature_scale(logits, temperature)
     if top_k is not None:
-        scores = top_k_filter(scores, top_k, min_tokens_to_keep)
+        filtered = top_k_filter(filtered, top_k, min_tokens_to_keep)
     if top_p is not None:
-        scores = top_p_filter(scores, top_p, min_tokens_to_keep)
-    return scores
+        filtered = top_p_filter(filtered, top_p, min_tokens_to_keep)
+    return filtered
 
 
 @torch.no_grad()
