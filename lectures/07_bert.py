@@ -29,7 +29,7 @@
 #    embeddings summed;
 # 3. writes the **masked language model** (15% of tokens; 80/10/10) and checks its statistics,
 #    and **next-sentence prediction** from real documents;
-# 4. **pretrains a tiny BERT** on the course's English prose, live for a quarter of a minute, then
+# 4. **pretrains a tiny BERT** on the course's English prose, live for a few seconds, then
 #    loads the course checkpoint trained longer with the same code, and asks it to fill in
 #    blanks;
 # 5. repeats the BERT paper's **feature-extraction** table (which layers to use) on a
@@ -350,10 +350,10 @@ for p in train_pairs[:3]:
 # sum of the MLM and NSP cross-entropies. Adam, learning rate $10^{-3}$ with linear warm-up and
 # decay, batches of 32 pairs.
 #
-# Live, for 15 seconds:
+# Live, for a few seconds (`LIVE_SECONDS`):
 
 # %%
-LIVE_SECONDS, BATCH = 15, 32
+LIVE_SECONDS, BATCH = 8, 32
 recipe = meta["training"]
 torch.manual_seed(0)
 live = BertForPreTraining(BertConfig(**meta["model"]["config"]["config"]))
@@ -367,9 +367,9 @@ fig = plot_training_histories({"live BERT (MLM + NSP loss)": live_history}, smoo
 plt.show()
 
 # %% [markdown]
-# Fifteen seconds is a few dozen steps of the 3,000 the course checkpoint took. It was trained
-# by this same code (`course.train.fit` on `pretraining_batches`) with a fixed step count,
-# and `make checkpoints` remakes it. Both are evaluated on the same held-out pairs from the
+# A few seconds buy a couple of dozen steps of the 3,000 the course checkpoint took. It was
+# trained by this same code (`course.train.fit` on `pretraining_batches`) with a fixed step
+# count, and `make checkpoints` remakes it. Both are evaluated on the same held-out pairs from the
 # validation documents, with the same masks. The baselines: for MLM, always predicting the
 # most frequent token of the training text; for NSP, chance.
 
