@@ -28,16 +28,19 @@ import torch
 
 from course.analysis.bert import heldout_batches, read_nsp_pairs
 from course.analysis.elmo import heldout_perplexity
+from course.analysis.lm import windowed_bits_per_char
 from course.checkpoints import CHECKPOINT_DIR, REMAKE_COMMAND, checkpoint_vocab, save_checkpoint
 from course.data.bert_inputs import make_nsp_pairs, pretraining_batches
 from course.data.code import CharVocab, load_python_source
-from course.data.english import load_prose
+from course.data.english import load_prose, prose_text
 from course.data.wordpiece import SPECIAL_TOKENS, WordPiece, count_words, train_tokenizers_wordpiece
 from course.data.words import WordVocab, sentence_tokens, token_windows
 from course.models.bert import BertConfig, BertForPreTraining, evaluate_pretraining
 from course.models.bilm import BiLM
-from course.models.recurrent import CharLSTM
-from course.train import fit, linear_warmup_decay, train_language_model
+from course.models.gpt import GPT, GPTConfig
+from course.models.recurrent import CharLSTM, CharRNN
+from course.train import fit, linear_warmup_decay, next_token_loss, train_language_model
+from course.data.code import random_windows
 
 SEED = 0
 THREADS = 1  # one thread per run: as fast for these sizes, and deterministic
@@ -340,10 +343,133 @@ def bert_english(directory: Path) -> dict:
     )
 
 
+# Lecture 8: a character-level GPT, and Units 1 and 2's recurrent models given the same
+# budget: the same batches (16 windows of 128 characters of the English prose), the same number
+# of steps and the same schedule (linear warm-up, then linear decay to 0).
+CHAR_ENGLISH = {
+    "training": {"batch_size": 16, "seq_len": 128, "steps": 3000, "warmup": 200, "clip_norm": 1.0},
+    "models": {
+        "char_gpt_english": {
+            "class": "GPT",
+            "config": {"max_len": 128, "d_model": 128, "num_layers": 4, "num_heads": 4,
+                       "d_ff": 512, "dropout": 0.0},
+            "lr": 2e-3,
+        },
+        "char_lstm_english": {
+            "class": "CharLSTM",
+            "config": {"hidden_size": 256, "embedding_dim": 64, "forget_bias": 1.0},
+            "lr": 3e-3,
+        },
+        "char_rnn_english": {
+            "class": "CharRNN",
+            "config": {"hidden_size": 256, "embedding_dim": 64},
+            "lr": 3e-3,
+        },
+    },
+    # Held-out: the first 100,000 characters of the 'val' prose, cut into windows of 128 (+1)
+    # characters; every model starts each window afresh, so all see the same context.
+    "heldout": {"characters": 100_000, "window": 128, "batch_size": 16},
+}
+
+
+class _LogitsOnly(torch.nn.Module):
+    """A recurrent LM seen as ids -> logits (its final state dropped), each window afresh."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.model(ids)[0]
+
+
+def char_heldout(model: torch.nn.Module, metadata: dict, text: str) -> float:
+    """Bits per character on the held-out text in windows (course.analysis.lm.
+    windowed_bits_per_char), the same windows for a GPT and a recurrent model."""
+    settings = metadata["heldout"]["evaluation"]
+    ids = checkpoint_vocab(metadata).encode(text)
+    scored = model if isinstance(model, GPT) else _LogitsOnly(model)
+    return round(windowed_bits_per_char(scored, ids, **settings), 6)
+
+
+def char_english(name: str, directory: Path) -> dict:
+    """One of Lecture 8's three character-level models of the English prose (``CHAR_ENGLISH``)."""
+    recipe, spec = CHAR_ENGLISH, CHAR_ENGLISH["models"][name]
+    common, held = recipe["training"], recipe["heldout"]
+    train_text = prose_text("train")
+    heldout_text = prose_text("val")[: held["characters"]]
+    vocab = CharVocab.from_text(train_text)
+    torch.manual_seed(SEED)  # the initial weights
+    if spec["class"] == "GPT":
+        config = {"config": asdict(GPTConfig(vocab_size=len(vocab), **spec["config"]))}
+        model, loss = GPT(**config), GPT.loss
+    else:
+        config = {"vocab_size": len(vocab), **spec["config"]}
+        model = {"CharLSTM": CharLSTM, "CharRNN": CharRNN}[spec["class"]](**config)
+        loss = next_token_loss
+    history = fit(
+        model,
+        loss,
+        random_windows(vocab.encode(train_text), common["batch_size"], common["seq_len"], seed=SEED),
+        steps=common["steps"],
+        lr=spec["lr"],
+        clip_norm=common["clip_norm"],
+        lr_schedule=linear_warmup_decay(common["warmup"], common["steps"]),
+        desc=name,
+    )
+    if history.stopped_by != "steps":
+        raise RuntimeError(f"training stopped by {history.stopped_by!r}: {history.summary()}")
+    training = {
+        "function": "course.train.fit on course.data.code.random_windows",
+        "steps": history.steps,
+        "seed": SEED,
+        "initial_weights": f"torch.manual_seed({SEED}) before {spec['class']}(**config)",
+        **common,
+        "lr": spec["lr"],
+        "schedule": "course.train.linear_warmup_decay(warmup, steps)",
+        "torch_threads": torch.get_num_threads(),
+        "seconds": round(history.seconds, 1),
+        "final_loss_bits": round(statistics.fmean(history.losses[-100:]) / math.log(2), 4),
+        "stopped_by": history.stopped_by,
+    }
+    return save_checkpoint(
+        model,
+        name,
+        config=config,
+        vocab=vocab,
+        training=training,
+        corpus={
+            "description": (
+                "the 'train' split of course.data.english.prose_text(source='all') (the World "
+                "English Bible and the Python 3.11 documentation), as one character stream"
+            ),
+            "characters": len(train_text),
+            "sha256": hashlib.sha256(train_text.encode("utf-8")).hexdigest(),
+        },
+        heldout_text=heldout_text,
+        heldout_description=(
+            f"the first {held['characters']:,} characters of the 'val' split of the English "
+            f"prose, scored in windows of {held['window']} characters, each started afresh"
+        ),
+        description=(
+            f"A character-level {spec['class']} of the course's English prose, trained for "
+            f"Lecture 8 with the same batches, steps and schedule as its two companions"
+        ),
+        command=REMAKE_COMMAND,
+        directory=directory,
+        heldout_figure=char_heldout,
+        evaluation={"window": held["window"], "batch_size": held["batch_size"]},
+    )
+
+
 RECIPES: dict[str, Callable[[Path], dict]] = {
     "char_lstm_stdlib": char_lstm_stdlib,
     "bilm_english": bilm_english,
     "bert_english": bert_english,
+    **{
+        name: (lambda directory, name=name: char_english(name, directory))
+        for name in CHAR_ENGLISH["models"]
+    },
 }
 
 

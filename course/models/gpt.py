@@ -171,8 +171,10 @@ def block_with_cache(
 class GPT(nn.Module):
     """Rules (GPT-1) to (GPT-3): forward(ids (B, T)) -> logits (B, T, |𝒱|)."""
 
-    def __init__(self, config: GPTConfig) -> None:
+    def __init__(self, config: GPTConfig | dict[str, Any]) -> None:
         super().__init__()
+        if isinstance(config, dict):  # as a checkpoint stores it (``asdict(config)``)
+            config = GPTConfig(**config)
         self.config = c = config
         self.token = nn.Embedding(c.vocab_size, c.d_model)  # E_tok (GPT-2's wte)
         self.position = nn.Embedding(c.max_len, c.d_model)  # E_pos (wpe)
