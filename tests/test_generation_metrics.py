@@ -8,6 +8,7 @@ import math
 
 import pytest
 import torch
+from torch.nn import functional as F
 
 from course.analysis.generation import (
     continuation_log_likelihood,
@@ -228,3 +229,52 @@ def test_figures_of_filters_generation_time_and_permutation_masks():
         [[False, True], [False, False]],
     ]
     plt.close("all")
+
+
+def test_the_model_sampling_explorer_shows_the_filtered_distribution_and_samples():
+    import ipywidgets as widgets
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from course.data.code import CharVocab
+    from course.models.gpt import GPT, GPTConfig
+    from course.viz.generation import interact_model_samples, plot_model_samples
+
+    vocab = CharVocab.from_text("abcdefgh .")
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(vocab_size=len(vocab), max_len=32, d_model=16, num_heads=2, d_ff=32))
+    model.train()
+    fig = plot_model_samples(model, vocab, "ab ", top_k=4, num_samples=2, length=5, shown=6)
+    assert model.training  # the figure leaves the model's mode as it found it
+    bars, text = fig.axes
+    blue = [bar.get_height() for bar in bars.containers[1]]
+    assert sum(h > 0 for h in blue) <= 4 and len(blue) == 6
+    assert f"4 of {len(vocab)} kept" in bars.get_title()
+    lines = [t.get_text() for t in text.texts]
+    assert len(lines) == 2 and all(line.startswith(f"{i + 1}. …") for i, line in enumerate(lines))
+    assert all(len(line) == len("1. …") + 5 for line in lines)
+    again = plot_model_samples(model, vocab, "ab ", top_k=4, num_samples=2, length=5, shown=6)
+    assert [t.get_text() for t in again.axes[1].texts] == lines  # the seed fixes the samples
+    with pytest.raises(ValueError, match="num_samples, length and shown"):
+        plot_model_samples(model, vocab, num_samples=0)
+    controls = interact_model_samples(model, vocab, "ab ").widget.children
+    assert sum(isinstance(c, (widgets.FloatSlider, widgets.IntSlider)) for c in controls) == 3
+    plt.close("all")
+
+
+def test_windowed_bits_per_char_starts_a_recurrent_model_afresh_in_each_window():
+    from course.models.recurrent import CharLSTM
+
+    torch.manual_seed(0)
+    model = CharLSTM(7, 8, embedding_dim=4)
+    ids = torch.randint(7, (13,))  # two windows of 6 predictions (the 13th id is not scored)
+    nats = 0.0
+    for start in (0, 6):
+        x, y = ids[start : start + 6], ids[start + 1 : start + 7]
+        with torch.no_grad():
+            logits, _ = model(x[None])  # from a zero state
+        nats += float(F.cross_entropy(logits[0], y, reduction="sum"))
+    bits = windowed_bits_per_char(model, ids, window=6, batch_size=1)
+    assert bits == pytest.approx(nats / 12 / math.log(2), rel=1e-6)

@@ -161,7 +161,8 @@ def windowed_bits_per_char(
     """Average cross-entropy, in bits, of predicting ``ids[t + 1]`` within windows of a stream.
 
     For models with a fixed context and no state to carry (a GPT: ids (B, T) -> logits
-    (B, T, K), T <= its max_len). The stream ids (N,) is cut into consecutive windows of
+    (B, T, K), T <= its max_len); a recurrent model (ids -> (logits, state)) is scored the
+    same way, starting from a zero state in every window, so both see the same context. The stream ids (N,) is cut into consecutive windows of
     ``window`` + 1 ids that overlap by one; inside a window, prediction t sees the t + 1 ids
     before it, so the average context is about window / 2 characters, shorter than the whole
     past that :func:`bits_per_char` gives a recurrent model. The last incomplete window is
@@ -182,6 +183,8 @@ def windowed_bits_per_char(
     for b in range(0, count, batch_size):
         chunk = windows[b : b + batch_size]  # (B, window + 1)
         logits = model(chunk[:, :-1])  # (B, window, K)
+        if isinstance(logits, tuple):  # a recurrent model: (logits, final state)
+            logits = logits[0]
         total_nats += float(
             F.cross_entropy(logits.flatten(0, 1), chunk[:, 1:].flatten(), reduction="sum")
         )

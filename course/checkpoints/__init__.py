@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from course.analysis.lm import bits_per_char
+from course.analysis.lm import bits_per_char, windowed_bits_per_char
 from course.data.code import CharVocab
 from course.data.wordpiece import WordPiece
 from course.data.words import WordVocab
@@ -165,10 +165,14 @@ def heldout_bits_per_char(model: nn.Module, metadata: Mapping[str, Any], text: s
     """Held-out bits per character of ``model`` on ``text``, evaluated exactly as recorded.
 
     Encodes ``text`` with the checkpoint's vocabulary and calls
-    ``course.analysis.lm.bits_per_char`` with the recorded arguments (16 streams, chunks of 256).
+    ``course.analysis.lm.bits_per_char`` with the recorded arguments (16 streams, chunks of 256),
+    or ``windowed_bits_per_char`` when they name a window (windows each started afresh).
     """
     ids = checkpoint_vocab(metadata).encode(text)  # (N,)
-    return bits_per_char(model, ids, **metadata["heldout"]["evaluation"])
+    evaluation = metadata["heldout"]["evaluation"]
+    if "window" in evaluation:  # fixed windows, each started afresh (Lecture 8's models)
+        return windowed_bits_per_char(model, ids, **evaluation)
+    return bits_per_char(model, ids, **evaluation)
 
 
 def _float32_state(model: nn.Module) -> dict[str, torch.Tensor]:

@@ -25,6 +25,8 @@ __all__ = [
     "example_logits",
     "plot_sampling_filters",
     "interact_sampling_filters",
+    "plot_model_samples",
+    "interact_model_samples",
     "plot_generation_seconds",
     "plot_permutation_masks",
 ]
@@ -94,6 +96,99 @@ def interact_sampling_filters() -> Any:
         top_k=widgets.IntSlider(
             min=0, max=len(EXAMPLE_TOKENS), value=0, description="top-k (0 off)"
         ),
+        top_p=widgets.FloatSlider(min=0.05, max=1.0, step=0.05, value=1.0, description="top-p"),
+    )
+
+
+def _shown(token: str) -> str:
+    """A token as a tick label: visible spaces and line breaks."""
+    return token.replace(" ", "␣").replace("\n", "⏎") or "∅"
+
+
+def plot_model_samples(
+    model: Any,
+    vocab: Any,
+    prompt: str = "And God said, ",
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    num_samples: int = 3,
+    length: int = 60,
+    shown: int = 15,
+    seed: int = 0,
+) -> Figure:
+    """A language model's next-token distribution after ``prompt``, before (grey) and after
+    (blue) the filters, for its ``shown`` most probable tokens, and ``num_samples``
+    continuations of ``length`` tokens drawn with those filters (generator seeded with ``seed``).
+
+    ``model`` is a ``course.models.gpt.GPT`` (ids (B, T) -> logits (B, T, |𝒱|), and
+    ``generate``); ``vocab`` encodes the prompt to ids (N,) and decodes ids back to text.
+    """
+    import matplotlib.pyplot as plt
+
+    if num_samples < 1 or length < 1 or shown < 1:
+        raise ValueError(
+            f"num_samples, length and shown: expected >= 1, got {num_samples}, {length}, {shown}"
+        )
+    ids = vocab.encode(prompt)[None]  # (1, P)
+    if ids.shape[1] < 1:
+        raise ValueError("prompt: expected at least one token")
+    was_training = model.training
+    model.eval()
+    with torch.no_grad():
+        z = model(ids)[0, -1].double()  # (|𝒱|,): scores of the next token
+    model.train(was_training)
+    filtered = filter_logits(z, temperature=temperature, top_k=top_k, top_p=top_p)
+    before, after = z.softmax(-1), filtered.softmax(-1)  # (|𝒱|,) each
+    top = before.argsort(descending=True)[:shown]  # the most probable tokens under the model
+    generator = torch.Generator().manual_seed(seed)
+    drawn = model.generate(
+        ids.expand(num_samples, -1),
+        length,
+        temperature=temperature,
+        top_k=top_k,
+        top_p=top_p,
+        generator=generator,
+    )  # (num_samples, P + length)
+    fig, (bars, text) = plt.subplots(
+        2, 1, figsize=(7.2, 4.6), gridspec_kw={"height_ratios": [3, 2]}, constrained_layout=True
+    )
+    x = np.arange(len(top))
+    bars.bar(x - 0.2, before[top].numpy(), width=0.4, color="0.7", label="model")
+    bars.bar(x + 0.2, after[top].numpy(), width=0.4, color="tab:blue", label="sampled from")
+    bars.set_xticks(x, [_shown(vocab.decode([int(i)])) for i in top], fontsize=9)
+    bars.set_ylabel("probability")
+    kept = int((filtered > float("-inf")).sum())
+    settings = f"τ = {temperature:g}, top-k = {top_k or 'off'}, top-p = {top_p or 'off'}"
+    bars.set_title(f"next token after {prompt!r} ({settings}: {kept} of {len(z)} kept)", fontsize=9)
+    bars.legend(fontsize=8)
+    text.axis("off")
+    for row, sample in enumerate(drawn):
+        continuation = vocab.decode(sample[ids.shape[1] :]).replace("\n", " ")
+        text.text(0, 1 - row / num_samples, f"{row + 1}. …{continuation}", va="top", fontsize=8,
+                  family="monospace", transform=text.transAxes)  # fmt: skip
+    return fig
+
+
+def interact_model_samples(model: Any, vocab: Any, prompt: str = "And God said, ") -> Any:
+    """Temperature, top-k and top-p sliders around :func:`plot_model_samples`."""
+    import ipywidgets as widgets
+
+    def show(temperature: float, top_k: int, top_p: float) -> None:
+        # Returns None on purpose: the inline backend shows the new figure once.
+        plot_model_samples(
+            model,
+            vocab,
+            prompt,
+            temperature=temperature,
+            top_k=top_k or None,
+            top_p=None if top_p >= 1 else top_p,
+        )
+
+    return widgets.interact(
+        show,
+        temperature=widgets.FloatSlider(min=0.1, max=2.0, step=0.1, value=1.0),
+        top_k=widgets.IntSlider(min=0, max=40, value=0, description="top-k (0 off)"),
         top_p=widgets.FloatSlider(min=0.05, max=1.0, step=0.05, value=1.0, description="top-p"),
     )
 
