@@ -1,0 +1,726 @@
+# ---
+# jupyter:
+#   course:
+#     budget_seconds: 90
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Lecture 8: GPT, a causal Transformer that writes
+#
+# BERT (Lecture 7) reads a whole sentence at once and fills in blanks. The **GPT** family
+# {cite:p}`radford2018gpt,radford2019gpt2,brown2020gpt3` does the older job of Lecture 1's
+# character model: predict the next token from the ones before it, and so write text one
+# token at a time. Its network is the Transformer's decoder stack without cross-attention:
+# self-attention that may only look back.
+#
+# This lecture:
+#
+# 1. writes the **decoder-only Transformer** (causal mask, learned positions, tied output
+#    layer) from Lecture 6's blocks;
+# 2. **trains it** on the course's English prose, live for a few seconds, then loads the
+#    course checkpoint trained longer, and compares it with a bigram model and with Lectures 1
+#    and 2's RNN and LSTM trained on the same batches for the same number of steps;
+# 3. proves it is **GPT-2**: the same weights in `transformers`' `GPT2LMHeadModel` give the
+#    same logits;
+# 4. writes every **decoding** strategy (greedy, beam, temperature, top-k, nucleus), checks
+#    the filters against `transformers`, and measures what each does to the text;
+# 5. adds a **KV cache** and measures the speed-up;
+# 6. contrasts **autoregressive** and **autoencoding** models and works through **XLNet**'s
+#    permutation orders on a sequence small enough to enumerate;
+# 7. counts the parameters of GPT-1, GPT-2 and GPT-3 and the **compute** their training and
+#    generation take.
+#
+# Nothing is downloaded: the corpus ships with the course, and every model here was trained
+# by the course's own code on a CPU.
+
+# %%
+import inspect
+import math
+import tempfile
+import time
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+
+from course.analysis.generation import (
+    continuation_log_likelihood,
+    distinct_n,
+    generation_seconds,
+    repetition_rate,
+)
+from course.analysis.lm import ngram_bits_per_char, windowed_bits_per_char
+from course.analysis.parameters import (
+    count_gpt,
+    forward_flops,
+    generation_flops,
+    kv_cache_size,
+    training_flops,
+)
+from course.analysis.permutation_lm import factorised_log_likelihood, permutation_masks
+from course.checkpoints import checkpoint_vocab, load_checkpoint, load_heldout_text
+from course.data.code import random_windows
+from course.data.english import prose_text
+from course.decoding import (
+    beam_search,
+    filter_logits,
+    greedy_search,
+    temperature_scale,
+    top_k_filter,
+    top_p_filter,
+)
+from course.metrics import record
+from course.models import gpt as gpt_module
+from course.models.attention import causal_mask
+from course.models.gpt import (
+    GPT,
+    GPT1,
+    GPT2_LARGE,
+    GPT2_MEDIUM,
+    GPT2_SMALL,
+    GPT2_XL,
+    GPT3,
+    GPTConfig,
+    save_for_transformers,
+)
+from course.train import fit, linear_warmup_decay
+from course.viz.generation import (
+    example_logits,
+    interact_model_samples,
+    plot_generation_seconds,
+    plot_model_samples,
+    plot_permutation_masks,
+    plot_sampling_filters,
+)
+from course.viz.training import plot_training_histories
+
+torch.manual_seed(0)
+torch.set_num_threads(1)  # small models: one thread is as fast, and robust on a busy 2-core CPU
+torch.set_printoptions(precision=4, sci_mode=False)
+LECTURE_START = time.perf_counter()
+
+# %% [markdown]
+# ## 1. A decoder-only Transformer
+#
+# A language model factorises the probability of a text $w_1 \dots w_T$ left to right,
+#
+# $$\log p(w_1, \dots, w_T) = \sum_{t=1}^{T} \log p(w_t \mid w_{<t}),$$ (eq-gpt-factorisation)
+#
+# and is trained to maximise it on real text: the cross-entropy of Lecture 1, now over
+# tokens predicted by a Transformer. GPT computes every $p(w_{t+1} \mid w_{\le t})$ of a
+# window in one pass. The input is the sum of a token embedding and a **learned** position
+# embedding (not Lecture 5's sinusoids):
+#
+# $$h^{(0)}_t = E_{\text{tok}}[w_t] + E_{\text{pos}}[t].$$ (eq-gpt-input)
+#
+# Then $L$ blocks, each Lecture 6's pre-norm encoder layer with a **causal mask** (position
+# $t$ may attend to positions $1..t$ only; GPT-2 moved each LayerNorm in front of its
+# sublayer):
+#
+# $$a = h + \operatorname{MultiHead}(\operatorname{LN}_1(h);\ \text{causal}), \qquad
+#   h' = a + \operatorname{FFN}(\operatorname{LN}_2(a)).$$ (eq-gpt-block)
+#
+# The output layer is the token table itself (**weight tying**), after a final LayerNorm:
+#
+# $$p(w_{t+1} \mid w_{\le t}) = \operatorname{softmax}\big(\operatorname{LN}_f(h^{(L)}_t)\,
+#   E_{\text{tok}}^\top\big).$$ (eq-gpt-output)
+#
+# That is all of it: no encoder, so no cross-attention. `course/models/gpt.py` is meant to
+# be read top to bottom; here is its `forward`, which is {eq}`eq-gpt-input` to
+# {eq}`eq-gpt-output` in five lines:
+
+# %%
+print(inspect.getsource(GPT.forward))
+
+# %% [markdown]
+# The causal mask of a 6-token window (row $t$: the positions it may read), and a check that
+# the mask does what it says: changing the last token changes no prediction before it.
+
+# %%
+print(causal_mask(6).int())
+torch.manual_seed(0)
+tiny = GPT(GPTConfig(vocab_size=20, max_len=8, d_model=32, num_layers=2, num_heads=4, d_ff=64))
+tiny.eval()
+ids = torch.randint(20, (1, 6))
+changed = ids.clone()
+changed[0, -1] = (ids[0, -1] + 1) % 20
+with torch.no_grad():
+    before, after = tiny(ids), tiny(changed)
+print("largest change in the logits of positions 1..5:", float((before - after)[0, :5].abs().max()))
+print("largest change at position 6 itself:           ", float((before - after)[0, 5].abs().max()))
+print("output layer is the token table:", tiny.lm_head.weight is tiny.token.weight)
+
+# %% [markdown]
+# ## 2. Training it on English
+#
+# The course's English prose (the World English Bible and Python's documentation, Lecture 3's
+# corpus) as one stream of characters. Characters keep the comparison with Lectures 1 and 2
+# exact: every model is scored in **bits per character** on the same held-out text. A
+# character bigram model, counted from the training text, is the baseline to beat.
+
+# %%
+train_text, val_text = prose_text("train"), prose_text("val")
+gpt_ckpt, gpt_meta = load_checkpoint("char_gpt_english")
+vocab = checkpoint_vocab(gpt_meta)  # the checkpoint's characters: the same for the live model
+heldout = load_heldout_text("char_gpt_english")  # 100,000 characters of the 'val' split
+train_ids, heldout_ids = vocab.encode(train_text), vocab.encode(heldout)
+bigram_bpc = ngram_bits_per_char(train_ids, heldout_ids, n=2, vocab_size=len(vocab))
+print(f"{len(train_text):,} training characters, {len(vocab)} distinct; "
+      f"held-out {len(heldout):,} characters")  # fmt: skip
+print(f"bigram (add-one): {bigram_bpc:.3f} bits/char")
+
+# %% [markdown]
+# **Live.** A small GPT (2 layers, $d = 64$, a window of 64 characters) for a fixed number of
+# steps, with a linear warm-up then linear decay of the learning rate (Lecture 6's lesson:
+# Transformers want a warm-up):
+
+# %%
+LIVE_STEPS = 500
+live_config = GPTConfig(
+    vocab_size=len(vocab), max_len=64, d_model=64, num_layers=2, num_heads=4, d_ff=256, dropout=0.0
+)
+torch.manual_seed(0)
+live = GPT(live_config)
+live_history = fit(
+    live,
+    GPT.loss,
+    random_windows(train_ids, 16, 64, seed=0),
+    steps=LIVE_STEPS,
+    lr=3e-3,
+    lr_schedule=linear_warmup_decay(50, LIVE_STEPS),
+    desc="GPT (live)",
+)
+live_bpc = windowed_bits_per_char(live, heldout_ids[:20_000], window=64)
+plot_training_histories({"GPT (live)": live_history}, smooth=20)
+plt.show()
+record(
+    "08_gpt", "live GPT held-out bits/char (20,000 chars)", live_bpc, unit="bits/char",
+    baseline=ngram_bits_per_char(train_ids, heldout_ids[:20_000], n=2, vocab_size=len(vocab)),
+    baseline_name="character bigram",
+)  # fmt: skip
+
+# %% [markdown]
+# A few hundred steps give a model that beats the bigram, but not by much: a Transformer has
+# to learn from scratch where to look, which a recurrent network gets for free from its
+# order of reading. For the rest of the lecture we load **the course checkpoint**: a bigger
+# GPT (4 layers, $d = 128$, 4 heads, a window of 128 characters) trained for 3,000 steps by
+# the same loop, with the command below. Next to it, two checkpoints of Lectures 1 and 2's
+# models, an RNN and an LSTM (256 units each), trained by the same recipe on **the same
+# batches** (16 windows of 128 characters) for **the same number of steps**, with the same
+# schedule. All three are scored on the same held-out windows of 128 characters, each
+# started afresh, so every model sees the same context.
+
+# %%
+print("remake with:", gpt_meta["command"])
+models = {
+    "GPT": (gpt_ckpt, gpt_meta),
+    "LSTM": load_checkpoint("char_lstm_english"),
+    "RNN": load_checkpoint("char_rnn_english"),
+}
+
+
+window = gpt_meta["heldout"]["evaluation"]["window"]
+rows = []
+for name, (model, meta) in models.items():
+    bpc = windowed_bits_per_char(model, heldout_ids, window=window)  # a fresh start per window
+    params = sum(p.numel() for p in model.parameters())
+    training = meta["training"]
+    recorded = meta["heldout"]["bits_per_char"]
+    rows.append((name, params, training["steps"], training["seconds"], bpc, recorded))
+print(f"{'model':<10} {'parameters':>10} {'steps':>6} {'train s':>8} {'bits/char':>9} "
+      f"{'perplexity/char':>15} {'recorded':>9}")  # fmt: skip
+print(f"{'bigram':<10} {'':>10} {'':>6} {'':>8} {bigram_bpc:9.3f} {2**bigram_bpc:15.2f}")
+for name, params, steps, seconds, bpc, recorded in rows:
+    print(f"{name:<10} {params:10,d} {steps:6d} {seconds:8.0f} {bpc:9.3f} {2**bpc:15.2f} "
+          f"{recorded:9.3f}")  # fmt: skip
+gpt_bpc = rows[0][4]
+record(
+    "08_gpt", "checkpoint GPT held-out bits/char", gpt_bpc, unit="bits/char",
+    baseline=bigram_bpc, baseline_name="character bigram",
+)  # fmt: skip
+
+# %% [markdown]
+# The "recorded" column is the figure `make checkpoints` measured when it made each file; the
+# one before it was measured just now, by this page. (Each model has the learning rate that
+# suits it: the RNN and the LSTM the better of $3 \times 10^{-3}$ and $10^{-2}$, the GPT a
+# lower one with its warm-up; `tools/make_checkpoints.py` records the trials.)
+#
+# Read the table with its budget in mind. With the same steps and the same batches, a fair
+# race in *data*, the GPT comes first, then the LSTM, then the RNN, and all three are far
+# below the bigram. It is not a fair race in *arithmetic*: on one CPU thread the GPT took
+# several times the LSTM's seconds. Its strengths, every position of a window computed in
+# parallel and any position read directly, pay off on parallel hardware and long contexts;
+# on one CPU core, per second, the recurrent models are hard to beat at this size.
+#
+# What does the checkpoint write? Its greedy continuation of a held-out prompt, and one sample:
+
+# %%
+gpt_ckpt.eval()
+prompt = "And God said, "
+prompt_ids = vocab.encode(prompt)[None]  # (1, P)
+with torch.no_grad():
+    greedy = greedy_search(
+        gpt_ckpt.decode_step,
+        {"past": gpt_ckpt.forward_with_cache(prompt_ids[:, :-1])[1]},
+        batch_size=1, bos=int(prompt_ids[0, -1]), eos=vocab.encode(".")[0].item(), max_len=100,
+    )[0]  # fmt: skip
+print("greedy:", repr(prompt + vocab.decode(greedy.tokens)))
+drawn = gpt_ckpt.generate(
+    prompt_ids, 100, temperature=0.8, generator=torch.Generator().manual_seed(0)
+)
+print("τ=0.8: ", repr(vocab.decode(drawn[0])))
+
+# %% [markdown]
+# ## 3. Our GPT is GPT-2
+#
+# `save_for_transformers` writes the checkpoint under GPT-2's names (`wte`, `wpe`,
+# `h.0.attn.c_attn`…, with GPT-2's `Conv1D` layers stored transposed) and a local
+# `GPT2Config`; `transformers` loads it from that folder (nothing is downloaded) and we
+# compare the logits on held-out text, in float32 and in float64.
+
+# %%
+import transformers  # noqa: E402  (imported here: only this section needs it)
+from transformers import GPT2LMHeadModel  # noqa: E402
+
+transformers.logging.set_verbosity_error()
+text_ids = heldout_ids[: 4 * 128].view(4, 128)  # (4, 128): four held-out windows
+with tempfile.TemporaryDirectory() as folder, torch.no_grad():
+    path = save_for_transformers(gpt_ckpt, folder)
+    for dtype in (torch.float32, torch.float64):
+        theirs = GPT2LMHeadModel.from_pretrained(path, local_files_only=True, dtype=dtype).eval()
+        ours = GPT(gpt_ckpt.config).to(dtype)
+        ours.load_state_dict(gpt_ckpt.state_dict())
+        ours.eval()
+        gap = (ours(text_ids) - theirs(text_ids).logits).abs().max()
+        print(f"{str(dtype):<14} largest |logit difference| = {float(gap):.2e}")
+
+# %% [markdown]
+# ## 4. Decoding
+#
+# The model gives a distribution over the next token; **decoding** decides what to write.
+# Lecture 4 wrote the two search strategies for its translator, and they serve any model that
+# has a step function (feed a token, get log-probabilities and a new state), the GPT included:
+#
+# - **greedy**: $y_t = \arg\max_y p(y \mid y_{<t})$;
+# - **beam search** keeps the $k$ best partial outputs and, with length normalisation, ranks
+#   finished ones by
+#
+# $$\operatorname{score}(y) = \frac{1}{|y|^{\alpha}} \sum_{t=1}^{|y|} \log p(y_t \mid y_{<t}).$$ (eq-gpt-beam)
+#
+# The most probable text is a poor text, though: it is bland and it loops. **Sampling** draws
+# $y_t \sim p$ instead, after reshaping the logits $z$ so that the tail, where the nonsense
+# lives, is cut. Three filters, applied in this order (the order of `transformers`'
+# `generate`):
+#
+# $$\text{temperature:}\quad \tilde z_i = z_i / \tau,$$ (eq-temperature)
+#
+# $$\text{top-}k\text{:}\quad \tilde z_i = z_i \text{ if } |\{j : z_j > z_i\}| < k,
+#   \text{ else } -\infty,$$ (eq-top-k)
+#
+# $$\text{top-}p\text{ (nucleus):}\quad \tilde z_i = z_i \text{ if }
+#   \sum_{j:\ \pi_j > \pi_i} \pi_j < p, \text{ else } -\infty, \qquad \pi = \operatorname{softmax}(z).$$ (eq-top-p)
+#
+# $\tau < 1$ sharpens the distribution and $\tau > 1$ flattens it. Top-$k$
+# {cite:p}`fan2018hierarchical` keeps the $k$ best tokens, however flat or peaked the
+# distribution is; top-$p$ {cite:p}`holtzman2020curious` keeps the smallest set of most
+# probable tokens whose probability reaches $p$, so it keeps few when the model is sure and
+# many when it is not. The course's three functions, each the equation above it:
+
+# %%
+for function in (temperature_scale, top_k_filter, top_p_filter):
+    source = inspect.getsource(function)
+    print(source[source.index('"""', source.index('"""') + 3) + 3 :].strip(), "\n")
+
+# %% [markdown]
+# **Against `transformers`.** Its logits warpers do the same job. On random logits, and on
+# logits built with exact ties, we compare which tokens each keeps. Top-$k$ keeps every
+# token tied with the $k$-th best in both. At the token that crosses $p$, the course keeps
+# every token tied with it (the rule depends on the values only); `TopPLogitsWarper` sorts
+# and keeps those the sort puts first, so there the two can differ, and the course's nucleus
+# is the larger.
+
+# %%
+from transformers import TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper  # noqa: E402
+
+gen = torch.Generator().manual_seed(0)
+random_z = torch.randn(2000, 50, generator=gen, dtype=torch.float64)  # (2000, 50)
+tied_z = torch.randint(0, 6, (2000, 50), generator=gen).double()  # many exact ties
+for label, z in (("random", random_z), ("tied", tied_z)):
+    t_gap = (temperature_scale(z, 0.7) - TemperatureLogitsWarper(0.7)(None, z)).abs().max()
+    k_same = all(
+        torch.equal(top_k_filter(z, k).isinf(), TopKLogitsWarper(k)(None, z).isinf())
+        for k in (1, 5, 20, 50)
+    )
+    p_differ = sum(
+        int((top_p_filter(z, p).isinf() != TopPLogitsWarper(p)(None, z).isinf()).any(-1).sum())
+        for p in (0.1, 0.5, 0.9)
+    )
+    print(f"{label:>6}: temperature max gap {float(t_gap):.1e}; top-k same tokens kept: "
+          f"{k_same}; top-p rows that differ: {p_differ} of {3 * len(z)}")  # fmt: skip
+z = torch.tensor([[2.0, 1.0, 1.0, 0.0]], dtype=torch.float64)  # tokens 1 and 2 tie
+print("probabilities:", z.softmax(-1).numpy().round(3))
+print("course p=0.6 keeps", (~top_p_filter(z, 0.6).isinf()).int().tolist()[0],
+      "| transformers keeps", (~TopPLogitsWarper(0.6)(None, z).isinf()).int().tolist()[0])  # fmt: skip
+
+# %% [markdown]
+# What the filters leave of a made-up next-token distribution after "The cat sat on the"
+# (grey: the model's; blue: what sampling draws from) with $\tau = 0.7$, top-$k$ = 5 and
+# top-$p$ = 0.8. Top-$k$ keeps five words; top-$p$, applied to what top-$k$ left, keeps only
+# the two whose probabilities already pass 0.8:
+
+# %%
+after_k = filter_logits(example_logits(), temperature=0.7, top_k=5).softmax(-1)
+print("after τ and top-k:", after_k.numpy().round(3))
+plot_sampling_filters(example_logits(), temperature=0.7, top_k=5, top_p=0.8)
+plt.show()
+
+# %% [markdown]
+# The widget does the same with our GPT: its distribution of the character after a prompt,
+# and three continuations sampled with the filters you set (a fixed seed, so a change you see
+# is the filters' doing). Lower the temperature or $p$ and the samples become tamer and more
+# alike; raise them and they fall apart into non-words. The book shows $\tau = 0.8$,
+# top-$p$ = 0.9.
+
+# %%
+plot_model_samples(gpt_ckpt, vocab, temperature=0.8, top_p=0.9)
+plt.show()
+
+# %%
+controls = interact_model_samples(gpt_ckpt, vocab)
+
+# %% [markdown]
+# **What each strategy writes.** Sixteen prompts from the held-out text, each 40 characters
+# ending with a space; every strategy continues each prompt until it writes a full stop or 80
+# characters. We measure, over the continuations:
+#
+# - **distinct-$n$** {cite:p}`li2016diversity`: distinct $n$-grams over all $n$-grams, pooled
+#   over the 16 texts (low: the same text again and again);
+# - **repetition**: the share of a text's $n$-grams that repeat one earlier in the same text
+#   {cite:p}`welleck2020neural` (high: loops);
+# - the model's own **log-likelihood** of its output, per character (high: what the model
+#   finds most probable).
+#
+# $n$-grams of words, $n = 2$ for distinct-$n$ and $n = 2$ for repetition.
+
+# %%
+STOP, SPACE, LENGTH = vocab.encode(".")[0].item(), vocab.encode(" ")[0].item(), 80
+ends = [heldout.index(" ", 40 + 6000 * i) for i in range(16)]  # a space ~6,000 chars apart
+prompts = [heldout[e - 39 : e + 1] for e in ends]  # 40 characters, the last a space
+prompt_batch = torch.stack([vocab.encode(p) for p in prompts])  # (16, 40)
+
+
+def cut(ids: list[int]) -> list[int]:
+    """A continuation up to and including its first full stop."""
+    return ids[: ids.index(STOP) + 1] if STOP in ids else ids
+
+
+def search(beam_size: int) -> list[list[int]]:
+    """Greedy (beam_size 1) or beam search, all prompts at once, from their KV caches."""
+    state = {"past": gpt_ckpt.forward_with_cache(prompt_batch[:, :-1])[1]}
+    settings = {"batch_size": len(prompts), "bos": SPACE, "eos": STOP, "max_len": LENGTH}
+    if beam_size == 1:
+        found = greedy_search(gpt_ckpt.decode_step, state, **settings)
+    else:
+        found = beam_search(gpt_ckpt.decode_step, state, beam_size=beam_size, alpha=0.7, **settings)
+    return [h.tokens for h in found]
+
+
+def draw(**filters: float) -> list[list[int]]:
+    """One sample per prompt with the given filters (fixed seed)."""
+    generator = torch.Generator().manual_seed(0)
+    new = gpt_ckpt.generate(prompt_batch, LENGTH, eos=STOP, generator=generator, **filters)
+    return [cut(row) for row in new[:, prompt_batch.shape[1] :].tolist()]
+
+
+strategies = {
+    "greedy": lambda: search(1),
+    "beam k=4": lambda: search(4),
+    "sample τ=1": lambda: draw(),
+    "sample τ=0.7": lambda: draw(temperature=0.7),
+    "top-k=10": lambda: draw(top_k=10),
+    "top-p=0.9": lambda: draw(top_p=0.9),
+    "τ=0.7, top-p=0.9": lambda: draw(temperature=0.7, top_p=0.9),
+}
+decoded = {}
+with torch.no_grad():
+    for name, run in strategies.items():
+        decoded[name] = run()
+table = {}
+for name, outputs in decoded.items():
+    words = [vocab.decode(o).split() for o in outputs]
+    log_lik = [
+        float(continuation_log_likelihood(gpt_ckpt, p[None], torch.tensor([o]))[0]) / len(o)
+        for p, o in zip(prompt_batch, outputs, strict=True)
+    ]
+    table[name] = {
+        "distinct-2": distinct_n(words, 2),
+        "repetition-2": repetition_rate(words, 2),
+        "log-lik/char": float(np.mean(log_lik)),
+        "chars": float(np.mean([len(o) for o in outputs])),
+    }
+print(f"{'strategy':<18} {'distinct-2':>10} {'repetition-2':>12} {'log-lik/char':>12} {'chars':>6}")
+for name, row in table.items():
+    print(f"{name:<18} {row['distinct-2']:10.3f} {row['repetition-2']:12.3f} "
+          f"{row['log-lik/char']:12.3f} {row['chars']:6.1f}")  # fmt: skip
+print("\nprompt:", repr(prompts[0]))
+for name, outputs in decoded.items():
+    print(f"{name:<18}", repr(vocab.decode(outputs[0])))
+
+# %%
+fig, ax = plt.subplots(figsize=(6.0, 3.6))
+for name, row in table.items():
+    ax.scatter(row["log-lik/char"], row["distinct-2"], s=30)
+    ax.annotate(name, (row["log-lik/char"], row["distinct-2"]), fontsize=8,
+                xytext=(4, 3), textcoords="offset points")  # fmt: skip
+ax.set_xlabel("model's log-likelihood of its own text (nats per character)")
+ax.set_ylabel("distinct-2 (word bigrams)")
+ax.set_title("search finds likely, repetitive text; sampling, varied text", fontsize=10)
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# Search maximises likelihood and pays for it in variety: greedy and beam search have the
+# highest log-likelihood and the fewest distinct bigrams. Pure sampling is the other extreme,
+# and the filters move between the two: a lower temperature, top-$k$ or top-$p$ give up some
+# variety to stay in the head of the distribution.
+#
+# ## 5. A KV cache
+#
+# Generation feeds one token at a time. Without a cache, step $t$ runs the whole prefix of
+# $t$ tokens through the network again, although the keys and values of the earlier positions
+# cannot have changed: a position never sees the future. A **KV cache** keeps them, per
+# layer, and computes only the new position's query, key and value:
+#
+# $$K^{(l)}_{1..t} = \big[K^{(l)}_{1..t-1};\ k^{(l)}_t\big], \quad
+#   V^{(l)}_{1..t} = \big[V^{(l)}_{1..t-1};\ v^{(l)}_t\big], \quad
+#   o^{(l)}_t = \operatorname{softmax}\Big(\frac{q^{(l)}_t K^{(l)\top}_{1..t}}{\sqrt{d_k}}\Big) V^{(l)}_{1..t}.$$ (eq-kv-cache)
+#
+# `block_with_cache` is one block with a cache:
+
+# %%
+print(inspect.getsource(gpt_module.block_with_cache))
+
+# %% [markdown]
+# Cached and uncached generation must agree: the logits of a whole window computed in one
+# pass against one token at a time through the cache, and the tokens that sampling draws
+# with the same seed either way.
+
+# %%
+with torch.no_grad():
+    x = heldout_ids[:128][None]  # (1, 128)
+    full = gpt_ckpt(x)  # (1, 128, |V|)
+    past, steps = gpt_ckpt.empty_cache(1), []
+    for t in range(128):
+        logits, past = gpt_ckpt.forward_with_cache(x[:, t : t + 1], past)
+        steps.append(logits)
+    stepwise = torch.cat(steps, 1)
+print("largest |logit difference|, 128 positions:", f"{float((full - stepwise).abs().max()):.2e}")
+same = [
+    gpt_ckpt.generate(
+        prompt_ids,
+        100,
+        temperature=1.0,
+        use_cache=use_cache,
+        generator=torch.Generator().manual_seed(1),
+    )  # fmt: skip
+    for use_cache in (True, False)
+]
+print("same 100 sampled tokens with and without the cache:", torch.equal(*same))
+
+# %% [markdown]
+# The time to generate $n$ tokens (greedy, from a one-token prompt, for 8 sequences at once
+# as a server batches requests), with and without the cache. Without it the work grows like
+# $n^2$; with it, like $n$ until attending over the cached keys dominates.
+
+# %%
+lengths = [16, 32, 64, 127]
+cached = generation_seconds(gpt_ckpt, lengths, use_cache=True, batch_size=8)
+uncached = generation_seconds(gpt_ckpt, lengths, use_cache=False, batch_size=8)
+print(f"{'tokens':>6} {'cache s':>8} {'no cache s':>10} {'speed-up':>8}")
+for (n, a), (_, b) in zip(cached, uncached, strict=True):
+    print(f"{n:6d} {a:8.3f} {b:10.3f} {b / a:8.1f}")
+plot_generation_seconds(cached, uncached)
+plt.show()
+gpt3_per_token = kv_cache_size(GPT3, 1)
+print(f"GPT-3 keeps {gpt3_per_token:,} numbers per token in its cache: "
+      f"{gpt3_per_token * 2 / 1e6:.1f} MB in float16, "
+      f"{kv_cache_size(GPT3, 2048) * 2 / 1e9:.1f} GB for a full 2,048-token context")  # fmt: skip
+
+# %% [markdown]
+# The speed-up grows with the length generated, as the $n^2$ against $n$ argument says. For
+# one sequence at a time it is smaller: a model this small spends most of each step in
+# Python and in launching small operations, not in arithmetic, so the work the cache saves is
+# a smaller share of the time. The cache trades memory for time: for GPT-3 it is 4.7 MB per
+# token of context, which is why serving long contexts is limited by memory.
+#
+# ## 6. Autoregressive against autoencoding, and XLNet
+#
+# GPT is **autoregressive** (AR): position $t$ conditions on $w_{<t}$ only, so it can write
+# text, and its likelihood {eq}`eq-gpt-factorisation` is exact. BERT is an **autoencoder**
+# (AE): every position sees the whole (corrupted) input, so its vectors use both sides, but it
+# predicts its masked tokens independently of one another and never sees `[MASK]` after
+# pretraining. Their masks for the same five tokens (1: the row may attend to the column):
+
+# %%
+masks = {"GPT (causal)": causal_mask(5), "BERT (masked LM)": torch.ones(5, 5, dtype=torch.bool)}
+for name, mask in masks.items():
+    print(name)
+    print(mask.int())
+
+# %% [markdown]
+# **XLNet** {cite:p}`yang2019xlnet` keeps the AR factorisation but not the left-to-right
+# order. Any order $z$ (a permutation of the positions) factorises the same joint
+# distribution,
+#
+# $$\log p(x) = \sum_{t=1}^{T} \log p(x_{z_t} \mid x_{z_{<t}}),$$ (eq-xlnet-order)
+#
+# and XLNet trains one Transformer on random orders, so that over many orders each position
+# learns from context on both sides, with no `[MASK]`. The tokens keep their positions; only
+# the masks change. Two streams are needed: the **content** stream of $x_{z_t}$ sees
+# $x_{z_{\le t}}$ (itself included) and is what later positions read; the **query** stream,
+# which predicts $x_{z_t}$, sees $x_{z_{<t}}$ and the position $z_t$ but not the token.
+#
+# A sequence small enough to enumerate: three words from {this, is, good}. Our character GPT
+# scores all 27 three-word sentences; normalised, they are an exact joint distribution
+# $p(x_1, x_2, x_3)$. We factorise "this is good" in the natural order and in the order
+# $z = (3, 1, 2)$ (good first, then this, then is), where each conditional is a ratio of
+# marginals of the table:
+
+# %%
+words = ["this", "is", "good"]
+with torch.no_grad():
+    grid = torch.tensor(np.array(np.meshgrid(*[range(3)] * 3, indexing="ij")).reshape(3, -1).T)
+    texts = [" ".join(words[i] for i in row) + "." for row in grid.tolist()]
+    start = vocab.encode(" ")[None]  # condition every sentence on a leading space
+    scores = torch.stack([
+        continuation_log_likelihood(gpt_ckpt, start, vocab.encode(t)[None])[0] for t in texts
+    ])  # fmt: skip
+joint = scores.double().softmax(0).view(3, 3, 3)  # p(x1, x2, x3) over the 27 sentences
+x = [0, 1, 2]  # "this is good"
+for order in ([0, 1, 2], [2, 0, 1]):
+    total, parts = factorised_log_likelihood(joint, x, order)
+    steps = " + ".join(f"{v:.3f}" for v in parts)
+    print(f"order {[o + 1 for o in order]}: log p = {steps} = {total:.4f}")
+print(f"directly from the table:      log p = {math.log(float(joint[0, 1, 2])):.4f}")
+print("most probable sentences:", [texts[i] for i in joint.flatten().argsort(descending=True)[:3]])
+plot_permutation_masks((2, 0, 1))
+plt.show()
+content, query = permutation_masks((2, 0, 1))
+print("query stream (row predicts its own token from the columns marked 1):")
+print(query.int())
+
+# %% [markdown]
+# Both orders give the same total, to the last digit, with different terms: in the second,
+# "good" is predicted with no context at all, and "this" and "is" with "good" already known
+# to their right. That is XLNet's point: an AR model whose conditionals, over many orders,
+# include right context. Its query-stream mask for the order (good, this, is) lets "this"
+# see "good" only, and "is" see both.
+#
+# ## 7. Scale
+#
+# GPT-1, GPT-2 and GPT-3 are one design at growing size {cite:p}`radford2018gpt,radford2019gpt2,brown2020gpt3`:
+# GPT-2's largest model has 1.5 billion parameters and was trained on 40 GB of web text
+# (8 million pages); GPT-3 has 175 billion. A block has $12 d^2$ weights (the four
+# $d \times d$ projections and a feed-forward layer of $4d$) plus biases and LayerNorms, so
+#
+# $$N \approx 12\, L\, d^2 + (|\mathcal{V}| + n_{\text{ctx}})\, d.$$ (eq-gpt-params)
+#
+# GPT-1, "the OpenAI transformer", differs only in where its LayerNorms sit: after each
+# residual sum, as in Lecture 6's post-norm Transformer, with no final one
+# (`GPTConfig(norm_first=False)` builds it with the same class). It was pretrained as a
+# language model and then fine-tuned whole on each task, its inputs rewritten as one token
+# sequence (for entailment: premise, a delimiter token, hypothesis), where ELMo handed
+# frozen features to a task model.
+#
+# The course's formula (`count_gpt`, every bias and LayerNorm included) against a model built
+# on PyTorch's meta device (shapes, no memory) and against the published figures:
+
+# %%
+published = {"GPT-1": "117M", "GPT-2 small": "117M", "GPT-2 medium": "345M",
+             "GPT-2 large": "762M", "GPT-2 XL": "1,542M", "GPT-3": "175.0B"}  # fmt: skip
+configs = {"GPT-1": GPT1, "GPT-2 small": GPT2_SMALL, "GPT-2 medium": GPT2_MEDIUM,
+           "GPT-2 large": GPT2_LARGE, "GPT-2 XL": GPT2_XL, "GPT-3": GPT3}  # fmt: skip
+print(f"{'model':<13} {'L':>3} {'d':>6} {'heads':>5} {'count_gpt':>16} {'meta device':>16} "
+      f"{'12Ld²':>16} {'paper':>7}")  # fmt: skip
+counts = {}
+for name, cfg in configs.items():
+    counts[name] = count_gpt(cfg).total
+    if name == "GPT-3":
+        meta = "(not built)"  # 96 layers of 12,288: slow to build even without memory
+    else:
+        with torch.device("meta"):
+            meta = f"{sum(p.numel() for p in GPT(cfg).parameters()):,d}"
+    rough = 12 * cfg.num_layers * cfg.d_model**2
+    print(f"{name:<13} {cfg.num_layers:3d} {cfg.d_model:6d} {cfg.num_heads:5d} "
+          f"{counts[name]:16,d} {meta:>16} {rough:16,d} {published[name]:>7}")  # fmt: skip
+
+# %% [markdown]
+# The published GPT-2 sizes were counted differently (the paper's "117M" small model has
+# 124M parameters in its released weights; the others shift the same way); GPT-3's 175.0B
+# is matched to within a fraction of a percent by the formula.
+#
+# **Compute.** A forward pass costs about $2N$ floating-point operations per token (one
+# multiply and one add per weight), and the backward pass twice that
+# {cite:p}`kaplan2020scaling`:
+#
+# $$C_{\text{train}} \approx 6\, N\, D, \qquad C_{\text{generate}} \approx 2\, N \text{ per token}.$$ (eq-compute)
+#
+# We check $2N$ against the exact count of the matrix products of a forward pass, then
+# measure what this machine achieved while training the checkpoint and price the big models
+# at that speed.
+
+# %%
+ours_n = sum(p.numel() for p in gpt_ckpt.parameters())
+exact = forward_flops(gpt_ckpt.config, 128) / 128
+print(f"our GPT: N = {ours_n:,}; forward FLOPs per token (window 128, exact): {exact:,.0f} "
+      f"= {exact / ours_n:.2f} N")  # fmt: skip
+training = gpt_meta["training"]
+tokens = training["steps"] * training["batch_size"] * training["seq_len"]
+flops = training_flops(ours_n, tokens)
+speed = flops / training["seconds"]
+print(f"checkpoint: {tokens:,} tokens, 6ND = {flops:.2e} FLOPs in {training['seconds']:.0f} s "
+      f"on {training['torch_threads']} thread: {speed / 1e9:.1f} GFLOP/s")  # fmt: skip
+gpt3_tokens = 300e9  # GPT-3 saw 300 billion of its 499 billion tokens (Brown et al. 2020)
+gpt3_flops = training_flops(counts["GPT-3"], gpt3_tokens)
+print(f"GPT-3: 6ND = {gpt3_flops:.3e} FLOPs; at this machine's speed "
+      f"{gpt3_flops / speed / (365 * 24 * 3600):,.0f} years")  # fmt: skip
+for name in ("GPT-2 XL", "GPT-3"):
+    c = generation_flops(counts[name], 100)
+    print(f"{name}: 100 generated tokens = 2N x 100 = {c:.2e} FLOPs, {c / speed:,.0f} s here")
+print(f"our GPT: 100 generated tokens = {generation_flops(ours_n, 100):.2e} FLOPs")
+
+# %% [markdown]
+# GPT-3's training set held 499 billion tokens, of which training saw 300 billion; $6ND$ with
+# our count of $N$ gives the $3.14 \times 10^{23}$ FLOPs its paper reports. At the speed this
+# laptop trained our model, that is longer than recorded history, and even one 100-token
+# answer of GPT-3 would take minutes.
+
+# %%
+print(f"lecture ran in {time.perf_counter() - LECTURE_START:.0f} s")
+
+# %% [markdown]
+# ## Summary
+#
+# * GPT is a stack of causal Transformer blocks with learned positions and a tied output
+#   layer, trained to predict the next token; ours is exactly GPT-2's computation.
+# * Trained on the same batches for the same steps, our small GPT beats an LSTM and an RNN,
+#   and all three beat a bigram model by far; per second of one CPU thread, the recurrent
+#   models are cheaper.
+# * Greedy and beam search find likely but repetitive text; temperature, top-$k$ and
+#   top-$p$ trade likelihood for variety. The course's filters keep every tied token, like
+#   `transformers`' top-$k$; its top-$p$ differs from `transformers`' only at ties.
+# * A KV cache computes each new position once; it gives the same tokens and logits, and its
+#   speed-up grows with the length generated.
+# * XLNet factorises the same joint in any order; its masks, not its positions, change.
+# * Parameters grow like $12 L d^2$ and training compute like $6ND$.
+#
+# **Next:** Assignment 8 (`a8_gpt_decoding`) has you write temperature sampling, top-$k$ and
+# top-$p$ filtering and a KV-cached attention step yourself.
