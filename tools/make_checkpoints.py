@@ -38,7 +38,13 @@ from course.models.bert import BertConfig, BertForPreTraining, evaluate_pretrain
 from course.models.bilm import BiLM
 from course.models.gpt import GPT, GPTConfig
 from course.models.recurrent import CharLSTM, CharRNN
-from course.train import fit, linear_warmup_decay, next_token_loss, train_language_model
+from course.train import (
+    TrainingHistory,
+    fit,
+    linear_warmup_decay,
+    next_token_loss,
+    train_language_model,
+)
 
 SEED = 0
 THREADS = 1  # one thread per run: as fast for these sizes, and deterministic
@@ -81,6 +87,30 @@ def train_in_phases(
         "seconds": round(seconds, 1),
         "final_loss_bits": round(statistics.fmean(losses[-100:]) / math.log(2), 4),
         "stopped_by": "steps",
+    }
+
+
+def fit_record(history: TrainingHistory, function: str, model_class: str, settings: dict,
+               *, in_bits: bool = False) -> dict:  # fmt: skip
+    """The training part of a checkpoint's metadata for one ``course.train.fit`` run, after
+    checking that it ran all its steps (never stopped by a time budget or a non-finite loss)."""
+    if history.stopped_by != "steps":
+        raise RuntimeError(f"training stopped by {history.stopped_by!r}: {history.summary()}")
+    final = statistics.fmean(history.losses[-100:])  # nats per token
+    return {
+        "function": function,
+        "steps": history.steps,
+        "seed": SEED,
+        "initial_weights": f"torch.manual_seed({SEED}) before {model_class}(**config)",
+        **settings,
+        "torch_threads": torch.get_num_threads(),
+        "seconds": round(history.seconds, 1),
+        **(
+            {"final_loss_bits": round(final / math.log(2), 4)}
+            if in_bits
+            else {"final_loss_nats": round(final, 4)}
+        ),
+        "stopped_by": history.stopped_by,
     }
 
 
@@ -175,21 +205,12 @@ def bilm_english(directory: Path) -> dict:
         lr_schedule=lambda step: 1.0 if step < decay["after"] else decay["factor"],
         desc="biLM",
     )
-    if history.stopped_by != "steps":
-        raise RuntimeError(f"training stopped by {history.stopped_by!r}: {history.summary()}")
-    training = {
-        "function": "course.train.fit with BiLM.lm_loss on course.data.words.token_windows",
-        "steps": history.steps,
-        "seed": SEED,
-        "initial_weights": f"torch.manual_seed({SEED}) before BiLM(**config)",
-        **common,
-        "lr": recipe["lr"],
-        "decay": decay,
-        "torch_threads": torch.get_num_threads(),
-        "seconds": round(history.seconds, 1),
-        "final_loss_nats": round(statistics.fmean(history.losses[-100:]), 4),
-        "stopped_by": history.stopped_by,
-    }
+    training = fit_record(
+        history,
+        "course.train.fit with BiLM.lm_loss on course.data.words.token_windows",
+        "BiLM",
+        {**common, "lr": recipe["lr"], "decay": decay},
+    )
     text = "\n".join(" ".join(sentence) for sentence in train)
     return save_checkpoint(
         model,
@@ -281,26 +302,19 @@ def bert_english(directory: Path) -> dict:
         lr_schedule=linear_warmup_decay(recipe["warmup"], recipe["steps"]),
         desc="BERT",
     )
-    if history.stopped_by != "steps":
-        raise RuntimeError(f"training stopped by {history.stopped_by!r}: {history.summary()}")
-    training = {
-        "function": (
-            "course.train.fit with BertForPreTraining.loss on "
-            "course.data.bert_inputs.pretraining_batches"
-        ),
-        "steps": history.steps,
-        "seed": SEED,
-        "initial_weights": f"torch.manual_seed({SEED}) before BertForPreTraining(**config)",
-        **common,
-        "lr": recipe["lr"],
-        "warmup": recipe["warmup"],
-        "schedule": "course.train.linear_warmup_decay(warmup, steps)",
-        "nsp_pairs": len(pairs),
-        "torch_threads": torch.get_num_threads(),
-        "seconds": round(history.seconds, 1),
-        "final_loss_nats": round(statistics.fmean(history.losses[-100:]), 4),
-        "stopped_by": history.stopped_by,
-    }
+    training = fit_record(
+        history,
+        "course.train.fit with BertForPreTraining.loss on "
+        "course.data.bert_inputs.pretraining_batches",
+        "BertForPreTraining",
+        {
+            **common,
+            "lr": recipe["lr"],
+            "warmup": recipe["warmup"],
+            "schedule": "course.train.linear_warmup_decay(warmup, steps)",
+            "nsp_pairs": len(pairs),
+        },
+    )
     text = "\n\n".join("\n".join(d) for d in train)
     return save_checkpoint(
         model,
@@ -405,21 +419,17 @@ def char_english(name: str, directory: Path) -> dict:
         lr_schedule=linear_warmup_decay(common["warmup"], common["steps"]),
         desc=name,
     )
-    if history.stopped_by != "steps":
-        raise RuntimeError(f"training stopped by {history.stopped_by!r}: {history.summary()}")
-    training = {
-        "function": "course.train.fit on course.data.code.random_windows",
-        "steps": history.steps,
-        "seed": SEED,
-        "initial_weights": f"torch.manual_seed({SEED}) before {spec['class']}(**config)",
-        **common,
-        "lr": spec["lr"],
-        "schedule": "course.train.linear_warmup_decay(warmup, steps)",
-        "torch_threads": torch.get_num_threads(),
-        "seconds": round(history.seconds, 1),
-        "final_loss_bits": round(statistics.fmean(history.losses[-100:]) / math.log(2), 4),
-        "stopped_by": history.stopped_by,
-    }
+    training = fit_record(
+        history,
+        "course.train.fit on course.data.code.random_windows",
+        spec["class"],
+        {
+            **common,
+            "lr": spec["lr"],
+            "schedule": "course.train.linear_warmup_decay(warmup, steps)",
+        },
+        in_bits=True,
+    )
     return save_checkpoint(
         model,
         name,
