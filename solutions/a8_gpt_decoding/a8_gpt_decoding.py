@@ -179,8 +179,8 @@ for bad_a in (
 print("Part A, visible test: passed.")
 
 # %% nbgrader={"grade": true, "grade_id": "temperature_probs_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
-# Hidden test (2 points): temperature_probs against softmax(z / τ) computed in extended
-# precision, on random logits of shapes (|V|,), (B, |V|) and (2, 3, |V|), |V| from 1 to 5,000,
+# Hidden test (2 points): temperature_probs against softmax(z / τ) worked out row by row
+# with exactly rounded sums, on random logits of shapes (|V|,), (B, |V|) and (2, 3, |V|), |V| from 1 to 5,000,
 # τ from 0.001 to 1,000, logits near ±10,000, rows with -inf, float32 and integer logits,
 # lists; results new float64 arrays; inputs unchanged; ValueError for each bad input above.
 ### BEGIN HIDDEN TESTS
