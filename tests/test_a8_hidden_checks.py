@@ -42,6 +42,7 @@ def _logits(logits, *, copy=True):
     return z
 
 
+@np.errstate(all="ignore")  # the bug switches overflow and divide by zero on purpose
 def softmax_rows(
     logits,
     temperature,
@@ -88,6 +89,7 @@ def draw(probs, u, *, inclusive=False, unscaled=False, int32=False, loose_sum=Fa
     return np.array(out, dtype=np.int32 if int32 else np.int64)
 
 
+@np.errstate(all="ignore")  # the bug switches overflow and divide by zero on purpose
 def top_k(
     logits,
     k,
@@ -123,6 +125,7 @@ def top_k(
     return kept if unnormalised else kept / kept.sum(axis=-1, keepdims=True)
 
 
+@np.errstate(all="ignore")  # the bug switches overflow and divide by zero on purpose
 def top_p(
     logits,
     p,
@@ -161,6 +164,7 @@ def top_p(
     return kept if unnormalised else kept / kept.sum(axis=-1, keepdims=True)
 
 
+@np.errstate(all="ignore")  # the bug switches overflow and divide by zero on purpose
 def attend_step(
     keys,
     values,
