@@ -392,6 +392,11 @@ def test_checks_reject_torch_and_course_shortcuts_and_restore_everything(part):
 @pytest.mark.parametrize(("assignment", "target"), TARGETS, ids=[f"{a}:{t[2]}" for a, t in TARGETS])
 def test_every_trap_raises_and_is_removed_afterwards(assignment, target):
     owner, attribute, label = target
+    # A module as the traps find it now: importing some `transformers` classes (Lecture 8's
+    # `from transformers import GPT2LMHeadModel`) puts a new `transformers` module object in
+    # sys.modules, so the one collected with TARGETS may be stale.
+    if isinstance(owner, types.ModuleType):
+        owner = sys.modules.get(owner.__name__, owner)
     original = getattr(owner, attribute)
 
     def some_function():

@@ -1,0 +1,673 @@
+"""Hidden checks of Assignment 8: temperature, inverse-CDF draws, top-k, top-p, a KV-cache step.
+
+The hidden test cells of ``a8_gpt_decoding`` call, at autograde time::
+
+    check_temperature_probs(temperature_probs)
+    check_sample_tokens(sample_tokens)
+    check_top_k_probs(top_k_probs)
+    check_top_p_probs(top_p_probs)
+    check_kv_attention_step(kv_attention_step)
+
+Each check works out its expected values here, before the student's function runs, with
+references written from the definitions in another way than the reference solution:
+softmax one row at a time with ``math.exp`` and ``math.fsum``; the token of ``u`` by bisection
+over the running sums of a Python list; top-k by counting, for every token, the logits
+strictly larger than its own; top-p by summing, for every token, the probabilities strictly
+larger than its own; the KV step against full causal attention over the whole prefix,
+recomputed at every step from the stacked queries, keys and values. The cases include exact
+ties at the k-th value and at the crossing of p, exact boundaries of the cumulative
+distribution, and t = 0; the top-p cases are chosen so that no token's mass above lies within
+1e-9 of p (the tests check it), so the order of a sum cannot decide a case. Then each check
+makes sure that bad input raises ValueError.
+
+While a student's function runs, the routines that would do its work (``course.decoding``'s
+filters and sampler and ``course.models.gpt`` by name, every public callable of the
+``course`` package except ``course.checks``, ``transformers``' logits warpers, torch's
+softmax, top-k, sorting, multinomial draws and attention, and ``scipy.special``'s softmax
+and logsumexp) are replaced by traps that raise :class:`ShortcutUsed`.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from autograder.hidden import shortcuts
+from autograder.hidden.shortcuts import ShortcutUsed
+from autograder.hidden.shortcuts import case as _case
+from autograder.hidden.shortcuts import describe as _describe
+from autograder.hidden.shortcuts import expect_unchanged as _expect_unchanged
+from autograder.hidden.shortcuts import snapshot as _snapshot
+from autograder.hidden.shortcuts import strided as _strided
+from autograder.hidden.shortcuts import unpack as _unpack
+from course.checks import assert_close
+
+__all__ = [
+    "ShortcutUsed",
+    "no_shortcuts",
+    "shortcut_targets",
+    "check_temperature_probs",
+    "check_sample_tokens",
+    "check_top_k_probs",
+    "check_top_p_probs",
+    "check_kv_attention_step",
+]
+
+SOFTMAX_BY_HAND = "compute the probabilities by hand with NumPy"
+DRAW_BY_HAND = "map u to tokens by hand with NumPy"
+TOP_K_BY_HAND = "choose the k best tokens by hand with NumPy"
+NUCLEUS_BY_HAND = "choose the nucleus by hand with NumPy"
+CACHE_BY_HAND = "attend over the cache by hand with NumPy"
+INF = float("inf")
+
+# --------------------------------------------------------------------------------------------
+# Traps
+# --------------------------------------------------------------------------------------------
+
+# Unit 8's course modules, trapped by name as well (the walk over ``course`` finds them too).
+COURSE_DECODING = tuple(
+    "greedy_search beam_search map_state temperature_scale top_k_filter top_p_filter "
+    "filter_logits sample".split()
+)
+COURSE_GPT = tuple(
+    "GPT block_with_cache to_gpt2_state_dict load_gpt2_state_dict load_openai_gpt_state_dict "
+    "save_for_transformers".split()
+)
+_WARPERS = tuple(
+    "TemperatureLogitsWarper TopKLogitsWarper TopPLogitsWarper MinPLogitsWarper "
+    "TypicalLogitsWarper EpsilonLogitsWarper EtaLogitsWarper LogitsProcessorList".split()
+)
+_TORCH_WORK = ("softmax", "log_softmax", "topk", "sort", "argsort", "multinomial", "searchsorted")
+_LIBRARY = (
+    ("torch", (*_TORCH_WORK, "_softmax", "kthvalue")),
+    ("torch.Tensor", (*_TORCH_WORK[:6], "kthvalue")),
+    (
+        "torch.nn.functional",
+        ("softmax", "log_softmax", "scaled_dot_product_attention", "multi_head_attention_forward"),
+    ),
+    ("torch._C._nn", ("scaled_dot_product_attention",)),
+    ("torch.nn", ("Softmax", "LogSoftmax", "MultiheadAttention")),
+    ("transformers", _WARPERS),
+    ("transformers.generation.logits_process", _WARPERS),
+    ("scipy.special", ("softmax", "log_softmax", "logsumexp")),
+    ("course.decoding", COURSE_DECODING),
+    ("course.models.gpt", COURSE_GPT),
+)
+
+TRAPS = shortcuts.Traps(_LIBRARY)
+shortcut_targets, no_shortcuts, _call_by_hand = TRAPS.methods()
+
+
+# --------------------------------------------------------------------------------------------
+# Helpers
+# --------------------------------------------------------------------------------------------
+
+
+_expect_value_error = shortcuts.value_error_checker(_call_by_hand)
+
+
+_call_valid = shortcuts.valid_caller(_call_by_hand)
+
+
+def _expect_float_array(name: str, got: Any, shape: tuple[int, ...]) -> np.ndarray:
+    """got must be a float64 NumPy array of the given shape."""
+    if not isinstance(got, np.ndarray) or got.shape != tuple(shape):
+        raise AssertionError(
+            f"{name} should be a NumPy array of shape {tuple(shape)}, got {_describe(got)}"
+        )
+    if got.dtype != np.float64:
+        raise AssertionError(f"{name} should be float64, got dtype {got.dtype}")
+    return got
+
+
+def _inputs(**values: Any) -> dict[str, Any]:
+    """The arguments that are arrays or lists: the ones a student's function must not change."""
+    return {name: value for name, value in values.items() if isinstance(value, (np.ndarray, list))}
+
+
+def reference_softmax(logits: Any, temperature: float = 1.0) -> np.ndarray:
+    """softmax(z / τ) of every row along the last axis, one row at a time with math.exp and an
+    exactly rounded sum (math.fsum); a logit of -inf gets probability 0."""
+    z = np.array(logits, dtype=np.float64)
+    flat = z.reshape(-1, z.shape[-1])
+    out = np.zeros_like(flat)
+    for row, scores in enumerate(flat):
+        top = max(scores)
+        terms = [0.0 if s == -INF else math.exp((s - top) / temperature) for s in scores]
+        total = math.fsum(terms)
+        out[row] = [term / total for term in terms]
+    return out.reshape(z.shape)
+
+
+def _rows(array: np.ndarray) -> np.ndarray:
+    return array.reshape(-1, array.shape[-1])
+
+
+# --------------------------------------------------------------------------------------------
+# Part A: temperature_probs
+# --------------------------------------------------------------------------------------------
+
+
+def temperature_cases() -> list[tuple[str, Any, Any]]:
+    """(label, logits, temperature) for temperature_probs."""
+    rng = np.random.default_rng(8101)
+    with_holes = rng.normal(0.0, 2.0, size=(6, 9))
+    with_holes[rng.random((6, 9)) < 0.4] = -INF
+    with_holes[:, 4] = rng.normal(size=6)  # every row keeps a finite logit
+    return [
+        ("one row (|V|,) = (7,), τ = 1", rng.normal(0.0, 2.0, size=7), 1.0),
+        ("a batch (32, 50), τ = 0.7", rng.normal(0.0, 3.0, size=(32, 50)), 0.7),
+        ("three axes (2, 3, 11), τ = 1.3", rng.normal(size=(2, 3, 11)), 1.3),
+        ("a single token, (4, 1), τ = 0.5", rng.normal(size=(4, 1)), 0.5),
+        ("|V| = 5,000, a batch of 3, τ = 1", rng.normal(0.0, 4.0, size=(3, 5000)), 1.0),
+        ("logits near +10,000, τ = 1", 10_000.0 + rng.normal(0.0, 3.0, size=(5, 20)), 1.0),
+        ("logits near -10,000, τ = 2", -10_000.0 + rng.normal(0.0, 3.0, size=(5, 20)), 2.0),
+        ("τ = 0.001 (nearly greedy)", np.arange(12.0).reshape(2, 6) * 0.01, 0.001),
+        ("τ = 1,000 (nearly uniform)", rng.normal(0.0, 5.0, size=(4, 30)), 1000.0),
+        ("rows with -inf logits (removed tokens)", with_holes, 0.9),
+        ("float32 logits", rng.normal(0.0, 2.0, size=(6, 13)).astype(np.float32), 1.0),
+        ("integer logits, τ = 2 (an int)", rng.integers(-5, 6, size=(4, 8)), 2),
+        ("a list of lists", rng.normal(size=(3, 5)).round(3).tolist(), 1.5),
+        ("τ given as a NumPy float", rng.normal(size=(2, 6)), np.float64(0.8)),
+        ("non-contiguous logits", _strided(rng.normal(size=(4, 7))), 1.0),
+    ]
+
+
+def check_temperature_probs(temperature_probs: Callable[..., Any]) -> None:
+    """Hidden test of Part A: softmax(z / τ) row by row, against math.exp and math.fsum."""
+    cases = temperature_cases()
+    for label, logits, tau in cases:
+        expected = reference_softmax(logits, float(tau))
+        inputs = _inputs(logits=logits)
+        before = _snapshot(inputs)
+        with _case(f"temperature_probs, {label}"):
+            got = _call_valid(temperature_probs, SOFTMAX_BY_HAND, logits, tau)
+            _expect_unchanged("temperature_probs", inputs, before)
+            _expect_float_array("the probabilities", got, expected.shape)
+            assert_close(
+                f"temperature_probs(logits, {float(tau):g})", got, expected, atol=1e-12,
+                rtol=1e-8, against="softmax(z / τ) worked out row by row",
+            )  # fmt: skip
+            if isinstance(logits, np.ndarray) and np.shares_memory(got, logits):
+                raise AssertionError(
+                    "the probabilities are a view of the logits: return a new array"
+                )
+
+    good = [[1.0, 2.0, 3.0], [0.0, -1.0, 4.0]]
+    bad_calls = [
+        ("τ = 0", good, 0.0),
+        ("τ = -0.5", good, -0.5),
+        ("τ = inf", good, INF),
+        ("τ = nan", good, float("nan")),
+        ("τ = True", good, True),
+        ("τ = '1.0' (a string)", good, "1.0"),
+        ("a NaN logit", [[1.0, float("nan"), 0.0]], 1.0),
+        ("a +inf logit", [[1.0, INF, 0.0]], 1.0),
+        ("a row of -inf only (the other row is fine)", [[0.0, 1.0], [-INF, -INF]], 1.0),
+        ("a single number as logits (no axis)", np.array(3.0), 1.0),
+        ("an empty last axis, shape (2, 0)", np.zeros((2, 0)), 1.0),
+    ]
+    for description, *args in bad_calls:
+        _expect_value_error(
+            temperature_probs, SOFTMAX_BY_HAND, f"temperature_probs with {description}", *args
+        )
+    print(f"check_temperature_probs: all {len(cases) + len(bad_calls)} hidden cases passed.")
+
+
+# --------------------------------------------------------------------------------------------
+# Part B: sample_tokens
+# --------------------------------------------------------------------------------------------
+
+BELOW_ONE = float(np.nextafter(1.0, 0.0))  # the largest double below 1
+
+
+def inverse_cdf(probs: Any, u: Any) -> np.ndarray:
+    """Row b's token: the first i whose running sum exceeds u_b times the row's total, found by
+    bisection over a Python list of running sums."""
+    table = np.array(probs, dtype=np.float64)
+    tokens = []
+    for row, draw in zip(table.tolist(), np.asarray(u, dtype=np.float64).tolist(), strict=True):
+        running = list(itertools.accumulate(row))
+        tokens.append(bisect.bisect_right(running, draw * running[-1]))
+    return np.array(tokens, dtype=np.int64)
+
+
+def sample_cases() -> list[tuple[str, Any, Any]]:
+    """(label, probs, u) for sample_tokens."""
+    rng = np.random.default_rng(8201)
+    dyadic = np.array([0.125, 0.375, 0.25, 0.0, 0.25])  # boundaries 0.125, 0.5, 0.75
+    edges = [0.0, 0.125, 0.5, 0.75]
+    just_below = [float(np.nextafter(e, 0.0)) for e in edges[1:]] + [BELOW_ONE]
+    exact_u = np.array(edges + just_below + [0.3, 0.6, 0.9])
+    holes = np.array([0.0, 0.0, 0.3, 0.0, 0.2, 0.5, 0.0, 0.0])  # zeros first, inside, last
+    holes_u = np.array([0.0, 1e-12, 0.3, 0.29999, 0.5, 0.49999, BELOW_ONE, 0.99])
+    off = rng.dirichlet(np.ones(6), size=4) * np.array([[1 + 5e-7], [1 - 5e-7], [1 + 9e-8],
+                                                         [1 - 9e-8]])  # fmt: skip
+    big = rng.dirichlet(np.full(20_000, 0.1), size=2)
+    return [
+        ("random distributions (400, 20), uniform u", rng.dirichlet(np.ones(20), size=400),
+         rng.random(400)),
+        ("u on exact boundaries (probabilities [1/8, 3/8, 1/4, 0, 1/4])",
+         np.tile(dyadic, (len(exact_u), 1)), exact_u),
+        ("zero probabilities at the start, inside and at the end of a row",
+         np.tile(holes, (len(holes_u), 1)), holes_u),
+        ("rows summing to 1 ± 5e-7, u = 0 and u = the largest double below 1",
+         np.repeat(off, 2, axis=0), np.tile([0.0, BELOW_ONE], 4)),
+        ("a single token (|V| = 1)", np.ones((3, 1)), np.array([0.0, 0.5, BELOW_ONE])),
+        ("|V| = 20,000 (two rows)", big, rng.random(2)),
+        ("float32 probabilities", rng.dirichlet(np.ones(7), size=50).astype(np.float32),
+         rng.random(50)),
+        ("lists of plain numbers", [[0.5, 0.25, 0.25], [0.1, 0.0, 0.9]], [0.6, 0.1]),
+        ("peaked rows (one token of 0.999999)",
+         np.tile([0.999999, 0.0000005, 0.0000005], (4, 1)), np.array([0.2, 0.9999991, 0.99999951,
+                                                                    BELOW_ONE])),
+    ]  # fmt: skip
+
+
+def check_sample_tokens(sample_tokens: Callable[..., Any]) -> None:
+    """Hidden test of Part B: the inverse cumulative distribution, row by row."""
+    cases = sample_cases()
+    for label, probs, u in cases:
+        expected = inverse_cdf(probs, u)
+        inputs = _inputs(probs=probs, u=u)
+        before = _snapshot(inputs)
+        with _case(f"sample_tokens, {label}"):
+            got = _call_valid(sample_tokens, DRAW_BY_HAND, probs, u)
+            _expect_unchanged("sample_tokens", inputs, before)
+            if not isinstance(got, np.ndarray) or got.shape != expected.shape:
+                raise AssertionError(
+                    f"the tokens should be a NumPy array of shape {expected.shape}, got "
+                    f"{_describe(got)}"
+                )
+            if got.dtype != np.int64:
+                raise AssertionError(f"the tokens should be int64, got dtype {got.dtype}")
+            wrong = np.flatnonzero(got != expected)
+            if wrong.size:
+                b = int(wrong[0])
+                row = np.asarray(probs, dtype=np.float64)[b]
+                raise AssertionError(
+                    f"{wrong.size} of {len(expected)} tokens differ; row {b}: u = {float(np.asarray(u)[b])!r} "
+                    f"gives token {got[b]}, expected {expected[b]} (probabilities "
+                    f"{np.array2string(row[:8], precision=6)}{' ...' if len(row) > 8 else ''}; "
+                    "token i owns [c_(i-1), c_i) of the cumulative sums scaled to end at 1)"
+                )
+
+    good = np.array([[0.5, 0.5], [0.2, 0.8]])
+    bad_calls = [
+        ("probs of one row (|V|,) = (2,)", good[0], [0.5]),
+        ("probs of three axes", good[None], [0.5, 0.5]),
+        ("no column, shape (2, 0)", np.zeros((2, 0)), [0.5, 0.5]),
+        ("three u for two rows", good, [0.1, 0.2, 0.3]),
+        ("u of shape (2, 1)", good, [[0.1], [0.2]]),
+        ("u = 1", good, [0.5, 1.0]),
+        ("u = -0.1", good, [-0.1, 0.5]),
+        ("u = nan", good, [float("nan"), 0.5]),
+        ("a negative probability", [[1.2, -0.2], [0.2, 0.8]], [0.5, 0.5]),
+        ("a NaN probability", [[float("nan"), 1.0], [0.2, 0.8]], [0.5, 0.5]),
+        ("an infinite probability", [[INF, 0.0], [0.2, 0.8]], [0.5, 0.5]),
+        ("a row summing to 1.01", [[0.51, 0.5], [0.2, 0.8]], [0.5, 0.5]),
+        ("a row summing to 0.999", [[0.5, 0.5], [0.2, 0.799]], [0.5, 0.5]),
+    ]
+    for description, *args in bad_calls:
+        _expect_value_error(sample_tokens, DRAW_BY_HAND, f"sample_tokens with {description}", *args)
+    print(f"check_sample_tokens: all {len(cases) + len(bad_calls)} hidden cases passed.")
+
+
+# --------------------------------------------------------------------------------------------
+# Part C: top_k_probs
+# --------------------------------------------------------------------------------------------
+
+
+def kept_by_count(logits: Any, k: int) -> np.ndarray:
+    """Token i is kept when fewer than k logits of its row are strictly larger than z_i."""
+    z = np.array(logits, dtype=np.float64)
+    keep = np.zeros(z.shape, dtype=bool)
+    flat_keep = keep.reshape(-1, z.shape[-1])
+    for row, scores in enumerate(_rows(z)):
+        ascending = np.sort(scores)
+        larger = len(scores) - np.searchsorted(ascending, scores, side="right")
+        flat_keep[row] = larger < k
+    return keep
+
+
+def renormalised(probs: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """probs restricted to keep and scaled so that every row sums to 1 (fsum per row)."""
+    out = np.where(keep, probs, 0.0)
+    flat = _rows(out)
+    for row in range(flat.shape[0]):
+        flat[row] = flat[row] / math.fsum(flat[row])
+    return out
+
+
+def _tied_rows(rng: np.random.Generator, rows: int, width: int, levels: int) -> np.ndarray:
+    """Logits from a few levels only: many exact ties everywhere, at the k-th value too."""
+    return rng.integers(0, levels, size=(rows, width)).astype(np.float64) * 0.7
+
+
+def top_k_cases() -> list[tuple[str, Any, Any]]:
+    """(label, logits, k) for top_k_probs."""
+    rng = np.random.default_rng(8301)
+    holes = rng.normal(size=(4, 10))
+    holes[:, 3:] = -INF  # 3 finite logits per row
+    top_tie = rng.normal(size=(5, 8))
+    top_tie[:, [1, 6]] = top_tie.max(axis=1, keepdims=True) + 1.0  # two tokens share the top
+    return [
+        ("a batch (16, 30), k = 5", rng.normal(0.0, 2.0, size=(16, 30)), 5),
+        ("|V| = 5,000, 3 rows, k = 50", rng.normal(0.0, 3.0, size=(3, 5000)), 50),
+        ("three axes (2, 4, 9), k = 3", rng.normal(size=(2, 4, 9)), 3),
+        ("one row (|V|,) = (12,), k = 4", rng.normal(size=12), 4),
+        ("exact ties at the k-th value (40, 20), k = 3", _tied_rows(rng, 40, 20, 5), 3),
+        ("exact ties at the k-th value (40, 20), k = 7", _tied_rows(rng, 40, 20, 6), 7),
+        ("two tokens tied at the top, k = 1", top_tie, 1),
+        ("k = 1 (greedy) on random logits", rng.normal(size=(10, 15)), 1),
+        ("k = |V| = 15", rng.normal(size=(6, 15)), 15),
+        ("k = 1,000 > |V| = 10", rng.normal(size=(6, 10)), 1000),
+        ("k given as a NumPy integer", rng.normal(size=(5, 9)), np.int64(4)),
+        ("-inf logits: 3 finite per row, k = 2", holes, 2),
+        ("-inf logits: 3 finite per row, k = 5", holes, 5),
+        ("logits near 10,000, k = 3", 10_000.0 + rng.normal(size=(4, 12)), 3),
+        ("float32 logits, k = 6", rng.normal(size=(8, 16)).astype(np.float32), 6),
+        ("integer logits (ties), k = 4", rng.integers(-3, 4, size=(8, 12)), 4),
+        ("a single token (|V| = 1), k = 1", rng.normal(size=(3, 1)), 1),
+    ]
+
+
+def _kept_message(name: str, got: np.ndarray, expected: np.ndarray, z: Any) -> str | None:
+    """Where the student's kept tokens (probability > 0) differ from the expected ones."""
+    got_rows, expected_rows = _rows(got), _rows(expected)
+    scores = _rows(np.array(z, dtype=np.float64))
+    for row in range(expected_rows.shape[0]):
+        mine = np.flatnonzero(got_rows[row] > 0).tolist()
+        wanted = np.flatnonzero(expected_rows[row] > 0).tolist()
+        if mine != wanted:
+            shown = np.array2string(scores[row][:12], precision=3)
+            return (
+                f"{name}: row {row} keeps tokens {mine[:12]}{' ...' if len(mine) > 12 else ''} "
+                f"but the rule keeps {wanted[:12]}{' ...' if len(wanted) > 12 else ''} "
+                f"(logits {shown}{' ...' if scores.shape[1] > 12 else ''})"
+            )
+    return None
+
+
+def _judge_filtered(name: str, got: Any, expected: np.ndarray, logits: Any) -> None:
+    _expect_float_array("the probabilities", got, expected.shape)
+    if not np.all(np.isfinite(got)):
+        raise AssertionError(
+            f"{name} contains {got[~np.isfinite(got)][0]}: return probabilities (0 for a removed "
+            "token), not filtered logits"
+        )
+    message = _kept_message(name, got, expected, logits)
+    if message:
+        raise AssertionError(message)
+    assert_close(name, got, expected, atol=1e-12, rtol=1e-8,
+                 against="the kept tokens' probabilities renormalised")  # fmt: skip
+    if isinstance(logits, np.ndarray) and np.shares_memory(got, logits):
+        raise AssertionError("the probabilities are a view of the logits: return a new array")
+
+
+def check_top_k_probs(top_k_probs: Callable[..., Any]) -> None:
+    """Hidden test of Part C: the tokens kept by counting larger logits, renormalised."""
+    cases = top_k_cases()
+    for label, logits, k in cases:
+        expected = renormalised(reference_softmax(logits), kept_by_count(logits, int(k)))
+        inputs = _inputs(logits=logits)
+        before = _snapshot(inputs)
+        with _case(f"top_k_probs, {label}"):
+            got = _call_valid(top_k_probs, TOP_K_BY_HAND, logits, k)
+            _expect_unchanged("top_k_probs", inputs, before)
+            _judge_filtered(f"top_k_probs(logits, {int(k)})", got, expected, logits)
+
+    good = [[1.0, 2.0, 3.0], [0.0, -1.0, 4.0]]
+    bad_calls = [
+        ("k = 0", good, 0),
+        ("k = -2", good, -2),
+        ("k = 2.0 (a float)", good, 2.0),
+        ("k = 2.5", good, 2.5),
+        ("k = True", good, True),
+        ("k = '3' (a string)", good, "3"),
+        ("k = None", good, None),
+        ("a NaN logit", [[1.0, float("nan"), 0.0]], 2),
+        ("a +inf logit", [[1.0, INF, 0.0]], 2),
+        ("a row of -inf only", [[0.0, 1.0], [-INF, -INF]], 1),
+    ]
+    for description, *args in bad_calls:
+        _expect_value_error(top_k_probs, TOP_K_BY_HAND, f"top_k_probs with {description}", *args)
+    print(f"check_top_k_probs: all {len(cases) + len(bad_calls)} hidden cases passed.")
+
+
+# --------------------------------------------------------------------------------------------
+# Part D: top_p_probs
+# --------------------------------------------------------------------------------------------
+
+
+def mass_above(probs: np.ndarray) -> np.ndarray:
+    """For every token, the total probability of the tokens of its row strictly more likely:
+    each row's distinct values from the top, with exact (fsum) running totals."""
+    above = np.zeros_like(probs)
+    flat = _rows(above)
+    for row, values in enumerate(_rows(probs)):
+        levels = sorted(set(values.tolist()), reverse=True)
+        ahead, sums = 0.0, {}
+        for level in levels:
+            sums[level] = ahead
+            ahead = math.fsum([ahead, level * float(np.count_nonzero(values == level))])
+        flat[row] = [sums[value] for value in values.tolist()]
+    return above
+
+
+def kept_by_mass(logits: Any, p: float) -> np.ndarray:
+    """Token i is kept when the tokens strictly more likely than it hold less than p; p = 1
+    keeps every token."""
+    probs = reference_softmax(logits)
+    if p == 1:
+        return np.ones(probs.shape, dtype=bool)
+    return mass_above(probs) < p
+
+
+def nucleus_margin(logits: Any, p: float) -> float:
+    """How far p lies from every token's mass above, where rounding could matter (the tests
+    keep it above 1e-9). The most likely tokens have exactly 0 above them in any order."""
+    above = mass_above(reference_softmax(logits))
+    summed = above[above > 0]
+    if p == 1 or summed.size == 0:
+        return INF
+    return float(np.min(np.abs(summed - p)))
+
+
+def _log_rows(rows: list[list[float]]) -> np.ndarray:
+    """Logits whose probabilities are the given rows (each summing to 1)."""
+    with np.errstate(divide="ignore"):
+        return np.log(np.array(rows, dtype=np.float64))
+
+
+def top_p_cases() -> list[tuple[str, Any, Any]]:
+    """(label, logits, p) for top_p_probs."""
+    rng = np.random.default_rng(8401)
+    crossing_ties = _log_rows([
+        [0.4, 0.15, 0.15, 0.15, 0.1, 0.05],  # p = 0.65 crosses at the second of three 0.15
+        [0.05, 0.15, 0.4, 0.15, 0.1, 0.15],  # the same values, shuffled
+        [0.3, 0.3, 0.1, 0.1, 0.1, 0.1],  # p = 0.65 and 0.75 cross inside the four of 0.1
+        [0.2, 0.2, 0.2, 0.2, 0.2, 0.0],  # five tokens tied, one impossible
+    ])  # fmt: skip
+    top_ties = rng.normal(size=(5, 10))
+    top_ties[:, [2, 7]] = top_ties.max(axis=1, keepdims=True) + 2.0
+    peaked = rng.normal(size=(4, 30))
+    peaked[:, 0] = 12.0  # one token of probability about 0.9999
+    holes = rng.normal(size=(4, 12))
+    holes[:, 5:] = -INF
+    return [
+        ("a batch (20, 40), p = 0.9", rng.normal(0.0, 2.0, size=(20, 40)), 0.9),
+        ("|V| = 5,000, 3 rows, p = 0.95", rng.normal(0.0, 2.0, size=(3, 5000)), 0.95),
+        ("three axes (2, 3, 12), p = 0.5", rng.normal(size=(2, 3, 12)), 0.5),
+        ("one row (|V|,) = (25,), p = 0.3", rng.normal(0.0, 1.5, size=25), 0.3),
+        ("ties at the crossing of p = 0.65", crossing_ties, 0.65),
+        ("ties at the crossing of p = 0.75", crossing_ties, 0.75),
+        ("many exact ties (30, 16), p = 0.37", _tied_rows(rng, 30, 16, 4), 0.37),
+        ("two tokens tied at the top, p = 1e-12", top_ties, 1e-12),
+        ("p = 1e-12: the most likely token only", rng.normal(size=(6, 20)), 1e-12),
+        ("p = 1: every token", rng.normal(size=(6, 20)), 1.0),
+        ("p = 0.999999 on flat rows", rng.normal(0.0, 0.1, size=(3, 50)), 0.999999),
+        ("peaked rows (one token near 0.9999), p = 0.9", peaked, 0.9),
+        ("-inf logits (5 finite per row), p = 0.8", holes, 0.8),
+        ("-inf logits, p = 1", holes, 1.0),
+        ("logits near 10,000, p = 0.7", 10_000.0 + rng.normal(size=(4, 12)), 0.7),
+        ("float32 logits, p = 0.8", rng.normal(size=(8, 16)).astype(np.float32), 0.8),
+        ("integer logits (ties), p = 0.55", rng.integers(-3, 4, size=(8, 12)), 0.55),
+        ("p given as a NumPy float", rng.normal(size=(5, 9)), np.float64(0.66)),
+        ("a single token (|V| = 1), p = 0.5", rng.normal(size=(3, 1)), 0.5),
+    ]
+
+
+def check_top_p_probs(top_p_probs: Callable[..., Any]) -> None:
+    """Hidden test of Part D: the tokens kept by the mass strictly above them, renormalised."""
+    cases = top_p_cases()
+    for label, logits, p in cases:
+        expected = renormalised(reference_softmax(logits), kept_by_mass(logits, float(p)))
+        inputs = _inputs(logits=logits)
+        before = _snapshot(inputs)
+        with _case(f"top_p_probs, {label}"):
+            got = _call_valid(top_p_probs, NUCLEUS_BY_HAND, logits, p)
+            _expect_unchanged("top_p_probs", inputs, before)
+            _judge_filtered(f"top_p_probs(logits, {float(p):g})", got, expected, logits)
+
+    good = [[1.0, 2.0, 3.0], [0.0, -1.0, 4.0]]
+    bad_calls = [
+        ("p = 0", good, 0.0),
+        ("p = -0.3", good, -0.3),
+        ("p = 1.5", good, 1.5),
+        ("p = nan", good, float("nan")),
+        ("p = True", good, True),
+        ("p = '0.9' (a string)", good, "0.9"),
+        ("p = None", good, None),
+        ("a NaN logit", [[1.0, float("nan"), 0.0]], 0.9),
+        ("a +inf logit", [[1.0, INF, 0.0]], 0.9),
+        ("a row of -inf only", [[0.0, 1.0], [-INF, -INF]], 0.9),
+    ]
+    for description, *args in bad_calls:
+        _expect_value_error(top_p_probs, NUCLEUS_BY_HAND, f"top_p_probs with {description}", *args)
+    print(f"check_top_p_probs: all {len(cases) + len(bad_calls)} hidden cases passed.")
+
+
+# --------------------------------------------------------------------------------------------
+# Part E: kv_attention_step
+# --------------------------------------------------------------------------------------------
+
+
+def causal_attention_rows(queries: np.ndarray, keys: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Full causal attention over a whole prefix, every row: row i attends to positions 0..i.
+
+    queries, keys (n, d_k), values (n, d_v) -> (n, d_v); each row's weights by math.exp and
+    math.fsum after subtracting the row's largest allowed score.
+    """
+    n, d_k = keys.shape
+    scores = queries @ keys.T / math.sqrt(d_k)  # (n, n)
+    out = np.zeros((n, values.shape[1]))
+    for i in range(n):
+        allowed = scores[i, : i + 1]  # causal: j <= i
+        top = float(np.max(allowed))
+        weights = [math.exp(float(s) - top) for s in allowed]
+        total = math.fsum(weights)
+        out[i] = sum(w / total * values[j] for j, w in enumerate(weights))
+    return out
+
+
+def kv_sequences() -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray, int, Any]]:
+    """(label, Q, K, V, prompt length, dtype/list marker) for kv_attention_step.
+
+    Q, K (n, d_k) and V (n, d_v) are whole sequences; the first ``prompt`` positions are given
+    as a ready cache, the others are fed one step at a time.
+    """
+    rng = np.random.default_rng(8501)
+
+    def projected(n: int, d_model: int, d_k: int, d_v: int) -> tuple[np.ndarray, ...]:
+        x = rng.normal(size=(n, d_model))  # inputs, then W^Q, W^K (d_k, d_model), W^V
+        w_q, w_k = rng.normal(size=(2, d_k, d_model)) / math.sqrt(d_model)
+        w_v = rng.normal(size=(d_v, d_model)) / math.sqrt(d_model)
+        return x @ w_q.T, x @ w_k.T, x @ w_v.T
+
+    huge_q = rng.normal(size=(5, 4)) * 100.0
+    huge_k = rng.normal(size=(5, 4)) * 100.0  # scores of a few thousand
+    far = np.array([[1.0, 0.0, 0.0]]), np.array([[-1.0, 0.0, 0.0]]), np.array([[2.0, -3.0]])
+    return [
+        ("d_k = d_v = 8, 10 positions from projections of random inputs",
+         *projected(10, 12, 8, 8), 0, None),
+        ("d_k = 4, d_v = 6, 12 positions", *projected(12, 10, 4, 6), 0, None),
+        ("d_k = 1, d_v = 2, 6 positions", *projected(6, 3, 1, 2), 0, None),
+        ("a prompt of 5 positions already cached, then 4 steps (d_k = 6, d_v = 3)",
+         *projected(9, 8, 6, 3), 5, None),
+        ("scores of several thousand (exp would overflow)", huge_q, huge_k,
+         rng.normal(size=(5, 3)), 0, None),
+        ("float32 q, k, v and caches (d_k = 5, d_v = 4)", *projected(6, 7, 5, 4), 2, np.float32),
+        ("q, k, v given as lists (d_k = 3, d_v = 3)", *projected(5, 4, 3, 3), 0, list),
+        ("t = 0: the query points away from the key", *far, 0, None),
+    ]  # fmt: skip
+
+
+def _as_given(vector: np.ndarray, kind: Any) -> Any:
+    if kind is list:
+        return vector.tolist()
+    if kind is not None:
+        return vector.astype(kind)
+    return vector.copy()
+
+
+def check_kv_attention_step(kv_attention_step: Callable[..., Any]) -> None:
+    """Hidden test of Part E: step after step on the student's own caches, against full causal
+    attention over the whole prefix."""
+    sequences = kv_sequences()
+    steps = 0
+    for label, queries, keys, values, prompt, kind in sequences:
+        if kind not in (None, list):
+            queries, keys, values = (a.astype(kind) for a in (queries, keys, values))
+        exact = [np.asarray(a, dtype=np.float64) for a in (queries, keys, values)]
+        expected = causal_attention_rows(*exact)  # (n, d_v)
+        cache_k, cache_v = keys[:prompt].copy(), values[:prompt].copy()
+        for t in range(prompt, len(keys)):
+            steps += 1
+            args = (cache_k, cache_v, *(_as_given(a[t], kind) for a in (queries, keys, values)))
+            inputs = _inputs(keys=args[0], values=args[1], q=args[2], k=args[3], v=args[4])
+            before = _snapshot(inputs)
+            with _case(f"kv_attention_step, {label}, step with t = {t} cached positions"):
+                result = _call_valid(kv_attention_step, CACHE_BY_HAND, *args)
+                _expect_unchanged("kv_attention_step", inputs, before)
+                z, new_k, new_v = _unpack(result, "kv_attention_step",
+                                          ("z", "new_keys", "new_values"))  # fmt: skip
+                _expect_float_array("z", z, (values.shape[1],))
+                _expect_float_array("new_keys", new_k, (t + 1, keys.shape[1]))
+                _expect_float_array("new_values", new_v, (t + 1, values.shape[1]))
+                assert_close(f"new_keys (t + 1 = {t + 1} positions)", new_k, exact[1][: t + 1],
+                             atol=0, against="the keys of the prefix, oldest first")  # fmt: skip
+                assert_close(f"new_values (t + 1 = {t + 1} positions)", new_v,
+                             exact[2][: t + 1], atol=0,
+                             against="the values of the prefix, oldest first")  # fmt: skip
+                assert_close(f"z at position {t}", z, expected[t], atol=1e-10, rtol=1e-9,
+                             against=f"row {t} of full causal attention over the prefix")  # fmt: skip
+                for cache in (args[0], args[1]):
+                    if np.shares_memory(new_k, cache) or np.shares_memory(new_v, cache):
+                        raise AssertionError("a returned cache shares memory with an input cache")
+            cache_k, cache_v = new_k, new_v
+
+    ks, vs = np.zeros((2, 4)), np.zeros((2, 3))
+    q, k, v = np.ones(4), np.ones(4), np.ones(3)
+    bad_calls = [
+        ("keys of one axis, shape (4,)", np.zeros(4), vs, q, k, v),
+        ("keys of three axes, shape (1, 2, 4)", ks[None], vs, q, k, v),
+        ("2 cached keys but 3 cached values", ks, np.zeros((3, 3)), q, k, v),
+        ("q of length 3 for d_k = 4", ks, vs, np.ones(3), k, v),
+        ("k of length 5 for d_k = 4", ks, vs, q, np.ones(5), v),
+        ("v of length 4 for d_v = 3", ks, vs, q, k, np.ones(4)),
+        ("q of shape (1, 4)", ks, vs, np.ones((1, 4)), k, v),
+        ("d_k = 0 (caches (0, 0) and (0, 3))", np.zeros((0, 0)), np.zeros((0, 3)), np.ones(0),
+         np.ones(0), v),
+        ("d_v = 0", np.zeros((0, 4)), np.zeros((0, 0)), q, k, np.ones(0)),
+    ]  # fmt: skip
+    for description, *args in bad_calls:
+        _expect_value_error(
+            kv_attention_step, CACHE_BY_HAND, f"kv_attention_step with {description}", *args
+        )
+    print(f"check_kv_attention_step: all {steps + len(bad_calls)} hidden cases passed.")

@@ -1,0 +1,809 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Assignment 8: decoding a language model, and a KV cache
+#
+# Lecture 8 generated text from a GPT with the helpers of `course.decoding` (temperature,
+# top-k and nucleus filters on torch logits) and with the KV cache of `course.models.gpt`.
+# Here you write those steps yourself, in NumPy, in forms the lecture does not use: filters
+# that return **probabilities** rather than filtered logits, a sampler that turns given
+# uniform numbers into tokens (so that it can be checked without a random generator), and
+# one step of cached attention for a single head.
+#
+# **Goals.** After this assignment you can
+#
+# 1. turn logits into next-token probabilities at any temperature without overflow (Part A);
+# 2. draw tokens from those probabilities by the inverse of their cumulative distribution
+#    (Part B);
+# 3. keep only the k most likely tokens, ties included (Part C);
+# 4. keep the smallest set of most likely tokens whose probability reaches p (Part D);
+# 5. compute a new position's attention from cached keys and values, and extend the cache
+#    (Part E);
+# 6. say why nucleus sampling adapts to the shape of the distribution and top-k does not,
+#    with numbers from your own functions (Part F, written).
+#
+# ## How you are graded
+#
+# * Parts A to E are autograded. Each has a **visible test** that you can run now (fixed
+#   inputs; it names the quantity that is off, where and by how much), and a **hidden test**
+#   that runs at grading time on other inputs (random logits of other shapes, ties, huge and
+#   tiny temperatures, $k = 1$ and $k \ge |\mathcal{V}|$, tiny $p$ and $p = 1$, exact
+#   boundaries of the cumulative distribution, longer sequences of cached steps, $t = 0$...)
+#   and checks that bad input raises `ValueError`. Hard-coding the visible answers keeps the
+#   visible points only.
+# * Part F is a short written answer, graded by hand.
+# * Write code only where it says `YOUR CODE HERE`; keep function names and signatures; do not
+#   delete or copy cells. Your functions must not modify their inputs, and return new arrays.
+# * Use NumPy. You may call your own functions from each other (`top_k_probs` may use
+#   `temperature_probs`, for instance). During the hidden tests the helpers of the `course`
+#   package (among them `course.decoding` and `course.models.gpt`), `transformers`' logits
+#   warpers (`TemperatureLogitsWarper`, `TopKLogitsWarper`, `TopPLogitsWarper`...), torch's
+#   `softmax`, `log_softmax`, `topk`, `sort`, `multinomial` and attention routines, and
+#   `scipy.special`'s `softmax`, `log_softmax` and `logsumexp` are replaced by traps: calling
+#   them from your functions fails the test. (`course.checks` is allowed.)
+#
+# Notation: $|\mathcal{V}|$ is the vocabulary size, $z \in \mathbb{R}^{|\mathcal{V}|}$ a row of
+# logits (scores), $\tau$ the temperature, $\pi = \mathrm{softmax}(z)$; in Part E, $t$ is the
+# number of cached positions and $d_k$, $d_v$ the sizes of a key and a value.
+#
+# Autograded: 14 points. Written: 2 points.
+
+# %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
+import numpy as np
+
+from course.checks import assert_close
+
+np.set_printoptions(precision=4, suppress=True)
+
+
+# %% [markdown]
+# ## Part A: next-token probabilities at a temperature (3 points)
+#
+# A language model gives a row of logits $z$ for the next token. Sampling at temperature
+# $\tau > 0$ draws from
+#
+# $$\pi^{(\tau)}_i = \frac{\exp(z_i / \tau)}{\sum_{j} \exp(z_j / \tau)}.$$
+#
+# $\tau < 1$ sharpens the distribution (towards greedy decoding as $\tau \to 0$), $\tau > 1$
+# flattens it (towards the uniform distribution as $\tau \to \infty$).
+#
+# Implement `temperature_probs(logits, temperature)`:
+#
+# * `logits`: an array (or nested list) of shape (…, $|\mathcal{V}|$): one row (|𝒱|,), a
+#   batch of rows (B, |𝒱|), or more axes; everything happens along the **last** axis. A logit
+#   may be $-\infty$ (a token that was removed): its probability is 0.
+# * Return a new `float64` array of the same shape whose rows are $\pi^{(\tau)}$.
+# * It must work for **large logits**: $\exp(1000)$ overflows, but the probabilities of
+#   $z = (1000, 1001, 999)$ are those of $(0, 1, -1)$. It must also work for a tiny $\tau$
+#   (such as $10^{-3}$), where $z / \tau$ is huge.
+#
+# **Bad input** raises `ValueError`: a temperature that is not a number (booleans included),
+# is $\le 0$, infinite or NaN; logits that contain NaN or $+\infty$; a row whose logits are
+# all $-\infty$; logits with no axis (a single number) or an empty last axis.
+
+
+# %% nbgrader={"grade": false, "grade_id": "temperature_probs", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def temperature_probs(logits: np.ndarray | list, temperature: float) -> np.ndarray:
+    """softmax(logits / temperature) along the last axis, without overflow.
+
+    Args:
+        logits: (..., |V|) scores; -inf allowed (probability 0), NaN and +inf not.
+        temperature: tau, a finite number > 0.
+
+    Returns:
+        A new float64 array (..., |V|) whose rows sum to 1.
+
+    Raises:
+        ValueError: for the bad inputs listed above.
+    """
+    ### BEGIN SOLUTION
+    numeric = isinstance(temperature, (int, float, np.integer, np.floating))
+    if isinstance(temperature, (bool, np.bool_)) or not numeric:
+        raise ValueError(f"the temperature must be a number, got {temperature!r}")
+    if not (np.isfinite(temperature) and temperature > 0):
+        raise ValueError(f"the temperature must be finite and > 0, got {temperature!r}")
+    z = np.array(logits, dtype=np.float64)  # (..., |V|), our own copy
+    if z.ndim == 0 or z.shape[-1] == 0:
+        raise ValueError(f"logits need a last axis of at least one token, got shape {z.shape}")
+    if np.isnan(z).any() or (z == np.inf).any():
+        raise ValueError("logits must not contain NaN or +inf")
+    peak = np.max(z, axis=-1, keepdims=True)  # (..., 1)
+    if (peak == -np.inf).any():
+        raise ValueError("a row of logits is -inf everywhere: no token is left to draw")
+    # Shift each row so its largest logit is 0 before dividing: exp then lies in [0, 1].
+    unnormalised = np.exp((z - peak) / float(temperature))  # (..., |V|)
+    return unnormalised / unnormalised.sum(axis=-1, keepdims=True)
+    ### END SOLUTION
+
+
+# %% [markdown]
+# ### Visible test for Part A
+#
+# Three rows: $(2, 1, 0, -1)$, four equal logits, and $(1000, 1001, 999, -\infty)$; the
+# expected probabilities were worked out by hand (to 12 digits).
+
+# %% nbgrader={"grade": true, "grade_id": "temperature_probs_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+logits_a = np.array([[2.0, 1.0, 0.0, -1.0], [0.5, 0.5, 0.5, 0.5], [1000.0, 1001.0, 999.0, -np.inf]])
+copy_a = logits_a.copy()
+expected_a = {
+    1.0: [[0.643914259888, 0.236882818090, 0.087144318742, 0.032058603280],
+          [0.25, 0.25, 0.25, 0.25],
+          [0.244728471055, 0.665240955775, 0.090030573170, 0.0]],
+    0.5: [[0.864954876799, 0.117058913239, 0.015842201179, 0.002144008784],
+          [0.25, 0.25, 0.25, 0.25],
+          [0.117310427826, 0.866813332197, 0.015876239976, 0.0]],
+    4.0: [[0.349932008759, 0.272527322443, 0.212244492127, 0.165296176671],
+          [0.25, 0.25, 0.25, 0.25],
+          [0.326495835800, 0.419228951610, 0.254275212590, 0.0]],
+}  # fmt: skip
+for tau_a, wanted_a in expected_a.items():
+    got_a = temperature_probs(logits_a, tau_a)
+    assert isinstance(got_a, np.ndarray) and got_a.dtype == np.float64, (
+        f"temperature_probs should return a float64 NumPy array, got {type(got_a).__name__} "
+        f"of dtype {getattr(got_a, 'dtype', None)}"
+    )
+    assert_close(
+        f"temperature_probs(logits_a, {tau_a})", got_a, wanted_a, atol=1e-10,
+        against="softmax(logits / τ) worked out by hand",
+    )  # fmt: skip
+assert np.array_equal(logits_a, copy_a), "temperature_probs modified its input logits"
+assert_close(
+    "temperature_probs of one row (|V|,) given as a list", temperature_probs([2, 1, 0, -1], 1),
+    expected_a[1.0][0], atol=1e-10,
+)  # fmt: skip
+cold_a = temperature_probs([[3.0, 2.9, -5.0]], 1e-3)
+assert_close("temperature_probs([[3, 2.9, -5]], τ = 0.001)", cold_a, [[1.0, 0.0, 0.0]], atol=1e-12)
+for bad_a in (
+    lambda: temperature_probs(logits_a, 0.0),
+    lambda: temperature_probs(logits_a, -1.0),
+    lambda: temperature_probs([[1.0, np.inf]], 1.0),
+    lambda: temperature_probs([[-np.inf, -np.inf]], 1.0),
+):
+    try:
+        bad_a()
+    except ValueError:
+        continue
+    raise AssertionError("bad input should raise ValueError (see the cases listed in this cell)")
+print("Part A, visible test: passed.")
+
+# %% nbgrader={"grade": true, "grade_id": "temperature_probs_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# Hidden test (2 points): temperature_probs against softmax(z / τ) worked out row by row
+# with exactly rounded sums, on random logits of shapes (|V|,), (B, |V|) and (2, 3, |V|), |V| from 1 to 5,000,
+# τ from 0.001 to 1,000, logits near ±10,000, rows with -inf, float32 and integer logits,
+# lists; results new float64 arrays; inputs unchanged; ValueError for each bad input above.
+### BEGIN HIDDEN TESTS
+from autograder.hidden.a8_gpt_decoding import check_temperature_probs
+
+check_temperature_probs(temperature_probs)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Explore (not graded): what the temperature does
+#
+# The entropy of the next-token distribution, $H = -\sum_i \pi_i \ln \pi_i$ in nats, of one
+# row of logits at several temperatures: 0 for greedy decoding, $\ln |\mathcal{V}|$ for the
+# uniform distribution.
+
+# %%
+try:
+    row_x = np.array([4.0, 3.0, 2.5, 1.0, 0.0, -1.0, -2.0, -3.0])
+    for tau_x in (0.1, 0.5, 1.0, 2.0, 10.0):
+        probs_x = temperature_probs(row_x, tau_x)
+        entropy_x = -np.sum(probs_x[probs_x > 0] * np.log(probs_x[probs_x > 0]))
+        print(f"τ = {tau_x:5.1f}: probabilities {probs_x.round(3)}, entropy {entropy_x:.3f} "
+              f"(uniform: {np.log(len(row_x)):.3f})")  # fmt: skip
+except NotImplementedError:
+    print("Implement Part A first, then run this cell again.")
+
+# %% [markdown]
+# ## Part B: drawing tokens by the inverse cumulative distribution (2 points)
+#
+# To draw a token from $\pi$, take a uniform number $u \in [0, 1)$ and walk along the
+# cumulative probabilities $c_i = \pi_0 + \dots + \pi_i$: the token is the first $i$ whose
+# $c_i$ exceeds $u$. Token $i$ owns the interval $[c_{i-1}, c_i)$ (with $c_{-1} = 0$), of
+# length $\pi_i$, so a uniform $u$ falls in it with probability $\pi_i$. A token of
+# probability 0 owns an empty interval and is never drawn.
+#
+# Implement `sample_tokens(probs, u)`: `probs` of shape (B, $|\mathcal{V}|$), one distribution
+# per row, and `u` of shape (B,), one number in $[0, 1)$ per row. Return an `int64` array of
+# shape (B,): for row $b$, the smallest $i$ with $u_b \cdot s_b < c_{b,i}$, where
+# $s_b = c_{b,|\mathcal{V}|-1}$ is the row's total (1 up to rounding; comparing with
+# $u_b \cdot s_b$, or $u_b$ with $c_{b,i} / s_b$, makes sure that every $u < 1$ finds a
+# token). In practice $u$ comes from a random generator, e.g. `np.random.default_rng(0).random(B)`;
+# here it is an argument, so the function is deterministic.
+#
+# **Bad input** raises `ValueError`: `probs` that is not 2-D or has no column, `u` whose shape
+# is not (B,), a $u$ outside $[0, 1)$, probabilities that are negative, NaN or infinite, and a
+# row whose sum differs from 1 by more than $10^{-6}$.
+
+
+# %% nbgrader={"grade": false, "grade_id": "sample_tokens", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def sample_tokens(probs: np.ndarray | list, u: np.ndarray | list) -> np.ndarray:
+    """Map uniform numbers to tokens through each row's cumulative distribution.
+
+    Args:
+        probs: (B, |V|) probabilities, each row summing to 1 (within 1e-6).
+        u: (B,) numbers in [0, 1).
+
+    Returns:
+        (B,) int64 token ids: row b's token is the first i with u_b * s_b < c_{b,i}.
+
+    Raises:
+        ValueError: for the bad inputs listed above.
+    """
+    ### BEGIN SOLUTION
+    table = np.array(probs, dtype=np.float64)  # (B, |V|)
+    draws = np.array(u, dtype=np.float64)  # (B,)
+    if table.ndim != 2 or table.shape[1] == 0:
+        raise ValueError(f"probs must have shape (B, |V|) with |V| >= 1, got {table.shape}")
+    if draws.shape != table.shape[:1]:
+        raise ValueError(f"u must hold one number per row: ({len(table)},), not {draws.shape}")
+    if not np.isfinite(table).all() or (table < 0).any():
+        raise ValueError("probabilities must be finite and >= 0")
+    off = np.abs(table.sum(axis=1) - 1.0)  # (B,)
+    if off.size and off.max() > 1e-6:
+        worst = int(off.argmax())
+        raise ValueError(f"row {worst} of probs sums to {table[worst].sum()!r}, not 1 ± 1e-6")
+    if not np.all((draws >= 0.0) & (draws < 1.0)):
+        raise ValueError("every u must lie in [0, 1)")
+    ladder = np.cumsum(table, axis=1)  # (B, |V|)
+    ladder = ladder / ladder[:, -1:]  # divided by its own total, the last rung is exactly 1
+    passed = ladder <= draws[:, None]  # (B, |V|): rungs at or below u
+    return passed.sum(axis=1).astype(np.int64)
+    ### END SOLUTION
+
+
+# %% [markdown]
+# ### Visible test for Part B
+#
+# Probabilities that are sums of powers of 2, so that the cumulative sums are exact and $u$
+# can sit right on a boundary; then 20,000 draws with $u$ from a random generator.
+
+# %% nbgrader={"grade": true, "grade_id": "sample_tokens_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+row_b = [0.25, 0.5, 0.0, 0.25]  # token 0 owns [0, 0.25), 1 owns [0.25, 0.75), 2 none, 3 [0.75, 1)
+u_b = np.array([0.0, 0.2499, 0.25, 0.5, 0.7499, 0.75, 0.9999999])
+probs_b = np.array([row_b] * len(u_b))
+copy_b = probs_b.copy()
+tokens_b = sample_tokens(probs_b, u_b)
+assert isinstance(tokens_b, np.ndarray) and tokens_b.shape == (len(u_b),), (
+    f"sample_tokens should return a NumPy array of shape ({len(u_b)},), got "
+    f"{type(tokens_b).__name__} of shape {np.shape(tokens_b)}"
+)
+assert tokens_b.dtype == np.int64, f"the tokens should be int64, got {tokens_b.dtype}"
+for b_b, (u_value_b, token_b, wanted_b) in enumerate(
+    zip(u_b, tokens_b, [0, 0, 1, 1, 1, 3, 3], strict=True)
+):
+    assert token_b == wanted_b, (
+        f"row {b_b}: u = {u_value_b} gives token {token_b}, expected {wanted_b} (probabilities "
+        f"{row_b}, cumulative {np.cumsum(row_b).tolist()}: token i owns [c_(i-1), c_i))"
+    )
+assert np.array_equal(probs_b, copy_b), "sample_tokens modified its input probs"
+first_zero_b = sample_tokens([[0.0, 0.5, 0.5, 0.0], [0.0, 0.5, 0.5, 0.0]], [0.0, 0.9])
+assert first_zero_b.tolist() == [1, 2], (
+    f"with probabilities [0, 0.5, 0.5, 0], u = 0 and u = 0.9 give tokens {first_zero_b.tolist()}, "
+    "expected [1, 2]: a token of probability 0 is never drawn"
+)
+rng_b = np.random.default_rng(8)
+many_b = sample_tokens(np.tile([0.1, 0.6, 0.3], (20_000, 1)), rng_b.random(20_000))
+for token_b, p_b in enumerate([0.1, 0.6, 0.3]):
+    share_b = np.mean(many_b == token_b)
+    sd_b = np.sqrt(p_b * (1 - p_b) / 20_000)
+    assert abs(share_b - p_b) <= 5 * sd_b, (
+        f"token {token_b} was drawn {share_b:.4f} of the time with uniform u, expected "
+        f"{p_b} ± {5 * sd_b:.4f}: off by {share_b - p_b:+.4f}"
+    )
+for bad_b in (
+    lambda: sample_tokens(probs_b, u_b[:3]),  # one u per row
+    lambda: sample_tokens(probs_b[:1], [1.0]),  # u must be < 1
+    lambda: sample_tokens([[0.5, 0.6]], [0.1]),  # sums to 1.1
+    lambda: sample_tokens([[1.5, -0.5]], [0.1]),  # a negative probability
+):
+    try:
+        bad_b()
+    except ValueError:
+        continue
+    raise AssertionError("bad input should raise ValueError (see the cases listed in this cell)")
+print("Part B, visible test: passed.")
+
+# %% nbgrader={"grade": true, "grade_id": "sample_tokens_hidden", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# Hidden test (1 point): sample_tokens against the inverse cumulative distribution on
+# random distributions (|V| from 1 to 20,000), u on exact boundaries, u = 0 and the largest
+# number below 1, zero probabilities at the start, the middle and the end of a row, rows
+# that sum to 1 only within 5e-7, float32 probabilities, lists; inputs unchanged;
+# ValueError for each bad input above.
+### BEGIN HIDDEN TESTS
+from autograder.hidden.a8_gpt_decoding import check_sample_tokens
+
+check_sample_tokens(sample_tokens)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Part C: top-k filtering, as probabilities (3 points)
+#
+# Top-k sampling draws only from the $k$ most likely tokens: the others get probability 0 and
+# the kept ones are renormalised. `course.decoding.top_k_filter` (torch) returns filtered
+# **logits** ($-\infty$ for a removed token); here you return the **probabilities**.
+#
+# **Ties.** When several tokens share the $k$-th largest logit, which of them are kept? The
+# rule of `course.decoding.top_k_filter` and of `transformers`' `TopKLogitsWarper` (read
+# both: each removes the tokens whose logit is *strictly below* the $k$-th largest value) is:
+#
+# $$\text{keep token } i \iff \big|\{\, j : z_j > z_i \,\}\big| < k,$$
+#
+# so **every token tied with the $k$-th is kept**, and more than $k$ tokens may survive. The
+# rule depends on the values only, never on the order of the tokens.
+#
+# Implement `top_k_probs(logits, k)`: `logits` of shape (…, $|\mathcal{V}|$), as in Part A
+# (filter each row along the last axis); return a new `float64` array of the same shape,
+# $\tilde\pi_i = \pi_i / \sum_{j \text{ kept}} \pi_j$ for kept tokens and 0 for the others,
+# with $\pi = \mathrm{softmax}(z)$. $k \ge |\mathcal{V}|$ keeps every token.
+#
+# **Bad input** raises `ValueError`: a `k` that is not an integer (booleans and `2.0`
+# included) or is $< 1$, and the bad logits of Part A.
+
+
+# %% nbgrader={"grade": false, "grade_id": "top_k_probs", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def top_k_probs(logits: np.ndarray | list, k: int) -> np.ndarray:
+    """softmax(logits) restricted to the k best tokens of each row (ties kept), renormalised.
+
+    Args:
+        logits: (..., |V|) scores, as in temperature_probs.
+        k: an integer >= 1; k >= |V| keeps every token.
+
+    Returns:
+        A new float64 array (..., |V|): 0 for removed tokens, rows summing to 1.
+
+    Raises:
+        ValueError: for the bad inputs listed above.
+    """
+    ### BEGIN SOLUTION
+    if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)):
+        raise ValueError(f"k must be an integer, got {k!r}")
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    probs = temperature_probs(logits, 1.0)  # (..., |V|); also checks the logits
+    width = probs.shape[-1]
+    if k >= width:
+        return probs
+    z = np.asarray(logits, dtype=np.float64)
+    # np.partition puts the k-th largest value at index |V| - k, the smaller ones before it.
+    kth_best = np.partition(z, width - k, axis=-1)[..., width - k, None]  # (..., 1)
+    survivors = np.where(z >= kth_best, probs, 0.0)  # (..., |V|)
+    return survivors / np.sum(survivors, axis=-1, keepdims=True)
+    ### END SOLUTION
+
+
+# %% [markdown]
+# ### Visible test for Part C
+#
+# Row 0 has a tie at the 2nd largest logit (2 and 2 after 3); row 1 has none. The expected
+# probabilities keep the listed tokens with weights $e^{z_i}$ and renormalise.
+
+# %% nbgrader={"grade": true, "grade_id": "top_k_probs_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+logits_c = np.array([[3.0, 1.0, 2.0, 2.0, 0.0], [0.1, 0.4, 0.3, 0.2, 0.0]])
+copy_c = logits_c.copy()
+
+
+def expected_c(kept: list[list[int]]) -> np.ndarray:
+    """softmax(logits_c) kept at the listed tokens of each row, renormalised."""
+    weights = np.zeros_like(logits_c)
+    for row, tokens in enumerate(kept):
+        weights[row, tokens] = np.exp(logits_c[row, tokens])
+    return weights / weights.sum(axis=1, keepdims=True)
+
+
+cases_c = [
+    (2, [[0, 2, 3], [1, 2]], "k = 2 (row 0: both tokens tied at the 2nd value are kept)"),
+    (1, [[0], [1]], "k = 1 (greedy)"),
+    (3, [[0, 2, 3], [1, 2, 3]], "k = 3"),
+    (5, [[0, 1, 2, 3, 4]] * 2, "k = |V| = 5"),
+    (9, [[0, 1, 2, 3, 4]] * 2, "k = 9 > |V|"),
+]
+for k_c, kept_c, label_c in cases_c:
+    got_c = top_k_probs(logits_c, k_c)
+    assert isinstance(got_c, np.ndarray) and got_c.shape == logits_c.shape, (
+        f"top_k_probs should return a NumPy array of shape {logits_c.shape}, got "
+        f"{type(got_c).__name__} of shape {np.shape(got_c)}"
+    )
+    assert_close(
+        f"top_k_probs(logits_c, {k_c}) for {label_c}", got_c, expected_c(kept_c), atol=1e-12,
+        against=f"the renormalised probabilities of tokens {kept_c}",
+    )  # fmt: skip
+assert np.array_equal(logits_c, copy_c), "top_k_probs modified its input logits"
+assert_close(
+    "top_k_probs([2, 2, 0], 1): a tie at the top", top_k_probs([2.0, 2.0, 0.0], 1),
+    [0.5, 0.5, 0.0], atol=1e-12,
+)  # fmt: skip
+for bad_c in (
+    lambda: top_k_probs(logits_c, 0),
+    lambda: top_k_probs(logits_c, 2.5),
+    lambda: top_k_probs([[-np.inf, -np.inf]], 1),
+):
+    try:
+        bad_c()
+    except ValueError:
+        continue
+    raise AssertionError("bad input should raise ValueError (see the cases listed in this cell)")
+print("Part C, visible test: passed.")
+
+# %% nbgrader={"grade": true, "grade_id": "top_k_probs_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# Hidden test (2 points): top_k_probs against a count of the strictly larger logits, on
+# random logits of several shapes and seeds (|V| up to 5,000), rows with many exact ties at
+# the k-th value, k = 1, k = |V| and k > |V|, NumPy integer k, -inf logits, huge logits,
+# float32 and integer logits; results new float64 arrays; inputs unchanged; ValueError for
+# each bad input above.
+### BEGIN HIDDEN TESTS
+from autograder.hidden.a8_gpt_decoding import check_top_k_probs
+
+check_top_k_probs(top_k_probs)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Part D: nucleus (top-p) filtering, as probabilities (3 points)
+#
+# Nucleus sampling (Holtzman et al., 2020) keeps the smallest set of most likely tokens whose
+# total probability reaches $p$: sort $\pi$ from the largest down and keep tokens until the
+# running total is $\ge p$, **including the token that crosses $p$**. As a rule on values,
+# the one `course.decoding.top_p_filter` uses:
+#
+# $$\text{keep token } i \iff \sum_{j \,:\, \pi_j > \pi_i} \pi_j < p,$$
+#
+# the probability of the tokens *strictly more likely* than $i$ is still below $p$.
+#
+# * The most likely token is always kept (nothing is more likely than it, and $0 < p$).
+# * **Ties at the crossing**: every token tied in probability with the one that crosses $p$
+#   is kept too (they all have the same mass above them), so the nucleus may hold a little
+#   more than the sort would give. That is the course's choice; `transformers`'
+#   `TopPLogitsWarper` sorts the tokens and keeps the tied ones that its sort happens to put
+#   first, so there the two can differ (read the docstring of `course.decoding`).
+# * $p = 1$ keeps every token.
+#
+# Implement `top_p_probs(logits, p)`: `logits` as in Parts A and C; return a new `float64`
+# array of the same shape with the kept tokens' probabilities renormalised and 0 elsewhere.
+#
+# **Bad input** raises `ValueError`: a `p` that is not a number (booleans included) or lies
+# outside $(0, 1]$ (NaN included), and the bad logits of Part A.
+
+
+# %% nbgrader={"grade": false, "grade_id": "top_p_probs", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def top_p_probs(logits: np.ndarray | list, p: float) -> np.ndarray:
+    """softmax(logits) restricted to each row's nucleus of mass p, renormalised.
+
+    Args:
+        logits: (..., |V|) scores, as in temperature_probs.
+        p: the nucleus mass, 0 < p <= 1.
+
+    Returns:
+        A new float64 array (..., |V|): 0 for removed tokens, rows summing to 1.
+
+    Raises:
+        ValueError: for the bad inputs listed above.
+    """
+    ### BEGIN SOLUTION
+    numeric = isinstance(p, (int, float, np.integer, np.floating))
+    if isinstance(p, (bool, np.bool_)) or not numeric:
+        raise ValueError(f"p must be a number, got {p!r}")
+    if not 0.0 < p <= 1.0:
+        raise ValueError(f"p must lie in (0, 1], got {p!r}")
+    probs = temperature_probs(logits, 1.0)  # (..., |V|); also checks the logits
+    if p == 1:
+        return probs
+    ranked = np.flip(np.sort(probs, axis=-1), axis=-1)  # (..., |V|), most likely first
+    running = np.cumsum(ranked, axis=-1)  # (..., |V|)
+    ahead = running - ranked  # the mass before each sorted position
+    ahead[..., 0] = 0.0  # exactly nothing ahead of the first (running - ranked may round)
+    size = np.count_nonzero(ahead < p, axis=-1)[..., None]  # (..., 1), at least 1
+    floor = np.take_along_axis(ranked, size - 1, axis=-1)  # the crossing token's probability
+    nucleus = np.where(probs >= floor, probs, 0.0)  # ties with the crossing token stay
+    return nucleus / np.sum(nucleus, axis=-1, keepdims=True)
+    ### END SOLUTION
+
+
+# %% [markdown]
+# ### Visible test for Part D
+#
+# The logits are logarithms of probabilities, so that $\pi$ is known: row 0 is
+# $(0.5, 0.2, 0.2, 0.1)$ (a tie at 0.2), row 1 is $(0.05, 0.55, 0.3, 0.1)$. No value of $p$
+# below lies on a partial sum, where rounding would decide.
+
+# %% nbgrader={"grade": true, "grade_id": "top_p_probs_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+pi_d = np.array([[0.5, 0.2, 0.2, 0.1], [0.05, 0.55, 0.3, 0.1]])
+logits_d = np.log(pi_d)
+copy_d = logits_d.copy()
+
+
+def expected_d(kept: list[list[int]]) -> np.ndarray:
+    """pi_d kept at the listed tokens of each row, renormalised."""
+    mass = np.zeros_like(pi_d)
+    for row, tokens in enumerate(kept):
+        mass[row, tokens] = pi_d[row, tokens]
+    return mass / mass.sum(axis=1, keepdims=True)
+
+
+cases_d = [
+    (0.45, [[0], [1]], "p = 0.45: the most likely token alone crosses p"),
+    (0.6, [[0, 1, 2], [1, 2]], "p = 0.6: row 0 crosses p at 0.2, and both tokens of 0.2 are kept"),
+    (0.7, [[0, 1, 2], [1, 2]], "p = 0.7: the token that crosses p is kept"),
+    (0.97, [[0, 1, 2, 3], [0, 1, 2, 3]], "p = 0.97"),
+    (1.0, [[0, 1, 2, 3], [0, 1, 2, 3]], "p = 1: every token"),
+    (1e-9, [[0], [1]], "p = 1e-9: at least one token is kept"),
+]
+for p_d, kept_d, label_d in cases_d:
+    got_d = top_p_probs(logits_d, p_d)
+    assert isinstance(got_d, np.ndarray) and got_d.shape == logits_d.shape, (
+        f"top_p_probs should return a NumPy array of shape {logits_d.shape}, got "
+        f"{type(got_d).__name__} of shape {np.shape(got_d)}"
+    )
+    assert_close(
+        f"top_p_probs(logits_d, {p_d}) for {label_d}", got_d, expected_d(kept_d), atol=1e-12,
+        against=f"the renormalised probabilities of tokens {kept_d}",
+    )  # fmt: skip
+assert np.array_equal(logits_d, copy_d), "top_p_probs modified its input logits"
+for bad_d in (
+    lambda: top_p_probs(logits_d, 0.0),
+    lambda: top_p_probs(logits_d, 1.5),
+    lambda: top_p_probs([[np.inf, 1.0]], 0.5),
+):
+    try:
+        bad_d()
+    except ValueError:
+        continue
+    raise AssertionError("bad input should raise ValueError (see the cases listed in this cell)")
+print("Part D, visible test: passed.")
+
+# %% nbgrader={"grade": true, "grade_id": "top_p_probs_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# Hidden test (2 points): top_p_probs against the mass of the strictly more likely tokens,
+# summed token by token, on random logits of several shapes and seeds (|V| up to 5,000), p
+# from 1e-12 to 1, rows with ties at the crossing and at the top, peaked and flat rows, -inf
+# logits, float32 and integer logits, NumPy floats as p; results new float64 arrays; inputs
+# unchanged; ValueError for each bad input above.
+### BEGIN HIDDEN TESTS
+from autograder.hidden.a8_gpt_decoding import check_top_p_probs
+
+check_top_p_probs(top_p_probs)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Explore (not graded): the numbers for Part F
+#
+# Two next-token distributions over 50 tokens: a **peaked** one (the model is sure) and a
+# **flat** one (many continuations are plausible). For top-k with $k = 5$ and nucleus
+# sampling with $p = 0.9$: how many tokens are kept, and how much of the model's probability
+# do they hold?
+
+# %%
+try:
+    rng_x = np.random.default_rng(80)
+    peaked_x = np.concatenate([[8.0, 6.5, 5.0], rng_x.normal(0.0, 1.0, size=47)])
+    flat_x = rng_x.normal(0.0, 0.3, size=50)
+    for name_x, row_x in (("peaked", peaked_x), ("flat", flat_x)):
+        pi_x = temperature_probs(row_x, 1.0)
+        for label_x, kept_x in (("top-k, k = 5  ", top_k_probs(row_x, 5)),
+                                ("top-p, p = 0.9", top_p_probs(row_x, 0.9))):  # fmt: skip
+            mask_x = kept_x > 0
+            print(f"{name_x:6s} {label_x}: keeps {mask_x.sum():2d} token(s) holding "
+                  f"{pi_x[mask_x].sum():.3f} of the probability")  # fmt: skip
+except NotImplementedError:
+    print("Implement Parts A, C and D first, then run this cell again.")
+
+# %% [markdown]
+# ## Part E: one step of attention with a KV cache (3 points)
+#
+# A GPT generates one token at a time. At step $t + 1$, the new position's query $q$ must
+# attend to the keys and values of **all** positions so far, the new one included (causal
+# attention: nothing later exists yet). The keys and values of the $t$ earlier positions do
+# not change from step to step, so they are kept in a **cache**, $K_{\text{cache}}$ of shape
+# $(t, d_k)$ and $V_{\text{cache}}$ of shape $(t, d_v)$, and only $q, k, v$ of the new position
+# are computed. For one head:
+#
+# $$K' = \begin{bmatrix} K_{\text{cache}} \\ k^\top \end{bmatrix},\quad
+#   V' = \begin{bmatrix} V_{\text{cache}} \\ v^\top \end{bmatrix},\quad
+#   a = \mathrm{softmax}\!\left(\frac{K' q}{\sqrt{d_k}}\right) \in \mathbb{R}^{t+1},\quad
+#   z = V'^\top a = \sum_{j} a_j\, v_j.$$
+#
+# This $z$ is exactly row $t + 1$ of full causal attention $\mathrm{softmax}(QK^\top/\sqrt{d_k}
+# + M)V$ over the whole prefix (Lecture 5), at the cost of one row instead of all of them.
+#
+# Implement `kv_attention_step(keys, values, q, k, v)`: `keys` $(t, d_k)$, `values`
+# $(t, d_v)$, `q` and `k` $(d_k,)$, `v` $(d_v,)$, with $t \ge 0$ (at the first step the caches
+# have shapes $(0, d_k)$ and $(0, d_v)$). Return the tuple `(z, new_keys, new_values)`: $z$ of
+# shape $(d_v,)$ and the extended caches $K'$ $(t + 1, d_k)$ and $V'$ $(t + 1, d_v)$, new
+# `float64` arrays (the inputs stay as they were). It must not overflow for large scores.
+#
+# **Bad input** raises `ValueError`: caches that are not 2-D or hold different numbers of
+# positions, $d_k < 1$ or $d_v < 1$, and `q`, `k` or `v` whose shape is not $(d_k,)$, $(d_k,)$,
+# $(d_v,)$.
+
+
+# %% nbgrader={"grade": false, "grade_id": "kv_attention_step", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def kv_attention_step(
+    keys: np.ndarray,
+    values: np.ndarray,
+    q: np.ndarray | list,
+    k: np.ndarray | list,
+    v: np.ndarray | list,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Attention output of a new position from cached keys and values; the caches extended.
+
+    Args:
+        keys: (t, d_k) cached keys; values: (t, d_v) cached values; t >= 0.
+        q, k: (d_k,) the new position's query and key; v: (d_v,) its value.
+
+    Returns:
+        (z, new_keys, new_values): (d_v,), (t + 1, d_k), (t + 1, d_v), new float64 arrays.
+
+    Raises:
+        ValueError: for the bad inputs listed above.
+    """
+    ### BEGIN SOLUTION
+    past_k = np.asarray(keys, dtype=np.float64)
+    past_v = np.asarray(values, dtype=np.float64)
+    if past_k.ndim != 2 or past_v.ndim != 2:
+        raise ValueError(f"the caches must be 2-D, got shapes {past_k.shape} and {past_v.shape}")
+    if past_k.shape[0] != past_v.shape[0]:
+        raise ValueError(f"the caches hold {past_k.shape[0]} keys but {past_v.shape[0]} values")
+    d_k, d_v = past_k.shape[1], past_v.shape[1]
+    if min(d_k, d_v) < 1:
+        raise ValueError(f"d_k and d_v must be at least 1, got {d_k} and {d_v}")
+    query, key, value = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
+    for name, vector, size in (("q", query, d_k), ("k", key, d_k), ("v", value, d_v)):
+        if vector.shape != (size,):
+            raise ValueError(f"{name} must have shape ({size},), got {vector.shape}")
+    new_keys = np.concatenate([past_k, key[np.newaxis, :]])  # (t+1, d_k)
+    new_values = np.concatenate([past_v, value[np.newaxis, :]])  # (t+1, d_v)
+    logits = new_keys @ query * (1.0 / np.sqrt(d_k))  # (t+1,) one score per position
+    weights = np.exp(logits - logits.max())  # (t+1,), the largest is 1: no overflow
+    z = weights @ new_values / weights.sum()  # (d_v,)
+    return z, new_keys, new_values
+    ### END SOLUTION
+
+
+# %% [markdown]
+# ### Visible test for Part E
+#
+# $d_k = 4$ ($\sqrt{d_k} = 2$) and $d_v = 3$, three steps from an empty cache. At the first
+# step the only position attends to itself, so $z = v_1$. At the second, $q_2 \cdot k_1 = 0$
+# and $q_2 \cdot k_2 / 2 = \ln 3$, so the weights are $(1/4, 3/4)$. At the third, $q_3 = 0$
+# gives equal weights. Then a step with scores near 1000, where $e^{1000}$ would overflow.
+
+# %% nbgrader={"grade": true, "grade_id": "kv_attention_step_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+q_e = np.array([[1.0, -1.0, 0.5, 2.0], [2 * np.log(3.0), 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]])
+k_e = np.array([[0.0, 0.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0], [0.3, -0.2, 0.7, 1.0]])
+v_e = np.array([[1.0, 2.0, 3.0], [-1.0, 0.0, 5.0], [4.0, -2.0, 0.0]])
+expected_e = [v_e[0], 0.25 * v_e[0] + 0.75 * v_e[1], v_e.mean(axis=0)]
+keys_e, values_e = np.zeros((0, 4)), np.zeros((0, 3))
+for step_e in range(3):
+    before_e = (keys_e.copy(), values_e.copy())
+    result_e = kv_attention_step(keys_e, values_e, q_e[step_e], k_e[step_e], v_e[step_e])
+    assert isinstance(result_e, tuple) and len(result_e) == 3, (
+        "kv_attention_step should return the tuple (z, new_keys, new_values)"
+    )
+    z_e, new_keys_e, new_values_e = result_e
+    assert np.array_equal(keys_e, before_e[0]) and np.array_equal(values_e, before_e[1]), (
+        "kv_attention_step modified its input caches"
+    )
+    for name_e, got_e, shape_e in (("z", z_e, (3,)), ("new_keys", new_keys_e, (step_e + 1, 4)),
+                                   ("new_values", new_values_e, (step_e + 1, 3))):  # fmt: skip
+        assert isinstance(got_e, np.ndarray) and got_e.shape == shape_e, (
+            f"step {step_e + 1}: {name_e} should be a NumPy array of shape {shape_e}, got "
+            f"{type(got_e).__name__} of shape {np.shape(got_e)}"
+        )
+    assert_close(f"new_keys after step {step_e + 1}", new_keys_e, k_e[: step_e + 1], atol=0,
+                 against="the keys so far, oldest first")  # fmt: skip
+    assert_close(f"new_values after step {step_e + 1}", new_values_e, v_e[: step_e + 1], atol=0,
+                 against="the values so far, oldest first")  # fmt: skip
+    assert_close(f"z at step {step_e + 1} (t = {step_e} cached positions)", z_e, expected_e[step_e],
+                 atol=1e-12, against="the weighted values worked out by hand")  # fmt: skip
+    keys_e, values_e = new_keys_e, new_values_e
+z_big_e, _, _ = kv_attention_step(
+    np.array([[500.0, 0.0], [499.0, 0.0]]), np.array([[1.0], [2.0]]), [2.0, 0.0], [498.0, 0.0],
+    [3.0],
+)  # fmt: skip
+# scores 1000/√2, 998/√2 and 996/√2: weights proportional to 1, e^(-√2), e^(-2√2)
+weights_big_e = np.exp([0.0, -np.sqrt(2.0), -2 * np.sqrt(2.0)])
+assert_close("z with scores near 700 (exp would overflow)", z_big_e,
+             [weights_big_e @ [1.0, 2.0, 3.0] / weights_big_e.sum()], atol=1e-12)  # fmt: skip
+for bad_e in (
+    lambda: kv_attention_step(np.zeros((2, 4)), np.zeros((3, 3)), q_e[0], k_e[0], v_e[0]),
+    lambda: kv_attention_step(np.zeros((2, 4)), np.zeros((2, 3)), q_e[0][:3], k_e[0], v_e[0]),
+    lambda: kv_attention_step(np.zeros((2, 4)), np.zeros((2, 3)), q_e[0], k_e[0], q_e[0]),
+):
+    try:
+        bad_e()
+    except ValueError:
+        continue
+    raise AssertionError("bad input should raise ValueError (see the cases listed in this cell)")
+print("Part E, visible test: passed.")
+
+# %% nbgrader={"grade": true, "grade_id": "kv_attention_step_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# Hidden test (2 points): kv_attention_step, fed back its own caches step after step, against
+# full causal attention recomputed over the whole prefix at every step, for d_k = d_v and
+# d_k ≠ d_v, d_k = 1, sequences of up to 12 positions, queries and keys from projections
+# of random inputs, a prompt already in the cache, scores of several thousand, float32 and
+# list inputs, and t = 0 with a query that does not match the key; the returned caches hold
+# the keys and values in order; results new float64 arrays; inputs unchanged; ValueError
+# for each bad input above.
+### BEGIN HIDDEN TESTS
+from autograder.hidden.a8_gpt_decoding import check_kv_attention_step
+
+check_kv_attention_step(kv_attention_step)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Explore (not graded): what the cache saves
+#
+# Generating $n$ tokens by recomputing full attention over the prefix at every step costs
+# about $\sum_{t=1}^{n} t^2 \approx n^3/3$ query–key products; with the cache, each step
+# computes one row, $\sum_t t \approx n^2/2$. The time of 100 cached steps with your function,
+# against recomputing every row of the attention matrix at each step:
+
+# %%
+import time
+
+try:
+    rng_x = np.random.default_rng(81)
+    n_x, d_x = 100, 16
+    q_x, k_x, v_x = (rng_x.normal(size=(n_x, d_x)) for _ in range(3))
+    started_x = time.perf_counter()
+    keys_x, values_x = np.zeros((0, d_x)), np.zeros((0, d_x))
+    for i_x in range(n_x):
+        z_x, keys_x, values_x = kv_attention_step(keys_x, values_x, q_x[i_x], k_x[i_x], v_x[i_x])
+    cached_x = time.perf_counter() - started_x
+    started_x = time.perf_counter()
+    for i_x in range(1, n_x + 1):
+        scores_x = q_x[:i_x] @ k_x[:i_x].T / np.sqrt(d_x)  # every row, again
+        scores_x[np.triu_indices(i_x, 1)] = -np.inf
+        full_x = np.exp(scores_x - scores_x.max(axis=1, keepdims=True))
+        rows_x = (full_x / full_x.sum(axis=1, keepdims=True)) @ v_x[:i_x]
+    again_x = time.perf_counter() - started_x
+    print(
+        f"last output, cached vs recomputed: largest difference {np.abs(z_x - rows_x[-1]).max():.1e}"
+    )
+    print(
+        f"{n_x} steps: with the cache {cached_x * 1e3:.1f} ms, recomputing {again_x * 1e3:.1f} ms"
+    )
+except NotImplementedError:
+    print("Implement Part E first, then run this cell again.")
+
+# %% [markdown]
+# ## Part F: why does nucleus sampling adapt, where top-k does not? (2 points, graded by hand)
+#
+# In 4 to 8 sentences, with the numbers printed by the exploration cell after Part D. For the
+# peaked and the flat distribution, how many tokens does top-k with $k = 5$ keep, and how much
+# of the model's probability do they hold; the same for top-p with $p = 0.9$? What goes wrong
+# with a fixed $k$ in each case (think of what the removed tokens hold in the flat case, and
+# of what the kept tokens hold in the peaked case)? Why does a fixed $p$ not have that
+# problem? Finally: the temperature is applied **before** the filters (as `transformers`'
+# `generate` does); what happens to the size of the nucleus when $\tau$ is lowered?
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "topk_vs_topp", "locked": false, "points": 2, "schema_version": 3, "solution": true, "task": false}
+# **Model answer.** With the seeded rows of the exploration cell, top-k with $k = 5$ keeps 5
+# tokens in both cases. In the peaked row they hold 0.985 of the probability, and three of
+# the five have probabilities of 0.04 or less: tokens the model considers unlikely, which are
+# still drawn now and then and produce the incoherent choices that truncation is meant to
+# prevent. In the flat row the same 5 tokens hold only 0.175 of the probability: over 80% of
+# the plausible continuations are thrown away and the text becomes needlessly narrow and
+# repetitive. A fixed number of tokens cannot suit both shapes. Top-p with $p = 0.9$ keeps 2
+# tokens (0.941 of the probability) in the peaked row and 43 tokens (0.913) in the flat row:
+# the set grows and shrinks with the spread of the distribution, because the criterion is
+# the probability mass kept (always just over $p$), not a count, so only the unreliable tail
+# is cut, whatever its size. Lowering $\tau$ sharpens $\pi$ before the filter, so the most
+# likely tokens reach $p$ sooner and the nucleus shrinks (to one token, greedy decoding, as
+# $\tau \to 0$); raising $\tau$ flattens $\pi$ and the nucleus grows.
+#
+# *Grading notes: 1 point for the numbers of both filters on both rows and what goes wrong
+# with a fixed k (unlikely tokens kept when peaked, most of the mass cut when flat); 1 point
+# for p fixing the mass instead of the count, so the nucleus adapts, and the nucleus
+# shrinking as τ is lowered. Accept the student's own printed numbers.*

@@ -1,0 +1,567 @@
+"""Assignment 8: the hidden checks reject plausible bugs and the course's and libraries' shortcuts.
+
+What every assignment must satisfy (structure, reference, untouched version, hard-coded
+answers, traps) is in ``test_assignments.py``. Here: independent implementations (softmax
+through ``np.logaddexp.reduce``, draws by ``np.searchsorted``, top-k by a threshold on the
+sorted row, top-p by suffix sums of the ascending row, the KV step through ``np.einsum``) with
+one switch per plausible bug, each of which must fail its check with a message that names
+the case; the hidden checks' references agree with ``transformers``' logits warpers and with
+``course.decoding``'s filters; the top-p cases never put p within 1e-9 of a token's mass
+above; the visible tests name the typical mistakes; and shortcuts through
+``course.decoding``, ``transformers`` and torch are caught inside the traps.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import io
+
+import numpy as np
+import pytest
+import torch
+from solution_loader import as_student, load_solution, run_cell
+
+from autograder.hidden import a8_gpt_decoding as hidden
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+# --------------------------------------------------------------------------------------------
+# Independent implementations with bug switches
+# --------------------------------------------------------------------------------------------
+
+
+def _logits(logits, *, copy=True):
+    z = np.array(logits, dtype=np.float64) if copy else np.asarray(logits)
+    if z.ndim == 0 or z.shape[-1] == 0:
+        raise ValueError("shape")
+    if np.isnan(z).any() or np.isposinf(z).any():
+        raise ValueError("nan or +inf")
+    if np.isneginf(z).all(axis=-1).any():
+        raise ValueError("a row of -inf")
+    return z
+
+
+@np.errstate(all="ignore")  # the bug switches overflow and divide by zero on purpose
+def softmax_rows(
+    logits,
+    temperature,
+    *,
+    no_shift=False,
+    times_tau=False,
+    keep_dtype=False,
+    in_place=False,
+    accept_zero=False,
+):
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float, np.number)):
+        raise ValueError("temperature")
+    if not np.isfinite(temperature) or temperature < 0 or (temperature == 0 and not accept_zero):
+        raise ValueError("temperature")
+    z = _logits(logits, copy=not in_place)
+    dtype = np.asarray(logits).dtype if keep_dtype else np.float64
+    if in_place:
+        z /= temperature
+    else:
+        z = z * temperature if times_tau else z / temperature
+    if no_shift:
+        e = np.exp(z)
+        return (e / e.sum(axis=-1, keepdims=True)).astype(dtype)
+    total = np.logaddexp.reduce(z, axis=-1, keepdims=True)
+    return np.exp(z - total).astype(dtype)
+
+
+def draw(probs, u, *, inclusive=False, unscaled=False, int32=False, loose_sum=False):
+    table = np.array(probs, dtype=np.float64)
+    u = np.array(u, dtype=np.float64)
+    if table.ndim != 2 or table.shape[1] < 1 or u.shape != (table.shape[0],):
+        raise ValueError("shapes")
+    if not np.isfinite(table).all() or table.min() < 0:
+        raise ValueError("probabilities")
+    if np.any(np.abs(table.sum(axis=1) - 1) > (1e-2 if loose_sum else 1e-6)):
+        raise ValueError("sums")
+    if np.any(~(u >= 0) | ~(u < 1)):
+        raise ValueError("u")
+    out = []
+    for row, value in zip(table, u, strict=True):
+        c = np.cumsum(row)
+        target = value if unscaled else value * c[-1]
+        out.append(np.searchsorted(c, target, side="left" if inclusive else "right"))
+    return np.array(out, dtype=np.int32 if int32 else np.int64)
+
+
+@np.errstate(all="ignore")  # the bug switches overflow and divide by zero on purpose
+def top_k(
+    logits,
+    k,
+    *,
+    exactly_k=False,
+    as_logits=False,
+    unnormalised=False,
+    reject_k_above_v=False,
+    accept_float_k=False,
+):
+    if isinstance(k, bool) or not isinstance(
+        k, (int, np.integer, float if accept_float_k else int)
+    ):
+        raise ValueError("k")
+    if k < 1 or k != int(k):
+        raise ValueError("k")
+    z = _logits(logits)
+    width = z.shape[-1]
+    if reject_k_above_v and k > width:
+        raise ValueError("k > |V|")
+    k = min(int(k), width)
+    if exactly_k:
+        order = np.argsort(-z, axis=-1, kind="stable")[..., :k]
+        keep = np.zeros(z.shape, dtype=bool)
+        np.put_along_axis(keep, order, True, axis=-1)
+    else:
+        threshold = -np.sort(-z, axis=-1)[..., k - 1 : k]
+        keep = z >= threshold
+    if as_logits:
+        return np.where(keep, z, -np.inf)
+    probs = softmax_rows(z, 1.0)
+    kept = np.where(keep, probs, 0.0)
+    return kept if unnormalised else kept / kept.sum(axis=-1, keepdims=True)
+
+
+@np.errstate(all="ignore")  # the bug switches overflow and divide by zero on purpose
+def top_p(
+    logits,
+    p,
+    *,
+    drop_crossing=False,
+    sorted_ties=False,
+    unnormalised=False,
+    as_logits=False,
+    accept_p_zero=False,
+):
+    if isinstance(p, bool) or not isinstance(p, (int, float, np.number)):
+        raise ValueError("p")
+    if not (0 <= p <= 1) or (p == 0 and not accept_p_zero):
+        raise ValueError("p")
+    z = _logits(logits)
+    probs = softmax_rows(z, 1.0)
+    flat = probs.reshape(-1, probs.shape[-1])
+    keep = np.zeros(flat.shape, dtype=bool)
+    for row, values in enumerate(flat):
+        if sorted_ties:  # transformers' rule: the ascending sort's cumulative sum against 1 - p
+            order = np.argsort(values, kind="stable")
+            removed = np.cumsum(values[order]) <= 1 - p
+            removed[-1] = False
+            keep[row, order[~removed]] = True
+            continue
+        ascending = np.sort(values)
+        suffix = np.append(np.cumsum(ascending[::-1])[::-1], 0.0)  # suffix[i] = sum ascending[i:]
+        above = suffix[np.searchsorted(ascending, values, side="right")]
+        keep[row] = (above + values < p) if drop_crossing else (above < p)
+        if p == 1:
+            keep[row] = True
+    keep = keep.reshape(probs.shape)
+    if as_logits:
+        return np.where(keep, z, -np.inf)
+    kept = np.where(keep, probs, 0.0)
+    return kept if unnormalised else kept / kept.sum(axis=-1, keepdims=True)
+
+
+@np.errstate(all="ignore")  # the bug switches overflow and divide by zero on purpose
+def attend_step(
+    keys,
+    values,
+    q,
+    k,
+    v,
+    *,
+    no_scale=False,
+    scale_by_dv=False,
+    cache_only=False,
+    prepend=False,
+    no_shift=False,
+    keep_dtype=False,
+):
+    keys, values = np.asarray(keys), np.asarray(values)
+    q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
+    if keys.ndim != 2 or values.ndim != 2 or len(keys) != len(values):
+        raise ValueError("caches")
+    d_k, d_v = keys.shape[1], values.shape[1]
+    if d_k < 1 or d_v < 1 or q.shape != (d_k,) or k.shape != (d_k,) or v.shape != (d_v,):
+        raise ValueError("vectors")
+    dtype = np.result_type(keys, k) if keep_dtype else np.float64
+    parts_k = [k[None].astype(dtype), keys.astype(dtype)]
+    parts_v = [v[None].astype(dtype), values.astype(dtype)]
+    if not prepend:
+        parts_k, parts_v = parts_k[::-1], parts_v[::-1]
+    new_k, new_v = np.concatenate(parts_k), np.concatenate(parts_v)
+    seen_k, seen_v = (keys, values) if cache_only and len(keys) else (new_k, new_v)
+    scale = np.sqrt(d_v if scale_by_dv else d_k)
+    scores = np.einsum("td,d->t", seen_k.astype(np.float64), q.astype(np.float64))
+    scores = scores if no_scale else scores / scale
+    log_weights = scores if no_shift else scores - np.logaddexp.reduce(scores)
+    weights = np.exp(log_weights)
+    if no_shift:
+        weights = weights / weights.sum()
+    z = np.einsum("t,td->d", weights, seen_v.astype(np.float64))
+    return z.astype(dtype), new_k, new_v
+
+
+# --------------------------------------------------------------------------------------------
+# The independent implementations pass; the references agree with the libraries and the course
+# --------------------------------------------------------------------------------------------
+
+
+def test_the_independent_implementations_pass_too(capsys):
+    hidden.check_temperature_probs(as_student(softmax_rows, "temperature_probs"))
+    hidden.check_sample_tokens(as_student(draw, "sample_tokens"))
+    hidden.check_top_k_probs(as_student(top_k, "top_k_probs"))
+    hidden.check_top_p_probs(as_student(top_p, "top_p_probs"))
+    hidden.check_kv_attention_step(as_student(attend_step, "kv_attention_step"))
+    assert capsys.readouterr().out.count("hidden cases passed") == 5
+
+
+def _warped(warper, logits) -> np.ndarray:
+    """A transformers logits warper applied to each row (as (N, |V|) float64 scores)."""
+    z = torch.tensor(np.array(logits, dtype=np.float64))
+    flat = z.reshape(-1, z.shape[-1])
+    return warper(None, flat).reshape(z.shape).numpy()
+
+
+def test_the_references_agree_with_transformers_warpers():
+    from transformers import TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
+
+    for _, logits, tau in hidden.temperature_cases():
+        scaled = _warped(TemperatureLogitsWarper(float(tau)), logits)
+        expected = torch.tensor(scaled).softmax(-1).numpy()
+        np.testing.assert_allclose(hidden.reference_softmax(logits, float(tau)), expected,
+                                   atol=1e-12, rtol=1e-8)  # fmt: skip
+    for _, logits, k in hidden.top_k_cases():
+        kept = np.isfinite(_warped(TopKLogitsWarper(int(k)), logits)) | np.isneginf(logits)
+        assert np.array_equal(hidden.kept_by_count(logits, int(k)) | np.isneginf(logits), kept)
+    differ = 0
+    for label, logits, p in hidden.top_p_cases():
+        if float(p) == 1.0:
+            continue  # TopPLogitsWarper refuses p = 1 only in old versions; generate skips it
+        ours = hidden.kept_by_mass(logits, float(p)) & ~np.isneginf(logits)
+        theirs = np.isfinite(_warped(TopPLogitsWarper(float(p)), logits))
+        if "tie" in label:
+            assert (ours >= theirs).all()  # the course keeps every tied token, a superset
+            differ += int((ours != theirs).any())
+        else:
+            assert np.array_equal(ours, theirs), label
+    assert differ >= 2, "the tie cases should be ones where the course and transformers differ"
+
+
+def test_the_references_agree_with_course_decoding():
+    from course.decoding import top_k_filter, top_p_filter
+
+    for _, logits, k in hidden.top_k_cases():
+        z = torch.tensor(np.array(logits, dtype=np.float64))
+        expected = top_k_filter(z, int(k)).softmax(-1).numpy()
+        got = hidden.renormalised(
+            hidden.reference_softmax(logits), hidden.kept_by_count(logits, int(k))
+        )
+        np.testing.assert_allclose(got, expected, atol=1e-12, rtol=1e-8)
+    for _, logits, p in hidden.top_p_cases():
+        z = torch.tensor(np.array(logits, dtype=np.float64))
+        expected = top_p_filter(z, float(p)).softmax(-1).numpy()
+        got = hidden.renormalised(
+            hidden.reference_softmax(logits), hidden.kept_by_mass(logits, float(p))
+        )
+        np.testing.assert_allclose(got, expected, atol=1e-12, rtol=1e-8)
+
+
+def test_no_top_p_case_puts_p_within_rounding_of_a_tokens_mass_above():
+    for label, logits, p in hidden.top_p_cases():
+        assert hidden.nucleus_margin(logits, float(p)) > 1e-9, label
+
+
+def test_the_tie_cases_have_ties_that_matter():
+    for label, logits, k in hidden.top_k_cases():
+        if "tied" in label or "ties" in label:
+            counts = hidden.kept_by_count(logits, int(k)).reshape(-1, np.shape(logits)[-1]).sum(1)
+            assert (counts > int(k)).any(), label  # some row keeps more than k tokens
+
+
+def test_the_kv_reference_is_attention_with_a_causal_mask():
+    rng = np.random.default_rng(0)
+    q, k, v = rng.normal(size=(3, 7, 4))
+    expected = torch.nn.functional.scaled_dot_product_attention(
+        *(torch.tensor(a) for a in (q, k, v)), is_causal=True
+    ).numpy()
+    np.testing.assert_allclose(hidden.causal_attention_rows(q, k, v), expected, atol=1e-12)
+
+
+def test_the_inverse_cdf_reference_on_exact_boundaries():
+    probs = np.tile([0.25, 0.5, 0.0, 0.25], (5, 1))
+    assert hidden.inverse_cdf(probs, [0.0, 0.25, 0.5, 0.75, hidden.BELOW_ONE]).tolist() == [
+        0, 1, 1, 3, 3,
+    ]  # fmt: skip
+
+
+# --------------------------------------------------------------------------------------------
+# Plausible bugs
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("bugs", "message"),
+    [
+        ({"no_shift": True}, r"\[temperature_probs, logits near \+10,000, τ = 1\] temperature_probs\(logits, 1\) contains nan"),
+        ({"times_tau": True}, r"\[temperature_probs, a batch \(32, 50\), τ = 0.7\] temperature_probs\(logits, 0.7\) differs from softmax\(z / τ\)"),
+        ({"keep_dtype": True}, r"\[temperature_probs, float32 logits\] the probabilities should be float64, got dtype float32"),
+        ({"in_place": True}, r"\[temperature_probs, a batch \(32, 50\).*\] temperature_probs modified its input logits in place"),
+        ({"accept_zero": True}, r"temperature_probs with τ = 0 should raise ValueError"),
+    ],
+)  # fmt: skip
+def test_check_temperature_probs_rejects_bug(bugs, message):
+    with pytest.raises(AssertionError, match=message):
+        hidden.check_temperature_probs(as_student(softmax_rows, "temperature_probs", **bugs))
+
+
+@pytest.mark.parametrize(
+    ("bugs", "message"),
+    [
+        ({"inclusive": True}, r"\[sample_tokens, u on exact boundaries .*\] \d+ of 11 tokens differ; row 1: u = 0.125 gives token 0, expected 1"),
+        ({"unscaled": True}, r"\[sample_tokens, rows summing to 1 ± 5e-7, .*\] .* gives token 6, expected 5"),
+        ({"int32": True}, r"\[sample_tokens, random distributions .*\] the tokens should be int64, got dtype int32"),
+        ({"loose_sum": True}, r"sample_tokens with a row summing to 0.999 should raise ValueError"),
+    ],
+)  # fmt: skip
+def test_check_sample_tokens_rejects_bug(bugs, message):
+    with pytest.raises(AssertionError, match=message):
+        hidden.check_sample_tokens(as_student(draw, "sample_tokens", **bugs))
+
+
+@pytest.mark.parametrize(
+    ("bugs", "message"),
+    [
+        ({"exactly_k": True}, r"\[top_k_probs, exact ties at the k-th value \(40, 20\), k = 3\] top_k_probs\(logits, 3\): row \d+ keeps tokens .* but the rule keeps"),
+        ({"as_logits": True}, r"\[top_k_probs, a batch \(16, 30\), k = 5\] top_k_probs\(logits, 5\) contains -?inf: return probabilities"),
+        ({"unnormalised": True}, r"\[top_k_probs, a batch \(16, 30\), k = 5\] top_k_probs\(logits, 5\) differs from the kept tokens' probabilities renormalised"),
+        ({"reject_k_above_v": True}, r"\[top_k_probs, k = 1,000 > \|V\| = 10\] top_k_probs raised ValueError\('k > \|V\|'\) for valid input"),
+        ({"accept_float_k": True}, r"top_k_probs with k = 2.0 \(a float\) should raise ValueError"),
+    ],
+)  # fmt: skip
+def test_check_top_k_probs_rejects_bug(bugs, message):
+    with pytest.raises(AssertionError, match=message):
+        hidden.check_top_k_probs(as_student(top_k, "top_k_probs", **bugs))
+
+
+@pytest.mark.parametrize(
+    ("bugs", "message"),
+    [
+        ({"drop_crossing": True}, r"\[top_p_probs, a batch \(20, 40\), p = 0.9\] top_p_probs\(logits, 0.9\)(: row \d+ keeps tokens .* but the rule keeps| contains nan)"),
+        ({"sorted_ties": True}, r"\[top_p_probs, ties at the crossing of p = 0.65\] top_p_probs\(logits, 0.65\): row 0 keeps tokens \[0, [123], [123]\] but the rule keeps \[0, 1, 2, 3\]"),
+        ({"unnormalised": True}, r"\[top_p_probs, a batch \(20, 40\), p = 0.9\] top_p_probs\(logits, 0.9\) differs"),
+        ({"as_logits": True}, r"\[top_p_probs, a batch \(20, 40\), p = 0.9\] top_p_probs\(logits, 0.9\) contains -?inf"),
+        ({"accept_p_zero": True}, r"top_p_probs with p = 0 should raise ValueError"),
+    ],
+)  # fmt: skip
+def test_check_top_p_probs_rejects_bug(bugs, message):
+    with pytest.raises(AssertionError, match=message):
+        hidden.check_top_p_probs(as_student(top_p, "top_p_probs", **bugs))
+
+
+D8 = r"\[kv_attention_step, d_k = d_v = 8, 10 positions from projections of random inputs, step with t = 1 cached positions\]"
+
+
+@pytest.mark.parametrize(
+    ("bugs", "message"),
+    [
+        ({"no_scale": True}, D8 + r" z at position 1 differs from row 1 of full causal attention"),
+        ({"scale_by_dv": True}, r"\[kv_attention_step, d_k = 4, d_v = 6, 12 positions, step with t = 1 .*\] z at position 1 differs"),
+        ({"cache_only": True}, D8 + r" z at position 1 differs"),
+        ({"prepend": True}, D8 + r" new_keys \(t \+ 1 = 2 positions\) differs from the keys of the prefix, oldest first"),
+        ({"no_shift": True}, r"\[kv_attention_step, scores of several thousand .*\] z at position \d+ contains nan"),
+        ({"keep_dtype": True}, r"\[kv_attention_step, float32 q, k, v and caches .*\] z should be float64, got dtype float32"),
+    ],
+)  # fmt: skip
+def test_check_kv_attention_step_rejects_bug(bugs, message):
+    with pytest.raises(AssertionError, match=message):
+        hidden.check_kv_attention_step(as_student(attend_step, "kv_attention_step", **bugs))
+
+
+# --------------------------------------------------------------------------------------------
+# The visible tests name the typical mistakes
+# --------------------------------------------------------------------------------------------
+
+
+@functools.cache
+def _reference_namespace() -> dict:
+    with contextlib.redirect_stdout(io.StringIO()):  # the exploration cells print
+        return load_solution("a8_gpt_decoding").namespace()
+
+
+def _run_visible(grade_id: str, **functions) -> None:
+    cell = load_solution("a8_gpt_decoding").test_cells[grade_id]
+    run_cell(cell.visible_source, {**_reference_namespace(), **functions}, grade_id)
+
+
+def course_style_top_k(logits, k):
+    """The lecture's torch filter pasted in: it returns filtered logits, not probabilities."""
+    from course.decoding import top_k_filter
+
+    return top_k_filter(torch.tensor(np.asarray(logits, dtype=np.float64)), k).numpy()
+
+
+@pytest.mark.parametrize(
+    ("grade_id", "functions", "message"),
+    [
+        (
+            "temperature_probs_visible",
+            {"temperature_probs": as_student(softmax_rows, "tp", times_tau=True)},
+            r"temperature_probs\(logits_a, 0.5\) differs from softmax\(logits / τ\) worked out by hand",
+        ),
+        (
+            "temperature_probs_visible",
+            {"temperature_probs": as_student(softmax_rows, "tp", no_shift=True)},
+            r"temperature_probs\(logits_a, 1.0\) contains nan at \[2, 0\]",
+        ),
+        (
+            "sample_tokens_visible",
+            {"sample_tokens": as_student(draw, "st", inclusive=True)},
+            r"row 2: u = 0.25 gives token 0, expected 1",
+        ),
+        (
+            "top_k_probs_visible",
+            {"top_k_probs": as_student(top_k, "tk", exactly_k=True)},
+            r"top_k_probs\(logits_c, 2\) for k = 2 \(row 0: both tokens tied at the 2nd value are kept\) differs",
+        ),
+        (
+            "top_k_probs_visible",
+            {"top_k_probs": course_style_top_k},
+            r"top_k_probs\(logits_c, 2\) .* contains -inf",
+        ),
+        (
+            "top_p_probs_visible",
+            {"top_p_probs": as_student(top_p, "tpp", drop_crossing=True)},
+            r"top_p_probs\(logits_d, 0.45\) for p = 0.45: the most likely token alone crosses p contains nan|top_p_probs\(logits_d, 0.6\)",
+        ),
+        (
+            "top_p_probs_visible",
+            {"top_p_probs": as_student(top_p, "tpp", sorted_ties=True)},
+            r"top_p_probs\(logits_d, 0.6\) for p = 0.6: row 0 crosses p at 0.2, and both tokens of 0.2 are kept differs",
+        ),
+        (
+            "kv_attention_step_visible",
+            {"kv_attention_step": as_student(attend_step, "kv", no_scale=True)},
+            r"z at step 2 \(t = 1 cached positions\) differs from the weighted values worked out by hand",
+        ),
+        (
+            "kv_attention_step_visible",
+            {"kv_attention_step": as_student(attend_step, "kv", prepend=True)},
+            r"new_keys after step 2 differs from the keys so far, oldest first",
+        ),
+    ],
+)
+def test_visible_tests_name_the_mistake(grade_id, functions, message):
+    with pytest.raises(AssertionError, match=message):
+        _run_visible(grade_id, **functions)
+
+
+def test_visible_tests_pass_with_the_independent_implementations():
+    _run_visible("temperature_probs_visible", temperature_probs=as_student(softmax_rows, "tp"))
+    _run_visible("sample_tokens_visible", sample_tokens=as_student(draw, "sample_tokens"))
+    _run_visible("top_k_probs_visible", top_k_probs=as_student(top_k, "top_k_probs"))
+    _run_visible("top_p_probs_visible", top_p_probs=as_student(top_p, "top_p_probs"))
+    _run_visible("kv_attention_step_visible", kv_attention_step=as_student(attend_step, "kv"))
+
+
+# --------------------------------------------------------------------------------------------
+# Shortcuts: the course's helpers and the libraries are trapped
+# --------------------------------------------------------------------------------------------
+
+
+def probs_with_torch(logits, temperature):
+    z = torch.tensor(np.array(logits, dtype=np.float64))
+    torch.softmax(z / temperature, dim=-1)
+    return softmax_rows(logits, temperature)
+
+
+def draw_with_multinomial(probs, u):
+    torch.multinomial(torch.tensor([[0.5, 0.5]]), 1)
+    return draw(probs, u)
+
+
+def top_k_with_course(logits, k):
+    from course.decoding import top_k_filter
+
+    top_k_filter(torch.zeros(1, 3), 1)
+    return top_k(logits, k)
+
+
+def top_k_with_torch_topk(logits, k):
+    torch.tensor([1.0, 2.0]).topk(1)
+    return top_k(logits, k)
+
+
+def top_p_with_warper(logits, p):
+    from transformers import TopPLogitsWarper
+
+    TopPLogitsWarper(0.5)
+    return top_p(logits, p)
+
+
+def top_p_with_course(logits, p):
+    from course.decoding import filter_logits
+
+    filter_logits(torch.zeros(1, 3), top_p=0.5)
+    return top_p(logits, p)
+
+
+def step_with_course_gpt(keys, values, q, k, v):
+    from course.models.gpt import block_with_cache
+
+    block_with_cache(None, None, None)
+    return attend_step(keys, values, q, k, v)
+
+
+def step_with_sdpa(keys, values, q, k, v):
+    torch.nn.functional.scaled_dot_product_attention(torch.zeros(1, 2), torch.zeros(1, 2),
+                                                     torch.zeros(1, 2))  # fmt: skip
+    return attend_step(keys, values, q, k, v)
+
+
+@pytest.mark.parametrize(
+    ("check", "implementation", "name", "called"),
+    [
+        (hidden.check_temperature_probs, probs_with_torch, "temperature_probs", "torch.softmax"),
+        (hidden.check_sample_tokens, draw_with_multinomial, "sample_tokens", "torch.multinomial"),
+        (hidden.check_top_k_probs, top_k_with_course, "top_k_probs", "course.decoding.top_k_filter"),
+        (hidden.check_top_k_probs, top_k_with_torch_topk, "top_k_probs", "torch.Tensor.topk"),
+        (hidden.check_top_p_probs, top_p_with_warper, "top_p_probs", "transformers.TopPLogitsWarper"),
+        (hidden.check_top_p_probs, top_p_with_course, "top_p_probs", "course.decoding.filter_logits"),
+        (hidden.check_kv_attention_step, step_with_course_gpt, "kv_attention_step", "course.models.gpt.block_with_cache"),
+        (hidden.check_kv_attention_step, step_with_sdpa, "kv_attention_step", "torch.nn.functional.scaled_dot_product_attention"),
+    ],
+)  # fmt: skip
+def test_checks_reject_the_helpers_being_rewritten(check, implementation, name, called):
+    with pytest.raises(hidden.ShortcutUsed, match=f"{name} must .*; it called {called}"):
+        check(as_student(implementation, name))
+
+
+REQUIRED_TRAPS = {
+    "torch.softmax",
+    "torch.topk",
+    "torch.multinomial",
+    "torch.Tensor.softmax",
+    "torch.Tensor.topk",
+    "torch.nn.functional.softmax",
+    "torch.nn.functional.scaled_dot_product_attention",
+    "transformers.TemperatureLogitsWarper",
+    "transformers.TopKLogitsWarper",
+    "transformers.TopPLogitsWarper",
+    "course.decoding.temperature_scale",
+    "course.decoding.top_k_filter",
+    "course.decoding.top_p_filter",
+    "course.decoding.filter_logits",
+    "course.decoding.sample",
+    "course.models.gpt.GPT",
+    "course.models.gpt.block_with_cache",
+}
+
+
+def test_traps_cover_the_routines_that_would_do_the_work():
+    labels = {label for _, _, label in hidden.shortcut_targets()}
+    assert REQUIRED_TRAPS <= labels
+    pairs = [(id(owner), attribute) for owner, attribute, _ in hidden.shortcut_targets()]
+    assert len(pairs) == len(set(pairs)), "a target is listed twice"
