@@ -39,10 +39,14 @@ from autograder import judge, markup, nbgrading
 from autograder import nbgrader_format as fmt
 from autograder.fingerprint import grading_fingerprint
 from autograder.report import write_report
-from autograder.sandbox import Limits, SandboxUnavailable, check_sandbox_available
+from autograder.sandbox import ROOT, ROOTLESS, Limits, SandboxUnavailable, check_sandbox_available
 
 MAX_FILE_BYTES = 50 * 1024 * 1024
 EXIT_OK, EXIT_MANUAL, EXIT_LOOK, EXIT_FAILED = 0, 1, 2, 3
+SANDBOX_WORDS = {
+    ROOT: "root mode (namespaces, chroot, a uid per kernel)",
+    ROOTLESS: "rootless mode (user namespaces; kernels run with your uid outside the sandbox)",
+}
 
 
 class GradingError(RuntimeError):
@@ -322,7 +326,7 @@ def grade(
     quiet: bool = False,
 ) -> int:
     limits = limits or Limits()
-    check_sandbox_available()
+    mode = check_sandbox_available()
     out.mkdir(parents=True, exist_ok=True)
     course = prepare_course(out, assignment)
     specs = load_specs(course, assignment)
@@ -371,6 +375,7 @@ def grade(
     }
     title = f"{assignment}: grading report"
     write_report(rows, part_points(specs), manual, records, out / "report.html", title)
+    state["sandbox"] = mode
     state["timing"] = {
         "judged": len(todo),
         "judge_seconds": judge_seconds,
@@ -379,6 +384,7 @@ def grade(
     state_file.write_text(json.dumps(state))
     if not quiet:
         print_summary(rows, out, len(todo), judge_seconds + record_seconds)
+        print(f"sandbox: {SANDBOX_WORDS[mode]}")
     return exit_code(rows)
 
 

@@ -57,21 +57,119 @@ class SandboxUnavailable(RuntimeError):
     """This machine cannot build the sandbox (not root, no unshare, ...)."""
 
 
-def check_sandbox_available() -> None:
-    if os.geteuid() != 0:
-        raise SandboxUnavailable("the sandbox needs root (for namespaces, chroot and setuid)")
-    for tool in ("unshare", "chroot", "setpriv", "prlimit", "mount"):
+ROOT, ROOTLESS = "root", "rootless"
+# The namespaces of every kernel (root mode); rootless mode first becomes root of a user namespace.
+_NAMESPACES = [
+    "--mount",
+    "--net",
+    "--pid",
+    "--ipc",  # SysV shared memory dies with the kernel and is no channel between kernels
+    "--uts",
+    "--fork",
+    "--kill-child",
+    "--propagation",
+    "private",
+]
+_OUTER_NAMESPACES = ["--user", "--map-root-user", *_NAMESPACES]
+_TOOLS = {
+    ROOT: ("unshare", "chroot", "setpriv", "prlimit", "mount"),
+    ROOTLESS: ("unshare", "setpriv", "prlimit", "mount", "hostname"),
+}
+# Kernel settings that switch unprivileged user namespaces off, and the value that does it.
+_USERNS_SWITCHES = (
+    ("/proc/sys/kernel/unprivileged_userns_clone", "0", "kernel.unprivileged_userns_clone = 0"),
+    ("/proc/sys/user/max_user_namespaces", "0", "user.max_user_namespaces = 0"),
+    (
+        "/proc/sys/kernel/apparmor_restrict_unprivileged_userns",
+        "1",
+        "kernel.apparmor_restrict_unprivileged_userns = 1 (AppArmor)",
+    ),
+)
+_MODE: list[str] = []  # the mode found for this process's user, once
+
+
+def sandbox_mode() -> str:
+    """How this process builds sandboxes: :data:`ROOT` or :data:`ROOTLESS`.
+
+    As root, the kernel runs under a sandbox uid of its own (chroot, setuid). As an ordinary
+    user, the same sandbox is built inside user namespaces: an outer one where the user is root
+    over its own mount, network, pid, IPC and UTS namespaces (to mount the private root), and an
+    inner one where the kernel is an ordinary uid with no capability. Neither: SandboxUnavailable,
+    naming what is missing. Never unsandboxed.
+    """
+    if _MODE:
+        return _MODE[0]
+    mode = ROOT if os.geteuid() == 0 else ROOTLESS
+    for tool in _TOOLS[mode]:
         if shutil.which(tool) is None:
             raise SandboxUnavailable(f"the sandbox needs `{tool}` (util-linux / coreutils)")
+    if mode == ROOTLESS:
+        _probe_user_namespaces()
+    _MODE.append(mode)
+    return mode
+
+
+def _probe_user_namespaces() -> None:
+    """Build a minimal rootless sandbox once (tmpfs, proc, hostname, an inner user namespace)."""
+    import subprocess
+    import tempfile
+
+    script = (
+        'set -e; mount -t tmpfs -o size=1m tmpfs "$1"; mkdir "$1/proc"; '
+        'mount -t proc proc "$1/proc"; hostname probe; '
+        f"unshare --user --map-user={BASE_UID} --map-group={BASE_UID} true"
+    )
+    with tempfile.TemporaryDirectory() as folder:
+        try:
+            result = subprocess.run(
+                ["unshare", *_OUTER_NAMESPACES, "/bin/sh", "-c", script, "probe", folder],
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
+        except (OSError, subprocess.TimeoutExpired) as error:
+            result = None
+            said = str(error)
+        if result is not None and result.returncode == 0:
+            return
+        if result is not None:
+            said = (result.stderr.strip().splitlines() or [f"exit {result.returncode}"])[-1]
+    off = []
+    for path, value, name in _USERNS_SWITCHES:
+        try:
+            if Path(path).read_text().strip() == value:
+                off.append(name)
+        except OSError:
+            continue
+    why = f"this machine has {' and '.join(off)}" if off else f"`unshare` said: {said[:300]}"
+    raise SandboxUnavailable(
+        "the sandbox needs root or unprivileged user namespaces, and this user "
+        f"(uid {os.geteuid()}) has neither: {why}. Run the command as root, or let ordinary "
+        "users create user namespaces (sysctl kernel.unprivileged_userns_clone=1, "
+        "user.max_user_namespaces > 0, kernel.apparmor_restrict_unprivileged_userns=0)"
+    )
+
+
+def check_sandbox_available() -> str:
+    """The sandbox mode (see :func:`sandbox_mode`), or SandboxUnavailable saying what is missing."""
+    return sandbox_mode()
+
+
+def slot_dir() -> Path:
+    """The lock files of the sandbox slots: one folder for root, one per ordinary user."""
+    if os.geteuid() == 0:
+        return SLOT_DIR
+    return SLOT_DIR.with_name(f"{SLOT_DIR.name}-{os.geteuid()}")
 
 
 class Slot:
     """An exclusive sandbox uid, held through an flock that dies with the process."""
 
     def __init__(self) -> None:
-        SLOT_DIR.mkdir(parents=True, exist_ok=True)
+        folder = slot_dir()
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         for index in range(N_SLOTS):
-            handle = open(SLOT_DIR / f"{index}.lock", "w")  # noqa: SIM115 - held until release
+            handle = open(folder / f"{index}.lock", "w")  # noqa: SIM115 - held until release
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -118,7 +216,14 @@ def identity_files(uid: int) -> dict[str, str]:
 
 
 def launcher_script(
-    root: Path, work: Path, runtime: Path, etc: Path, limits: Limits, uid: int, connection: str
+    root: Path,
+    work: Path,
+    runtime: Path,
+    etc: Path,
+    limits: Limits,
+    uid: int,
+    connection: str,
+    mode: str = ROOT,
 ) -> str:
     """The shell script that builds the private root and execs the kernel inside it.
 
@@ -126,15 +231,26 @@ def launcher_script(
     :data:`WORK`, ``runtime`` (connection file, sockets) at :data:`RUNTIME`; the files of
     ``etc`` replace /etc/passwd, group, hostname and hosts; the hostname is :data:`HOSTNAME`.
     Nothing the kernel can read (paths, command line, environment, names) says "grading".
+
+    In :data:`ROOT` mode the script runs as real root in new namespaces, and the kernel gets
+    ``uid`` by setuid. In :data:`ROOTLESS` mode it runs as root of a new user namespace (the TA's
+    uid outside); the kernel then enters an inner user namespace where it is ``uid`` (the TA's
+    uid outside, as every file it writes), chrooted, with no capability: it can neither mount,
+    chroot again nor create user namespaces (the kernel refuses them inside a chroot).
     """
     q = shlex.quote
-    tool = {name: q(shutil.which(name) or name) for name in ("chroot", "mount", "prlimit")}
+    tool = {name: q(shutil.which(name) or name) for name in ("chroot", "prlimit", "unshare")}
     setpriv = q(shutil.which("setpriv") or "setpriv")
+    hostname = (
+        f"echo {HOSTNAME} > /proc/sys/kernel/hostname"  # this UTS namespace's own
+        if mode == ROOT
+        else f"hostname {HOSTNAME}"  # /proc/sys belongs to the host's user namespace
+    )
     lines = [
         "set -e",
         "PATH=/usr/sbin:/usr/bin:/sbin:/bin",
         f"R={q(str(root))}",
-        f"echo {HOSTNAME} > /proc/sys/kernel/hostname",  # this UTS namespace's own
+        hostname,
         f'mount -t tmpfs -o size={limits.tmpfs_mb}m,mode=755 tmpfs "$R"',
     ]
     for path in _readable_roots():
@@ -147,23 +263,38 @@ def launcher_script(
         lines += [
             f'if [ -e "$R/etc/{name}" ]; then mount --bind {q(str(etc / name))} "$R/etc/{name}"; fi',
         ]
+    lines.append(f'mkdir -p "$R{WORK}" "$R{RUNTIME}" "$R/proc" "$R/dev" "$R/tmp"')
+    if mode == ROOT:
+        lines.append(f'chown -R {uid}:{uid} "$R{HOME}"')
     lines += [
-        f'mkdir -p "$R{WORK}" "$R{RUNTIME}" "$R/proc" "$R/dev" "$R/tmp"',
-        f'chown -R {uid}:{uid} "$R{HOME}"',
         f'mount --bind {q(str(work))} "$R{WORK}"',
         f'mount --bind {q(str(runtime))} "$R{RUNTIME}"',
         'mount -t proc -o nosuid,nodev,noexec proc "$R/proc"',
         'for d in null zero full random urandom tty; do touch "$R/dev/$d"; '
         'mount --bind "/dev/$d" "$R/dev/$d"; done',
         'chmod 1777 "$R/tmp"',
-        # coreutils chroot changes directory to the new root, so no handle to the old root stays
-        f'exec {tool["chroot"]} "$R" /bin/sh -c "cd {WORK} && exec {tool["prlimit"]}'
-        f" --as={limits.memory_mb * 1024 * 1024} --nproc={limits.processes}"
-        f" --cpu={limits.cpu_seconds} --fsize={limits.file_mb * 1024 * 1024} --core=0"
-        f" {setpriv} --reuid={uid} --regid={uid} --clear-groups --no-new-privs"
-        f" --inh-caps=-all --bounding-set=-all"
-        f' {q(sys.executable)} -m ipykernel_launcher -f {q(f"{RUNTIME}/{connection}")}"',
     ]
+    rlimits = (
+        f"{tool['prlimit']} --as={limits.memory_mb * 1024 * 1024} --nproc={limits.processes}"
+        f" --cpu={limits.cpu_seconds} --fsize={limits.file_mb * 1024 * 1024} --core=0"
+    )
+    kernel = f"{q(sys.executable)} -m ipykernel_launcher -f {q(f'{RUNTIME}/{connection}')}"
+    if mode == ROOT:
+        lines += [
+            # coreutils chroot changes directory to the new root: no handle to the old root stays
+            f'exec {tool["chroot"]} "$R" /bin/sh -c "cd {WORK} && exec {rlimits}'
+            f" {setpriv} --reuid={uid} --regid={uid} --clear-groups --no-new-privs"
+            f' --inh-caps=-all --bounding-set=-all {kernel}"',
+        ]
+    else:
+        # unshare enters the inner user namespace, chroots and changes directory before it
+        # execs: the kernel's uid is not 0 there, so exec leaves it no capability at all
+        lines += [
+            f"export PWD={WORK}",  # not the host folder the script started in
+            f"exec {tool['unshare']} --user --map-user={uid} --map-group={uid}"
+            f' --root="$R" --wd={WORK} {rlimits} {setpriv} --no-new-privs --inh-caps=-all'
+            f" {kernel}",
+        ]
     return "\n".join(lines)
 
 
@@ -221,7 +352,7 @@ class SandboxKernel:
     """One sandboxed kernel for one submission; restartable, always cleaned up by :meth:`close`."""
 
     def __init__(self, scratch: Path, limits: Limits, files: dict[str, bytes] | None = None):
-        check_sandbox_available()
+        self.mode = check_sandbox_available()
         self.limits = limits
         self.slot = Slot()
         self.scratch = scratch
@@ -243,8 +374,9 @@ class SandboxKernel:
             (work / name).write_bytes(data)
         for name, text in identity_files(self.slot.uid).items():
             (etc / name).write_text(text)
-        for path in [work, runtime, *work.iterdir()]:
-            os.chown(path, self.slot.uid, self.slot.uid)
+        if self.mode == ROOT:  # rootless: the TA's own files are the kernel's uid's inside
+            for path in [work, runtime, *work.iterdir()]:
+                os.chown(path, self.slot.uid, self.slot.uid)
         os.chmod(run, 0o755)
         os.chmod(self.scratch, 0o755)
         self._run = run
@@ -258,26 +390,14 @@ class SandboxKernel:
         info = json.loads(Path(km.connection_file).read_text())
         info["ip"] = f"{RUNTIME}/ipc"
         (runtime / connection).write_text(json.dumps(info))
-        # the kernel (another uid) must read its connection file; it holds only this kernel's key
-        os.chown(runtime / connection, self.slot.uid, self.slot.uid)
+        if self.mode == ROOT:
+            # the kernel (another uid) must read its connection file; it holds only its own key
+            os.chown(runtime / connection, self.slot.uid, self.slot.uid)
         script = launcher_script(
-            root, work, runtime, etc, self.limits, self.slot.uid, connection=connection
+            root, work, runtime, etc, self.limits, self.slot.uid, connection, self.mode
         )
-        km.sandbox_argv = [
-            "unshare",
-            "--mount",
-            "--net",
-            "--pid",
-            "--ipc",  # SysV shared memory dies with the kernel and is no channel between kernels
-            "--uts",
-            "--fork",
-            "--kill-child",
-            "--propagation",
-            "private",
-            "/bin/sh",
-            "-c",
-            script,
-        ]
+        namespaces = _NAMESPACES if self.mode == ROOT else _OUTER_NAMESPACES
+        km.sandbox_argv = ["unshare", *namespaces, "/bin/sh", "-c", script]
         km.start_kernel(env=kernel_environment(), cwd=str(work))
         kc = km.client()
         kc.start_channels()

@@ -2,7 +2,9 @@
 
 One batch (``python -m autograder grade a1_rnn_bptt <folder> --workers 2 --timeout 10``) grades
 every submission of tests/attacks; each has an expected autograded score and status. Then the
-same folder is graded again: nothing is judged twice and nothing changes.
+same folder is graded again: nothing is judged twice and nothing changes. The batch runs twice:
+as root (the sandbox's root mode) and as an ordinary user (its rootless mode, in user
+namespaces), with the same expectations.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import csv
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -20,6 +23,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+import unprivileged
 from attacks import cases, write_cases
 from nbgrader.api import Gradebook
 
@@ -33,16 +37,18 @@ ASSIGNMENT = "a1_rnn_bptt"
 SCREENSHOTS = BUILD / "screenshots" / "grading"
 
 
-def _run(folder: Path, out: Path, tmpdir: Path) -> subprocess.CompletedProcess:
-    """Grade ``folder`` into ``out``; the kernels' folders go under ``tmpdir`` (this batch's)."""
-    return subprocess.run(
-        command_line(ASSIGNMENT, folder, out, "--workers", "2", "--timeout", "10", "--quiet"),
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        env={**os.environ, "TMPDIR": str(tmpdir)},
-    )
+MODES = ["root", "rootless"]
+
+
+def _run(folder: Path, out: Path, tmpdir: Path, mode: str) -> subprocess.CompletedProcess:
+    """Grade ``folder`` into ``out``; the kernels' folders go under ``tmpdir`` (this batch's).
+    Rootless: as an ordinary user (:mod:`unprivileged`), whose home is next to ``tmpdir``."""
+    argv = command_line(ASSIGNMENT, folder, out, "--workers", "2", "--timeout", "10", "--quiet")
+    env = {**os.environ, "TMPDIR": str(tmpdir)}
+    if mode == "rootless":
+        argv = unprivileged.command(argv)
+        env = unprivileged.environment(tmpdir.parent / "home", tmpdir)
+    return subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=900, env=env)
 
 
 def _rows(out: Path) -> dict[str, dict]:
@@ -50,9 +56,24 @@ def _rows(out: Path) -> dict[str, dict]:
         return {row["student"]: row for row in csv.DictReader(handle)}
 
 
-@pytest.fixture(scope="module")
-def batch(tmp_path_factory):
-    out = tmp_path_factory.mktemp("grading")
+def _folders(mode: str, tmp_path_factory) -> dict[str, Path]:
+    """This batch's folders; an ordinary user's own, outside pytest's (closed) folder, if rootless."""
+    if mode == "root":
+        return {
+            name: tmp_path_factory.mktemp(name) for name in ("grading", "submissions", "kernels")
+        }
+    base = unprivileged.own_folder("ta-")
+    found = {name: base / name for name in ("grading", "submissions", "kernels", "home")}
+    for folder in found.values():
+        folder.mkdir()
+    return found
+
+
+@pytest.fixture(scope="module", params=MODES)
+def batch(request, tmp_path_factory):
+    mode = request.param
+    folders = _folders(mode, tmp_path_factory)
+    out = folders["grading"]
     course = prepare_course(out, ASSIGNMENT)
     source = nbformat.read(course / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
     release = nbformat.read(course / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
@@ -64,14 +85,16 @@ def batch(tmp_path_factory):
         "/etc/shadow",
     ]
     found = cases(source, release, secrets)
-    folder = tmp_path_factory.mktemp("submissions")
+    folder, tmpdir = folders["submissions"], folders["kernels"]
     write_cases(found, folder)
-    tmpdir = tmp_path_factory.mktemp("kernels")
-    first = _run(folder, out, tmpdir)
+    if mode == "rootless":
+        unprivileged.give(out.parent)
+    first = _run(folder, out, tmpdir, mode)
     rows = _rows(out)
     csv_text = (out / "grades.csv").read_text()
-    second = _run(folder, out, tmpdir)
-    return {
+    second = _run(folder, out, tmpdir, mode)
+    yield {
+        "mode": mode,
         "out": out,
         "course": course,
         "cases": {c.name: c for c in found},
@@ -82,6 +105,8 @@ def batch(tmp_path_factory):
         "folder": folder,
         "tmpdir": tmpdir,
     }
+    if mode == "rootless":
+        shutil.rmtree(out.parent, ignore_errors=True)
 
 
 EXPECTED = [
@@ -107,6 +132,7 @@ EXPECTED = [
     "hostile_markdown",
     "hostile_outputs",
     "probe_grading_world",
+    "escape_the_sandbox",
     "forged_replies",
     "invalid_json",
     "empty_file",
@@ -120,6 +146,8 @@ EXPECTED = [
 
 
 def test_every_attack_is_in_the_batch(batch):
+    state = json.loads((batch["out"] / "state.json").read_text())
+    assert state["sandbox"] == batch["mode"], batch["first"].stderr[-3000:]
     assert sorted(batch["cases"]) == sorted(EXPECTED)
     assert sorted(batch["rows"]) == sorted(EXPECTED), batch["first"].stderr[-3000:]
 
@@ -185,6 +213,14 @@ def test_secrets_are_out_of_reach_and_the_gradebook_unwritable(batch):
     assert "ENV []" in text, "the kernel's environment tells it that it is being graded"
 
 
+def test_no_way_out_of_the_sandbox(batch):
+    text = _outputs(batch, "escape_the_sandbox")
+    assert "ESCAPED" not in text and text.count("BLOCKED ") == 8, text
+    # no capability of any kind (the bounding set is kept in rootless mode: it grants nothing)
+    caps = re.search(r"CAPS \[([^\]]*)\]", text).group(1).replace("'", "").split(", ")
+    assert caps[:3] == ["0000000000000000"] * 3 and caps[4] == "0000000000000000", caps
+
+
 def _world(batch) -> dict:
     judged = batch["course"] / "judged" / "probe_grading_world" / ASSIGNMENT / f"{ASSIGNMENT}.json"
     cells = json.loads(judged.read_text())["cells"].values()
@@ -231,11 +267,13 @@ def test_the_sandbox_drops_a_reply_over_the_cap_undecoded(monkeypatch, tmp_path)
     assert _gone(tmp_path), "the kernel outlived close()"
 
 
-def _gone(under: Path, seconds: float = 15.0) -> bool:
+def _gone(under: Path, seconds: float = 15.0, mode: str = "root") -> bool:
     """True once no sandbox process has its folders under ``under`` (a killed pid namespace
     takes a moment). Only kernels of this test count: other grading runs on the machine
-    have their folders elsewhere, and a kernel's mount table names the host folder it got."""
-    uids = {BASE_UID + i for i in range(N_SLOTS)}
+    have their folders elsewhere, and a kernel's mount table names the host folder it got
+    (by its path within its file system: the last two names of ``under`` are looked for).
+    Rootless kernels run as the ordinary user who graded."""
+    uids = {BASE_UID + i for i in range(N_SLOTS)} if mode == "root" else {unprivileged.UID}
     deadline = time.monotonic() + seconds
     while True:
         left = []
@@ -245,7 +283,10 @@ def _gone(under: Path, seconds: float = 15.0) -> bool:
                     continue
                 status = (proc / "status").read_text()
                 uid = int(status.split("\nUid:", 1)[1].split()[0])
-                if uid in uids and str(under) in (proc / "mountinfo").read_text():
+                if (
+                    uid in uids
+                    and f"/{under.parent.name}/{under.name}/" in (proc / "mountinfo").read_text()
+                ):
                     left.append(proc.name)
             except OSError:
                 continue  # it ended while we looked
@@ -257,7 +298,7 @@ def _gone(under: Path, seconds: float = 15.0) -> bool:
 
 
 def test_no_sandbox_process_survives(batch):
-    assert _gone(batch["tmpdir"])
+    assert _gone(batch["tmpdir"], mode=batch["mode"])
 
 
 def test_feedback_shows_failures_but_no_hidden_test(batch):
@@ -311,6 +352,7 @@ def _audit(page, expect_math: bool = True) -> dict:
     return {"math": math, **page.evaluate(AUDIT_JS, "#notebook-container")}
 
 
+@pytest.mark.parametrize("batch", ["root"], indirect=True)  # the same files in either mode
 def test_no_student_markup_runs_in_formgrader_or_feedback(batch, tmp_path):
     from playwright.sync_api import sync_playwright
 
@@ -395,6 +437,7 @@ def _check_report(report: dict, rows: dict[str, dict]) -> None:
     assert "<img src=x onerror=" in clip and "hostile_markdown" in clip  # shown as text
 
 
+@pytest.mark.parametrize("batch", ["root"], indirect=True)
 def test_the_audit_sees_student_script_when_nothing_sanitises(batch, tmp_path):
     """The control: nbconvert's stock exporter on the same graded notebook runs the payloads."""
     from nbconvert import HTMLExporter

@@ -109,6 +109,33 @@ print("ENV", sorted(k for k in os.environ if "NBGRADER" in k or "GRAD" in k.uppe
 """
 
 
+# Ways out of a chroot or a uid: each must fail, as root's sandbox or an ordinary user's.
+ESCAPE_PROBE = """
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+def attempt(name, call):
+    try:
+        result = call()
+    except Exception as error:
+        print("BLOCKED", name, type(error).__name__)
+        return
+    if result == -1:
+        print("BLOCKED", name, os.strerror(ctypes.get_errno()))
+    else:
+        print("ESCAPED", name, result)
+os.makedirs("/tmp/inner", exist_ok=True)
+attempt("user_namespace", lambda: libc.unshare(0x10000000))
+attempt("mount_namespace", lambda: libc.unshare(0x00020000))
+attempt("chroot", lambda: os.chroot("/tmp/inner"))
+attempt("mount", lambda: libc.mount(b"none", b"/tmp/inner", b"tmpfs", 0, None))
+attempt("setuid_0", lambda: os.setuid(0))
+attempt("ptrace_pid_1", lambda: libc.ptrace(16, 1, None, None))  # PTRACE_ATTACH
+attempt("sethostname", lambda: libc.sethostname(b"x", 1))
+attempt("write_usr", lambda: open(os.__file__ + ".x", "w"))
+print("CAPS", [line.split()[1] for line in open("/proc/self/status") if line.startswith("Cap")])
+"""
+
+
 # Student markup that would run in a TA's or student's browser if it were rendered as is.
 # Every payload records itself in window.__pwned and requests /pwned/<what> on the page's own
 # server and http://evil.example/<what> elsewhere: the browser test watches for all three.
@@ -419,6 +446,8 @@ def cases(source, release, secret_paths: list[str]) -> list[Case]:
         "needs manual grading",
         "a second answer to the same request fails the call; junk and stale answers are ignored",
     )
+
+    add("escape_the_sandbox", _add_cell(release, ESCAPE_PROBE), 0.0, "graded", "")
 
     # grading must be invisible: a probe after the test cells (the bridge is in the kernel then)
     add("probe_grading_world", _add_cell(release, WORLD_PROBE), 0.0, "graded", "")
