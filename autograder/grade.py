@@ -217,10 +217,11 @@ def judge_entry(job: Job) -> dict:
     if set(record["flags"]) & {"invalid notebook", "wrong assignment"}:
         return record
     scratch = Path(tempfile.mkdtemp(prefix="kernels-"))  # a name that says nothing of grading
+    deadline = time.monotonic() + job.limits.submission_timeout  # all its notebooks together
     try:
         for name, (spec, canonical, raw) in canonicals.items():
             verdict = judge.NotebookVerdict(name)
-            judge.judge_notebook(spec, canonical, raw, scratch, job.limits, verdict)
+            judge.judge_notebook(spec, canonical, raw, scratch, job.limits, verdict, deadline)
             for status in verdict.flags:
                 flag(status, "")
             record["messages"] += verdict.messages
@@ -587,6 +588,10 @@ def main(argv: list[str] | None = None) -> int:
     cmd.add_argument("--timeout", type=float, default=30.0, help="seconds per cell (30)")
     cmd.add_argument("--memory-mb", type=int, default=2048, help="address space per kernel")
     cmd.add_argument("--max-processes", type=int, default=64, help="processes per kernel")
+    cmd.add_argument(
+        "--deadline", type=float, default=600.0, help="seconds for a whole submission (600)"
+    )
+    cmd.add_argument("--max-files", type=int, default=2000, help="files a kernel may create (2000)")
     cmd.add_argument("--force", action="store_true", help="judge unchanged submissions again")
     cmd.add_argument("--quiet", action="store_true")
     try:
@@ -594,7 +599,11 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as stop:
         return EXIT_FAILED if stop.code else EXIT_OK
     limits = Limits(
-        cell_timeout=args.timeout, memory_mb=args.memory_mb, processes=args.max_processes
+        cell_timeout=args.timeout,
+        memory_mb=args.memory_mb,
+        processes=args.max_processes,
+        files=args.max_files,
+        submission_timeout=args.deadline,
     )
     try:
         return grade(

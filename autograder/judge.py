@@ -336,7 +336,13 @@ def _trap_targets(spec: NotebookSpec) -> list[tuple[Any, str, str, Any]]:
     return targets
 
 
-_RESOURCE_HINTS = ("MemoryError", "Resource temporarily unavailable", "Cannot allocate memory")
+_RESOURCE_HINTS = (
+    "MemoryError",
+    "Resource temporarily unavailable",
+    "Cannot allocate memory",
+    "No space left on device",  # the private root's bytes or files are used up
+    "File too large",  # RLIMIT_FSIZE
+)
 
 
 def _error_output(error: BaseException) -> dict:
@@ -383,10 +389,16 @@ def judge_notebook(
     scratch: Path,
     limits: Limits,
     verdict: NotebookVerdict,
+    deadline: float | None = None,
 ) -> None:
-    """Run the submission and its tests; fill ``verdict`` (outputs per cell, flags, tests)."""
+    """Run the submission and its tests; fill ``verdict`` (outputs per cell, flags, tests).
+
+    Nothing runs after ``deadline`` (``time.monotonic()``; by default the submission's time
+    limit from now): the cells left, tests included, fail with a message saying so."""
     started = time.monotonic()
+    deadline = started + limits.submission_timeout if deadline is None else deadline
     kernel = SandboxKernel(scratch, limits, files={f"{spec.name}.ipynb": student_bytes})
+    kernel.deadline = deadline
     verdict.seconds["kernel_start"] = time.monotonic() - started
     try:
         session = wire.Session(kernel, _trap_targets(spec))
@@ -403,6 +415,18 @@ def judge_notebook(
             if cell.cell_type != "code":
                 continue
             started = time.monotonic()
+            if kernel.time_left() <= 0:
+                outcome = kernel.out_of_time()
+                verdict.cells[cell.id] = [_error_output(TimeoutError(outcome.evalue))]
+                verdict.flag(
+                    "timed out",
+                    f"the submission ran longer than {limits.submission_timeout:g} s in all;"
+                    " the cells after that were not run",
+                )
+                if spec.kinds.get(grade_id) == "test":
+                    verdict.tests[grade_id] = False
+                    verdict.failures[grade_id] = f"TimeoutError: {outcome.evalue}"
+                continue
             if spec.kinds.get(grade_id) == "test":
                 _bind_student_names(session, spec, namespace, verdict)
                 passed, outputs = run_test_cell(

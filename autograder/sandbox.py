@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import math
 import os
 import queue
 import re
@@ -38,6 +39,7 @@ MAX_OUTPUT_CHARS = 20_000
 # The largest reply of the grader's bridge that the grader decodes (the kernel's side caps its
 # replies at 64 MB of data, about 86 million base64 characters, but student code can bypass it).
 MAX_PAYLOAD_CHARS = 100_000_000
+OUT_OF_TIME = "the submission ran out of time (the limit for a whole submission) and was stopped"
 
 
 @dataclass(frozen=True)
@@ -49,7 +51,11 @@ class Limits:
     processes: int = 64  # RLIMIT_NPROC of the sandbox uid (threads count too)
     cpu_seconds: int = 600  # RLIMIT_CPU, a backstop against CPU burnt outside any deadline
     file_mb: int = 64  # RLIMIT_FSIZE: the largest file the kernel may write
-    tmpfs_mb: int = 128  # size of the private root (its /tmp and home)
+    tmpfs_mb: int = 128  # size of the private root (its /tmp, home and work folder), in bytes
+    files: int = 2000  # files and folders the kernel may create in its private root
+    submission_timeout: float = (
+        600.0  # wall-clock seconds for a whole submission, restarts included
+    )
     startup_timeout: float = 60.0
 
 
@@ -198,6 +204,9 @@ def _readable_roots() -> list[str]:
     return found
 
 
+_OWN_INODES = 256  # the private root's own folders and mount points, beyond the kernel's files
+_SOCKETS = 5  # shell, iopub, stdin, control and heartbeat: the ipc sockets a kernel makes
+
 HOME = "/home/student"
 WORK = f"{HOME}/work"  # the kernel's working directory: the notebook's folder
 RUNTIME = f"{HOME}/.local/share/jupyter/runtime"  # connection file and sockets, as in Jupyter
@@ -251,7 +260,9 @@ def launcher_script(
         "PATH=/usr/sbin:/usr/bin:/sbin:/bin",
         f"R={q(str(root))}",
         hostname,
-        f'mount -t tmpfs -o size={limits.tmpfs_mb}m,mode=755 tmpfs "$R"',
+        # every folder the kernel may write to is in this tmpfs: bytes and files are capped
+        f"mount -t tmpfs -o size={limits.tmpfs_mb}m,nr_inodes={limits.files + _OWN_INODES},"
+        f'mode=755 tmpfs "$R"',
     ]
     for path in _readable_roots():
         lines += [
@@ -263,11 +274,14 @@ def launcher_script(
         lines += [
             f'if [ -e "$R/etc/{name}" ]; then mount --bind {q(str(etc / name))} "$R/etc/{name}"; fi',
         ]
-    lines.append(f'mkdir -p "$R{WORK}" "$R{RUNTIME}" "$R/proc" "$R/dev" "$R/tmp"')
+    lines += [
+        f'mkdir -p "$R{WORK}" "$R{RUNTIME}" "$R/proc" "$R/dev" "$R/tmp"',
+        f'cp -R {q(str(work))}/. "$R{WORK}/"',  # a copy: the work folder is in the tmpfs
+    ]
     if mode == ROOT:
         lines.append(f'chown -R {uid}:{uid} "$R{HOME}"')
     lines += [
-        f'mount --bind {q(str(work))} "$R{WORK}"',
+        # the only host folder it may write to, until its sockets are made (see below)
         f'mount --bind {q(str(runtime))} "$R{RUNTIME}"',
         'mount -t proc -o nosuid,nodev,noexec proc "$R/proc"',
         'for d in null zero full random urandom tty; do touch "$R/dev/$d"; '
@@ -280,21 +294,37 @@ def launcher_script(
     )
     kernel = f"{q(sys.executable)} -m ipykernel_launcher -f {q(f'{RUNTIME}/{connection}')}"
     if mode == ROOT:
-        lines += [
-            # coreutils chroot changes directory to the new root: no handle to the old root stays
-            f'exec {tool["chroot"]} "$R" /bin/sh -c "cd {WORK} && exec {rlimits}'
+        # coreutils chroot changes directory to the new root: no handle to the old root stays
+        start = (
+            f'{tool["chroot"]} "$R" /bin/sh -c "cd {WORK} && exec {rlimits}'
             f" {setpriv} --reuid={uid} --regid={uid} --clear-groups --no-new-privs"
-            f' --inh-caps=-all --bounding-set=-all {kernel}"',
-        ]
+            f' --inh-caps=-all --bounding-set=-all {kernel}"'
+        )
     else:
         # unshare enters the inner user namespace, chroots and changes directory before it
         # execs: the kernel's uid is not 0 there, so exec leaves it no capability at all
-        lines += [
-            f"export PWD={WORK}",  # not the host folder the script started in
-            f"exec {tool['unshare']} --user --map-user={uid} --map-group={uid}"
+        lines.append(f"export PWD={WORK}")  # not the host folder the script started in
+        start = (
+            f"{tool['unshare']} --user --map-user={uid} --map-group={uid}"
             f' --root="$R" --wd={WORK} {rlimits} {setpriv} --no-new-privs --inh-caps=-all'
-            f" {kernel}",
-        ]
+            f" {kernel}"
+        )
+    # This shell stays as the pid namespace's init (its command line is `/bin/sh -s`, the script
+    # comes on stdin): once the kernel has made its sockets, the runtime folder becomes
+    # read-only for it, so it can store nothing on the host.
+    lines += [
+        # ipykernel stops when its parent is pid 1 and it was told its parent's pid: it is not
+        # told (the grader's end of the kernel is watched by unshare's --kill-child instead)
+        "unset JPY_PARENT_PID",
+        f"{start} < /dev/null > /dev/null 2>&1 &",  # nothing of it on the TA's terminal
+        "k=$! i=0",
+        f'while [ "$(ls "$R{RUNTIME}" | grep -c "^ipc-")" -lt {_SOCKETS} ] && kill -0 $k'
+        f" 2>/dev/null && [ $i -lt {int(limits.startup_timeout * 20)} ]; do",
+        "  sleep 0.05; i=$((i+1))",
+        "done",
+        f'mount -o remount,bind,ro,nosuid,nodev,noexec "$R{RUNTIME}"',
+        "wait $k",
+    ]
     return "\n".join(lines)
 
 
@@ -359,6 +389,7 @@ class SandboxKernel:
         self.files = files or {}
         self.history: list[str] = []  # cells that ran to completion, replayed after a restart
         self.restarts = 0
+        self.deadline = math.inf  # time.monotonic() after which nothing more runs (see judge)
         self.km: _SandboxManager | None = None
         self.kc = None
         self._start()
@@ -397,7 +428,9 @@ class SandboxKernel:
             root, work, runtime, etc, self.limits, self.slot.uid, connection, self.mode
         )
         namespaces = _NAMESPACES if self.mode == ROOT else _OUTER_NAMESPACES
-        km.sandbox_argv = ["unshare", *namespaces, "/bin/sh", "-c", script]
+        (run / "start.sh").write_text(script)
+        start = f"exec /bin/sh -s < {shlex.quote(str(run / 'start.sh'))}"
+        km.sandbox_argv = ["unshare", *namespaces, "/bin/sh", "-c", start]
         km.start_kernel(env=kernel_environment(), cwd=str(work))
         kc = km.client()
         kc.start_channels()
@@ -425,9 +458,14 @@ class SandboxKernel:
         if getattr(self, "_run", None) is not None:
             shutil.rmtree(self._run, ignore_errors=True)
 
+    def time_left(self) -> float:
+        return self.deadline - time.monotonic()
+
     def restart(self) -> bool:
         """Start a fresh kernel and replay the cells that completed; False if that fails."""
         self._stop()
+        if self.time_left() <= 0:
+            return False  # the submission's time is up: nothing more will run
         self.restarts += 1
         try:
             self._start()
@@ -448,8 +486,13 @@ class SandboxKernel:
 
     # -- execution ----------------------------------------------------------------------------
 
+    def out_of_time(self) -> Outcome:
+        return Outcome("timeout", ename="TimeoutError", evalue=OUT_OF_TIME)
+
     def run_cell(self, code: str) -> Outcome:
         """Run a student cell; after a timeout or a death, restart and replay the earlier cells."""
+        if self.time_left() <= 0:
+            return self.out_of_time()
         if not self.alive() and not self.restart():
             return Outcome("died", ename="DeadKernelError", evalue="the kernel could not restart")
         outcome = self._execute(code, self.limits.cell_timeout)
@@ -461,6 +504,8 @@ class SandboxKernel:
 
     def run_hidden(self, code: str, timeout: float, mimetype: str) -> Outcome:
         """Run grader code (not kept in the history); collect the payloads of ``mimetype``."""
+        if self.time_left() <= 0:
+            return self.out_of_time()
         if not self.alive() and not self.restart():
             return Outcome("died", ename="DeadKernelError", evalue="the kernel could not restart")
         outcome = self._execute(code, timeout, mimetype=mimetype, keep_outputs=False)
@@ -474,7 +519,7 @@ class SandboxKernel:
         kc, km = self.kc, self.km
         assert kc is not None and km is not None
         started = time.monotonic()
-        deadline = started + timeout
+        deadline = min(started + timeout, self.deadline)
         msg_id = kc.execute(code, store_history=False, allow_stdin=False)
         outcome = Outcome("ok")
         chars = 0
@@ -484,6 +529,8 @@ class SandboxKernel:
                 outcome.status = "timeout"
                 outcome.ename = "TimeoutError"
                 outcome.evalue = f"the cell ran longer than {timeout:g} s and was stopped"
+                if self.time_left() <= 0:
+                    outcome.evalue = OUT_OF_TIME
                 break
             if not km.is_alive():
                 outcome.status = "died"

@@ -38,12 +38,14 @@ SCREENSHOTS = BUILD / "screenshots" / "grading"
 
 
 MODES = ["root", "rootless"]
+DEADLINE = 45  # seconds per submission: about twice the slowest case but slow_cells (54 s)
 
 
 def _run(folder: Path, out: Path, tmpdir: Path, mode: str) -> subprocess.CompletedProcess:
     """Grade ``folder`` into ``out``; the kernels' folders go under ``tmpdir`` (this batch's).
     Rootless: as an ordinary user (:mod:`unprivileged`), whose home is next to ``tmpdir``."""
-    argv = command_line(ASSIGNMENT, folder, out, "--workers", "2", "--timeout", "10", "--quiet")
+    options = ("--workers", "2", "--timeout", "10", "--deadline", str(DEADLINE), "--quiet")
+    argv = command_line(ASSIGNMENT, folder, out, *options)
     env = {**os.environ, "TMPDIR": str(tmpdir)}
     if mode == "rootless":
         argv = unprivileged.command(argv)
@@ -117,6 +119,9 @@ EXPECTED = [
     "memory_bomb",
     "memory_bomb_growing",
     "fork_bomb",
+    "slow_cells",
+    "many_files",
+    "fill_the_disk",
     "os_exit",
     "sys_exit",
     "os_exit_in_graded_function",
@@ -211,6 +216,14 @@ def test_secrets_are_out_of_reach_and_the_gradebook_unwritable(batch):
     assert "READ" not in text.replace("BLOCKED", "") and "WROTE" not in text, text
     assert text.count("BLOCKED ") == 5 and "BLOCKED-WRITE" in text
     assert "ENV []" in text, "the kernel's environment tells it that it is being graded"
+
+
+def test_the_kernel_writes_only_its_own_capped_tmpfs(batch):
+    text = _outputs(batch, "many_files")
+    assert "BLOCKED /home/student/.local/share/jupyter/runtime Read-only file system" in text
+    assert "WROTE /tmp" in text and "WROTE ." in text, text
+    assert "No space left on device" in text, text
+    assert "No space left on device" in _outputs(batch, "fill_the_disk")
 
 
 def test_no_way_out_of_the_sandbox(batch):

@@ -109,6 +109,30 @@ print("ENV", sorted(k for k in os.environ if "NBGRADER" in k or "GRAD" in k.uppe
 """
 
 
+# Storage: the one host folder the kernel sees (its runtime folder) and as many files as it can.
+MANY_FILES = """
+import os
+for folder in (os.path.expanduser("~/.local/share/jupyter/runtime"), "/tmp", "."):
+    try:
+        open(os.path.join(folder, "probe"), "w").close()
+        print("WROTE", folder)
+    except OSError as error:
+        print("BLOCKED", folder, error.strerror)
+count = 0
+while True:  # until the file system refuses: an OSError that ends the cell
+    open(f"f{count}", "w").close()
+    count += 1
+"""
+
+FILL_THE_DISK = """
+chunk = b"x" * 2**20
+for part in range(1000):  # 40 MB files (under the file size limit) until the space runs out
+    with open(f"part{part}", "wb") as handle:
+        for _ in range(40):
+            handle.write(chunk)
+"""
+
+
 # Ways out of a chroot or a uid: each must fail, as root's sandbox or an ordinary user's.
 ESCAPE_PROBE = """
 import ctypes, os
@@ -321,6 +345,30 @@ def cases(source, release, secret_paths: list[str]) -> list[Case]:
         full,
         "timed out",
         "bounded by the process limit, killed with its pid namespace",
+    )
+    add(
+        "many_files",
+        _add_cell(good, MANY_FILES),
+        full,
+        "resource limit",
+        "the runtime folder is read-only; files stop at the cap (No space left on device)",
+    )
+    add(
+        "fill_the_disk",
+        _add_cell(good, FILL_THE_DISK),
+        full,
+        "resource limit",
+        "bytes stop at the private root's size (No space left on device)",
+    )
+    slow = good
+    for _ in range(6):  # each cell under the cell timeout, together over the submission's
+        slow = _add_cell(slow, "import time\ntime.sleep(9)\n", after=last_solution)
+    add(
+        "slow_cells",
+        slow,
+        full - last_part,
+        "timed out",
+        "stopped at the submission's deadline: the tests after it fail, unrun",
     )
     add("os_exit", _add_cell(good, "import os\nos._exit(0)\n"), full, "kernel died", "")
     add(
