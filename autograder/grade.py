@@ -39,7 +39,14 @@ from autograder import judge, markup, nbgrading
 from autograder import nbgrader_format as fmt
 from autograder.fingerprint import grading_fingerprint
 from autograder.report import write_report
-from autograder.sandbox import ROOT, ROOTLESS, Limits, SandboxUnavailable, check_sandbox_available
+from autograder.sandbox import (
+    ROOT,
+    ROOTLESS,
+    Limits,
+    SandboxUnavailable,
+    check_sandbox_available,
+    memory_cap,
+)
 
 MAX_FILE_BYTES = 50 * 1024 * 1024
 EXIT_OK, EXIT_MANUAL, EXIT_LOOK, EXIT_FAILED = 0, 1, 2, 3
@@ -306,6 +313,13 @@ def run_parallel(jobs: list[Job], workers: int):
             yield job.entry, record
 
 
+def memory_cap_rootless(limits: Limits) -> str:
+    return (
+        f"{limits.memory_mb} MB of address space per process only: no memory cgroup in"
+        " rootless mode (run as root for a cap per kernel)"
+    )
+
+
 # -- the whole command ---------------------------------------------------------------------------
 
 
@@ -377,6 +391,7 @@ def grade(
     title = f"{assignment}: grading report"
     write_report(rows, part_points(specs), manual, records, out / "report.html", title)
     state["sandbox"] = mode
+    state["memory"] = memory_cap(limits) if mode == ROOT else memory_cap_rootless(limits)
     state["timing"] = {
         "judged": len(todo),
         "judge_seconds": judge_seconds,
@@ -386,6 +401,7 @@ def grade(
     if not quiet:
         print_summary(rows, out, len(todo), judge_seconds + record_seconds)
         print(f"sandbox: {SANDBOX_WORDS[mode]}")
+        print(f"memory: {state['memory']}")
     return exit_code(rows)
 
 
@@ -587,7 +603,13 @@ def main(argv: list[str] | None = None) -> int:
     cmd.add_argument("--out", type=Path, default=Path("grading"), help="output folder")
     cmd.add_argument("--timeout", type=float, default=30.0, help="seconds per cell (30)")
     cmd.add_argument("--memory-mb", type=int, default=2048, help="address space per kernel")
+    cmd.add_argument(
+        "--kernel-memory-mb", type=int, default=4096, help="memory of a whole kernel (4096)"
+    )
     cmd.add_argument("--max-processes", type=int, default=64, help="processes per kernel")
+    cmd.add_argument(
+        "--max-reply-mb", type=int, default=128, help="largest message read from a kernel (128)"
+    )
     cmd.add_argument(
         "--deadline", type=float, default=600.0, help="seconds for a whole submission (600)"
     )
@@ -601,6 +623,8 @@ def main(argv: list[str] | None = None) -> int:
     limits = Limits(
         cell_timeout=args.timeout,
         memory_mb=args.memory_mb,
+        kernel_memory_mb=args.kernel_memory_mb,
+        reply_mb=args.max_reply_mb,
         processes=args.max_processes,
         files=args.max_files,
         submission_timeout=args.deadline,

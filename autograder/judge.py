@@ -451,6 +451,8 @@ def judge_notebook(
                 verdict.flag("timed out", f"{where} ran longer than {limits.cell_timeout:g} s")
             elif outcome.status == "died":
                 verdict.flag("kernel died", f"the kernel died in {where}")
+            if outcome.refused and outcome.status != "died":
+                verdict.flag("resource limit", f"{where}: an output over {limits.reply_mb} MB")
             elif outcome.status == "error" and any(
                 hint in outcome.ename + outcome.evalue for hint in _RESOURCE_HINTS
             ):
@@ -458,6 +460,17 @@ def judge_notebook(
             verdict.seconds["student_cells"] += time.monotonic() - started
         if session.timeouts:
             verdict.flag("timed out", f"{session.timeouts} graded call(s) ran out of time")
+        if session.refused:
+            verdict.flag(
+                "resource limit",
+                f"{session.refused} graded call(s) answered with over {limits.reply_mb} MB",
+            )
+        if kernel.memory_stops():
+            verdict.flag(
+                "resource limit",
+                f"the kernel's processes used more than {limits.kernel_memory_mb} MB together:"
+                f" {kernel.memory_stops()} of them stopped",
+            )
         if session.deaths:
             verdict.flag("kernel died", f"the kernel died in {session.deaths} graded call(s)")
     finally:

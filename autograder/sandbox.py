@@ -30,6 +30,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import zmq
 from jupyter_client import KernelManager
 
 SLOT_DIR = Path("/tmp/autograder-sandbox-slots")
@@ -48,6 +49,8 @@ class Limits:
 
     cell_timeout: float = 30.0
     memory_mb: int = 2048  # address space (RLIMIT_AS) of every process in the kernel
+    kernel_memory_mb: int = 4096  # all the kernel's processes together (a memory cgroup)
+    reply_mb: int = 128  # the largest message the grader receives from the kernel (ZMQ drops more)
     processes: int = 64  # RLIMIT_NPROC of the sandbox uid (threads count too)
     cpu_seconds: int = 600  # RLIMIT_CPU, a backstop against CPU burnt outside any deadline
     file_mb: int = 64  # RLIMIT_FSIZE: the largest file the kernel may write
@@ -161,6 +164,117 @@ def check_sandbox_available() -> str:
     return sandbox_mode()
 
 
+class MemoryCgroup:
+    """A memory cgroup for one kernel, under this process's own (cgroup v2 or v1).
+
+    Everything the kernel's processes use together (their memory and their tmpfs) is capped at
+    ``limit_mb``, swap included; past it the kernel's OOM killer stops the largest of them, which
+    :meth:`oom_kills` counts. Made under the grader's own cgroup, so the limits the grader itself
+    runs under still hold.
+    """
+
+    def __init__(self, parent: Path, version: int, limit_mb: int):
+        self.version = version
+        self.path = parent / f"kernel-{uuid.uuid4().hex[:12]}"
+        self.path.mkdir()
+        limit = str(limit_mb * 1024 * 1024)
+        try:
+            if version == 2:
+                (self.path / "memory.max").write_text(limit)
+                if (self.path / "memory.swap.max").exists():
+                    (self.path / "memory.swap.max").write_text("0")
+            else:
+                (self.path / "memory.limit_in_bytes").write_text(limit)
+                if (self.path / "memory.memsw.limit_in_bytes").exists():
+                    (self.path / "memory.memsw.limit_in_bytes").write_text(limit)
+        except OSError:
+            self.remove()
+            raise
+
+    def oom_kills(self) -> int:
+        """Processes the kernel's OOM killer stopped in this cgroup."""
+        name = "memory.events" if self.version == 2 else "memory.oom_control"
+        try:
+            for line in (self.path / name).read_text().splitlines():
+                key, _, value = line.partition(" ")
+                if key == "oom_kill":
+                    return int(value)
+        except (OSError, ValueError):
+            pass
+        return 0
+
+    def remove(self) -> None:
+        """Remove the cgroup once its processes are gone (a killed pid namespace takes a moment)."""
+        for _ in range(50):
+            try:
+                self.path.rmdir()
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                time.sleep(0.1)
+
+
+def _cgroup_parent() -> tuple[Path, int] | str:
+    """(folder of this process's memory cgroup, version), or why there is none to write."""
+    try:
+        own = Path("/proc/self/cgroup").read_text().splitlines()
+        mounts = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError as error:
+        return f"cannot read this process's cgroups ({error.strerror})"
+    for line in own:
+        number, controllers, path = line.split(":", 2)
+        version = 2 if number == "0" and controllers == "" else 1
+        if version == 1 and "memory" not in controllers.split(","):
+            continue
+        for mount in mounts:
+            fields, _, rest = mount.partition(" - ")
+            fstype, _, options = rest.split(" ")[:3] if rest.count(" ") >= 2 else ("", "", "")
+            root, point = fields.split(" ")[3:5]
+            wanted = "cgroup2" if version == 2 else "cgroup"
+            if fstype != wanted or (version == 1 and "memory" not in options.split(",")):
+                continue
+            relative = path if root == "/" else path[len(root) :] if path.startswith(root) else ""
+            folder = Path(point + relative.rstrip("/"))
+            if version == 2:
+                controls = folder / "cgroup.subtree_control"
+                try:
+                    if "memory" not in controls.read_text().split():
+                        continue  # not delegated to us: a child could not limit memory
+                except OSError:
+                    continue
+            if os.access(folder, os.W_OK):
+                return folder, version
+    return (
+        "no memory cgroup this user may write to (cgroup v2 needs the memory controller delegated)"
+    )
+
+
+_CGROUP: list[tuple[Path, int] | str] = []
+
+
+def memory_cgroups() -> tuple[Path, int] | str:
+    """Where kernels' memory cgroups go, tried once (a cgroup made and removed); or why not."""
+    if not _CGROUP:
+        found = _cgroup_parent()
+        if not isinstance(found, str):
+            try:
+                MemoryCgroup(found[0], found[1], 64).remove()
+            except OSError as error:
+                found = f"cannot make a memory cgroup in {found[0]} ({error.strerror})"
+        _CGROUP.append(found)
+    return _CGROUP[0]
+
+
+def memory_cap(limits: Limits) -> str:
+    """How the kernels' memory is limited, in words (for the TA's summary and state.json)."""
+    found = memory_cgroups()
+    per_process = f"{limits.memory_mb} MB of address space per process"
+    if isinstance(found, str):
+        return f"{per_process} only: {found}"
+    return f"{limits.kernel_memory_mb} MB per kernel (cgroup v{found[1]}), {per_process}"
+
+
 def slot_dir() -> Path:
     """The lock files of the sandbox slots: one folder for root, one per ordinary user."""
     if os.geteuid() == 0:
@@ -233,6 +347,7 @@ def launcher_script(
     uid: int,
     connection: str,
     mode: str = ROOT,
+    cgroup: Path | None = None,
 ) -> str:
     """The shell script that builds the private root and execs the kernel inside it.
 
@@ -260,6 +375,10 @@ def launcher_script(
         "PATH=/usr/sbin:/usr/bin:/sbin:/bin",
         f"R={q(str(root))}",
         hostname,
+    ]
+    if cgroup is not None:  # this shell and every process of the kernel, from now on
+        lines.append(f"echo $$ > {q(str(cgroup / 'cgroup.procs'))}")
+    lines += [
         # every folder the kernel may write to is in this tmpfs: bytes and files are capped
         f"mount -t tmpfs -o size={limits.tmpfs_mb}m,nr_inodes={limits.files + _OWN_INODES},"
         f'mode=755 tmpfs "$R"',
@@ -296,7 +415,8 @@ def launcher_script(
     if mode == ROOT:
         # coreutils chroot changes directory to the new root: no handle to the old root stays
         start = (
-            f'{tool["chroot"]} "$R" /bin/sh -c "cd {WORK} && exec {rlimits}'
+            # a cgroup namespace of its own: /proc/self/cgroup names no host cgroup
+            f'{tool["unshare"]} --cgroup {tool["chroot"]} "$R" /bin/sh -c "cd {WORK} && exec {rlimits}'
             f" {setpriv} --reuid={uid} --regid={uid} --clear-groups --no-new-privs"
             f' --inh-caps=-all --bounding-set=-all {kernel}"'
         )
@@ -375,6 +495,7 @@ class Outcome:
     evalue: str = ""
     payloads: list[str] = field(default_factory=list)  # data of the grader's private mimetype
     oversized: int = 0  # payloads of that mimetype dropped for being over MAX_PAYLOAD_CHARS
+    refused: int = 0  # messages over Limits.reply_mb, dropped by ZMQ unread
     seconds: float = 0.0
 
 
@@ -390,6 +511,8 @@ class SandboxKernel:
         self.history: list[str] = []  # cells that ran to completion, replayed after a restart
         self.restarts = 0
         self.deadline = math.inf  # time.monotonic() after which nothing more runs (see judge)
+        self.cgroup: MemoryCgroup | None = None
+        self.oom_kills = 0  # processes stopped for the kernel's memory cap, over all its restarts
         self.km: _SandboxManager | None = None
         self.kc = None
         self._start()
@@ -413,7 +536,12 @@ class SandboxKernel:
         self._run = run
         # The grader's connection file names the sockets by their host path; the kernel gets a
         # copy naming them where it sees them, at a path like any Jupyter kernel's.
-        km = _SandboxManager(transport="ipc", ip=str(runtime / "ipc"))
+        # The grader's sockets refuse any message over reply_mb: ZMQ drops the connection before
+        # reading it (and reconnects); a monitor tells us that it happened.
+        context = zmq.Context()
+        context.setsockopt(zmq.MAXMSGSIZE, self.limits.reply_mb * 2**20)
+        self._context = context
+        km = _SandboxManager(transport="ipc", ip=str(runtime / "ipc"), context=context)
         km.connection_file = str(run / "connection.json")
         km.session.username = USER
         km.write_connection_file()
@@ -424,16 +552,31 @@ class SandboxKernel:
         if self.mode == ROOT:
             # the kernel (another uid) must read its connection file; it holds only its own key
             os.chown(runtime / connection, self.slot.uid, self.slot.uid)
+        where = memory_cgroups() if self.mode == ROOT else "rootless"
+        if not isinstance(where, str):
+            self.cgroup = MemoryCgroup(where[0], where[1], self.limits.kernel_memory_mb)
         script = launcher_script(
-            root, work, runtime, etc, self.limits, self.slot.uid, connection, self.mode
+            root,
+            work,
+            runtime,
+            etc,
+            self.limits,
+            self.slot.uid,
+            connection,
+            self.mode,
+            self.cgroup.path if self.cgroup else None,
         )
         namespaces = _NAMESPACES if self.mode == ROOT else _OUTER_NAMESPACES
         (run / "start.sh").write_text(script)
         start = f"exec /bin/sh -s < {shlex.quote(str(run / 'start.sh'))}"
         km.sandbox_argv = ["unshare", *namespaces, "/bin/sh", "-c", start]
         km.start_kernel(env=kernel_environment(), cwd=str(work))
-        kc = km.client()
+        kc = km.client(context=context)
         kc.start_channels()
+        self._monitors = [
+            channel.socket.get_monitor_socket(zmq.EVENT_DISCONNECTED)
+            for channel in (kc.iopub_channel, kc.shell_channel)
+        ]
         try:
             kc.wait_for_ready(timeout=self.limits.startup_timeout)
         except RuntimeError:
@@ -443,6 +586,9 @@ class SandboxKernel:
         self.km, self.kc = km, kc
 
     def _stop(self) -> None:
+        for monitor in getattr(self, "_monitors", []):
+            monitor.close(linger=0)
+        self._monitors = []
         if self.kc is not None:
             self.kc.stop_channels()
         if self.km is not None:
@@ -455,8 +601,19 @@ class SandboxKernel:
             except Exception:  # noqa: BLE001
                 pass
         self.km = self.kc = None
+        if self.cgroup is not None:
+            self.cgroup.remove()
+            self.oom_kills += self.cgroup.oom_kills()
+            self.cgroup = None
+        if getattr(self, "_context", None) is not None:
+            self._context.destroy(linger=0)
+            self._context = None
         if getattr(self, "_run", None) is not None:
             shutil.rmtree(self._run, ignore_errors=True)
+
+    def memory_stops(self) -> int:
+        """Processes stopped so far for using more than the kernel's memory cap together."""
+        return self.oom_kills + (self.cgroup.oom_kills() if self.cgroup is not None else 0)
 
     def time_left(self) -> float:
         return self.deadline - time.monotonic()
@@ -473,7 +630,7 @@ class SandboxKernel:
             return False
         for code in self.history:
             outcome = self._execute(code, self.limits.cell_timeout)
-            if outcome.status in ("timeout", "died"):
+            if outcome.status in ("timeout", "died") or outcome.refused:
                 return False
         return True
 
@@ -496,7 +653,9 @@ class SandboxKernel:
         if not self.alive() and not self.restart():
             return Outcome("died", ename="DeadKernelError", evalue="the kernel could not restart")
         outcome = self._execute(code, self.limits.cell_timeout)
-        if outcome.status in ("ok", "error"):
+        # after a refused message the connection comes back too late to trust: a fresh kernel,
+        # without that cell (replayed, it would send its message again)
+        if outcome.status in ("ok", "error") and not outcome.refused:
             self.history.append(code)
         else:
             self.restart()
@@ -509,9 +668,17 @@ class SandboxKernel:
         if not self.alive() and not self.restart():
             return Outcome("died", ename="DeadKernelError", evalue="the kernel could not restart")
         outcome = self._execute(code, timeout, mimetype=mimetype, keep_outputs=False)
-        if outcome.status in ("timeout", "died"):
+        if outcome.status in ("timeout", "died") or outcome.refused:
             self.restart()
         return outcome
+
+    def _dropped_connections(self) -> int:
+        count = 0
+        for monitor in self._monitors:
+            while monitor.poll(0):
+                monitor.recv_multipart()
+                count += 1
+        return count
 
     def _execute(
         self, code: str, timeout: float, mimetype: str | None = None, keep_outputs: bool = True
@@ -524,7 +691,12 @@ class SandboxKernel:
         outcome = Outcome("ok")
         chars = 0
         reply_seen = idle_seen = False
+        self._dropped_connections()  # events of an earlier execution (seen after it ended)
         while not (reply_seen and idle_seen):
+            # a dropped connection means a message over the cap (a dead kernel is told apart)
+            outcome.refused += self._dropped_connections()
+            if outcome.refused and reply_seen:
+                break  # the idle status may have gone with the refused message's connection
             if time.monotonic() > deadline:
                 outcome.status = "timeout"
                 outcome.ename = "TimeoutError"
@@ -592,6 +764,15 @@ class SandboxKernel:
                 else:
                     outcome.outputs.append({"output_type": "stream", "name": name, "text": text})
         outcome.seconds = time.monotonic() - started
+        outcome.refused += self._dropped_connections()
+        if outcome.refused and keep_outputs:
+            outcome.outputs.append(
+                {
+                    "output_type": "stream",
+                    "name": "stderr",
+                    "text": f"[an output over {self.limits.reply_mb} MB was dropped]\n",
+                }
+            )
         if outcome.status in ("timeout", "died") and keep_outputs:
             outcome.outputs.append(
                 {

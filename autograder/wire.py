@@ -325,6 +325,7 @@ class Session:
         self.installed_at = -1
         self.timeouts = 0
         self.deaths = 0
+        self.refused = 0  # answers over the reply cap
 
     def _install(self) -> None:
         code = (
@@ -372,6 +373,12 @@ class Session:
         if outcome.status == "died":
             self.deaths += 1
             raise KernelDied(f"the kernel died while running {label}")
+        if outcome.refused and outcome.status != "died":
+            self.refused += 1
+            raise ProtocolError(
+                f"{label}: the kernel sent a message over {self.kernel.limits.reply_mb} MB,"
+                " which the grader does not read"
+            )
         if outcome.oversized:
             raise ProtocolError(
                 f"{label}: the kernel's answer is larger than the grader reads"

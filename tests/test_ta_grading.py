@@ -44,7 +44,8 @@ DEADLINE = 45  # seconds per submission: about twice the slowest case but slow_c
 def _run(folder: Path, out: Path, tmpdir: Path, mode: str) -> subprocess.CompletedProcess:
     """Grade ``folder`` into ``out``; the kernels' folders go under ``tmpdir`` (this batch's).
     Rootless: as an ordinary user (:mod:`unprivileged`), whose home is next to ``tmpdir``."""
-    options = ("--workers", "2", "--timeout", "10", "--deadline", str(DEADLINE), "--quiet")
+    options = ("--workers", "2", "--timeout", "10", "--deadline", str(DEADLINE))
+    options += ("--kernel-memory-mb", "1024", "--max-reply-mb", "8", "--quiet")
     argv = command_line(ASSIGNMENT, folder, out, *options)
     env = {**os.environ, "TMPDIR": str(tmpdir)}
     if mode == "rootless":
@@ -120,6 +121,7 @@ EXPECTED = [
     "memory_bomb_growing",
     "fork_bomb",
     "slow_cells",
+    "memory_bomb_processes",
     "many_files",
     "fill_the_disk",
     "os_exit",
@@ -139,6 +141,7 @@ EXPECTED = [
     "probe_grading_world",
     "escape_the_sandbox",
     "forged_replies",
+    "oversized_reply",
     "invalid_json",
     "empty_file",
     "not_a_notebook",
@@ -157,10 +160,16 @@ def test_every_attack_is_in_the_batch(batch):
     assert sorted(batch["rows"]) == sorted(EXPECTED), batch["first"].stderr[-3000:]
 
 
+# Without a memory cgroup (rootless), memory is capped per process only: the four processes
+# of memory_bomb_processes all run, and the summary and state.json say how memory was capped.
+ROOTLESS_STATUS = {"memory_bomb_processes": "needs manual grading"}
+
+
 @pytest.mark.parametrize("name", EXPECTED)
 def test_score_and_status(batch, name):
     case, row = batch["cases"][name], batch["rows"][name]
-    assert row["status"] == case.status, row
+    status = ROOTLESS_STATUS.get(name, case.status) if batch["mode"] == "rootless" else case.status
+    assert row["status"] == status, row
     if case.score is None:
         assert row["total"] == "", row  # ungradable: no score at all, never a silent 0
         assert row["message"], row
@@ -226,6 +235,19 @@ def test_the_kernel_writes_only_its_own_capped_tmpfs(batch):
     assert "No space left on device" in _outputs(batch, "fill_the_disk")
 
 
+def test_memory_is_capped_per_kernel_as_root_and_per_process_rootless(batch):
+    state = json.loads((batch["out"] / "state.json").read_text())
+    exits = re.search(r"EXITS \[([^\]]*)\]", _outputs(batch, "memory_bomb_processes"))
+    statuses = [int(e) for e in exits.group(1).split(", ")]
+    if batch["mode"] == "root":
+        assert state["memory"].startswith("1024 MB per kernel (cgroup v"), state["memory"]
+        assert 9 in statuses, statuses  # SIGKILL from the OOM killer, for the cgroup
+        assert "1024 MB together" in batch["rows"]["memory_bomb_processes"]["message"]
+    else:
+        assert "per process only" in state["memory"], state["memory"]
+        assert statuses == [0] * 4, statuses
+
+
 def test_no_way_out_of_the_sandbox(batch):
     text = _outputs(batch, "escape_the_sandbox")
     assert "ESCAPED" not in text and text.count("BLOCKED ") == 8, text
@@ -278,6 +300,31 @@ def test_the_sandbox_drops_a_reply_over_the_cap_undecoded(monkeypatch, tmp_path)
         kernel.close()
     assert outcome.status == "ok" and outcome.oversized == 1 and outcome.payloads == ["y" * 1000]
     assert _gone(tmp_path), "the kernel outlived close()"
+
+
+def test_the_grader_refuses_a_message_over_the_reply_cap_unread(tmp_path):
+    from autograder import sandbox, wire
+
+    kernel = sandbox.SandboxKernel(tmp_path, sandbox.Limits(cell_timeout=20, reply_mb=1))
+    try:
+        code = (
+            "from IPython.display import publish_display_data\n"
+            f"publish_display_data({{{wire.MIMETYPE!r}: 'x' * 2**21}})\n"
+        )
+        refused = kernel.run_hidden(code, 20, wire.MIMETYPE)
+        printed = kernel.run_cell("print('x' * 2**21)")
+        after = kernel.run_hidden(  # in a fresh kernel: the connection is not trusted again
+            "from IPython.display import publish_display_data\n"
+            f"publish_display_data({{{wire.MIMETYPE!r}: 'small'}})",
+            20,
+            wire.MIMETYPE,
+        )
+        restarts = kernel.restarts
+    finally:
+        kernel.close()
+    assert refused.status == "ok" and refused.refused >= 1 and refused.payloads == []
+    assert printed.refused >= 1 and "over 1 MB was dropped" in printed.outputs[-1]["text"]
+    assert after.refused == 0 and after.payloads == ["small"] and restarts == 2
 
 
 def _gone(under: Path, seconds: float = 15.0, mode: str = "root") -> bool:

@@ -144,6 +144,11 @@ def test_a_student_function_printing_a_reply_of_its_own_fails_the_call():
         _call(answer)
 
 
+def test_a_reply_refused_for_its_size_fails_the_call_even_with_an_answer():
+    with pytest.raises(wire.ProtocolError, match="over 128 MB"):
+        _call(lambda r: Outcome("ok", payloads=[json.dumps(_reply(r, value=1))], refused=1))
+
+
 def test_an_oversized_reply_is_not_decoded():
     with pytest.raises(wire.ProtocolError, match="larger than the grader reads"):
         _call(lambda r: _payloads(_reply(r, value=1), oversized=1))

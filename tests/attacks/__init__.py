@@ -109,6 +109,23 @@ print("ENV", sorted(k for k in os.environ if "NBGRADER" in k or "GRAD" in k.uppe
 """
 
 
+# Four processes of 300 MB each (touched, so really used): each under the per-process limit.
+MEMORY_IN_PROCESSES = """
+import os, time
+children = []
+for _ in range(4):
+    pid = os.fork()
+    if pid == 0:
+        hog = bytearray(300 * 2**20)
+        for at in range(0, len(hog), 4096):
+            hog[at] = 1
+        time.sleep(2)
+        os._exit(0)
+    children.append(pid)
+print("EXITS", [os.waitpid(pid, 0)[1] for pid in children])
+"""
+
+
 # Storage: the one host folder the kernel sees (its runtime folder) and as many files as it can.
 MANY_FILES = """
 import os
@@ -289,6 +306,19 @@ def {name}(*args, **kwargs):
 """
 
 
+# A correct function that first publishes 12 MB on the bridge's mimetype.
+OVERSIZED_REPLY = """
+
+_honest_{name} = {name}
+
+
+def {name}(*args, **kwargs):
+    from IPython.display import publish_display_data
+    publish_display_data({{"application/x-call-bridge+json": "x" * (12 * 2**20)}})
+    return _honest_{name}(*args, **kwargs)
+"""
+
+
 def cases(source, release, secret_paths: list[str]) -> list[Case]:
     """Every attack, and the honest submissions, for the assignment of ``source``."""
     full, visible = _points(source), _points(source, hidden=False)
@@ -345,6 +375,13 @@ def cases(source, release, secret_paths: list[str]) -> list[Case]:
         full,
         "timed out",
         "bounded by the process limit, killed with its pid namespace",
+    )
+    add(
+        "memory_bomb_processes",
+        _add_cell(good, MEMORY_IN_PROCESSES),
+        full,
+        "resource limit",
+        "each process under its own limit, together over the kernel's (root mode's cgroup)",
     )
     add(
         "many_files",
@@ -487,6 +524,17 @@ def cases(source, release, secret_paths: list[str]) -> list[Case]:
         if fmt.grade_id(cell) == last_solution:
             name = _solution_name(cell)
             cell.source += FORGED_REPLIES.format(name=name)
+    big = copy.deepcopy(good)
+    for cell in big.cells:
+        if fmt.grade_id(cell) == last_solution:
+            cell.source += OVERSIZED_REPLY.format(name=_solution_name(cell))
+    add(
+        "oversized_reply",
+        big,
+        full - last_part,
+        "resource limit",
+        "its calls send 12 MB first: the grader (--max-reply-mb 8) refuses the message unread",
+    )
     add(
         "forged_replies",
         forged,
