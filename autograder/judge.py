@@ -35,7 +35,7 @@ import nbformat
 
 from autograder import wire
 from autograder.nbgrader_format import GRADING_KEYS, cell_kind, nbgrader_meta
-from autograder.sandbox import Limits, SandboxKernel
+from autograder.sandbox import OUT_OF_TIME, Limits, SandboxKernel
 
 CELL_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
@@ -447,7 +447,9 @@ def judge_notebook(
             outcome = kernel.run_cell(cell.source)
             verdict.cells[cell.id] = outcome.outputs
             where = f"cell {grade_id or cell.id}"
-            if outcome.status == "timeout":
+            if outcome.status == "timeout" and outcome.evalue == OUT_OF_TIME:
+                verdict.flag("timed out", f"{where} was stopped at the submission's deadline")
+            elif outcome.status == "timeout":
                 verdict.flag("timed out", f"{where} ran longer than {limits.cell_timeout:g} s")
             elif outcome.status == "died":
                 verdict.flag("kernel died", f"the kernel died in {where}")

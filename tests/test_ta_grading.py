@@ -227,6 +227,12 @@ def test_secrets_are_out_of_reach_and_the_gradebook_unwritable(batch):
     assert "ENV []" in text, "the kernel's environment tells it that it is being graded"
 
 
+def test_the_deadline_stops_a_submission_and_says_so(batch):
+    message = batch["rows"]["slow_cells"]["message"]
+    assert "stopped at the submission's deadline" in message, message
+    assert f"longer than {DEADLINE} s in all" in message, message
+
+
 def test_the_kernel_writes_only_its_own_capped_tmpfs(batch):
     text = _outputs(batch, "many_files")
     assert "BLOCKED /home/student/.local/share/jupyter/runtime Read-only file system" in text
