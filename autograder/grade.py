@@ -38,6 +38,7 @@ from tqdm import tqdm
 from autograder import judge, markup, nbgrading
 from autograder import nbgrader_format as fmt
 from autograder.fingerprint import grading_fingerprint
+from autograder.recorder import Recorder
 from autograder.report import write_report
 from autograder.sandbox import (
     ROOT,
@@ -371,15 +372,17 @@ def grade(
     jobs = [Job(e, assignment, str(course), limits) for e in todo]
     import torch  # noqa: F401 - imported once here, inherited by every forked worker
 
+    recorder = Recorder(course, assignment)  # forked before the workers: records as they finish
     with tqdm(total=len(jobs), desc="grading", unit="nb", disable=quiet or None) as bar:
         for entry, record in run_parallel(jobs, workers):
             record["recorded"] = False
             records[entry.student] = record
             state_file.write_text(json.dumps(state))
+            gradable = bool(record.get("gradable"))
+            recorder.record(entry.student, gradable, keep="grader error" in record["flags"])
             bar.update(1)
     judge_seconds = time.monotonic() - started
-
-    record_seconds = _record_in_gradebook(course, assignment, [e.student for e in todo], records)
+    record_seconds = _finish_recording(course, assignment, recorder, records)
     state_file.write_text(json.dumps(state))
     rows = export_csv(course, assignment, specs, records, out / "grades.csv")
     manual = {
@@ -405,48 +408,25 @@ def grade(
     return exit_code(rows)
 
 
-def _record_in_gradebook(
-    course: Path, assignment: str, students: list[str], records: dict[str, dict]
+def _finish_recording(
+    course: Path, assignment: str, recorder: Recorder, records: dict[str, dict]
 ) -> float:
-    """nbgrader autograde (with InjectResults) and generate_feedback for the judged students."""
+    """Wait for the recorder (nbgrader's autograde and feedback per submission); mark each
+    record recorded or not. Seconds spent waiting after the last submission was judged."""
     from nbgrader.api import MissingEntry
 
     started = time.monotonic()
-    gradable = [s for s in students if records[s].get("gradable")]
-    log = ""
+    results = recorder.finish()
     with fmt.gradebook(course) as gradebook:
-        for student in students:
-            if student not in gradable and "grader error" in records[student]["flags"]:
-                continue  # our failure, maybe transient: keep the gradebook's earlier result
-            for folder in ("autograded", "feedback"):
-                shutil.rmtree(course / folder / student / assignment, ignore_errors=True)
-            if student not in gradable:
-                shutil.rmtree(course / "submitted" / student / assignment, ignore_errors=True)
-                try:
-                    gradebook.remove_submission(assignment, student)
-                except MissingEntry:
-                    pass
-    if gradable:
-        with tqdm(total=len(gradable), desc="gradebook", unit="nb", disable=None) as bar:
-
-            def progress(line: str) -> None:
-                if "] Autograding " in line:
-                    bar.update(1)
-
-            try:  # one unrecordable submission makes nbgrader fail; the others are recorded
-                log = fmt.autograde(course, assignment, force=False, timeout=None, on_line=progress)
-            except fmt.NbgraderError as error:
-                log = error.log
-        try:  # a submission without feedback is still graded; its row links no file
-            fmt.nbgrader(course, "generate_feedback", assignment, timeout=None)
-        except fmt.NbgraderError:
-            pass
-    with fmt.gradebook(course) as gradebook:
-        for student in gradable:
+        for student, (done, log) in results.items():
             record = records[student]
+            if not record.get("gradable"):
+                # nothing to record: its row says why; a grader error is judged again next run
+                record["recorded"] = "grader error" not in record["flags"]
+                continue
             try:
                 gradebook.find_submission(assignment, student)
-                ok = (course / "autograded" / student / assignment).is_dir()
+                ok = done and (course / "autograded" / student / assignment).is_dir()
             except MissingEntry:
                 ok = False
             if not ok:
@@ -455,10 +435,6 @@ def _record_in_gradebook(
                     "nbgrader could not record this submission: " + _tail(log)
                 )
             record["recorded"] = ok
-        for student in students:
-            if student not in gradable:
-                # nothing to record: its row says why; a grader error is judged again next run
-                records[student]["recorded"] = "grader error" not in records[student]["flags"]
     return time.monotonic() - started
 
 
