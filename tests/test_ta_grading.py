@@ -554,3 +554,44 @@ def test_the_audit_sees_student_script_when_nothing_sanitises(batch, tmp_path):
         assert f"answer-{what}" in ran and f"free-{what}" in ran, (what, sorted(ran))
     assert "http://evil.example/free-md-image.png" in context.blocked, context.blocked
 
+
+# -- recording: nbgrader's step runs beside the judging, and its failures are reported ---------
+
+
+@ROOT_ONLY
+def test_recording_starts_before_the_judging_ends(batch):
+    """The first submission is in the gradebook before the last one was judged."""
+    course = batch["course"]
+    graded = [p.stat().st_mtime for p in (course / "autograded").glob(f"*/{ASSIGNMENT}")]
+    judged = [p.stat().st_mtime for p in (course / "judged").glob(f"*/{ASSIGNMENT}/*.json")]
+    assert len(graded) >= 20 and min(graded) < max(judged), (min(graded), max(judged))
+
+
+@ROOT_ONLY
+def test_the_recorder_reports_what_nbgrader_could_not_record(batch, tmp_path):
+    from autograder.recorder import Recorder
+
+    course = tmp_path / "course"
+    for name in ("source", "release", "nbgrader_config.py", "gradebook.db"):
+        copy = shutil.copytree if (batch["course"] / name).is_dir() else shutil.copy
+        copy(batch["course"] / name, course / name)
+    for student in ("honest_correct", "honest_blank"):
+        for folder in ("submitted", "judged"):
+            shutil.copytree(batch["course"] / folder / student, course / folder / student)
+    shutil.copytree(batch["course"] / "submitted" / "honest_blank", course / "submitted" / "ghost")
+    shutil.copytree(batch["course"] / "autograded" / "honest_blank", course / "autograded" / "gone")
+    recorder = Recorder(course, ASSIGNMENT)
+    recorder.record("honest_correct", gradable=True)
+    recorder.record("ghost", gradable=True)  # its judged outputs are missing
+    recorder.record("gone", gradable=False)  # now an invalid notebook: its old results go
+    recorder.record("honest_blank", gradable=False, keep=True)  # a grader error: kept
+    results = recorder.finish()
+    assert results["honest_correct"] == (True, "")
+    assert results["ghost"][0] is False and "no judged results" in results["ghost"][1]
+    assert results["gone"] == (True, "") and not (course / "autograded" / "gone").exists()
+    assert results["honest_blank"] == (False, "")
+    assert (course / "submitted" / "honest_blank").is_dir()
+    feedback = course / "feedback" / "honest_correct" / ASSIGNMENT / f"{ASSIGNMENT}.html"
+    assert feedback.is_file()
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        assert gradebook.find_submission(ASSIGNMENT, "honest_correct").score == 13
