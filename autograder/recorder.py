@@ -34,7 +34,9 @@ def _api(course: Path):
 
     os.chdir(course)  # nbgrader's paths and its config file are relative to the course folder
     # nbgrader runs `alembic` from PATH on a new gradebook: the venv's
-    os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])
+    os.environ["PATH"] = os.pathsep.join(
+        [str(Path(sys.executable).parent), os.environ.get("PATH", "")]
+    )
     config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
     config.CourseDirectory.root = str(course)
     return NbGraderAPI(config=config)
