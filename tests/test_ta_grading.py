@@ -75,9 +75,8 @@ def _folders(mode: str, tmp_path_factory) -> dict[str, Path]:
     return found
 
 
-@pytest.fixture(scope="module", params=MODES)
-def batch(request, tmp_path_factory):
-    mode = request.param
+def _batch(mode: str, tmp_path_factory):
+    """Grade this mode's attacks twice; yield what the tests look at."""
     folders = _folders(mode, tmp_path_factory)
     out = folders["grading"]
     course = prepare_course(out, ASSIGNMENT)
@@ -113,6 +112,24 @@ def batch(request, tmp_path_factory):
     }
     if mode == "rootless":
         shutil.rmtree(out.parent, ignore_errors=True)
+
+
+# One fixture per mode, without parameters: each batch is graded once for the module, whatever
+# order the tests run in (a parametrized module fixture is rebuilt when the order interleaves).
+@pytest.fixture(scope="module")
+def root_batch(tmp_path_factory):
+    yield from _batch("root", tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def rootless_batch(tmp_path_factory):
+    yield from _batch("rootless", tmp_path_factory)
+
+
+@pytest.fixture(params=MODES)
+def batch(request):
+    """The batch of each mode, for the tests that hold in both."""
+    return request.getfixturevalue(f"{request.param}_batch")
 
 
 ALL = [
@@ -167,7 +184,6 @@ ROOTLESS = [
     "probe_grading_world",
 ]
 EXPECTED = {"root": ALL, "rootless": ROOTLESS}
-ROOT_ONLY = pytest.mark.parametrize("batch", ["root"], indirect=True)  # the same in either mode
 
 
 def test_every_attack_is_in_the_batch(batch):
@@ -182,10 +198,9 @@ def test_every_attack_is_in_the_batch(batch):
 ROOTLESS_STATUS = {"memory_bomb_processes": "needs manual grading"}
 
 
-@pytest.mark.parametrize(
-    "batch, name", [(m, n) for m in MODES for n in EXPECTED[m]], indirect=["batch"]
-)
-def test_score_and_status(batch, name):
+@pytest.mark.parametrize("mode, name", [(m, n) for m in MODES for n in EXPECTED[m]])
+def test_score_and_status(request, mode, name):
+    batch = request.getfixturevalue(f"{mode}_batch")
     case, row = batch["cases"][name], batch["rows"][name]
     status = ROOTLESS_STATUS.get(name, case.status) if batch["mode"] == "rootless" else case.status
     assert row["status"] == status, row
@@ -197,8 +212,8 @@ def test_score_and_status(batch, name):
         assert float(row["total"]) - manual == case.score, row
 
 
-@ROOT_ONLY
-def test_honest_scores_are_exact_per_part(batch):
+def test_honest_scores_are_exact_per_part(root_batch):
+    batch = root_batch  # the same in either mode: root's batch only
     correct, blank = batch["rows"]["honest_correct"], batch["rows"]["honest_blank"]
     parts = [
         "test_forward_visible",
@@ -247,8 +262,8 @@ def test_secrets_are_out_of_reach_and_the_gradebook_unwritable(batch):
     assert "ENV []" in text, "the kernel's environment tells it that it is being graded"
 
 
-@ROOT_ONLY
-def test_the_deadline_stops_a_submission_and_says_so(batch):
+def test_the_deadline_stops_a_submission_and_says_so(root_batch):
+    batch = root_batch  # the same in either mode: root's batch only
     message = batch["rows"]["slow_cells"]["message"]
     assert "stopped at the submission's deadline" in message, message
     assert f"longer than {DEADLINE} s in all" in message, message
@@ -388,8 +403,8 @@ def test_no_sandbox_process_survives(batch):
     assert _gone(batch["tmpdir"], mode=batch["mode"])
 
 
-@ROOT_ONLY
-def test_feedback_shows_failures_but_no_hidden_test(batch):
+def test_feedback_shows_failures_but_no_hidden_test(root_batch):
+    batch = root_batch  # the same in either mode: root's batch only
     feedback = batch["course"] / "feedback" / "honest_blank" / ASSIGNMENT / f"{ASSIGNMENT}.html"
     html = feedback.read_text()
     assert "NotImplementedError" in html
@@ -408,8 +423,8 @@ def test_feedback_shows_failures_but_no_hidden_test(batch):
         assert "autograder.hidden" not in path.read_text(), path
 
 
-@ROOT_ONLY
-def test_a_failing_hidden_test_explains_itself_in_the_feedback(batch):
+def test_a_failing_hidden_test_explains_itself_in_the_feedback(root_batch):
+    batch = root_batch  # the same in either mode: root's batch only
     html = (
         batch["course"] / "feedback" / "hardcoded_cheat" / ASSIGNMENT / f"{ASSIGNMENT}.html"
     ).read_text()
@@ -441,8 +456,8 @@ def _audit(page, expect_math: bool = True) -> dict:
     return {"math": math, **page.evaluate(AUDIT_JS, "#notebook-container")}
 
 
-@ROOT_ONLY
-def test_no_student_markup_runs_in_formgrader_or_feedback(batch, tmp_path):
+def test_no_student_markup_runs_in_formgrader_or_feedback(root_batch, tmp_path):
+    batch = root_batch  # the same in either mode: root's batch only
     from playwright.sync_api import sync_playwright
 
     from tools.browser import launch, offline_context
@@ -526,9 +541,9 @@ def _check_report(report: dict, rows: dict[str, dict]) -> None:
     assert "<img src=x onerror=" in clip and "hostile_markdown" in clip  # shown as text
 
 
-@ROOT_ONLY
-def test_the_audit_sees_student_script_when_nothing_sanitises(batch, tmp_path):
+def test_the_audit_sees_student_script_when_nothing_sanitises(root_batch, tmp_path):
     """The control: nbconvert's stock exporter on the same graded notebook runs the payloads."""
+    batch = root_batch  # the same in either mode: root's batch only
     from nbconvert import HTMLExporter
     from playwright.sync_api import sync_playwright
 
@@ -558,17 +573,17 @@ def test_the_audit_sees_student_script_when_nothing_sanitises(batch, tmp_path):
 # -- recording: nbgrader's step runs beside the judging, and its failures are reported ---------
 
 
-@ROOT_ONLY
-def test_recording_starts_before_the_judging_ends(batch):
+def test_recording_starts_before_the_judging_ends(root_batch):
     """The first submission is in the gradebook before the last one was judged."""
+    batch = root_batch  # the same in either mode: root's batch only
     course = batch["course"]
     graded = [p.stat().st_mtime for p in (course / "autograded").glob(f"*/{ASSIGNMENT}")]
     judged = [p.stat().st_mtime for p in (course / "judged").glob(f"*/{ASSIGNMENT}/*.json")]
     assert len(graded) >= 20 and min(graded) < max(judged), (min(graded), max(judged))
 
 
-@ROOT_ONLY
-def test_the_recorder_reports_what_nbgrader_could_not_record(batch, tmp_path):
+def test_the_recorder_reports_what_nbgrader_could_not_record(root_batch, tmp_path):
+    batch = root_batch  # the same in either mode: root's batch only
     from autograder.recorder import Recorder
 
     course = tmp_path / "course"
