@@ -603,7 +603,8 @@ def test_the_recorder_reports_what_nbgrader_could_not_record(root_batch, tmp_pat
     results = recorder.finish()
     assert results["honest_correct"] == (True, "")
     assert results["ghost"][0] is False and "no judged results" in results["ghost"][1]
-    assert results["gone"] == (True, "") and not (course / "autograded" / "gone").exists()
+    assert results["gone"] == (True, "")
+    assert not (course / "autograded" / "gone" / ASSIGNMENT).exists()
     assert results["honest_blank"] == (False, "")
     assert (course / "submitted" / "honest_blank").is_dir()
     feedback = course / "feedback" / "honest_correct" / ASSIGNMENT / f"{ASSIGNMENT}.html"
