@@ -1,4 +1,4 @@
-"""Decoding a sequence model: greedy search and beam search, over any step function.
+"""Decoding a sequence model: greedy search, beam search and sampling, over any step function.
 
 A step function advances N hypotheses by one token::
 
@@ -28,17 +28,47 @@ Beam search semantics:
 - the answer is the finished hypothesis with the highest score / length ** alpha (length
   counts generated tokens, eos included; alpha = 0: no length normalisation). Ties go to the
   one found first.
+
+Sampling (Unit 8) draws y_t ~ softmax(filtered scores) at each step. The filters, applied in
+this order as ``transformers``' ``generate`` applies its logits warpers, are:
+
+- temperature τ: z_i / τ (τ < 1 sharpens the distribution, τ > 1 flattens it);
+- top-k: keep token i when fewer than k tokens score strictly higher than it;
+- top-p (nucleus): with π = softmax(z), keep token i when the tokens strictly more probable
+  than it have total probability below p: the most probable tokens up to and including the
+  one that brings the total to p or beyond.
+
+Removed tokens get the score −∞ (probability 0). Both filters depend on the values alone,
+never on token order: every token tied with the k-th best is kept, as in ``transformers``'
+``TopKLogitsWarper``, and every token tied in probability with the one that crosses p is kept.
+There the course differs from ``TopPLogitsWarper``, which sorts the tokens and keeps the
+tied ones the sort happens to put first: the course's nucleus can then be larger. Elsewhere
+(no tie at the crossing) the two keep the same tokens, except where a partial sum equals p
+to the last bit, since they round their sums in different orders (transformers compares the
+ascending sums with 1 − p); the tests compare them on random logits. ``min_tokens_to_keep`` keeps, in both filters, every token that fewer than that many
+tokens beat. ``top_p=1`` keeps every token (``generate`` then skips the warper as well).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-__all__ = ["Hypothesis", "greedy_search", "beam_search", "map_state"]
+__all__ = [
+    "Hypothesis",
+    "greedy_search",
+    "beam_search",
+    "map_state",
+    "temperature_scale",
+    "top_k_filter",
+    "top_p_filter",
+    "filter_logits",
+    "sample",
+]
 
 State = Any
 StepFn = Callable[[torch.Tensor, State], tuple[torch.Tensor, State]]
@@ -180,3 +210,163 @@ def beam_search(
                 if scores[b, j] > float("-inf"):
                     finish(b, tokens[b, j].tolist(), float(scores[b, j]), False)
     return [max(hyps, key=lambda h: h.score) for hyps in finished]
+
+
+# ----------------------------------------------------------------------------------------------
+# Sampling (Unit 8)
+
+
+def _check_scores(logits: torch.Tensor) -> None:
+    if not isinstance(logits, torch.Tensor) or not logits.is_floating_point():
+        kind = logits.dtype if isinstance(logits, torch.Tensor) else type(logits).__name__
+        raise TypeError(f"logits: expected a floating-point tensor (..., V), got {kind}")
+    if logits.dim() < 1 or logits.shape[-1] < 1:
+        raise ValueError(f"logits: expected shape (..., V) with V >= 1, got {tuple(logits.shape)}")
+    if bool(torch.isnan(logits).any()):
+        raise ValueError("logits: contain NaN")
+
+
+def _check_count(value: int, name: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name}: expected an integer >= 1, got {value!r}")
+
+
+def temperature_scale(logits: torch.Tensor, temperature: float) -> torch.Tensor:
+    """z / τ: then softmax(z / τ)_i = exp(z_i / τ) / Σ_j exp(z_j / τ).
+
+    logits (..., V). τ must be a finite number > 0: τ → 0 tends to greedy decoding (use
+    :func:`greedy_search`), τ = 1 leaves the model's distribution as it is, τ → ∞ tends to the
+    uniform distribution.
+    """
+    _check_scores(logits)
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)):
+        raise ValueError(f"temperature: expected a number > 0, got {temperature!r}")
+    if not (0 < temperature < math.inf):
+        raise ValueError(
+            f"temperature: expected a finite number > 0, got {temperature} "
+            "(for the limit τ → 0, decode with greedy_search)"
+        )
+    return logits / temperature
+
+
+def top_k_filter(logits: torch.Tensor, k: int, min_tokens_to_keep: int = 1) -> torch.Tensor:
+    """Keep the k best tokens (and every token tied with the k-th); the others get −∞.
+
+        z̃_i = z_i   if |{j : z_j > z_i}| < k,   else −∞
+
+    logits (..., V) -> (..., V). ``k`` is raised to ``min_tokens_to_keep``; k >= V keeps all.
+    """
+    _check_scores(logits)
+    _check_count(k, "k")
+    _check_count(min_tokens_to_keep, "min_tokens_to_keep")
+    k = min(max(k, min_tokens_to_keep), logits.shape[-1])
+    kth = logits.topk(k, dim=-1).values[..., -1:]  # (..., 1): the k-th best score
+    return logits.masked_fill(logits < kth, float("-inf"))
+
+
+def top_p_filter(logits: torch.Tensor, p: float, min_tokens_to_keep: int = 1) -> torch.Tensor:
+    """Nucleus filter: keep the most probable tokens whose total probability first reaches p.
+
+        π = softmax(z),   z̃_i = z_i   if Σ_{j : π_j > π_i} π_j < p,   else −∞
+
+    The token that crosses p is kept; so is every token tied with it (see the module
+    docstring). Tokens that fewer than ``min_tokens_to_keep`` tokens beat are kept too.
+    logits (..., V) -> (..., V); 0 < p <= 1, and p = 1 keeps every token.
+    """
+    _check_scores(logits)
+    _check_count(min_tokens_to_keep, "min_tokens_to_keep")
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 < p <= 1:
+        raise ValueError(f"p: expected a probability in (0, 1], got {p!r}")
+    if p == 1:
+        return logits.clone()
+    probs = logits.softmax(-1)  # (..., V)
+    desc, order = probs.sort(dim=-1, descending=True)  # (..., V)
+    total = desc.cumsum(-1)  # (..., V)
+    before = torch.cat([torch.zeros_like(total[..., :1]), total[..., :-1]], -1)  # sorted before
+    # Tied tokens share the mass before the first of them: the mass strictly above them.
+    first = torch.searchsorted(-desc.contiguous(), -desc.contiguous(), side="left")
+    above = before.gather(-1, first)  # (..., V) in sorted order
+    keep_sorted = (above < p) | (first < min_tokens_to_keep)
+    keep = torch.zeros_like(keep_sorted).scatter(-1, order, keep_sorted)
+    return logits.masked_fill(~keep, float("-inf"))
+
+
+def filter_logits(
+    logits: torch.Tensor,
+    *,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    min_tokens_to_keep: int = 1,
+) -> torch.Tensor:
+    """Temperature, then top-k, then top-p (``transformers``' order): (..., V) -> (..., V).
+
+    ``top_k=None`` and ``top_p=None`` switch those filters off. The result's softmax is the
+    distribution that :func:`sample` draws from.
+    """
+    filtered = temperature_scale(logits, temperature)
+    if top_k is not None:
+        filtered = top_k_filter(filtered, top_k, min_tokens_to_keep)
+    if top_p is not None:
+        filtered = top_p_filter(filtered, top_p, min_tokens_to_keep)
+    return filtered
+
+
+@torch.no_grad()
+def sample(
+    step: StepFn,
+    prompt: torch.Tensor,
+    *,
+    state: State = None,
+    max_new_tokens: int,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    min_tokens_to_keep: int = 1,
+    eos: int | None = None,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """Draw ``max_new_tokens`` tokens after each prompt: y_t ~ softmax(filter(z_t)).
+
+    prompt (B, P) ids, P >= 1, fed one token at a time through ``step`` starting from
+    ``state``; then each drawn token is fed back. ``step`` returns scores (B, V) (log-probabilities
+    or logits: the softmax of either is the same). Returns (B, max_new_tokens) ids; a row that
+    has drawn ``eos`` is filled with eos from then on, and the loop stops when every row has.
+    ``generator`` makes the draws repeatable.
+    """
+    if not isinstance(prompt, torch.Tensor) or prompt.dim() != 2 or prompt.shape[1] < 1:
+        shape = tuple(prompt.shape) if isinstance(prompt, torch.Tensor) else type(prompt).__name__
+        raise ValueError(f"prompt: expected ids of shape (B, P) with P >= 1, got {shape}")
+    if prompt.is_floating_point() or prompt.dtype == torch.bool:
+        raise TypeError(f"prompt: expected integer ids, got {prompt.dtype}")
+    if (
+        isinstance(max_new_tokens, bool)
+        or not isinstance(max_new_tokens, int)
+        or max_new_tokens < 0
+    ):
+        raise ValueError(f"max_new_tokens: expected an integer >= 0, got {max_new_tokens!r}")
+    B = prompt.shape[0]
+    probe = torch.zeros(1, 2)  # check the filter settings before any model work
+    filter_logits(probe, temperature=temperature, top_k=top_k, top_p=top_p,
+                  min_tokens_to_keep=min_tokens_to_keep)  # fmt: skip
+    out = torch.full((B, max_new_tokens), -1 if eos is None else eos, dtype=torch.long)
+    if max_new_tokens == 0:
+        return out
+    for t in range(prompt.shape[1]):
+        scores, state = step(prompt[:, t].long(), state)
+        _check_log_probs(scores, B)
+    done = torch.zeros(B, dtype=torch.bool)
+    for i in range(max_new_tokens):
+        filtered = filter_logits(scores, temperature=temperature, top_k=top_k, top_p=top_p,
+                                 min_tokens_to_keep=min_tokens_to_keep)  # fmt: skip
+        probs = filtered.softmax(-1)  # (B, V)
+        tokens = torch.multinomial(probs, 1, generator=generator)[:, 0]  # (B,)
+        if eos is not None:
+            tokens = torch.where(done, eos, tokens)
+            done |= tokens == eos
+        out[:, i] = tokens
+        if i + 1 == max_new_tokens or bool(done.all()):
+            break
+        scores, state = step(tokens, state)
+        _check_log_probs(scores, B)
+    return out

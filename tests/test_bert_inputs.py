@@ -23,6 +23,7 @@ from course.data.bert_inputs import (
     mask_tokens,
     pad_batch,
     pretraining_batch,
+    pretraining_batches,
 )
 from course.data.wordpiece import SPECIAL_TOKENS, WordPiece, count_words, learn_wordpiece
 
@@ -235,6 +236,22 @@ def test_pretraining_batch(documents):
     assert ((batch["input_ids"] == SEP_ID).sum(1) == 2).all()  # [SEP] is never masked
     with pytest.raises(ValueError, match="first tokens must be"):
         pretraining_batch(WordPiece(["[UNK]", "a"]), pairs, torch.Generator())
+
+
+def test_pretraining_batches_cover_every_pair_once_an_epoch_and_repeat_by_seed(documents):
+    wp = learn_wordpiece(count_words(s for d in documents for s in d), 300)
+    pairs = make_nsp_pairs(documents, seed=0)[:40]
+    stream = pretraining_batches(wp, pairs, batch_size=8, seed=1, max_len=32)
+    epoch = [next(stream) for _ in range(5)]  # 40 pairs in batches of 8: one epoch
+    labels = sorted(x for b in epoch for x in b["next_sentence_label"].tolist())
+    assert labels == sorted(p.label for p in pairs)
+    again = pretraining_batches(wp, pairs, batch_size=8, seed=1, max_len=32)
+    assert all(torch.equal(next(again)["input_ids"], b["input_ids"]) for b in epoch)
+    other = next(pretraining_batches(wp, pairs, batch_size=8, seed=2, max_len=32))
+    assert not torch.equal(other["input_ids"], epoch[0]["input_ids"])
+    assert next(stream)["input_ids"].shape[0] == 8  # the next epoch goes on
+    with pytest.raises(ValueError, match="batch_size"):
+        next(pretraining_batches(wp, pairs, batch_size=41))
 
 
 def test_frame_words_finds_each_words_first_piece():

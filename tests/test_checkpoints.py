@@ -29,8 +29,10 @@ from course.checkpoints import (
     save_checkpoint,
 )
 from course.data.code import CharVocab
+from course.data.wordpiece import SPECIAL_TOKENS, WordPiece
+from course.models.bert import BertConfig, BertForPreTraining
 from course.models.recurrent import CharLSTM, CharRNN
-from tools.make_checkpoints import RECIPES, bilm_heldout
+from tools.make_checkpoints import RECIPES, bert_heldout, bilm_heldout
 
 REPO = Path(__file__).resolve().parents[1]
 SHIPPED = available_checkpoints()
@@ -50,6 +52,11 @@ def test_a_shipped_checkpoint_loads_and_reproduces_its_heldout_figure(name, one_
     model, meta = load_checkpoint(name)
     assert type(model).__name__ == meta["model"]["class"] and not model.training
     assert all(p.dtype == torch.float32 for p in model.parameters())
+    if meta["heldout"].get("figure") == "pretraining":  # a BERT: MLM and NSP on held-out pairs
+        recorded = meta["heldout"]["pretraining"]
+        measured = bert_heldout(model, meta, load_heldout_text(name))
+        assert measured == pytest.approx(recorded, abs=1e-3), (name, measured, recorded)
+        return
     if "perplexity" in meta["heldout"]:  # a word-level model: perplexity in each direction
         recorded = meta["heldout"]["perplexity"]
         measured = bilm_heldout(model, meta, load_heldout_text(name))
@@ -77,7 +84,9 @@ def test_a_shipped_checkpoints_metadata_is_complete(name):
     assert meta["model"]["code_sha256"] == model_code_sha256(meta["model"]["module"])
     assert (REPO / meta["model"]["source_file"]).is_file()
     assert meta["torch"] == torch.__version__
-    assert len(checkpoint_vocab(meta)) == meta["model"]["config"]["vocab_size"]
+    config = meta["model"]["config"]
+    vocab_size = config["config"]["vocab_size"] if "config" in config else config["vocab_size"]
+    assert len(checkpoint_vocab(meta)) == vocab_size
     assert meta["heldout"]["characters"] == len(load_heldout_text(name))
 
 
@@ -106,7 +115,7 @@ def _copy(name: str, folder: Path) -> Path:
 def test_loading_refuses_a_checkpoint_whose_model_code_changed(monkeypatch, name):
     module = read_metadata(name)["model"]["module"]
     original = ckpt.model_source(module)
-    edited = original.replace("batch_first=True", "batch_first=True, dropout=0.0", 1)
+    edited = original + "\nEDITED = True  # a change to the model's module\n"
     assert edited != original
     monkeypatch.setattr(ckpt, "model_source", lambda m: edited if m == module else original)
     with pytest.raises(StaleCheckpointError) as error:
@@ -166,7 +175,9 @@ def test_corrupt_files_give_a_clear_error(tmp_path, name):
     with pytest.raises(CheckpointError, match=f"{name}.pt is corrupt.*torch.load failed"):
         load_checkpoint(name, folder)
 
-    figure = "perplexity" if "perplexity" in meta["heldout"] else "bits_per_char"
+    figure = meta["heldout"].get(
+        "figure", "perplexity" if "perplexity" in meta["heldout"] else "bits_per_char"
+    )
     del meta["heldout"][figure]
     meta_file.write_text(json.dumps(meta))
     with pytest.raises(CheckpointError, match=f"missing or malformed entries: heldout.{figure}"):
@@ -218,3 +229,35 @@ def test_save_refuses_a_config_that_does_not_rebuild_the_model(tmp_path):
             _tiny(tmp_path, model=other)
     with pytest.raises(ValueError, match="'steps'"):
         _tiny(tmp_path, training={"seed": 0})
+
+
+def test_a_wordpiece_model_saves_its_vocabulary_and_its_named_figure(tmp_path, one_thread):
+    vocab = WordPiece([*SPECIAL_TOKENS, "the", "god", "said", "##s", "light", "a", "b", "##a"])
+    config = {"config": {**BertConfig(len(vocab), 16, 1, 2, 32, 32).__dict__}}
+    torch.manual_seed(0)
+    model = BertForPreTraining(**config)
+    text = "0\tthe god said\tthe light\n1\tgod said a\tb the\n0\tlight\tthe gods"
+    saved = save_checkpoint(
+        model,
+        "tiny_bert",
+        config=config,
+        vocab=vocab,
+        training={"function": "none", "steps": 0, "seed": 0},
+        corpus={"description": "a test"},
+        heldout_text=text,
+        heldout_description="a test",
+        description="a tiny BERT",
+        directory=tmp_path,
+        heldout_figure=bert_heldout,
+        evaluation={"batch_size": 2, "seed": 0, "max_len": 16},
+        figure_name="pretraining",
+    )
+    loaded, meta = load_checkpoint("tiny_bert", tmp_path)
+    assert meta == saved and meta["tokenizer"] == "wordpiece"
+    assert checkpoint_vocab(meta).vocab == vocab.vocab
+    assert set(meta["heldout"]["pretraining"]) >= {"mlm_accuracy", "nsp_accuracy"}
+    assert bert_heldout(loaded, meta, text) == meta["heldout"]["pretraining"]
+    del meta["heldout"]["pretraining"]
+    (tmp_path / "tiny_bert.json").write_text(json.dumps(meta))
+    with pytest.raises(CheckpointError, match="heldout.pretraining"):
+        read_metadata("tiny_bert", tmp_path)

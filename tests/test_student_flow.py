@@ -208,7 +208,12 @@ def _save(page, lab, path: str) -> nbformat.NotebookNode:
         assert time.monotonic() < deadline, f"{path} was not saved"
         page.wait_for_timeout(200)
     page.locator(".lm-TabBar-tab.jp-mod-current.jp-mod-dirty").wait_for(state="detached")
-    return nbformat.read(file, as_version=4)
+    while True:  # the new mtime can be seen while the server is still writing the file
+        try:
+            return nbformat.read(file, as_version=4)
+        except nbformat.reader.NotJSONError:
+            assert time.monotonic() < deadline, f"{path} was saved as invalid JSON"
+            page.wait_for_timeout(200)
 
 
 def _errors(notebook: nbformat.NotebookNode) -> list[str]:

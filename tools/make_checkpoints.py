@@ -21,18 +21,26 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 
 import torch
 
+from course.analysis.bert import heldout_batches, read_nsp_pairs
 from course.analysis.elmo import heldout_perplexity
+from course.analysis.lm import windowed_bits_per_char
 from course.checkpoints import CHECKPOINT_DIR, REMAKE_COMMAND, checkpoint_vocab, save_checkpoint
+from course.data.bert_inputs import make_nsp_pairs, pretraining_batches
 from course.data.code import CharVocab, load_python_source
-from course.data.english import load_prose
+from course.data.english import load_prose, prose_text
+from course.data.wordpiece import SPECIAL_TOKENS, WordPiece, count_words, train_tokenizers_wordpiece
 from course.data.words import WordVocab, sentence_tokens, token_windows
+from course.models.bert import BertConfig, BertForPreTraining, evaluate_pretraining
 from course.models.bilm import BiLM
-from course.models.recurrent import CharLSTM
-from course.train import fit, train_language_model
+from course.models.gpt import GPT, GPTConfig
+from course.models.recurrent import CharLSTM, CharRNN
+from course.train import fit, linear_warmup_decay, next_token_loss, train_language_model
+from course.data.code import random_windows
 
 SEED = 0
 THREADS = 1  # one thread per run: as fast for these sizes, and deterministic
@@ -217,9 +225,251 @@ def bilm_english(directory: Path) -> dict:
     )
 
 
+BERT_ENGLISH = {
+    "vocab": {"vocab_size": 4000},  # the `tokenizers` WordPiece trainer, on the train split
+    "model": {"d_model": 128, "num_layers": 4, "num_heads": 4, "d_ff": 512, "max_len": 64},
+    "training": {"batch_size": 32, "max_len": 64, "mode": "bernoulli", "clip_norm": 1.0},
+    "steps": 3000,
+    "lr": 1e-3,
+    "warmup": 300,  # linear warm-up, then linear decay to 0 at the last step
+    "heldout": {"pairs": 2048, "batch_size": 64, "seed": 0},
+}
+
+
+def english_documents(split: str) -> list[tuple[str, ...]]:
+    """The sentences of every document of the English prose (both sources) of a split."""
+    return [doc.sentences for doc in load_prose(split, "all")]
+
+
+def bert_wordpiece(documents: list[tuple[str, ...]], vocab_size: int) -> WordPiece:
+    """The `tokenizers` trainer's WordPiece vocabulary on ``documents``, with its pieces in
+    sorted order after the special tokens (the trainer's own order of ties varies by run)."""
+    learned = train_tokenizers_wordpiece(count_words(s for d in documents for s in d), vocab_size)
+    rest = sorted(t for t in learned.vocab if t not in SPECIAL_TOKENS)
+    return WordPiece(list(SPECIAL_TOKENS) + rest)
+
+
+def bert_heldout(model: torch.nn.Module, metadata: dict, text: str) -> dict[str, float]:
+    """The checkpoint's held-out figures: MLM accuracy and loss and NSP accuracy on the held-out
+    pairs (lines of label, sentence A, sentence B, separated by tabs), masked with a fixed seed."""
+    settings = metadata["heldout"]["evaluation"]
+    batches = heldout_batches(checkpoint_vocab(metadata), read_nsp_pairs(text), **settings)
+    return {k: round(v, 4) for k, v in evaluate_pretraining(model, batches).items()}
+
+
+def bert_english(directory: Path) -> dict:
+    """Lecture 7's BERT: a 4-layer BERT pretrained with MLM and NSP on the English prose of
+    ``course.data.english`` with ``BERT_ENGLISH``."""
+    recipe = BERT_ENGLISH
+    train, val = english_documents("train"), english_documents("val")
+    wordpiece = bert_wordpiece(train, **recipe["vocab"])
+    pairs = make_nsp_pairs(train, seed=SEED)
+    held = recipe["heldout"]
+    heldout_pairs = make_nsp_pairs(val, seed=held["seed"])[: held["pairs"]]
+    config = {"config": asdict(BertConfig(vocab_size=len(wordpiece), **recipe["model"]))}
+    torch.manual_seed(SEED)  # the initial weights
+    model = BertForPreTraining(**config)
+    common = recipe["training"]
+    batches = pretraining_batches(
+        wordpiece, pairs, common["batch_size"], SEED, common["max_len"], common["mode"]
+    )
+    history = fit(
+        model,
+        lambda m, batch: m.loss(batch),
+        batches,
+        steps=recipe["steps"],
+        lr=recipe["lr"],
+        clip_norm=common["clip_norm"],
+        lr_schedule=linear_warmup_decay(recipe["warmup"], recipe["steps"]),
+        desc="BERT",
+    )
+    if history.stopped_by != "steps":
+        raise RuntimeError(f"training stopped by {history.stopped_by!r}: {history.summary()}")
+    training = {
+        "function": (
+            "course.train.fit with BertForPreTraining.loss on "
+            "course.data.bert_inputs.pretraining_batches"
+        ),
+        "steps": history.steps,
+        "seed": SEED,
+        "initial_weights": f"torch.manual_seed({SEED}) before BertForPreTraining(**config)",
+        **common,
+        "lr": recipe["lr"],
+        "warmup": recipe["warmup"],
+        "schedule": "course.train.linear_warmup_decay(warmup, steps)",
+        "nsp_pairs": len(pairs),
+        "torch_threads": torch.get_num_threads(),
+        "seconds": round(history.seconds, 1),
+        "final_loss_nats": round(statistics.fmean(history.losses[-100:]), 4),
+        "stopped_by": history.stopped_by,
+    }
+    text = "\n\n".join("\n".join(d) for d in train)
+    return save_checkpoint(
+        model,
+        "bert_english",
+        config=config,
+        vocab=wordpiece,
+        training=training,
+        corpus={
+            "description": (
+                "the sentences of every document of the 'train' split of course.data.english."
+                "load_prose(source='all') (the World English Bible and the Python 3.11 "
+                "documentation); NSP pairs from course.data.bert_inputs.make_nsp_pairs(seed=0); "
+                "the vocabulary from the tokenizers library's WordPiece trainer on the same text"
+            ),
+            "documents": len(train),
+            "sentences": sum(map(len, train)),
+            "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
+        },
+        heldout_text="\n".join(f"{p.label}\t{p.a}\t{p.b}" for p in heldout_pairs),
+        heldout_description=(
+            f"the first {held['pairs']} NSP pairs of the 'val' split's documents "
+            f"(make_nsp_pairs(seed={held['seed']})), one per line: label, sentence A, sentence B "
+            "separated by tabs; masked by pretraining_batch with a generator seeded as recorded"
+        ),
+        description=(
+            "A tiny BERT (4 layers, d 128, 4 heads, 4,000 WordPiece tokens) pretrained with MLM "
+            "and NSP on the course's English prose for Lecture 7"
+        ),
+        command=REMAKE_COMMAND,
+        directory=directory,
+        heldout_figure=bert_heldout,
+        evaluation={
+            "batch_size": held["batch_size"],
+            "seed": held["seed"],
+            "max_len": common["max_len"],
+        },
+        figure_name="pretraining",
+    )
+
+
+# Lecture 8: a character-level GPT, and Units 1 and 2's recurrent models given the same
+# budget: the same batches (16 windows of 128 characters of the English prose), the same number
+# of steps and the same schedule (linear warm-up, then linear decay to 0).
+CHAR_ENGLISH = {
+    "training": {"batch_size": 16, "seq_len": 128, "steps": 3000, "warmup": 200, "clip_norm": 1.0},
+    "models": {
+        "char_gpt_english": {
+            "class": "GPT",
+            "config": {"max_len": 128, "d_model": 128, "num_layers": 4, "num_heads": 4,
+                       "d_ff": 512, "dropout": 0.0},
+            "lr": 2e-3,
+        },
+        "char_lstm_english": {
+            "class": "CharLSTM",
+            "config": {"hidden_size": 256, "embedding_dim": 64, "forget_bias": 1.0},
+            "lr": 3e-3,
+        },
+        "char_rnn_english": {
+            "class": "CharRNN",
+            "config": {"hidden_size": 256, "embedding_dim": 64},
+            "lr": 3e-3,
+        },
+    },
+    # Held-out: the first 100,000 characters of the 'val' prose, cut into windows of 128 (+1)
+    # characters; every model starts each window afresh, so all see the same context.
+    "heldout": {"characters": 100_000, "window": 128, "batch_size": 16},
+}
+
+
+class _LogitsOnly(torch.nn.Module):
+    """A recurrent LM seen as ids -> logits (its final state dropped), each window afresh."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.model(ids)[0]
+
+
+def char_heldout(model: torch.nn.Module, metadata: dict, text: str) -> float:
+    """Bits per character on the held-out text in windows (course.analysis.lm.
+    windowed_bits_per_char), the same windows for a GPT and a recurrent model."""
+    settings = metadata["heldout"]["evaluation"]
+    ids = checkpoint_vocab(metadata).encode(text)
+    scored = model if isinstance(model, GPT) else _LogitsOnly(model)
+    return round(windowed_bits_per_char(scored, ids, **settings), 6)
+
+
+def char_english(name: str, directory: Path) -> dict:
+    """One of Lecture 8's three character-level models of the English prose (``CHAR_ENGLISH``)."""
+    recipe, spec = CHAR_ENGLISH, CHAR_ENGLISH["models"][name]
+    common, held = recipe["training"], recipe["heldout"]
+    train_text = prose_text("train")
+    heldout_text = prose_text("val")[: held["characters"]]
+    vocab = CharVocab.from_text(train_text)
+    torch.manual_seed(SEED)  # the initial weights
+    if spec["class"] == "GPT":
+        config = {"config": asdict(GPTConfig(vocab_size=len(vocab), **spec["config"]))}
+        model, loss = GPT(**config), GPT.loss
+    else:
+        config = {"vocab_size": len(vocab), **spec["config"]}
+        model = {"CharLSTM": CharLSTM, "CharRNN": CharRNN}[spec["class"]](**config)
+        loss = next_token_loss
+    history = fit(
+        model,
+        loss,
+        random_windows(vocab.encode(train_text), common["batch_size"], common["seq_len"], seed=SEED),
+        steps=common["steps"],
+        lr=spec["lr"],
+        clip_norm=common["clip_norm"],
+        lr_schedule=linear_warmup_decay(common["warmup"], common["steps"]),
+        desc=name,
+    )
+    if history.stopped_by != "steps":
+        raise RuntimeError(f"training stopped by {history.stopped_by!r}: {history.summary()}")
+    training = {
+        "function": "course.train.fit on course.data.code.random_windows",
+        "steps": history.steps,
+        "seed": SEED,
+        "initial_weights": f"torch.manual_seed({SEED}) before {spec['class']}(**config)",
+        **common,
+        "lr": spec["lr"],
+        "schedule": "course.train.linear_warmup_decay(warmup, steps)",
+        "torch_threads": torch.get_num_threads(),
+        "seconds": round(history.seconds, 1),
+        "final_loss_bits": round(statistics.fmean(history.losses[-100:]) / math.log(2), 4),
+        "stopped_by": history.stopped_by,
+    }
+    return save_checkpoint(
+        model,
+        name,
+        config=config,
+        vocab=vocab,
+        training=training,
+        corpus={
+            "description": (
+                "the 'train' split of course.data.english.prose_text(source='all') (the World "
+                "English Bible and the Python 3.11 documentation), as one character stream"
+            ),
+            "characters": len(train_text),
+            "sha256": hashlib.sha256(train_text.encode("utf-8")).hexdigest(),
+        },
+        heldout_text=heldout_text,
+        heldout_description=(
+            f"the first {held['characters']:,} characters of the 'val' split of the English "
+            f"prose, scored in windows of {held['window']} characters, each started afresh"
+        ),
+        description=(
+            f"A character-level {spec['class']} of the course's English prose, trained for "
+            f"Lecture 8 with the same batches, steps and schedule as its two companions"
+        ),
+        command=REMAKE_COMMAND,
+        directory=directory,
+        heldout_figure=char_heldout,
+        evaluation={"window": held["window"], "batch_size": held["batch_size"]},
+    )
+
+
 RECIPES: dict[str, Callable[[Path], dict]] = {
     "char_lstm_stdlib": char_lstm_stdlib,
     "bilm_english": bilm_english,
+    "bert_english": bert_english,
+    **{
+        name: (lambda directory, name=name: char_english(name, directory))
+        for name in CHAR_ENGLISH["models"]
+    },
 }
 
 
@@ -239,11 +489,8 @@ def main(argv: list[str] | None = None) -> int:
         metadata = RECIPES[name](args.out)
         size = (args.out / metadata["weights_file"]).stat().st_size
         heldout = metadata["heldout"]
-        figure = (
-            f"{heldout['bits_per_char']:.3f} bits/char"
-            if "bits_per_char" in heldout
-            else f"perplexity {heldout['perplexity']}"
-        )
+        key = heldout.get("figure", "bits_per_char" if "bits_per_char" in heldout else "perplexity")
+        figure = f"{key} {heldout[key]}"
         print(
             f"[checkpoints] {name}: {metadata['training']['steps']} steps in "
             f"{time.perf_counter() - start:.0f} s, held-out {figure}, {size / 1e6:.2f} MB "

@@ -4,4 +4,8 @@
 - ``course.analysis.gradients``: how far gradients reach back in RNN, LSTM and GRU cells
 - ``course.analysis.interpret``: text features, LSTM cell states and best-matching cells
 - ``course.analysis.geometry``: anisotropy of representations, layer by layer (Unit 7)
+- ``course.analysis.parameters``: parameter counts by formula (Transformer, BERT, GPT), FLOPs
+- ``course.analysis.generation``: distinct-n, repetition, the model's own log-likelihood of
+  its output, generation time with and without a KV cache (Unit 8)
+- ``course.analysis.permutation_lm``: XLNet's permutation masks and factorisation orders (Unit 8)
 """

@@ -1,6 +1,7 @@
 """Measuring a character-level language model: held-out bits per character, baselines, samples.
 
 - :func:`bits_per_char`: the held-out cross-entropy of a model, in bits per character.
+- :func:`windowed_bits_per_char`: the same for a model with a fixed context (a GPT).
 - :func:`ngram_bits_per_char`: the unigram and bigram baselines with add-k smoothing.
 - :func:`sample`: text generated one character at a time.
 
@@ -21,7 +22,7 @@ from torch.nn import functional as F
 from course.checks import expect_dtype, expect_shape
 from course.data.code import CharVocab
 
-__all__ = ["bits_per_char", "ngram_bits_per_char", "sample"]
+__all__ = ["bits_per_char", "windowed_bits_per_char", "ngram_bits_per_char", "sample"]
 
 LN2 = math.log(2.0)
 
@@ -151,3 +152,38 @@ def sample(
         logits, state = model(next_id[None, :], state)  # (1, 1, K)
     model.train(was_training)
     return prompt + vocab.decode(out)
+
+
+@torch.no_grad()
+def windowed_bits_per_char(
+    model: nn.Module, ids: torch.Tensor, *, window: int, batch_size: int = 16
+) -> float:
+    """Average cross-entropy, in bits, of predicting ``ids[t + 1]`` within windows of a stream.
+
+    For models with a fixed context and no state to carry (a GPT: ids (B, T) -> logits
+    (B, T, K), T <= its max_len). The stream ids (N,) is cut into consecutive windows of
+    ``window`` + 1 ids that overlap by one; inside a window, prediction t sees the t + 1 ids
+    before it, so the average context is about window / 2 characters, shorter than the whole
+    past that :func:`bits_per_char` gives a recurrent model. The last incomplete window is
+    not scored.
+    """
+    expect_shape(ids, ("N",), "ids")
+    expect_dtype(ids, "iu", "ids")
+    if window < 1 or batch_size < 1:
+        raise ValueError(f"window and batch_size: expected >= 1, got {window}, {batch_size}")
+    count = (len(ids) - 1) // window
+    if count < 1:
+        raise ValueError(f"ids: need at least window + 1 = {window + 1} ids, got {len(ids)}")
+    starts = torch.arange(count) * window  # (W,)
+    windows = ids[starts[:, None] + torch.arange(window + 1)[None, :]].long()  # (W, window + 1)
+    was_training = model.training
+    model.eval()
+    total_nats = 0.0
+    for b in range(0, count, batch_size):
+        chunk = windows[b : b + batch_size]  # (B, window + 1)
+        logits = model(chunk[:, :-1])  # (B, window, K)
+        total_nats += float(
+            F.cross_entropy(logits.flatten(0, 1), chunk[:, 1:].flatten(), reduction="sum")
+        )
+    model.train(was_training)
+    return total_nats / (count * window) / LN2

@@ -43,6 +43,7 @@ from torch import nn
 
 from course.analysis.lm import bits_per_char
 from course.data.code import CharVocab
+from course.data.wordpiece import WordPiece
 from course.data.words import WordVocab
 
 if TYPE_CHECKING:
@@ -149,9 +150,12 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def checkpoint_vocab(metadata: Mapping[str, Any]) -> CharVocab | WordVocab:
+def checkpoint_vocab(metadata: Mapping[str, Any]) -> CharVocab | WordVocab | WordPiece:
     """The vocabulary the checkpoint's model reads: a CharVocab for a character-level model,
-    a WordVocab for a word-level one (its ids are the model's inputs)."""
+    a WordVocab for a word-level one, a WordPiece for a subword one (its ids are the model's
+    inputs)."""
+    if metadata.get("tokenizer") == "wordpiece":
+        return WordPiece(list(metadata["vocab"]))
     if isinstance(metadata["vocab"], list):
         return WordVocab(tuple(metadata["vocab"]))
     return CharVocab(tuple(metadata["vocab"]))
@@ -181,7 +185,7 @@ def save_checkpoint(
     name: str,
     *,
     config: Mapping[str, Any],
-    vocab: CharVocab | WordVocab,
+    vocab: CharVocab | WordVocab | WordPiece,
     training: Mapping[str, Any],
     corpus: Mapping[str, Any],
     heldout_text: str,
@@ -191,6 +195,7 @@ def save_checkpoint(
     directory: str | Path | None = None,
     heldout_figure: Callable[[nn.Module, Mapping[str, Any], str], Any] | None = None,
     evaluation: Mapping[str, Any] | None = None,
+    figure_name: str | None = None,
 ) -> dict[str, Any]:
     """Write ``<name>.pt``, ``<name>.heldout.txt.gz`` and ``<name>.json``; return the metadata.
 
@@ -199,7 +204,9 @@ def save_checkpoint(
     ``steps`` and ``seed``). corpus: what it was trained on. The held-out figure is measured
     here on ``heldout_text`` with :func:`heldout_bits_per_char` for a character model; a word
     model passes ``heldout_figure(model, metadata, text)`` (which returns its perplexity) and
-    the ``evaluation`` settings it reads.
+    the ``evaluation`` settings it reads. A model whose figure is something else (a masked LM's
+    accuracy, say) names it with ``figure_name``; a WordPiece vocabulary is stored as its list
+    of tokens with ``"tokenizer": "wordpiece"``.
     """
     if not _NAME.match(name):
         raise ValueError(f"name: expected lower-case letters, digits and _, got {name!r}")
@@ -235,7 +242,13 @@ def save_checkpoint(
             "code_sha256": model_code_sha256(cls.__module__),
             "parameters": sum(v.numel() for v in state.values()),
         },
-        "vocab": list(vocab.words) if isinstance(vocab, WordVocab) else "".join(vocab.chars),
+        "vocab": (
+            list(vocab.vocab)
+            if isinstance(vocab, WordPiece)
+            else list(vocab.words)
+            if isinstance(vocab, WordVocab)
+            else "".join(vocab.chars)
+        ),
         "training": dict(training),
         "corpus": dict(corpus),
         "heldout": {
@@ -250,6 +263,8 @@ def save_checkpoint(
         "weights_file": weights_file,
         "weights_sha256": _sha256(weights),
     }
+    if isinstance(vocab, WordPiece):
+        metadata["tokenizer"] = "wordpiece"
     was_training = model.training
     model.eval()
     if heldout_figure is None:
@@ -257,7 +272,9 @@ def save_checkpoint(
     else:
         figure = heldout_figure(model, metadata, heldout_text)
     model.train(was_training)
-    key = HELDOUT_FIGURE[type(metadata["vocab"])]
+    key = figure_name or HELDOUT_FIGURE[type(metadata["vocab"])]
+    if figure_name is not None:
+        metadata["heldout"]["figure"] = figure_name
     metadata["heldout"] = {key: figure, **metadata["heldout"]}
     (folder / f"{name}.json").write_text(
         json.dumps(metadata, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
@@ -304,7 +321,7 @@ def read_metadata(name: str, directory: str | Path | None = None) -> dict[str, A
         raise _corrupt(name, file, "expected a JSON object")
     wrong = [k for k, kind in METADATA_KEYS.items() if not isinstance(metadata.get(k), kind)]
     if isinstance(metadata.get("heldout"), dict) and "vocab" not in wrong:
-        figure = HELDOUT_FIGURE[type(metadata["vocab"])]
+        figure = metadata["heldout"].get("figure", HELDOUT_FIGURE[type(metadata["vocab"])])
         wrong += [f"heldout.{figure}"] if figure not in metadata["heldout"] else []
     wrong += [
         f"{k}.{sub}"

@@ -32,7 +32,7 @@ document (label 1, NotNext), the labels of ``transformers``' ``BertForPreTrainin
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -56,6 +56,7 @@ __all__ = [
     "NspPair",
     "make_nsp_pairs",
     "pretraining_batch",
+    "pretraining_batches",
 ]
 
 PAD_ID, UNK_ID, CLS_ID, SEP_ID, MASK_ID = (SPECIAL_TOKENS.index(t) for t in SPECIAL_TOKENS)
@@ -241,3 +242,27 @@ def pretraining_batch(
     )
     batch["next_sentence_label"] = torch.tensor([p.label for p in pairs], dtype=torch.long)
     return batch
+
+
+def pretraining_batches(
+    wordpiece: WordPiece,
+    pairs: Sequence[NspPair],
+    batch_size: int,
+    seed: int = 0,
+    max_len: int = 64,
+    mode: Literal["bernoulli", "fixed"] = "bernoulli",
+) -> Iterator[dict[str, torch.Tensor]]:
+    """Endless pretraining batches for ``course.train.fit``: the pairs in a shuffled order,
+    reshuffled each epoch, masked afresh every time a pair comes round (seeded: the same
+    ``seed`` gives the same batches)."""
+    if not 1 <= batch_size <= len(pairs):
+        raise ValueError(
+            f"batch_size: expected 1..{len(pairs)} (the number of pairs), got {batch_size}"
+        )
+    order, rng = list(range(len(pairs))), random.Random(seed)
+    generator = torch.Generator().manual_seed(seed)
+    while True:
+        rng.shuffle(order)
+        for start in range(0, len(order) - batch_size + 1, batch_size):
+            chosen = [pairs[i] for i in order[start : start + batch_size]]
+            yield pretraining_batch(wordpiece, chosen, generator, max_len, mode)

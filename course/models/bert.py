@@ -183,8 +183,10 @@ class BertModel(nn.Module):
 class BertForPreTraining(nn.Module):
     """BERT with its two pretraining heads: rule (BERT-4) for MLM, and NSP from the pooler."""
 
-    def __init__(self, config: BertConfig) -> None:
+    def __init__(self, config: BertConfig | dict[str, Any]) -> None:
         super().__init__()
+        # A dict is the form a checkpoint's JSON metadata stores (``asdict(config)``).
+        config = BertConfig(**config) if isinstance(config, dict) else config
         self.config = config
         self.bert = BertModel(config)
         self.mlm_dense = nn.Linear(config.d_model, config.d_model)

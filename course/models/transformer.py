@@ -44,14 +44,23 @@ def key_mask(lengths: torch.Tensor, m: int) -> torch.Tensor:
     return (torch.arange(m)[None, :] < lengths[:, None])[:, None, None, :]
 
 
-ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}  # GELU exact: x Φ(x), with erf (BERT's)
+def gelu_tanh(x: torch.Tensor) -> torch.Tensor:
+    """GELU's tanh approximation (GPT-2's "gelu_new"): ½x(1 + tanh(√(2/π)(x + 0.044715x³)))."""
+    return F.gelu(x, approximate="tanh")
+
+
+ACTIVATIONS = {  # GELU exact: x Φ(x), with erf (BERT's); its tanh approximation is GPT-2's
+    "relu": F.relu,
+    "gelu": F.gelu,
+    "gelu_tanh": gelu_tanh,
+}
 
 
 class FeedForward(nn.Module):
     """FFN(x) = W_2 ReLU(W_1 x + b_1) + b_2, applied at every position alike.
 
     ``activation="gelu"`` uses GELU(x) = x Φ(x) (Φ the standard normal CDF) in place of ReLU,
-    as BERT and GPT do.
+    as BERT does; ``"gelu_tanh"`` its tanh approximation, as GPT-1 and GPT-2 do.
     """
 
     def __init__(self, d_model: int, d_ff: int, dropout: float, activation: str = "relu") -> None:
@@ -71,7 +80,7 @@ class FeedForward(nn.Module):
 class EncoderLayer(nn.Module):
     """Self-attention and a feed-forward network, each with a residual and a LayerNorm.
 
-    ``activation`` ("relu" or "gelu") is the FFN's; ``layer_norm_eps`` is ε of both
+    ``activation`` ("relu", "gelu" or "gelu_tanh") is the FFN's; ``layer_norm_eps`` is ε of both
     LayerNorms (torch's 1e-5 by default; BERT uses 1e-12).
     """
 

@@ -6,6 +6,8 @@
 - ``course.viz.recall``: the long-range recall task
 - ``course.viz.cells``: one LSTM cell's activation over text, and its widget
 - ``course.viz.attention_views``: bertviz's attention head and model views, drawn offline
+- ``course.viz.generation``: sampling filters on a next-token distribution (and its widget),
+  generation time with and without a KV cache, XLNet's permutation masks (Unit 8)
 
 Every figure is a plain function with defaults that returns the matplotlib Figure and never
 closes it; every widget is a thin ``interact_*`` wrapper that drives such a function with

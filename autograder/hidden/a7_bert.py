@@ -1,0 +1,717 @@
+"""Hidden checks of Assignment 7: MLM masking, WordPiece, NSP pairs, features from layers.
+
+The hidden test cells of ``a7_bert`` call, at autograde time::
+
+    check_mlm_mask(mlm_mask)
+    check_wordpiece(wordpiece)
+    check_nsp_pairs(nsp_pairs)
+    check_layer_features(layer_features)
+
+Random procedures (Parts A and C) are judged by statistics, never by one exact sequence of
+random numbers, since a student may draw in any order: shares within ``Z`` binomial standard
+deviations of their probabilities (the probability of a "random token" being the original
+is accounted for), chi-squared tests at a level of about 1e-6 for uniform draws, the spread
+of the number selected per sequence (a binomial count, not a fixed one), and exact
+properties that hold whatever the draws (labels, special positions, consecutive pairs,
+documents). Part B is compared with the ``tokenizers`` library's WordPiece model, run
+*before* the student's function; Part D with sums and concatenations written out layer by
+layer. Then each check makes sure that bad input raises ValueError.
+
+While a student's function runs, the routines that would do its work (``course.data.
+bert_inputs``, ``course.data.wordpiece`` and ``course.models.bert`` by name, every public
+callable of the ``course`` package except ``course.checks``, ``transformers``' MLM data
+collators, BERT tokenisers and pipelines, the ``tokenizers`` library's Tokenizer and
+WordPiece model, and ``torch.bernoulli``) are replaced by traps that raise
+:class:`ShortcutUsed`.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from autograder.hidden import shortcuts
+from autograder.hidden.shortcuts import ShortcutUsed
+from autograder.hidden.shortcuts import case as _case
+from autograder.hidden.shortcuts import describe as _describe
+from autograder.hidden.shortcuts import expect_unchanged as _expect_unchanged
+from autograder.hidden.shortcuts import snapshot as _snapshot
+from autograder.hidden.shortcuts import strided as _strided
+from autograder.hidden.shortcuts import unpack as _unpack
+from course.checks import assert_close
+
+__all__ = [
+    "ShortcutUsed",
+    "no_shortcuts",
+    "shortcut_targets",
+    "check_mlm_mask",
+    "check_wordpiece",
+    "check_nsp_pairs",
+    "check_layer_features",
+]
+
+MASK_BY_HAND = "select and corrupt the positions by hand with NumPy"
+SPLIT_BY_HAND = "match the longest pieces by hand"
+PAIR_BY_HAND = "draw the pairs by hand with NumPy"
+COMBINE_BY_HAND = "combine the layers by hand with NumPy"
+Z = 5.0  # binomial tolerances: a correct function fails one of them with odds below 1e-6
+IGNORED = -100
+
+# --------------------------------------------------------------------------------------------
+# Traps
+# --------------------------------------------------------------------------------------------
+
+# Unit 7's course modules, trapped by name as well (the walk over ``course`` finds them too).
+COURSE_BERT_INPUTS = tuple(
+    "frame_pair frame_words pad_batch mask_tokens make_nsp_pairs pretraining_batch".split()
+)
+COURSE_WORDPIECE = tuple(
+    "pre_tokenize count_words WordPiece learn_wordpiece tokenizers_tokenize "
+    "train_tokenizers_wordpiece compare_with_tokenizers".split()
+)
+COURSE_BERT = tuple("BertEmbeddings BertModel BertForPreTraining fill_mask".split())
+_COLLATORS = ("DataCollatorForLanguageModeling", "DataCollatorForWholeWordMask")
+_LIBRARY = (
+    ("torch", ("bernoulli",)),
+    ("torch.Tensor", ("bernoulli", "bernoulli_")),
+    ("transformers", (*_COLLATORS, "BertTokenizer", "BertTokenizerFast", "AutoTokenizer")),
+    ("transformers.data.data_collator", _COLLATORS),
+    (
+        "transformers.data.data_collator.DataCollatorForLanguageModeling",
+        ("torch_mask_tokens", "numpy_mask_tokens"),
+    ),
+    (
+        "transformers.models.bert.tokenization_bert",
+        ("BertTokenizer", "WordpieceTokenizer", "BasicTokenizer"),
+    ),
+    ("tokenizers", ("Tokenizer",)),
+    ("tokenizers.models", ("WordPiece",)),
+    ("course.data.bert_inputs", COURSE_BERT_INPUTS),
+    ("course.data.wordpiece", COURSE_WORDPIECE),
+    ("course.models.bert", COURSE_BERT),
+)
+
+TRAPS = shortcuts.Traps(_LIBRARY)
+shortcut_targets, no_shortcuts, _call_by_hand = TRAPS.methods()
+
+
+# --------------------------------------------------------------------------------------------
+# Helpers
+# --------------------------------------------------------------------------------------------
+
+
+_expect_value_error = shortcuts.value_error_checker(_call_by_hand)
+
+
+_call_valid = shortcuts.valid_caller(_call_by_hand)
+
+
+def _call_each(function: Callable[..., Any], duty: str, calls: list[tuple]) -> list[Any]:
+    """``function(*args)`` for each args of ``calls`` (valid input), under one set of traps.
+
+    As ``_call_valid`` for each call (a trap, even one whose error is caught, fails the check;
+    a ValueError fails the case), but the traps are set once: a word at a time is cheap.
+    """
+    name = shortcuts.function_name(function)
+    results = []
+    with no_shortcuts(function, duty) as trapped:
+        for args in calls:
+            try:
+                results.append(function(*args))
+            except ShortcutUsed:
+                raise
+            except Exception as error:
+                if trapped:
+                    raise ShortcutUsed(f"{name} must {duty}; it called {trapped[0]}") from error
+                if isinstance(error, ValueError):
+                    raise AssertionError(
+                        f"{name} raised ValueError({str(error)!r}) for valid input"
+                    ) from error
+                raise
+    if trapped:
+        raise ShortcutUsed(f"{name} must {duty}; it called {trapped[0]} (and caught the error)")
+    return results
+
+
+def expect_share(name: str, hits: int, trials: int, probability: float) -> None:
+    """hits of trials within Z binomial standard deviations of probability (exact at 0, 1)."""
+    hits, trials = int(hits), int(trials)
+    if trials == 0:
+        return
+    if probability in (0.0, 1.0):
+        if hits != round(probability * trials):
+            raise AssertionError(
+                f"{name} is {hits:,} of {trials:,}, expected {round(probability * trials):,} "
+                f"(probability {probability:g})"
+            )
+        return
+    spread = Z * np.sqrt(probability * (1.0 - probability) / trials)
+    fraction = hits / trials
+    if abs(fraction - probability) > spread:
+        raise AssertionError(
+            f"{name} is {fraction:.4f} ({hits:,} of {trials:,}), expected {probability:.4f} ± "
+            f"{spread:.4f} ({Z:g} standard deviations): off by {fraction - probability:+.4f}"
+        )
+
+
+def chi_squared_limit(dof: int) -> float:
+    """The chi-squared value exceeded with probability about 1e-6 (Wilson–Hilferty)."""
+    z = 4.75  # the standard normal's upper 1e-6 point
+    return dof * (1.0 - 2.0 / (9.0 * dof) + z * np.sqrt(2.0 / (9.0 * dof))) ** 3
+
+
+def expect_fit(name: str, observed: np.ndarray, expected: np.ndarray) -> None:
+    """A chi-squared test of observed counts against expected counts (all expected > 0)."""
+    observed, expected = np.asarray(observed, float), np.asarray(expected, float)
+    statistic = float(np.sum((observed - expected) ** 2 / expected))
+    limit = chi_squared_limit(len(expected) - 1)
+    if statistic > limit:
+        worst = int(np.argmax(np.abs(observed - expected) / np.sqrt(expected)))
+        raise AssertionError(
+            f"{name} is not as expected: chi-squared {statistic:.1f} over {len(expected) - 1} "
+            f"degrees of freedom, above {limit:.1f} (probability about 1e-6); the largest gap "
+            f"is at {worst}: {observed[worst]:.0f} observed, {expected[worst]:.1f} expected"
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# Part A: mlm_mask
+# --------------------------------------------------------------------------------------------
+
+BERT_SPECIALS = [0, 100, 101, 102, 103]  # [PAD], [UNK], [CLS], [SEP], [MASK] of bert-base
+
+
+def _ordinary(vocab_size: int, specials: Sequence[int]) -> np.ndarray:
+    return np.array(sorted(set(range(vocab_size)) - {int(s) for s in specials}))
+
+
+def _framed_batch(
+    rng: np.random.Generator, rows: int, width: int, ordinary: np.ndarray, frame: tuple
+) -> np.ndarray:
+    """Rows of [CLS] ordinary tokens [SEP] then [PAD], of random lengths 3..width."""
+    pad, cls, sep = frame
+    batch = np.full((rows, width), pad, dtype=np.int64)
+    for row, size in enumerate(rng.integers(3, width + 1, size=rows)):
+        batch[row, :size] = rng.choice(ordinary, size=size)
+        batch[row, 0], batch[row, size - 1] = cls, sep
+    return batch  # (rows, width)
+
+
+def mlm_cases() -> list[tuple[str, Any, list[int], int, int, int, float, float, float]]:
+    """(label, ids, special_ids, vocab_size, mask_id, seed, p, mask_share, random_share)."""
+    rng = np.random.default_rng(7101)
+    bert = _framed_batch(rng, 200, 48, _ordinary(30522, BERT_SPECIALS), (0, 101, 102))
+    bert[::7, 5] = 100  # a few [UNK] and [MASK] in the input: special, never selected
+    bert[::11, 6] = 103
+    odd_specials = [9, 0, 7]
+    odd = rng.choice(_ordinary(50, odd_specials), size=(400, 40))
+    odd[:, -3:] = 0  # padding
+    odd[::3, 10] = 7
+    small = _framed_batch(rng, 200, 30, _ordinary(20, [0, 1, 2, 3]), (0, 2, 3))
+    one = np.where(rng.random((40, 25)) < 0.7, 5, rng.integers(0, 5, size=(40, 25)))
+    only_special = rng.choice([0, 101, 102, 103], size=(5, 12))
+    framed = _framed_batch(rng, 80, 20, _ordinary(300, [0, 1, 2, 3, 4]), (0, 2, 3))
+    return [
+        ("BERT's numbering (specials 0, 100-103, |V| = 30522), a padded batch (200, 48)",
+         bert, BERT_SPECIALS, 30522, 103, 11, 0.15, 0.8, 0.1),
+        ("specials [9, 0, 7] not consecutive, |V| = 50, mask 9, p = 0.5, shares (0.6, 0.3)",
+         odd, odd_specials, 50, 9, 12, 0.5, 0.6, 0.3),
+        ("one long sequence (20,000 ids), p = 0.05", rng.integers(5, 1000, size=20_000),
+         [0, 1, 2, 3, 4], 1000, 4, 13, 0.05, 0.8, 0.1),
+        ("p = 1: every ordinary position is selected", small, [0, 1, 2, 3], 20, 1, 14, 1.0,
+         0.8, 0.1),
+        ("shares (1, 0): every selected position shows [MASK]", small, [0, 1, 2, 3], 20, 1, 15,
+         0.3, 1.0, 0.0),
+        ("shares (0, 1): every selected position shows a random token (|V| = 20, 16 ordinary)",
+         small, [0, 1, 2, 3], 20, 1, 16, 0.6, 0.0, 1.0),
+        ("shares (0, 0): selected positions keep their token", small, [0, 1, 2, 3], 20, 1, 17,
+         0.4, 0.0, 0.0),
+        ("a vocabulary with one ordinary id (|V| = 6), shares (0.5, 0.5)", one,
+         [0, 1, 2, 3, 4], 6, 4, 18, 0.5, 0.5, 0.5),
+        ("only special tokens: nothing to select", only_special, BERT_SPECIALS, 30522, 103, 19,
+         0.15, 0.8, 0.1),
+        ("int32 ids (80, 20), |V| = 300, the special ids listed in decreasing order",
+         framed.astype(np.int32), [4, 3, 2, 1, 0], 300, 4, 20, 0.25, 0.7, 0.2),
+        ("ids given as a list of lists, |V| = 300", framed[:40].tolist(), [0, 1, 2, 3, 4],
+         300, 4, 21, 0.3, 0.8, 0.1),
+    ]  # fmt: skip
+
+
+def _judge_mlm(
+    result: Any, ids: np.ndarray, specials: list[int], vocab_size: int, mask_id: int,
+    p: float, mask_share: float, random_share: float,
+) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """Every property that holds whatever the draws, and every share within Z deviations."""
+    corrupted, labels = _unpack(result, "mlm_mask", ("corrupted", "labels"))
+    for name, array in (("corrupted", corrupted), ("labels", labels)):
+        if not isinstance(array, np.ndarray) or array.shape != ids.shape:
+            raise AssertionError(
+                f"{name} should be a NumPy array of shape {ids.shape}, got {_describe(array)}"
+            )
+        if array.dtype != np.int64:
+            raise AssertionError(f"{name} should hold int64, got dtype {array.dtype}")
+    special = np.isin(ids, specials)
+    chosen = labels != IGNORED
+    if np.any(labels[chosen] != ids[chosen]):
+        where = np.argwhere(chosen & (labels != ids))[0].tolist()
+        raise AssertionError(
+            f"labels is {labels[tuple(where)]} at {where}: a selected position's label must be "
+            f"its original id {ids[tuple(where)]} (and {IGNORED} where not selected)"
+        )
+    if np.any(chosen & special):
+        where = np.argwhere(chosen & special)[0].tolist()
+        raise AssertionError(
+            f"a special id was selected at {where} (id {ids[tuple(where)]}, specials {specials})"
+        )
+    if np.any(corrupted[~chosen] != ids[~chosen]):
+        where = np.argwhere(~chosen & (corrupted != ids))[0].tolist()
+        raise AssertionError(
+            f"corrupted is {corrupted[tuple(where)]} at {where}, which is not selected (label "
+            f"{IGNORED}): it must keep its id {ids[tuple(where)]}"
+        )
+    eligible = ~special
+    expect_share("the share of ordinary positions selected", chosen.sum(), eligible.sum(), p)
+    pool = _ordinary(vocab_size, specials)
+    n = len(pool)
+    masked = chosen & (corrupted == mask_id)
+    kept = chosen & (corrupted == ids)
+    other = chosen & ~masked & ~kept
+    drawn = corrupted[other]
+    if drawn.size and not np.isin(drawn, pool).all():
+        bad = drawn[~np.isin(drawn, pool)][0]
+        raise AssertionError(
+            f"a random token is {bad}, which is not an ordinary id (0..{vocab_size - 1} "
+            f"without the specials {specials})"
+        )
+    selected = int(chosen.sum())
+    expect_share("the share of selected positions showing [MASK]", masked.sum(), selected,
+                 mask_share)  # fmt: skip
+    expect_share(
+        "the share of selected positions showing another token", other.sum(), selected,
+        random_share * (1 - 1 / n),
+    )  # fmt: skip
+    expect_share(
+        "the share of selected positions unchanged", kept.sum(), selected,
+        1 - mask_share - random_share + random_share / n,
+    )  # fmt: skip
+    return corrupted, labels
+
+
+def _expect_uniform_draws(ids: np.ndarray, corrupted: np.ndarray, labels: np.ndarray,
+                          pool: np.ndarray, mask_id: int) -> None:  # fmt: skip
+    """Random tokens that differ from the original: uniform over the other ordinary ids."""
+    other = (labels != IGNORED) & (corrupted != ids) & (corrupted != mask_id)
+    originals, drawn = ids[other], corrupted[other]
+    index = {int(t): k for k, t in enumerate(pool)}
+    observed = np.bincount([index[int(t)] for t in drawn], minlength=len(pool))
+    excluded = np.bincount([index[int(t)] for t in originals], minlength=len(pool))
+    expected = (len(drawn) - excluded) / (len(pool) - 1)  # each draw avoids its own original
+    expect_fit("the distribution of the random tokens over the ordinary ids", observed, expected)
+
+
+def _expect_binomial_rows(ids: np.ndarray, labels: np.ndarray, specials: list, p: float) -> None:
+    """The number selected per row is binomial (n_row, p): standardised, its variance is 1."""
+    eligible = (~np.isin(ids, specials)).sum(axis=1)
+    chosen = (labels != IGNORED).sum(axis=1)
+    scores = (chosen - eligible * p) / np.sqrt(eligible * p * (1 - p))
+    variance = float(np.mean(scores**2))
+    if not 0.6 < variance < 1.6:
+        raise AssertionError(
+            f"the number of positions selected per sequence varies too {'little' if variance < 1 else 'much'}: "
+            f"its variance is {variance:.2f} times the binomial one (n p (1 - p)); select each "
+            "ordinary position independently with probability p"
+        )
+
+
+def check_mlm_mask(mlm_mask: Callable[..., Any]) -> None:
+    """Hidden test of Part A: properties and statistics on unseen batches."""
+    cases = mlm_cases()
+    for label, ids, specials, vocab_size, mask_id, seed, p, m, r in cases:
+        array = np.asarray(ids)
+        args = (ids, specials, vocab_size, mask_id, seed, p, m, r)
+        inputs = {"ids": array if isinstance(ids, np.ndarray) else ids, "special_ids": specials}
+        before = _snapshot(inputs)
+        with _case(f"mlm_mask, {label}"):
+            result = _call_valid(mlm_mask, MASK_BY_HAND, *args)
+            _expect_unchanged("mlm_mask", inputs, before)
+            corrupted, labels = _judge_mlm(result, array, specials, vocab_size, mask_id, p, m, r)
+            again = _unpack(_call_valid(mlm_mask, MASK_BY_HAND, *args), "mlm_mask", ("c", "l"))
+            if not (np.array_equal(again[0], corrupted) and np.array_equal(again[1], labels)):
+                raise AssertionError("the same seed gave another result")
+            if label.startswith("specials [9, 0, 7]"):
+                pool = _ordinary(vocab_size, specials)
+                _expect_uniform_draws(array, corrupted, labels, pool, mask_id)
+                _expect_binomial_rows(array, labels, specials, p)
+                other = _call_valid(mlm_mask, MASK_BY_HAND, ids, specials, vocab_size, mask_id,
+                                    seed + 1, p, m, r)  # fmt: skip
+                if np.array_equal(_unpack(other, "mlm_mask", ("c", "l"))[1], labels):
+                    raise AssertionError(f"seeds {seed} and {seed + 1} selected the same positions")
+
+    rng = np.random.default_rng(7102)
+    ids = rng.integers(5, 40, size=(3, 8))
+    base = ([0, 1, 2, 3, 4], 40, 4, 0)
+    bad_calls = [
+        ("float ids", ids * 1.0, *base),
+        ("boolean ids", ids > 20, *base),
+        ("an id of -1", np.where(ids == ids[0, 0], -1, ids), *base),
+        ("an id equal to vocab_size (40)", np.where(ids == ids[0, 0], 40, ids), *base),
+        ("a special id of 40 = vocab_size", ids, [0, 1, 40], 40, 0, 0),
+        ("mask_id = 40 = vocab_size", ids, [0, 1, 2], 40, 40, 0),
+        ("mask_id = -1", ids, [0, 1, 2], 40, -1, 0),
+        ("p = 0", ids, *base, 0.0),
+        ("p = -0.1", ids, *base, -0.1),
+        ("p = 1.2", ids, *base, 1.2),
+        ("mask_share = -0.1", ids, *base, 0.15, -0.1, 0.1),
+        ("random_share = -0.2", ids, *base, 0.15, 0.8, -0.2),
+        ("shares 0.7 + 0.4 > 1", ids, *base, 0.15, 0.7, 0.4),
+        ("every id special (|V| = 3, specials [0, 1, 2])", np.array([[0, 1, 2]]), [0, 1, 2], 3, 2, 0),
+    ]  # fmt: skip
+    for description, *args in bad_calls:
+        _expect_value_error(mlm_mask, MASK_BY_HAND, f"mlm_mask with {description}", *args)
+    print(f"check_mlm_mask: all {len(cases) + len(bad_calls)} hidden cases passed.")
+
+
+# --------------------------------------------------------------------------------------------
+# Part B: wordpiece
+# --------------------------------------------------------------------------------------------
+
+
+def tokenizers_pieces(
+    words: Sequence[str], vocab: Sequence[str], max_chars: int, unk: str, prefix: str
+) -> list[list[str]]:
+    """The tokenizers library's WordPiece model on the vocabulary, one word at a time."""
+    from tokenizers import models
+
+    greedy = models.WordPiece(
+        {token: i for i, token in enumerate(vocab)},
+        unk_token=unk,
+        max_input_chars_per_word=max_chars,
+        continuing_subword_prefix=prefix,
+    )
+    return [[token.value for token in greedy.tokenize(word)] for word in words]
+
+
+def _random_vocabulary(
+    rng: np.random.Generator, alphabet: str, size: int, prefix: str, unk: str
+) -> list[str]:
+    """unk, most single characters (with and without the prefix), then random pieces."""
+    tokens = [unk] + [ch for ch in alphabet if rng.random() < 0.9]
+    tokens += [prefix + ch for ch in alphabet if rng.random() < 0.8]
+    while len(tokens) < size:
+        piece = "".join(rng.choice(list(alphabet), size=rng.integers(2, 6)))
+        candidate = prefix + piece if rng.random() < 0.5 else piece
+        if candidate not in tokens:
+            tokens.append(candidate)
+    return tokens  # unk first, then the alphabet and the pieces
+
+
+def _random_words(rng: np.random.Generator, alphabet: str, count: int, longest: int) -> list[str]:
+    return ["".join(rng.choice(list(alphabet), size=rng.integers(1, longest + 1)))
+            for _ in range(count)]  # fmt: skip
+
+
+def wordpiece_cases() -> list[tuple[str, Any, list[str], int, str, str]]:
+    """(label, vocab, words, max_input_chars, unk_token, prefix) for wordpiece."""
+    rng = np.random.default_rng(7201)
+    english = ["[PAD]", "[UNK]", "[CLS]", "re", "un", "do", "##do", "##ing", "##ne", "##able",
+               "read", "##er", "##s", "##ers", "r", "##e", "##a", "##d", "u", "##n", "d",
+               "##o", "b", "##r", "bread", "##i", "##g"]  # fmt: skip
+    english_words = ["redoing", "undone", "readers", "reader", "bread", "breads", "unread",
+                     "redone", "doing", "rung", "breadx", "x", "r", "undoable", "dread"]  # fmt: skip
+    greedy = ["[UNK]", "ab", "a", "##bc", "##b", "xyz", "x", "##yz", "##y", "##z"]
+    greedy_words = ["abc", "ab", "abbc", "xyz", "xyzz", "xyy", "abz", "a", "xbc"]
+    accents = ["[UNK]", "caf", "##é", "naï", "##ve", "日本", "##語", "über", "##all", "c", "##a",
+               "##f"]  # fmt: skip
+    accent_words = ["café", "naïve", "日本語", "überall", "日本", "cafés", "caf", "語"]
+    free = _random_vocabulary(rng, "abc", 40, "", "[UNK]")
+    return [
+        ("an English vocabulary", english, english_words, 100, "[UNK]", "##"),
+        ("an English vocabulary, max_input_chars = 6 (words of 6 and of 7 characters)",
+         english, english_words, 6, "[UNK]", "##"),
+        ("greedy matching fails although another split exists", greedy, greedy_words, 100,
+         "[UNK]", "##"),
+        ("a random vocabulary of 60 pieces over 'abc', 80 words over 'abcd', max 10",
+         _random_vocabulary(rng, "abc", 60, "##", "[UNK]"),
+         _random_words(rng, "abcd", 80, 12), 10, "[UNK]", "##"),
+        ("a random vocabulary with the prefix '@@' and '<unk>', max 8",
+         _random_vocabulary(rng, "xyz", 50, "@@", "<unk>"), _random_words(rng, "xyz", 50, 10),
+         8, "<unk>", "@@"),
+        ("no continuation prefix at all ('')", free, _random_words(rng, "abc", 40, 8), 100,
+         "[UNK]", ""),
+        ("accented and Japanese characters (len counts characters)", accents, accent_words, 100,
+         "[UNK]", "##"),
+        ("accented characters, max_input_chars = 4", accents, accent_words, 4, "[UNK]", "##"),
+        ("a vocabulary given as a tuple", tuple(english), ["undone", "readers", "z"], 100,
+         "[UNK]", "##"),
+        ("max_input_chars = 1", english, ["r", "b", "re", "d"], 1, "[UNK]", "##"),
+    ]  # fmt: skip
+
+
+def check_wordpiece(wordpiece: Callable[..., Any]) -> None:
+    """Hidden test of Part B: against tokenizers' WordPiece model, word by word."""
+    cases = wordpiece_cases()
+    for label, vocab, words, max_chars, unk, prefix in cases:
+        expected = tokenizers_pieces(words, vocab, max_chars, unk, prefix)
+        before = copy.deepcopy(vocab)
+        with _case(f"wordpiece, {label}"):
+            calls = [(word, vocab, max_chars, unk, prefix) for word in words]
+            answers = _call_each(wordpiece, SPLIT_BY_HAND, calls)
+            if vocab != before:
+                raise AssertionError("wordpiece modified its input vocab")
+            for word, pieces, got in zip(words, expected, answers, strict=True):
+                if not isinstance(got, list) or not all(isinstance(t, str) for t in got):
+                    raise AssertionError(
+                        f"wordpiece({word!r}) should return a list of strings, got {got!r}"
+                    )
+                if got != pieces:
+                    raise AssertionError(
+                        f"wordpiece({word!r}) is {got}, but tokenizers' WordPiece model gives "
+                        f"{pieces} (max_input_chars={max_chars}, unk_token={unk!r}, "
+                        f"prefix={prefix!r})"
+                    )
+
+    vocab = ["[UNK]", "a", "##b"]
+    bad_calls = [
+        ("a word that is a number (12)", 12, vocab, 100, "[UNK]", "##"),
+        ("an empty word", "", vocab, 100, "[UNK]", "##"),
+        ("two words 'ab ab'", "ab ab", vocab, 100, "[UNK]", "##"),
+        ("a word with a tab", "a\tb", vocab, 100, "[UNK]", "##"),
+        ("a vocabulary without the unknown token '<unk>'", "ab", vocab, 100, "<unk>", "##"),
+        ("max_input_chars = 0", "ab", vocab, 0, "[UNK]", "##"),
+        ("max_input_chars = 2.5", "ab", vocab, 2.5, "[UNK]", "##"),
+    ]
+    for description, *args in bad_calls:
+        _expect_value_error(wordpiece, SPLIT_BY_HAND, f"wordpiece with {description}", *args)
+    print(f"check_wordpiece: all {len(cases) + len(bad_calls)} hidden cases passed.")
+
+
+# --------------------------------------------------------------------------------------------
+# Part C: nsp_pairs
+# --------------------------------------------------------------------------------------------
+
+
+def _documents(lengths: Sequence[int], tag: str) -> list[list[str]]:
+    return [[f"{tag} {d}, line {s}." for s in range(n)] for d, n in enumerate(lengths)]
+
+
+def nsp_cases() -> list[tuple[str, list[list[str]], int, float]]:
+    """(label, documents, seed, p_next) for nsp_pairs."""
+    rng = np.random.default_rng(7301)
+    uneven = [int(n) for n in rng.integers(1, 90, size=30)] + [0, 0]
+    uneven[3], uneven[17] = 1, 250  # a single sentence; one long document
+    return [
+        ("32 documents of 0 to 250 sentences, p_next = 0.5", _documents(uneven, "Text"), 21, 0.5),
+        ("20 documents of 12 sentences, p_next = 0.2", _documents([12] * 20, "Page"), 22, 0.2),
+        ("p_next = 0: every pair random", _documents([5, 1, 9, 0, 3], "Note"), 23, 0.0),
+        ("p_next = 1: every pair consecutive", _documents([6, 2, 7], "Item"), 24, 1.0),
+        ("two documents, the other of one sentence, p_next = 0.5",
+         _documents([40, 1], "Part"), 25, 0.5),
+    ]  # fmt: skip
+
+
+def _judge_pairs(result: Any, documents: list[list[str]], p_next: float) -> list[tuple]:
+    """Pairs in order, is_next true to the documents, NotNext from elsewhere, the share."""
+    home = {s: (d, i) for d, doc in enumerate(documents) for i, s in enumerate(doc)}
+    wanted = [(d, i) for d, doc in enumerate(documents) for i in range(len(doc) - 1)]
+    if not isinstance(result, list) or len(result) != len(wanted):
+        raise AssertionError(
+            f"nsp_pairs should return a list of {len(wanted)} pairs (one per sentence with a "
+            f"successor), got {_describe(result)}"
+        )
+    for k, (pair, (d, i)) in enumerate(zip(result, wanted, strict=True)):
+        if not isinstance(pair, tuple) or len(pair) != 3:
+            raise AssertionError(f"pair {k} should be a tuple (a, b, is_next), got {pair!r}")
+        a, b, is_next = pair
+        if not isinstance(is_next, (bool, np.bool_)):
+            raise AssertionError(f"pair {k}: is_next should be a bool, got {is_next!r}")
+        if a != documents[d][i]:
+            raise AssertionError(
+                f"pair {k}: a is {a!r}, expected {documents[d][i]!r} (sentence {i} of document "
+                f"{d}: pairs go document by document, sentence by sentence)"
+            )
+        if b not in home:
+            raise AssertionError(f"pair {k}: b = {b!r} is no sentence of the documents")
+        if is_next and home[b] != (d, i + 1):
+            raise AssertionError(
+                f"pair {k} is marked is_next, but b = {b!r} is not the sentence after a = {a!r}"
+            )
+        if not is_next and home[b][0] == d:
+            raise AssertionError(
+                f"pair {k} is marked not next, but b = {b!r} comes from a's own document {d}"
+            )
+    expect_share("the share of is_next pairs", sum(bool(t[2]) for t in result), len(result), p_next)
+    return result
+
+
+def _expect_uniform_choices(pairs: list[tuple], documents: list[list[str]]) -> None:
+    """NotNext: the other document uniform among the non-empty others, then the sentence."""
+    home = {s: (d, i) for d, doc in enumerate(documents) for i, s in enumerate(doc)}
+    filled = [d for d, doc in enumerate(documents) if doc]
+    column = {d: k for k, d in enumerate(filled)}
+    observed, expected = np.zeros(len(filled)), np.zeros(len(filled))
+    quarters_seen, quarters_expected = np.zeros(4), np.zeros(4)
+    for a, b, is_next in pairs:
+        if is_next:
+            continue
+        source, (target, index) = home[a][0], home[b]
+        observed[column[target]] += 1
+        for d in filled:
+            if d != source:
+                expected[column[d]] += 1 / (len(filled) - 1)
+        size = len(documents[target])
+        quarters_seen[4 * index // size] += 1
+        quarters_expected += np.bincount(4 * np.arange(size) // size, minlength=4) / size
+    expect_fit("the choice of the other document (uniform over the non-empty others)",
+               observed, expected)  # fmt: skip
+    kept = quarters_expected > 0
+    expect_fit("the position of the random sentence in its document (quarters, uniform)",
+               quarters_seen[kept], quarters_expected[kept])  # fmt: skip
+
+
+def check_nsp_pairs(nsp_pairs: Callable[..., Any]) -> None:
+    """Hidden test of Part C: the pairs' properties and the statistics of the draws."""
+    cases = nsp_cases()
+    for label, documents, seed, p_next in cases:
+        before = copy.deepcopy(documents)
+        with _case(f"nsp_pairs, {label}"):
+            result = _call_valid(nsp_pairs, PAIR_BY_HAND, documents, seed, p_next)
+            if documents != before:
+                raise AssertionError("nsp_pairs modified its input documents")
+            pairs = _judge_pairs(result, documents, p_next)
+            if _call_valid(nsp_pairs, PAIR_BY_HAND, documents, seed, p_next) != pairs:
+                raise AssertionError("the same seed gave other pairs")
+            if label.startswith("32 documents"):
+                _expect_uniform_choices(pairs, documents)
+                if _call_valid(nsp_pairs, PAIR_BY_HAND, documents, seed + 1, p_next) == pairs:
+                    raise AssertionError(f"seeds {seed} and {seed + 1} gave the same pairs")
+
+    two = _documents([3, 2], "Bad")
+    bad_calls = [
+        ("documents given as one string", "One text. Another sentence.", 0, 0.5),
+        ("a document that is a string", [two[0], "Bad 1, line 0. Bad 1, line 1."], 0, 0.5),
+        ("a sentence that is a number", [two[0], ["Bad 1, line 0.", 7]], 0, 0.5),
+        ("a single document", two[:1], 0, 0.5),
+        ("one non-empty document and two empty ones", [[], two[0], []], 0, 0.5),
+        ("p_next = -0.1", two, 0, -0.1),
+        ("p_next = 1.01", two, 0, 1.01),
+    ]
+    for description, *args in bad_calls:
+        _expect_value_error(nsp_pairs, PAIR_BY_HAND, f"nsp_pairs with {description}", *args)
+    print(f"check_nsp_pairs: all {len(cases) + len(bad_calls)} hidden cases passed.")
+
+
+# --------------------------------------------------------------------------------------------
+# Part D: layer_features
+# --------------------------------------------------------------------------------------------
+
+STRATEGIES = ("first", "last", "sum_all", "second_to_last", "sum_last_four", "concat_last_four")
+NEEDS = {"first": 1, "last": 1, "sum_all": 1, "second_to_last": 2, "sum_last_four": 4,
+         "concat_last_four": 4}  # fmt: skip
+
+
+def layer_by_layer(hidden_states: Any, strategy: str) -> np.ndarray:
+    """The features written out: one layer at a time, from h^(0), ..., h^(L)."""
+    layers = [np.array(h, dtype=np.float64) for h in hidden_states]
+    top = len(layers) - 1
+    if strategy == "first":
+        return layers[0]
+    if strategy == "last":
+        return layers[top]
+    if strategy == "second_to_last":
+        return layers[top - 1]
+    if strategy == "concat_last_four":
+        return np.concatenate([layers[top - 3], layers[top - 2], layers[top - 1], layers[top]],
+                              axis=-1)  # fmt: skip
+    first = 1 if strategy == "sum_all" else top - 3
+    total = np.zeros_like(layers[0])
+    for index in range(first, top + 1):
+        total = total + layers[index]
+    return total
+
+
+def features_cases() -> list[tuple[str, Any]]:
+    """(label, hidden_states) for layer_features; every strategy the depth allows is run."""
+    rng = np.random.default_rng(7401)
+    return [
+        ("L = 12 (BERT-base), T = 7, H = 16", rng.normal(size=(13, 7, 16))),
+        ("L = 4, T = 5, H = 6", rng.normal(size=(5, 5, 6))),
+        ("L = 2, T = 3, H = 4", rng.normal(size=(3, 3, 4))),
+        ("L = 1, T = 4, H = 2", rng.normal(size=(2, 4, 2))),
+        ("a batch (L+1, B, T, H) = (7, 3, 5, 4)", rng.normal(size=(7, 3, 5, 4))),
+        ("one token, one feature (L+1, T, H) = (6, 1, 1)", rng.normal(size=(6, 1, 1))),
+        ("states of one token, (L+1, H) = (5, 8)", rng.normal(size=(5, 8))),
+        ("a list of 6 arrays (T, H) = (4, 3)", [rng.normal(size=(4, 3)) for _ in range(6)]),
+        ("a tuple of 5 arrays (2, 3, 4)", tuple(rng.normal(size=(2, 3, 4)) for _ in range(5))),
+        ("float32 states (5, 3, 4)", rng.normal(size=(5, 3, 4)).astype(np.float32)),
+        ("integer states (5, 2, 3)", rng.integers(-50, 50, size=(5, 2, 3))),
+        ("non-contiguous states (6, 3, 4)", _strided(rng.normal(size=(6, 3, 4)))),
+        ("large states near 1e6 (5, 2, 3)", 1e6 + rng.normal(size=(5, 2, 3))),
+    ]
+
+
+def _shares_input(result: np.ndarray, hidden_states: Any) -> bool:
+    arrays = [hidden_states] if isinstance(hidden_states, np.ndarray) else list(hidden_states)
+    return any(np.shares_memory(result, a) for a in arrays if isinstance(a, np.ndarray))
+
+
+def check_layer_features(layer_features: Callable[..., Any]) -> None:
+    """Hidden test of Part D: every strategy against the layer-by-layer version."""
+    cases = features_cases()
+    runs = 0
+    for label, states in cases:
+        depth = len(states) - 1
+        allowed = [s for s in STRATEGIES if NEEDS[s] <= depth]
+        expected = {strategy: layer_by_layer(states, strategy) for strategy in allowed}
+        arrays = {"hidden_states": states} if isinstance(states, np.ndarray) else {
+            f"hidden_states[{k}]": a for k, a in enumerate(states)}  # fmt: skip
+        before = _snapshot(arrays)
+        with _case(f"layer_features, {label}"):
+            answers = _call_each(
+                layer_features, COMBINE_BY_HAND, [(states, strategy) for strategy in allowed]
+            )
+            _expect_unchanged("layer_features", arrays, before)
+        for strategy, got in zip(allowed, answers, strict=True):
+            runs += 1
+            wanted = expected[strategy]
+            with _case(f"layer_features, {label}, {strategy!r}"):
+                if not isinstance(got, np.ndarray) or got.shape != wanted.shape:
+                    raise AssertionError(
+                        f"the features should be a NumPy array of shape {wanted.shape}, got "
+                        f"{_describe(got)}"
+                    )
+                if got.dtype != np.float64:
+                    raise AssertionError(f"the features should be float64, got {got.dtype}")
+                if _shares_input(got, states):
+                    raise AssertionError("the features are a view of the input: return a new array")
+                assert_close(f"layer_features(..., {strategy!r})", got, wanted, atol=1e-9, rtol=1e-12,
+                             against="the layers summed or concatenated one by one")  # fmt: skip
+
+    rng = np.random.default_rng(7402)
+    four = rng.normal(size=(4, 2, 3))  # L = 3
+    lists_names = (r"concat_last_four", "list the six strategy names")
+
+    def needs(k: int) -> tuple[str, str]:
+        return (
+            rf"\b{k}\b|{['one', 'two', 'three', 'four'][k - 1]}",
+            f"say that it needs {k} layers",
+        )
+
+    bad_calls = [
+        ("the unknown strategy 'middle'", four, "middle", lists_names),
+        ("the strategy 'Last' (names are exact)", four, "Last", lists_names),
+        ("'sum_last_four' and L = 3", four, "sum_last_four", needs(4)),
+        ("'concat_last_four' and L = 3", four, "concat_last_four", needs(4)),
+        ("'second_to_last' and L = 1", four[:2], "second_to_last", needs(2)),
+        ("only the embeddings (L = 0)", four[:1], "first", None),
+        ("layers of different shapes (a list)", [four[0], four[1][:, :2], four[2]], "last", None),
+        ("states with no feature axis, shape (L+1,) = (4,)", np.arange(4.0), "last", None),
+    ]
+    for description, states, strategy, says in bad_calls:
+        _expect_value_error(
+            layer_features, COMBINE_BY_HAND, f"layer_features with {description}", states,
+            strategy, says=says,
+        )  # fmt: skip
+    print(f"check_layer_features: all {runs + len(bad_calls)} hidden cases passed.")

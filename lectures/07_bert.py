@@ -1,0 +1,718 @@
+# ---
+# jupyter:
+#   course:
+#     budget_seconds: 120
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Lecture 7: BERT, pretrained and fine-tuned on a laptop
+#
+# Lecture 6's Transformer was trained for one task, from scratch. **BERT**
+# {cite:p}`devlin2019bert` keeps only its encoder and trains it twice: first on plain text,
+# with two tasks that need no labels (**pretraining**), then on a small labelled task
+# (**fine-tuning**), or it hands its vectors to a small classifier (**feature extraction**).
+# Lecture 3's ELMo did the same with LSTMs; BERT reads both directions in every layer at once.
+#
+# This lecture:
+#
+# 1. learns a **WordPiece** vocabulary by hand with the likelihood rule, tokenises with greedy
+#    longest-match-first, and compares both with the `tokenizers` library;
+# 2. builds BERT's **inputs**: [CLS], [SEP], [MASK], [PAD], and token, segment and position
+#    embeddings summed;
+# 3. writes the **masked language model** (15% of tokens; 80/10/10) and checks its statistics,
+#    and **next-sentence prediction** from real documents;
+# 4. **pretrains a tiny BERT** on the course's English prose, live for a few seconds, then
+#    loads the course checkpoint trained longer with the same code, and asks it to fill in
+#    blanks;
+# 5. repeats the BERT paper's **feature-extraction** table (which layers to use) on a
+#    word-level task;
+# 6. compares **transfer**: training from scratch, frozen features, and fine-tuning;
+# 7. loads our BERT into `transformers` and counts BERT-base and BERT-large;
+# 8. looks at the **geometry** of its vectors (the narrow cone) and at its heads.
+#
+# Nothing is downloaded: the corpus ships with the course, and every model here was trained
+# by the course's own code on a CPU.
+
+# %%
+import tempfile
+import time
+from collections import Counter
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from course.analysis.bert import (
+    LAYER_COMBINATIONS,
+    WordClassifier,
+    attention_weights,
+    combine_layers,
+    heldout_batches,
+    marked_word_states,
+    read_nsp_pairs,
+    word_task_accuracy,
+    word_task_batches,
+)
+from course.analysis.elmo import probe_accuracy, train_probe
+from course.analysis.geometry import layer_anisotropy
+from course.analysis.parameters import count_bert, count_transformer
+from course.checkpoints import checkpoint_vocab, load_checkpoint, load_heldout_text
+from course.data.bert_inputs import (
+    IGNORE_INDEX,
+    MASK_ID,
+    NUM_SPECIAL,
+    frame_pair,
+    make_nsp_pairs,
+    mask_tokens,
+    pad_batch,
+    pretraining_batches,
+)
+from course.data.english import load_prose, load_tagging_task, majority_baseline, task_labels
+from course.data.wordpiece import (
+    compare_with_tokenizers,
+    count_words,
+    learn_wordpiece,
+    pre_tokenize,
+    tokenizers_tokenize,
+)
+from course.metrics import record
+from course.models.attention import causal_mask
+from course.models.bert import (
+    BERT_BASE,
+    BERT_LARGE,
+    BertConfig,
+    BertForPreTraining,
+    evaluate_pretraining,
+    save_for_transformers,
+)
+from course.train import fit, linear_warmup_decay
+from course.viz.attention_views import head_view, model_view
+from course.viz.bert import interact_fill_mask, plot_anisotropy, plot_feature_choice, plot_fill_mask
+from course.viz.training import plot_training_histories
+
+torch.manual_seed(0)
+torch.set_num_threads(1)  # small models: one thread is as fast, and robust on a busy 2-core CPU
+torch.set_printoptions(precision=4, sci_mode=False)
+LECTURE_START = time.perf_counter()
+
+# %% [markdown]
+# ## 1. WordPiece: a vocabulary of subwords
+#
+# BERT does not read words or characters but **WordPieces** {cite:p}`schuster2012japanese`:
+# frequent words stay whole, rarer ones are cut into pieces from a fixed vocabulary
+# ("playing" → `play`, `##ing`; the `##` marks a piece that continues a word). Every word
+# can be written with the vocabulary, so nothing is out of vocabulary, and common words cost
+# one token.
+#
+# **Learning the vocabulary.** Start from the characters (`p`, `##l`, `##a`, ...). Repeatedly
+# merge the adjacent pair $(a, b)$ that most raises the likelihood of the corpus under a
+# unigram model of the pieces, which WordPiece scores as
+#
+# $$\operatorname{score}(a, b) = \frac{\operatorname{count}(ab)}{\operatorname{count}(a)\,
+#   \operatorname{count}(b)},$$ (eq-wordpiece)
+#
+# counts taken over the corpus, each word weighted by its frequency. Byte-pair encoding merges
+# the most *frequent* pair, $\operatorname{count}(ab)$ alone; dividing by the parts' counts
+# prefers pairs whose parts seldom occur apart. On five words with their counts:
+
+# %%
+toy = {"sing": 6, "singer": 3, "sang": 4, "song": 5, "ring": 3}
+pieces = {w: [w[0]] + ["##" + c for c in w[1:]] for w in toy}
+piece_count, pair_count = Counter(), Counter()
+for word, n in toy.items():
+    for p in pieces[word]:
+        piece_count[p] += n
+    for a, b in zip(pieces[word], pieces[word][1:], strict=False):
+        pair_count[a, b] += n
+scores = {pair: c / (piece_count[pair[0]] * piece_count[pair[1]]) for pair, c in pair_count.items()}
+print(f"{'pair':>14} {'count(ab)':>9} {'count(a)':>8} {'count(b)':>8} {'score':>8}")
+for (a, b), s in sorted(scores.items(), key=lambda kv: -kv[1])[:6]:
+    print(
+        f"{a + ' ' + b:>14} {pair_count[a, b]:9d} {piece_count[a]:8d} {piece_count[b]:8d} {s:8.4f}"
+    )
+alphabet = {p for word_pieces in pieces.values() for p in word_pieces}
+toy_vocab = learn_wordpiece(toy, vocab_size=NUM_SPECIAL + len(alphabet) + 5)  # 5 merges
+print("first merges by course.data.wordpiece.learn_wordpiece:")
+for a, b, s in toy_vocab.merges:
+    print(f"  {a} + {b} -> {a + b.removeprefix('##')}   (score {s:.4f})")
+
+# %% [markdown]
+# `##e ##r` wins: its parts only ever occur together, so the pair's score is $3/(3\cdot 3)$,
+# although `##n ##g` occurs 21 times. The course's learner keeps the counts up to date as it
+# merges, and reproduces the first merge above.
+#
+# **Tokenising** uses the vocabulary greedily, as BERT does: take the longest prefix of the
+# word that is in the vocabulary, then the longest piece (with `##`) of what remains, and so
+# on; a word that cannot be covered becomes `[UNK]`.
+#
+# Now on the course's English prose (the World English Bible and Python's documentation, about
+# 2M words), with 3,000 tokens, against the `tokenizers` library's WordPiece trainer on the
+# same counted words. Despite its name, that trainer merges by pair **frequency**, as
+# byte-pair encoding does. We run our learner twice: with the pure rule, and allowing only
+# pairs seen at least 100 times.
+
+# %%
+train_docs, val_docs = load_prose("train"), load_prose("val")
+train_sentences = [s for d in train_docs for s in d.sentences]
+val_sentences = [s for d in val_docs for s in d.sentences]
+comparison = compare_with_tokenizers(
+    train_sentences, val_sentences, vocab_size=3000, min_pair_count=100
+)  # our likelihood rule (pairs seen 100 times or more) against the tokenizers trainer
+theirs, ours = comparison.theirs, comparison.ours
+start = time.perf_counter()
+pure = learn_wordpiece(count_words(train_sentences), vocab_size=3000)  # the rule alone
+pure_seconds = time.perf_counter() - start
+heldout_words = [w for s in val_sentences for w in pre_tokenize(s)]
+print(f"{'vocabulary (3,000 tokens)':<42} {'learned in':>10} {'tokens/word':>12} {'shared':>7}")
+pure_tokens = sum(len(pure.tokenize_word(w)) for w in heldout_words) / len(heldout_words)
+for name, wp, seconds, tokens_per_word in (
+    ("tokenizers WordPieceTrainer (frequency)", theirs, comparison.seconds_theirs,
+     comparison.tokens_per_word_theirs),
+    ("ours, likelihood rule", pure, pure_seconds, pure_tokens),
+    ("ours, likelihood rule, min_pair_count=100", ours, comparison.seconds_ours,
+     comparison.tokens_per_word_ours),
+):  # fmt: skip
+    shared = sum(t in theirs.token_to_id for t in wp.vocab)
+    print(f"{name:<42} {seconds:9.2f}s {tokens_per_word:12.3f} {shared:7,d}")
+print(
+    "\nfirst merges of the pure rule:",
+    [a + b.removeprefix("##") for a, b, _ in pure.merges[:8]],
+)
+print(
+    "first merges with min_pair_count=100:",
+    [a + b.removeprefix("##") for a, b, _ in ours.merges[:8]],
+)
+
+# %% [markdown]
+# The pure rule spends its first merges on pairs of **rare** symbols: superscript digits,
+# letters of other scripts, pairs of digits. Their parts never occur apart, so their score is
+# as high as a score can be, but each merge saves a handful of tokens in the whole corpus.
+# Frequency merges spend the vocabulary on what is common, so a held-out word takes about 1.2
+# tokens instead of almost 4. Requiring a pair to occur 100 times keeps the likelihood rule
+# but stops it from chasing rarities. (The likelihood gain of a merge is roughly
+# $\operatorname{count}(ab)$ times the logarithm of the score, so a rule that weighs the score
+# by the count sits between the two.)
+
+# %%
+examples = ["unbelievable", "gathering", "dictionaries", "righteousness", "asynchronously"]
+rows = {
+    "tokenizers (frequency)": theirs,
+    "ours, pure rule": pure,
+    "ours, min_pair_count=100": ours,
+}
+for word in examples:
+    print(
+        f"{word:>15}: " + " | ".join(f"{' '.join(wp.tokenize_word(word))}" for wp in rows.values())
+    )
+print("columns:", " | ".join(rows))
+same = sum(
+    a == b
+    for a, b in zip(
+        (ours.tokenize_word(w) for w in heldout_words),
+        tokenizers_tokenize(ours, heldout_words),
+        strict=True,
+    )
+)
+print(
+    f"\nour greedy tokeniser against tokenizers' WordPiece model on the same vocabulary: "
+    f"{same:,} of {len(heldout_words):,} held-out words tokenised identically"
+)
+
+# %% [markdown]
+# ## 2. BERT's inputs
+#
+# An input is one or two **segments** of WordPiece ids, framed by special tokens: `[CLS]` in
+# front (its final vector stands for the whole input), `[SEP]` after each segment, `[PAD]` to
+# fill a batch, and `[MASK]` for the hidden tokens of the masked language model. Each position
+# $t$ gets the sum of three learned vectors, its token's, its segment's ($s_t \in \{A, B\}$)
+# and its position's, normalised:
+#
+# $$e_t = \operatorname{LN}\big(E_{\text{tok}}[w_t] + E_{\text{seg}}[s_t] + E_{\text{pos}}[t]
+#   \big).$$ (eq-bert-input)
+#
+# From here on we use the checkpoint's vocabulary: 4,000 tokens from the `tokenizers`
+# trainer on the same training text (frequency merges: fewer tokens per word, so more text
+# fits in a 64-token input).
+
+# %%
+bert_ckpt, meta = load_checkpoint("bert_english")
+wordpiece = checkpoint_vocab(meta)
+config = bert_ckpt.config
+print(f"vocabulary: {len(wordpiece):,} tokens; specials: {wordpiece.vocab[:NUM_SPECIAL]}")
+a = wordpiece.encode("In the beginning God created the heavens and the earth.")
+b = wordpiece.encode("The earth was formless and empty.")
+ids, types = frame_pair(a, b, max_len=config.max_len)
+print("tokens:  ", [wordpiece.vocab[i] for i in ids])
+print("segments:", types)
+batch = pad_batch([(ids, types)], length=len(ids) + 3)
+print(
+    "padded:  ", batch["input_ids"][0].tolist(), "\nmask:    ", batch["attention_mask"][0].tolist()
+)
+
+emb = bert_ckpt.bert.embeddings
+positions = torch.arange(batch["input_ids"].shape[1])
+with torch.no_grad():
+    by_hand = torch.nn.functional.layer_norm(
+        emb.token(batch["input_ids"])
+        + emb.segment(batch["token_type_ids"])
+        + emb.position(positions),
+        (config.d_model,), emb.norm.weight, emb.norm.bias, config.layer_norm_eps,
+    )  # fmt: skip
+    library = bert_ckpt.bert(batch["input_ids"], batch["token_type_ids"]).hidden_states[0]
+print(
+    "e_t by hand against the model's embedding layer: max |difference| = "
+    f"{(by_hand - library).abs().max():.1e}"
+)
+
+# %% [markdown]
+# ## 3. The two pretraining tasks
+#
+# ### Masked language model (MLM)
+#
+# A left-to-right language model cannot look right; a bidirectional one would see the word it
+# must predict. BERT hides it instead. Of the positions holding an ordinary token (never a
+# special token or padding), select **15%**; at a selected position the input becomes
+#
+# $$\tilde w_t = \begin{cases} \texttt{[MASK]} & \text{with probability } 0.8,\\
+#   \text{a random token} & \text{with probability } 0.1,\\
+#   w_t & \text{with probability } 0.1, \end{cases}$$ (eq-mlm)
+#
+# and the loss is the cross-entropy of the original $w_t$ **at the selected positions only**.
+# The 10% random and 10% unchanged keep the model from learning that only `[MASK]` positions
+# matter: `[MASK]` never appears when the model is used, so every position's vector must be
+# good. Below, the rule on 3,000 framed pairs of the training text, counted.
+
+# %%
+sample_pairs = make_nsp_pairs([d.sentences for d in train_docs[:300]], seed=0)[:3000]
+framed = [
+    frame_pair(wordpiece.encode(p.a), wordpiece.encode(p.b), config.max_len) for p in sample_pairs
+]
+ids = pad_batch(framed)["input_ids"]  # (3000, T)
+eligible = ids >= NUM_SPECIAL
+for mode in ("bernoulli", "fixed"):
+    masked, labels = mask_tokens(ids, len(wordpiece), torch.Generator().manual_seed(0), mode=mode)
+    selected = labels != IGNORE_INDEX
+    per_row = selected.sum(1).float() / eligible.sum(1).float()
+    new, old = masked[selected], ids[selected]  # the selected positions: input and original
+    print(
+        f"{mode:>9}: selected {selected.sum() / eligible.sum():.2%} of {eligible.sum():,} "
+        f"eligible tokens; of those [MASK] {(new == MASK_ID).float().mean():.2%}, "
+        f"unchanged {(new == old).float().mean():.2%}, "
+        f"random {((new != MASK_ID) & (new != old)).float().mean():.2%}; "
+        f"per sequence {per_row.mean():.3f} ± {per_row.std():.3f}, "
+        f"{(selected.sum(1) == 0).sum()} sequences with none"
+    )
+    assert not selected[~eligible].any(), "a special token or padding was selected"
+
+# %% [markdown]
+# Two ways to pick the 15%. `transformers`' `DataCollatorForLanguageModeling` selects each
+# token **independently** with probability 0.15 ("bernoulli"): 15% on average, but the number
+# per sequence varies, and a short sequence may get none. The original BERT data pipeline
+# picks a **fixed number** per sequence, round(0.15 n) ("fixed"). A random draw may return the
+# original token (1 time in 3,995 here), which counts as unchanged above. One more choice:
+# our random replacement is drawn from the ordinary tokens only; the collator draws from the
+# whole vocabulary, special tokens included. The course's tests check the "bernoulli" rates
+# against the collator's on the same inputs.
+#
+# ### Next-sentence prediction (NSP)
+#
+# From each pair of consecutive sentences $(A, B)$ of a document, keep $B$ half of the time
+# (label **IsNext**) and replace it by a random sentence from another document otherwise
+# (**NotNext**). A classifier on the final vector of `[CLS]` predicts the label, so that
+# `[CLS]` learns something about the pair as a whole.
+
+# %%
+train_pairs = make_nsp_pairs([d.sentences for d in train_docs], seed=0)
+print(
+    f"{len(train_pairs):,} pairs from {len(train_docs):,} training documents; "
+    f"IsNext {np.mean([p.label == 0 for p in train_pairs]):.3f}"
+)
+for p in train_pairs[:3]:
+    print(f"  [{'IsNext' if p.label == 0 else 'NotNext'}] A: {p.a[:70]!r}\n{'':11}B: {p.b[:70]!r}")
+
+# %% [markdown]
+# ## 4. Pretraining a tiny BERT
+#
+# Our BERT is the paper's architecture at a small size: 4 post-norm encoder layers of Lecture
+# 6 (GELU, LayerNorm $\varepsilon = 10^{-12}$) of width 128 with 4 heads, inputs of up to 64
+# tokens, and two heads on top. The MLM head maps each selected position's final vector
+# through a dense layer, GELU and LayerNorm, then to the vocabulary with the **token embedding
+# matrix itself** (tied weights); the NSP head reads the pooled `[CLS]` vector. The loss is the
+# sum of the MLM and NSP cross-entropies. Adam, learning rate $10^{-3}$ with linear warm-up and
+# decay, batches of 32 pairs.
+#
+# Live, for a few seconds (`LIVE_SECONDS`):
+
+# %%
+LIVE_SECONDS, BATCH = 8, 32
+recipe = meta["training"]
+torch.manual_seed(0)
+live = BertForPreTraining(BertConfig(**meta["model"]["config"]["config"]))
+live_history = fit(
+    live, lambda m, batch: m.loss(batch),
+    pretraining_batches(wordpiece, train_pairs, BATCH, seed=0, max_len=config.max_len),
+    steps=recipe["steps"], budget_seconds=LIVE_SECONDS, lr=recipe["lr"],
+    lr_schedule=linear_warmup_decay(recipe["warmup"], recipe["steps"]), desc="BERT, live",
+)  # fmt: skip
+fig = plot_training_histories({"live BERT (MLM + NSP loss)": live_history}, smooth=10)
+plt.show()
+
+# %% [markdown]
+# A few seconds buy a couple of dozen steps of the 3,000 the course checkpoint took. It was
+# trained by this same code (`course.train.fit` on `pretraining_batches`) with a fixed step
+# count, and `make checkpoints` remakes it. Both are evaluated on the same held-out pairs from the
+# validation documents, with the same masks. The baselines: for MLM, always predicting the
+# most frequent token of the training text; for NSP, chance.
+
+# %%
+heldout_pairs = read_nsp_pairs(load_heldout_text("bert_english"))
+batches = heldout_batches(wordpiece, heldout_pairs, **meta["heldout"]["evaluation"])
+token_counts = Counter()
+for word, n in count_words(train_sentences).items():
+    for piece in wordpiece.tokenize_word(word):
+        token_counts[piece] += n
+top_token, _ = token_counts.most_common(1)[0]
+labels = torch.cat([b["labels"][b["labels"] != IGNORE_INDEX] for b in batches])
+unigram = float((labels == wordpiece.token_to_id[top_token]).float().mean())
+nsp_majority = max(
+    np.mean([p.label == 0 for p in heldout_pairs]), np.mean([p.label == 1 for p in heldout_pairs])
+)
+figures = {
+    f"live, {LIVE_SECONDS} s": evaluate_pretraining(live, batches),
+    "checkpoint": evaluate_pretraining(bert_ckpt, batches),
+}
+print(f"held-out: {len(heldout_pairs):,} pairs, {len(labels):,} masked-LM positions")
+print(f"{'model':<14} {'steps':>6} {'MLM accuracy':>13} {'MLM loss':>9} {'NSP accuracy':>13}")
+print(
+    f"{'baselines':<14} {'':>6} {unigram:13.3f} {'':>9} {nsp_majority:13.3f}"
+    f"   (MLM: the most frequent token, {top_token!r}; NSP: the majority label)"
+)
+for (name, f), steps in zip(figures.items(), (live_history.steps, recipe["steps"]), strict=True):
+    print(
+        f"{name:<14} {steps:6d} {f['mlm_accuracy']:13.3f} {f['mlm_loss']:9.3f} "
+        f"{f['nsp_accuracy']:13.3f}"
+    )
+print(f"checkpoint as recorded by make checkpoints: {meta['heldout']['pretraining']}")
+record(
+    "07_bert", "BERT checkpoint, held-out masked-LM accuracy",
+    figures["checkpoint"]["mlm_accuracy"],
+    unit="accuracy", baseline=unigram, baseline_name="most frequent token", higher_is_better=True,
+)  # fmt: skip
+record(
+    "07_bert", "BERT checkpoint, held-out NSP accuracy", figures["checkpoint"]["nsp_accuracy"],
+    unit="accuracy", baseline=nsp_majority, baseline_name="majority label", higher_is_better=True,
+)  # fmt: skip
+
+# %% [markdown]
+# **Filling in blanks.** Type a sentence with `[MASK]` in it; the bars are the checkpoint's
+# most probable tokens for each blank (special tokens excluded). Its text is a Bible
+# translation and Python's documentation, so try both kinds of sentence. Do not expect the
+# right word often: at 17% held-out accuracy its guesses are mostly frequent words, sometimes
+# of the right kind for the slot. That is what 3,000 steps on 2 million words buy; BERT-base
+# trained for a million steps of 256 sequences of 512 tokens.
+
+# %%
+plot_fill_mask(bert_ckpt, wordpiece)
+plt.show()
+plot_fill_mask(bert_ckpt, wordpiece, "to open a file for reading , call the [MASK] function .", k=5)
+plt.show()
+
+# %%
+controls = interact_fill_mask(bert_ckpt, wordpiece)
+
+# %% [markdown]
+# ## 5. Feature extraction: which layers?
+#
+# A pretrained BERT can also be left as it is and read: each word gets a vector from every
+# layer, $h^{(0)}$ (the embeddings) to $h^{(L)}$, and a small classifier learns the task from
+# them. The BERT paper tried six ways to build the features for named-entity recognition
+# (CoNLL-2003) with BERT-base's 12 layers; the slides show its table. We repeat the six on a
+# word-level task of the course: the **part of speech** of a marked word in WordNet's example
+# sentences (noun, verb, adjective or adverb), with Lecture 3's linear probe (standardised
+# features, 150 full-batch Adam steps) trained on 4,000 sentences and scored on the test split
+# (its target words never occur as targets in training). Our model has 4 layers, so "sum of
+# all layers" and "sum of the last four" are the same vectors here.
+
+# %%
+PAPER_F1 = {  # Devlin et al. (2019), Table 7: CoNLL-2003 dev F1, BERT-base features
+    "first": 91.0, "last": 94.9, "sum_all": 95.5, "second_to_last": 95.6,
+    "sum_last_four": 95.9, "concat_last_four": 96.1,
+}  # fmt: skip
+rng = np.random.default_rng(0)
+pos_labels = task_labels("pos")
+pos_train_all, pos_test = load_tagging_task("pos", "train"), load_tagging_task("pos", "test")
+pos_train = [pos_train_all[i] for i in rng.choice(len(pos_train_all), 4000, replace=False)]
+y_train = torch.tensor([pos_labels.index(e.label) for e in pos_train])
+y_test = torch.tensor([pos_labels.index(e.label) for e in pos_test])
+start = time.perf_counter()
+states_train = marked_word_states(bert_ckpt, wordpiece, pos_train)  # (L+1, N, d)
+states_test = marked_word_states(bert_ckpt, wordpiece, pos_test)
+feature_seconds = time.perf_counter() - start
+feature_accuracy, probe_seconds = {}, {}
+for how in tqdm(LAYER_COMBINATIONS, desc="probes"):
+    start = time.perf_counter()
+    probe = train_probe(combine_layers(states_train, how)[None], y_train, len(pos_labels), layer=0)
+    feature_accuracy[how] = probe_accuracy(probe, combine_layers(states_test, how)[None], y_test)
+    probe_seconds[how] = time.perf_counter() - start
+_, pos_majority = majority_baseline("pos", "test")
+print(f"{'features':<18} {'ours (accuracy)':>15} {'paper (F1)':>11}")
+for how in LAYER_COMBINATIONS:
+    print(f"{how:<18} {feature_accuracy[how]:15.3f} {PAPER_F1[how]:11.1f}")
+print(f"{'majority class':<18} {pos_majority:15.3f}")
+best = max(feature_accuracy, key=feature_accuracy.get)
+record(
+    "07_bert", f"part of speech, probe on BERT features ({best}), held-out", feature_accuracy[best],
+    unit="accuracy", baseline=pos_majority, baseline_name="majority class", higher_is_better=True,
+)  # fmt: skip
+plot_feature_choice(
+    feature_accuracy, PAPER_F1, baseline=pos_majority, baseline_name="majority class"
+)
+plt.show()
+ranked = sorted(feature_accuracy, key=feature_accuracy.get, reverse=True)
+print("ours, best to worst: ", ", ".join(ranked))
+print("paper, best to worst:", ", ".join(sorted(PAPER_F1, key=PAPER_F1.get, reverse=True)))
+print(
+    f"embeddings alone: {feature_accuracy['first'] - pos_majority:+.3f} over the majority class; "
+    f"{ranked[0]}: {feature_accuracy[ranked[0]] - feature_accuracy['first']:+.3f} over the "
+    f"embeddings (paper: {PAPER_F1[ranked[0]] - PAPER_F1['first']:+.1f} F1)"
+)
+
+# %% [markdown]
+# **What matches and what does not.** As in the paper, the embedding layer alone is the
+# weakest choice and the concatenation of the last four layers the strongest: context, added
+# layer by layer, helps to tell a noun from a verb, and four layers side by side keep more of
+# it than any one of them or their sum. Two things differ. The scale: BERT-base's features
+# give a strong tagger whichever layers are used (91 to 96 F1), ours lift a linear probe from
+# the majority class's 44% to the mid-50s, because our model saw 2 million words for 3,000
+# steps, not 3.3 billion for a million. And the middle of the ranking: in the paper the
+# second-to-last layer beats the last, which is tuned to the pretraining task; in ours the
+# two are within a point or two, and with 4 layers "sum of all" is "sum of the last four".
+# Lecture 3's word-level biLM, trained on the same text, gives far better probes on this task:
+# our subword BERT, after 3,000 steps of guessing 15% of its pieces, knows less about parts of
+# speech than an LSTM that predicted every next and previous word 4,000 times.
+#
+# ## 6. Transfer: from scratch, frozen, fine-tuned
+#
+# The slides' three ways to use a model on a labelled task: train the network **from
+# scratch** on the task alone; keep a pretrained network **frozen** and train a classifier on
+# its features (section 5 did that); or start from the pretrained weights and **fine-tune**
+# all of them with the task's loss. Same task, same 4,000 training sentences, same test split.
+# The from-scratch and fine-tuned models are the same network (our BERT and one linear layer
+# on the marked word's last-layer vector), trained with the same recipe: 100 steps of Adam on
+# batches of 32, learning rate $10^{-3}$ with a short warm-up and linear decay. Only the
+# starting weights differ.
+
+# %%
+FT_STEPS, FT_LR = 100, 1e-3
+transfer = {}
+for name, pretrained in (("from scratch", False), ("fine-tuned checkpoint", True)):
+    torch.manual_seed(0)
+    bert = BertForPreTraining(config).bert
+    if pretrained:
+        bert.load_state_dict(bert_ckpt.bert.state_dict())
+    classifier = WordClassifier(bert, len(pos_labels))
+    history = fit(
+        classifier, lambda m, batch: m.loss(batch),
+        word_task_batches(wordpiece, pos_train, pos_labels, 32, seed=0, max_len=config.max_len),
+        steps=FT_STEPS, lr=FT_LR, lr_schedule=linear_warmup_decay(FT_STEPS // 10, FT_STEPS),
+        desc=name,
+    )  # fmt: skip
+    accuracy = word_task_accuracy(classifier, wordpiece, pos_test, pos_labels)
+    transfer[name] = (accuracy, history.seconds)
+transfer["frozen checkpoint, probe"] = (
+    feature_accuracy["concat_last_four"],
+    feature_seconds + probe_seconds["concat_last_four"],
+)
+print(f"part of speech, {len(pos_test):,} test sentences; majority class {pos_majority:.3f}")
+print(f"{'approach':<26} {'accuracy':>9} {'time':>7}")
+for name, (acc, seconds) in transfer.items():
+    print(f"{name:<26} {acc:9.3f} {seconds:6.1f}s")
+record(
+    "07_bert", "part of speech, fine-tuned BERT checkpoint, held-out",
+    transfer["fine-tuned checkpoint"][0], unit="accuracy", baseline=transfer["from scratch"][0],
+    baseline_name="the same network trained from scratch", higher_is_better=True,
+)  # fmt: skip
+
+gain = transfer["fine-tuned checkpoint"][0] - transfer["from scratch"][0]
+print(f"fine-tuning against training from scratch: {gain:+.3f}")
+
+# %% [markdown]
+# On this run fine-tuning the checkpoint beats the same network trained from scratch, by the
+# margin printed above, and both beat the frozen features by a wide margin: a linear probe on
+# fixed vectors cannot change what the vectors encode, while training moves every layer
+# towards the task. The head start that pretraining gives is small here because our
+# pretraining was small (its masked-LM accuracy is 17%); with BERT's it is the difference
+# between a useful model and none on tasks with a few thousand examples. The frozen approach
+# is the cheapest: one forward pass over the data and a linear classifier, which is why
+# feature extraction is still used when a task has many inputs and little compute.
+#
+# ## 7. Our BERT in `transformers`, and the real sizes
+#
+# `save_for_transformers` writes the checkpoint under `transformers`' names (a `config.json`
+# and a `model.safetensors`); `BertForPreTraining` and `BertForMaskedLM` load it from the
+# folder with `local_files_only=True`, nothing downloaded. In float64 the two compute the same
+# numbers:
+
+# %%
+import transformers  # noqa: E402  (imported here: only this section needs it)
+
+transformers.logging.set_verbosity_error()
+model64 = BertForPreTraining(config).double().eval()
+model64.load_state_dict(bert_ckpt.state_dict())
+check = heldout_batches(
+    wordpiece, heldout_pairs[:16], batch_size=16, seed=1, max_len=config.max_len
+)[0]
+inputs = {k: check[k] for k in ("input_ids", "token_type_ids", "attention_mask")}
+ours_out = model64(**inputs)
+with tempfile.TemporaryDirectory() as folder:
+    for architecture in ("BertForPreTraining", "BertForMaskedLM"):
+        path = save_for_transformers(model64, f"{folder}/{architecture}", architecture)
+        hf = (
+            getattr(transformers, architecture)
+            .from_pretrained(path, local_files_only=True, torch_dtype=torch.float64)
+            .eval()
+        )
+        with torch.no_grad():
+            out = hf(**inputs)
+        mlm = out.prediction_logits if architecture == "BertForPreTraining" else out.logits
+        real = check["attention_mask"].bool()
+        difference = (mlm - ours_out.mlm_logits)[real].abs().max()
+        line = f"{architecture:<19} MLM logits max |difference| = {difference:.1e}"
+        if architecture == "BertForPreTraining":
+            nsp = (out.seq_relationship_logits - ours_out.nsp_logits).abs().max()
+            line += f", NSP logits {nsp:.1e}"
+        print(line)
+
+# %% [markdown]
+# How big are the real ones? BERT-base has $L = 12$ layers of width $H = 768$ with 12 heads;
+# BERT-large $L = 24$, $H = 1024$, 16 heads; both have a 30,522-token vocabulary and 512
+# positions. (The slides' table compares them with the Transformer base's 6 encoder layers of
+# width 512 and 8 heads; its row "units in FFN" holds the width $H$, as in Lecture 6.) We
+# count their parameters with the course's class, built on PyTorch's **meta** device (shapes,
+# no memory), and with the formula of `count_bert`; the last row is Lecture 6's count of the
+# whole Transformer base:
+
+# %%
+print(
+    f"{'model':<11} {'layers':>6} {'H':>5} {'heads':>5} {'encoder (meta device)':>22} "
+    f"{'count_bert':>13} {'paper':>6}"
+)
+for name, cfg, paper in (("BERT-base", BERT_BASE, "110M"), ("BERT-large", BERT_LARGE, "340M")):
+    with torch.device("meta"):
+        big = BertForPreTraining(cfg)
+    encoder = sum(p.numel() for p in big.bert.parameters())
+    formula = count_bert(cfg.d_model, cfg.d_ff, cfg.num_layers, cfg.vocab_size, cfg.max_len)
+    print(
+        f"{name:<11} {cfg.num_layers:6d} {cfg.d_model:5d} {cfg.num_heads:5d} {encoder:22,d} "
+        f"{formula.embeddings + formula.layers + formula.pooler:13,d} {paper:>6}"
+    )
+transformer_base = count_transformer(512, 2048, 6, 6, vocab_size=37_000)  # Lecture 6's count
+print(f"{'Transformer':<11} {6:6d} {512:5d} {8:5d} {'6 + 6 layers, as a whole:':>22} "
+      f"{transformer_base.total:13,d} {'65M':>6}")  # fmt: skip
+ours_count = sum(p.numel() for p in bert_ckpt.parameters())
+print(f"our BERT: {ours_count:,} parameters, {ours_count / 110e6:.1%} of BERT-base's 110M")
+
+# %% [markdown]
+# ## 8. Masked against causal, and the geometry of the vectors
+#
+# A masked LM like BERT conditions every position on the **whole** input: no attention mask
+# but padding. A causal LM (GPT, Lecture 8) lets position $t$ see positions $\le t$ only, so
+# it can generate text left to right; BERT cannot generate that way, but its vectors use both
+# sides. Their attention masks for "[CLS] god said let there [SEP]" followed by two padding
+# positions (row: the query position; 1: it may attend to that key):
+
+# %%
+tokens = ["[CLS]", "god", "said", "let", "there", "[SEP]", "[PAD]", "[PAD]"]
+real = torch.tensor([t != "[PAD]" for t in tokens])
+masked_lm = real[None, :].expand(len(tokens), -1)  # (T, T): every real key, for every query
+causal_lm = causal_mask(len(tokens)) & masked_lm  # (T, T): and only keys at or before the query
+for name, mask in (("masked LM (BERT)", masked_lm), ("causal LM (GPT)", causal_lm)):
+    print(name)
+    for token, row in zip(tokens, mask.int().tolist(), strict=True):
+        print(f"  {token:>6} " + " ".join(map(str, row)))
+
+# %% [markdown]
+# **How alike are BERT's vectors?** {cite:t}`ethayarajh2019contextual` measured the average
+# cosine similarity between the vectors of random pairs of tokens,
+#
+# $$\text{anisotropy} = \mathbb{E}_{i \ne j}\big[\cos(h_i, h_j)\big],$$ (eq-anisotropy)
+#
+# which would be about 0 for random directions. In BERT, ELMo and GPT-2 it is far above 0 and
+# grows in the upper layers: the vectors fill a **narrow cone**, so a cosine between two
+# contextual vectors must be read against this baseline. Ours, on 2,000 random pairs of real
+# tokens from the held-out pairs, beside the same network untrained:
+
+# %%
+with torch.no_grad():
+    sample = batches[0]
+    cone = {}
+    for name, model in (
+        ("pretrained (checkpoint)", bert_ckpt),
+        ("untrained", BertForPreTraining(config).eval()),
+    ):
+        states = model.bert(
+            sample["input_ids"], sample["token_type_ids"], sample["attention_mask"]
+        ).hidden_states
+        cone[name] = layer_anisotropy(states, sample["attention_mask"], num_pairs=2000, seed=0)
+for name, values in cone.items():
+    print(f"{name:<24}", " ".join(f"{v:.3f}" for v in values), "(layers 0..4)")
+plot_anisotropy(cone)
+plt.show()
+
+# %% [markdown]
+# Pretraining makes the cone narrower as we go up: the checkpoint's mean cosine grows with
+# depth and is highest in the last layer, the pattern Ethayarajh found in BERT and GPT-2
+# (where upper layers reach far higher values than our small model does). The untrained
+# network is not at 0 either: every vector in it carries the same segment and position
+# embeddings, so random pairs already share a component, and without training nothing
+# changes from layer to layer. Pretraining spreads the embedding layer out (it falls below the
+# untrained value) and pulls the upper layers together.
+#
+# **Heads.** bertviz {cite:p}`vig2019multiscale` draws each head's attention (course's offline
+# copy, as in Lecture 6): the head view for one layer's heads, and the model view for all of
+# them, on a sentence pair of the held-out text.
+
+# %%
+pair = heldout_pairs[0]
+ids, types = frame_pair(wordpiece.encode(pair.a), wordpiece.encode(pair.b), 24)
+views = {
+    "attention": attention_weights(bert_ckpt.bert, torch.tensor([ids]), torch.tensor([types])),
+    "tokens": [wordpiece.vocab[i] for i in ids],
+    "sentence_b_start": types.index(1),
+}
+head_view(**views, layer=3)
+
+# %%
+model_view(**views)
+
+# %%
+print(f"lecture ran in {time.perf_counter() - LECTURE_START:.0f} s")
+
+# %% [markdown]
+# ## Summary
+#
+# * WordPiece learns subwords by merging the pair with the highest
+#   $\operatorname{count}(ab)/(\operatorname{count}(a)\operatorname{count}(b))$ and tokenises
+#   greedily, longest match first; the pure rule chases rare pairs, while frequency merges
+#   (what the `tokenizers` trainer does) give fewer tokens per word.
+# * BERT's input is `[CLS] A [SEP] B [SEP]`, with token, segment and position embeddings
+#   summed and normalised.
+# * MLM selects 15% of the ordinary tokens and hides them 80/10/10; NSP asks whether B follows
+#   A. A tiny BERT learns both on a CPU.
+# * Features from several upper layers combined serve a word-level task better than the
+#   embeddings, as in the paper's table; fine-tuning the pretrained model beats training the
+#   same network from scratch, here by a small margin, and both beat frozen features.
+# * Our BERT loads into `transformers` with the same logits; BERT-base and BERT-large have
+#   110M and 335M parameters.
+#
+# **Next:** Assignment 7 (`a7_bert`) has you write MLM masking, NSP pairs, WordPiece
+# tokenisation and the feature combinations yourself.

@@ -1,0 +1,820 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Assignment 7: BERT's inputs, its tokeniser and its features
+#
+# Lecture 7 pretrained a tiny BERT with the helpers of `course.data.bert_inputs` and
+# `course.data.wordpiece`. Here you write what those helpers do yourself, in NumPy and plain
+# Python, in forms the lecture does not use: masking for the masked language model with any
+# selection rate and any split between [MASK], random and kept tokens, and with special ids
+# that are not the first few numbers; WordPiece tokenisation with any continuation prefix and
+# a limit on word length; next-sentence pairs with a boolean label; and the six ways of
+# reading features out of BERT's layers that the BERT paper compares.
+#
+# **Goals.** After this assignment you can
+#
+# 1. corrupt a batch of token ids for masked language modelling, and check a random procedure
+#    by its statistics (Part A);
+# 2. tokenise a word with WordPiece's greedy longest-match-first rule (Part B);
+# 3. build next-sentence-prediction pairs from documents (Part C);
+# 4. combine BERT's layers into token features as in the feature-based experiments of the
+#    BERT paper (Part D);
+# 5. say why BERT does not always replace a selected token by [MASK], and what became of
+#    next-sentence prediction (Part E, written).
+#
+# ## How you are graded
+#
+# * Parts A to D are autograded. Each has a **visible test** that you can run now (fixed
+#   inputs; it names the quantity that is off, where and by how much), and a **hidden test**
+#   that runs at grading time on other inputs (other selection rates and splits, BERT's own
+#   special ids, tiny vocabularies, other prefixes and limits, documents of very different
+#   lengths, one layer and twelve, batches...) and checks that bad input raises `ValueError`.
+#   Random procedures are judged by their **statistics** over many draws, with tolerances of
+#   about five standard deviations, never by one exact sequence of random numbers: draw them
+#   in any order you like. Hard-coding the visible answers keeps the visible points only.
+# * Part E is a short written answer, graded by hand.
+# * Write code only where it says `YOUR CODE HERE`; keep function names and signatures; do not
+#   delete or copy cells. Your functions must not modify their inputs.
+# * Use NumPy and plain Python. During the hidden tests the helpers of the `course` package
+#   (among them `course.data.bert_inputs`, `course.data.wordpiece` and `course.models.bert`),
+#   `transformers`' `DataCollatorForLanguageModeling`, its BERT tokenisers and its pipelines,
+#   the `tokenizers` library and `torch.bernoulli` are replaced by traps: calling them from
+#   your functions fails the test. (`course.checks` is allowed.)
+#
+# Autograded: 13 points. Written: 2 points.
+
+# %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
+import numpy as np
+
+from course.checks import assert_close
+
+np.set_printoptions(precision=4, suppress=True)
+
+
+# %% [markdown]
+# ## Part A: masking for the masked language model (4 points)
+#
+# BERT learns by filling in blanks. Of the positions of a batch that hold an **ordinary**
+# token (not padding, not [CLS], [SEP] or any other special token), each is **selected**
+# independently with probability $p$ ($p = 0.15$ in BERT). The model must predict the
+# original token at each selected position, whatever the input shows there, which is
+#
+# | with probability | the input shows |
+# | --- | --- |
+# | $m$ (0.8 in BERT) | the [MASK] token |
+# | $r$ (0.1 in BERT) | a random ordinary token, drawn uniformly (it may happen to be the original) |
+# | $1 - m - r$ (0.1 in BERT) | the original token, unchanged |
+#
+# Implement `mlm_mask(ids, special_ids, vocab_size, mask_id, seed, p=0.15, mask_share=0.8,
+# random_share=0.1)`:
+#
+# * `ids`: integers in $0, \dots, |\mathcal{V}| - 1$ of any shape (a list, a sequence (T,), a
+#   batch (B, T)...); `special_ids`: a list of the ids that are never selected (padding
+#   among them). They need not be the first few numbers: in the released BERT, [PAD] is 0 and
+#   [UNK], [CLS], [SEP], [MASK] are 100 to 103. The **ordinary** ids are all the others in
+#   $0, \dots, |\mathcal{V}| - 1$; random tokens are drawn uniformly from them.
+# * `seed`: an integer; draw everything from `np.random.default_rng(seed)`, so that the same
+#   seed gives the same result. How many numbers you draw, and in what order, is up to you.
+# * Return the tuple `(corrupted, labels)`, two new `int64` arrays of the shape of `ids`:
+#   `corrupted` is the input with the selected positions replaced as in the table, and
+#   `labels` holds the original id at each selected position and $-100$ everywhere else
+#   (the index that `torch.nn.functional.cross_entropy` ignores).
+#
+# **Bad input** raises `ValueError`: ids that are not integers (booleans included) or lie
+# outside $0, \dots, |\mathcal{V}| - 1$, a special id or a `mask_id` outside that range, $p$
+# outside $(0, 1]$, shares that are negative or add up to more than 1, and a vocabulary with
+# no ordinary id.
+
+
+# %% nbgrader={"grade": false, "grade_id": "mlm_mask", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def mlm_mask(
+    ids: np.ndarray | list,
+    special_ids: list[int],
+    vocab_size: int,
+    mask_id: int,
+    seed: int,
+    p: float = 0.15,
+    mask_share: float = 0.8,
+    random_share: float = 0.1,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Select ordinary positions with probability p and corrupt them for the MLM objective.
+
+    Args:
+        ids: token ids, any shape S, in 0..vocab_size - 1.
+        special_ids: ids that are never selected (padding, [CLS], [SEP], [MASK]...).
+        vocab_size: |V|.
+        mask_id: the id of [MASK].
+        seed: the seed of np.random.default_rng.
+        p: the probability that an ordinary position is selected, in (0, 1].
+        mask_share, random_share: the probabilities that a selected position shows [MASK],
+            or a random ordinary token (the rest keep their token).
+
+    Returns:
+        (corrupted, labels): int64 arrays of shape S; labels is -100 where not selected.
+
+    Raises:
+        ValueError: for the bad inputs listed above.
+    """
+    ### BEGIN SOLUTION
+    source = np.asarray(ids)
+    if source.dtype == np.bool_ or not np.issubdtype(source.dtype, np.integer):
+        raise ValueError(f"ids must be integers, got dtype {source.dtype}")
+    if isinstance(vocab_size, (bool, np.bool_)) or not isinstance(vocab_size, (int, np.integer)):
+        raise ValueError(f"vocab_size must be an integer, got {vocab_size!r}")
+    if source.size and (source.min() < 0 or source.max() >= vocab_size):
+        raise ValueError(f"ids must lie in 0..{vocab_size - 1}, got {source.min()}..{source.max()}")
+    reserved = np.unique(np.asarray(list(special_ids), dtype=np.int64))
+    if reserved.size and (reserved[0] < 0 or reserved[-1] >= vocab_size):
+        raise ValueError(f"special ids must lie in 0..{vocab_size - 1}, got {reserved.tolist()}")
+    if not 0 <= mask_id < vocab_size:
+        raise ValueError(f"mask_id = {mask_id} lies outside 0..{vocab_size - 1}")
+    if not 0.0 < p <= 1.0:
+        raise ValueError(f"p must be a probability in (0, 1], got {p!r}")
+    shares = f"{mask_share!r} and {random_share!r}"
+    if min(mask_share, random_share) < 0 or mask_share + random_share > 1 + 1e-12:
+        raise ValueError(f"the shares must be >= 0 with a sum <= 1, got {shares}")
+    pool = np.setdiff1d(np.arange(vocab_size), reserved)  # the ordinary ids, sorted
+    if pool.size == 0:
+        raise ValueError(f"every id of a vocabulary of {vocab_size} is special: nothing to draw")
+    generator = np.random.default_rng(seed)
+    picked = ~np.isin(source, reserved) & (generator.random(source.shape) < p)  # (S)
+    fate = generator.random(source.shape)  # one uniform number per position decides its fate
+    stand_ins = pool[generator.integers(0, pool.size, size=source.shape)]  # (S)
+    corrupted = np.array(source, dtype=np.int64)
+    hidden = picked & (fate < mask_share)
+    swapped = picked & (fate >= mask_share) & (fate < mask_share + random_share)
+    corrupted[hidden] = mask_id
+    corrupted[swapped] = stand_ins[swapped]
+    labels = np.full(source.shape, -100, dtype=np.int64)
+    labels[picked] = source[picked]
+    return corrupted, labels
+    ### END SOLUTION
+
+
+# %% [markdown]
+# ### Visible test for Part A
+#
+# A batch of 300 sequences of 64 positions in the course's numbering ([PAD] 0, [UNK] 1,
+# [CLS] 2, [SEP] 3, [MASK] 4, ordinary tokens 5 to 999), each [CLS] text [SEP] and padding.
+# The test counts: the share of ordinary positions that are selected, and the shares of the
+# selected ones that show [MASK], another token or their own, each within five binomial
+# standard deviations of its probability. (A random token equals the original with
+# probability $1/N$, $N$ the number of ordinary ids, so "unchanged" happens with probability
+# $1 - m - r + r/N$.)
+
+
+# %% nbgrader={"grade": true, "grade_id": "mlm_mask_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+def share_within_a(name: str, hits: int, trials: int, probability: float) -> None:
+    """hits / trials must lie within 5 binomial standard deviations of probability."""
+    sd = np.sqrt(probability * (1 - probability) / trials)
+    share = hits / trials
+    assert abs(share - probability) <= 5 * sd + 1e-12, (
+        f"{name} is {share:.4f} ({hits:,} of {trials:,}), expected {probability:.4f} "
+        f"± {5 * sd:.4f} (5 standard deviations): off by {share - probability:+.4f}"
+    )
+
+
+rng_a = np.random.default_rng(2019)
+ids_a = np.zeros((300, 64), dtype=np.int64)  # [PAD] everywhere, then [CLS] text [SEP]
+for row_a, length_a in enumerate(rng_a.integers(10, 65, size=300)):
+    ids_a[row_a, :length_a] = rng_a.integers(5, 1000, size=length_a)
+    ids_a[row_a, 0], ids_a[row_a, length_a - 1] = 2, 3
+specials_a = [0, 1, 2, 3, 4]
+copy_a = ids_a.copy()
+
+result_a = mlm_mask(ids_a, specials_a, 1000, 4, seed=7)
+assert isinstance(result_a, tuple) and len(result_a) == 2, (
+    "mlm_mask should return the tuple (corrupted, labels)"
+)
+corrupted_a, labels_a = result_a
+for name_a, array_a in (("corrupted", corrupted_a), ("labels", labels_a)):
+    assert isinstance(array_a, np.ndarray) and array_a.shape == ids_a.shape, (
+        f"{name_a} should be a NumPy array of shape {ids_a.shape}, got {type(array_a).__name__} "
+        f"of shape {np.shape(array_a)}"
+    )
+    assert array_a.dtype == np.int64, f"{name_a} should hold int64, got {array_a.dtype}"
+assert np.array_equal(ids_a, copy_a), "mlm_mask modified its input ids"
+chosen_a = labels_a != -100
+assert_close(
+    "labels at the selected positions", labels_a[chosen_a], ids_a[chosen_a], atol=0,
+    against="the original ids",
+)  # fmt: skip
+assert_close(
+    "corrupted at the positions that are not selected", corrupted_a[~chosen_a],
+    ids_a[~chosen_a], atol=0, against="the original ids",
+)  # fmt: skip
+ordinary_a = ids_a >= 5
+wrong_a = np.argwhere(chosen_a & ~ordinary_a)
+assert wrong_a.size == 0, (
+    f"{len(wrong_a)} special or padding positions were selected, the first at "
+    f"{wrong_a[0].tolist()} (id {ids_a[tuple(wrong_a[0])]})"
+)
+share_within_a("the share of ordinary positions selected", chosen_a.sum(), ordinary_a.sum(), 0.15)
+n_chosen_a = int(chosen_a.sum())
+masked_a = chosen_a & (corrupted_a == 4)
+kept_a = chosen_a & (corrupted_a == ids_a)
+other_a = chosen_a & ~masked_a & ~kept_a
+share_within_a("the share of selected positions showing [MASK]", masked_a.sum(), n_chosen_a, 0.8)
+share_within_a(
+    "the share of selected positions showing another token", other_a.sum(), n_chosen_a,
+    0.1 * (1 - 1 / 995),
+)  # fmt: skip
+share_within_a(
+    "the share of selected positions unchanged", kept_a.sum(), n_chosen_a, 0.1 + 0.1 / 995
+)
+drawn_a = corrupted_a[other_a]
+assert drawn_a.min() >= 5 and drawn_a.max() < 1000, (
+    f"random tokens must be ordinary ids (5..999), got ids from {drawn_a.min()} to {drawn_a.max()}"
+)
+again_a = mlm_mask(ids_a, specials_a, 1000, 4, seed=7)
+assert np.array_equal(again_a[0], corrupted_a) and np.array_equal(again_a[1], labels_a), (
+    "the same seed should give the same result"
+)
+other_seed_a = mlm_mask(ids_a, specials_a, 1000, 4, seed=8)
+assert not np.array_equal(other_seed_a[1], labels_a), "another seed should select other positions"
+
+# p = 0.4, half [MASK], 30% random tokens, 20% kept; a list as input
+corrupted_a2, labels_a2 = mlm_mask(ids_a.tolist(), specials_a, 1000, 4, 11, 0.4, 0.5, 0.3)
+chosen_a2 = labels_a2 != -100
+n_chosen_a2 = int(chosen_a2.sum())
+share_within_a("with p = 0.4, the share selected", n_chosen_a2, ordinary_a.sum(), 0.4)
+share_within_a(
+    "with shares (0.5, 0.3), the share showing [MASK]", (chosen_a2 & (corrupted_a2 == 4)).sum(),
+    n_chosen_a2, 0.5,
+)  # fmt: skip
+share_within_a(
+    "with shares (0.5, 0.3), the share unchanged", (chosen_a2 & (corrupted_a2 == ids_a)).sum(),
+    n_chosen_a2, 0.2 + 0.3 / 995,
+)  # fmt: skip
+for bad_a in (
+    lambda: mlm_mask(ids_a, specials_a, 500, 4, 0),  # ids up to 999 in a vocabulary of 500
+    lambda: mlm_mask(ids_a, specials_a, 1000, 4, 0, p=0.0),
+    lambda: mlm_mask(ids_a, specials_a, 1000, 4, 0, mask_share=0.8, random_share=0.3),
+    lambda: mlm_mask(ids_a * 1.0, specials_a, 1000, 4, 0),  # float ids
+):
+    try:
+        bad_a()
+    except ValueError:
+        continue
+    raise AssertionError("bad input should raise ValueError (see the cases listed in this cell)")
+print("Part A, visible test: passed.")
+
+# %% nbgrader={"grade": true, "grade_id": "mlm_mask_hidden", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+# Hidden test (3 points): mlm_mask on unseen batches, judged by statistics within about five
+# standard deviations: BERT's special ids (0 and 100 to 103), ids that are not consecutive,
+# p = 0.05, 0.5 and 1, shares such as (1, 0), (0, 1) and (0, 0), a vocabulary with a single
+# ordinary id, sequences of special tokens only, int32 ids and lists; random tokens uniform
+# over the ordinary ids; each position selected independently (the number selected per
+# sequence varies as a binomial count); same seed, same result; inputs unchanged;
+# ValueError for each bad input listed above.
+### BEGIN HIDDEN TESTS
+from autograder.hidden.a7_bert import check_mlm_mask
+
+check_mlm_mask(mlm_mask)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Explore (not graded): how much of a sentence does the model see?
+#
+# Ten thousand sequences of 20 ordinary tokens, masked as in BERT: how often is a sequence
+# left untouched, and how many positions show [MASK]? With the per-position rule the count
+# selected per sequence is binomial, so a short sequence sometimes has nothing to predict.
+
+# %%
+try:
+    batch_x = np.full((10_000, 20), 10)
+    _, labels_x = mlm_mask(batch_x, [0, 1, 2, 3, 4], 100, 4, seed=0)
+    per_row_x = (labels_x != -100).sum(axis=1)
+    print("positions selected per sequence of 20:", np.bincount(per_row_x)[:8], "...")
+    print(f"sequences with nothing to predict: {np.mean(per_row_x == 0):.3f} "
+          f"(binomial: {0.85 ** 20:.3f})")  # fmt: skip
+except NotImplementedError:
+    print("Implement Part A first, then run this cell again.")
+
+# %% [markdown]
+# ## Part B: WordPiece, greedy longest match first (3 points)
+#
+# BERT splits each word into pieces of its vocabulary. The first piece of a word is written
+# as it is; every later piece carries a **continuation prefix** ("##" in BERT, "@@" or none
+# in other models) so that "playing" may become ["play", "##ing"]. The rule is greedy:
+#
+# 1. if the word has more than `max_input_chars` characters, it is the unknown token;
+# 2. otherwise, from the start of the word, take the **longest** prefix of the rest that is
+#    in the vocabulary (with the continuation prefix in front, except for the first piece);
+# 3. repeat on what is left; if at some point no prefix of the rest is in the vocabulary,
+#    the **whole word** becomes the unknown token (not the pieces found so far, and the rule
+#    does not go back to try a shorter piece).
+#
+# Implement `wordpiece(word, vocab, max_input_chars=100, unk_token="[UNK]", prefix="##")`:
+# `word` a string, `vocab` a list of tokens (strings). Return the list of pieces (strings).
+# Characters are Python's (a string's `len`).
+#
+# **Bad input** raises `ValueError`: a `word` that is not a string, is empty or contains
+# whitespace (it is two words), a vocabulary without `unk_token`, and `max_input_chars` that
+# is not an integer $\ge 1$.
+
+
+# %% nbgrader={"grade": false, "grade_id": "wordpiece", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def wordpiece(
+    word: str,
+    vocab: list[str],
+    max_input_chars: int = 100,
+    unk_token: str = "[UNK]",
+    prefix: str = "##",
+) -> list[str]:
+    """Split one word into vocabulary pieces, greedily, longest match first.
+
+    Args:
+        word: a non-empty string without whitespace.
+        vocab: the tokens, a list of strings containing unk_token.
+        max_input_chars: longer words are [unk_token].
+        unk_token: the unknown token.
+        prefix: the continuation prefix of every piece but the first.
+
+    Returns:
+        The pieces, e.g. ["play", "##ing"], or [unk_token].
+
+    Raises:
+        ValueError: for the bad inputs listed above.
+    """
+    ### BEGIN SOLUTION
+    if not isinstance(word, str) or not word or any(ch.isspace() for ch in word):
+        raise ValueError(f"word must be a non-empty string without whitespace, got {word!r}")
+    known = frozenset(vocab)
+    if unk_token not in known:
+        raise ValueError(f"the vocabulary has no unknown token {unk_token!r}")
+    whole = isinstance(max_input_chars, (int, np.integer))
+    if isinstance(max_input_chars, (bool, np.bool_)) or not whole:
+        raise ValueError(f"max_input_chars must be an integer, got {max_input_chars!r}")
+    if max_input_chars < 1:
+        raise ValueError(f"max_input_chars must be at least 1, got {max_input_chars}")
+    if len(word) > max_input_chars:
+        return [unk_token]
+    found: list[str] = []
+    rest = word
+    while rest:
+        lead = prefix if found else ""
+        size = len(rest)
+        while size and lead + rest[:size] not in known:
+            size -= 1  # shrink the candidate from the right
+        if size == 0:
+            return [unk_token]  # this part of the word is not covered: the whole word is lost
+        found.append(lead + rest[:size])
+        rest = rest[size:]
+    return list(found)
+    ### END SOLUTION
+
+
+# %% [markdown]
+# ### Visible test for Part B
+#
+# The expected pieces come from the `tokenizers` library's WordPiece model
+# (`tokenizers.models.WordPiece(vocab, unk_token, max_input_chars_per_word,
+# continuing_subword_prefix)`) on the same vocabulary.
+
+# %% nbgrader={"grade": true, "grade_id": "wordpiece_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+vocab_b = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "un", "unaff", "##aff", "##able",
+           "##a", "##b", "##le", "play", "##ing", "##ed", "##s", "p", "##l", "##ay", "a",
+           "ab", "##c", "##bc", "##bd"]  # fmt: skip
+
+
+def expect_pieces_b(word: str, expected: list[str], *options) -> None:
+    """Compare wordpiece(word, vocab_b, *options) with the expected pieces."""
+    got = wordpiece(word, vocab_b, *options)
+    assert isinstance(got, list), f"wordpiece should return a list, got {type(got).__name__}"
+    said = f"wordpiece({word!r}{''.join(f', {o!r}' for o in options)})"
+    assert got == expected, f"{said} is {got}, expected {expected}"
+
+
+expect_pieces_b("unaffable", ["unaff", "##able"])  # the longest first piece, "unaff"
+expect_pieces_b("playing", ["play", "##ing"])
+expect_pieces_b("plays", ["play", "##s"])
+expect_pieces_b("pl", ["p", "##l"])
+expect_pieces_b("play", ["play"])
+expect_pieces_b("abc", ["ab", "##c"])  # greedy: "ab" first, although "a" "##bc" also fits
+expect_pieces_b("abd", ["[UNK]"])  # "ab", then no "##d": although "a" "##bd" would fit
+expect_pieces_b("playx", ["[UNK]"])  # "x" is not covered: the whole word is unknown
+expect_pieces_b("xplay", ["[UNK]"])
+expect_pieces_b("playing", ["play", "##ing"], 7)  # 7 characters, at most 7: fine
+expect_pieces_b("playing", ["[UNK]"], 6)  # more than 6 characters
+vocab_b2 = ["<unk>", "low", "@@er", "@@est", "new", "@@e", "@@s", "@@t"]
+assert wordpiece("lowest", vocab_b2, 100, "<unk>", "@@") == ["low", "@@est"], (
+    f"with the prefix '@@': wordpiece('lowest') is {wordpiece('lowest', vocab_b2, 100, '<unk>', '@@')}, "
+    "expected ['low', '@@est']"
+)
+assert wordpiece("newest", vocab_b2, 100, "<unk>", "@@") == ["new", "@@est"], (
+    "with the prefix '@@': wordpiece('newest') should be ['new', '@@est']"
+)
+assert wordpiece("news", vocab_b2, 100, "<unk>", "@@") == ["new", "@@s"], (
+    "with the prefix '@@': wordpiece('news') should be ['new', '@@s']"
+)
+assert wordpiece("lowly", vocab_b2, 100, "<unk>", "@@") == ["<unk>"], (
+    "with the unknown token '<unk>': wordpiece('lowly') should be ['<unk>']"
+)
+for bad_b in (
+    lambda: wordpiece("two words", vocab_b),
+    lambda: wordpiece("", vocab_b),
+    lambda: wordpiece("play", vocab_b2),  # vocab_b2 has no "[UNK]"
+    lambda: wordpiece("play", vocab_b, 0),
+):
+    try:
+        bad_b()
+    except ValueError:
+        continue
+    raise AssertionError("bad input should raise ValueError (see the cases listed in this cell)")
+print("Part B, visible test: passed.")
+
+# %% nbgrader={"grade": true, "grade_id": "wordpiece_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# Hidden test (2 points): wordpiece against the tokenizers library's WordPiece model on
+# unseen vocabularies and words: random vocabularies over small alphabets with dozens of
+# words, vocabularies where greedy matching fails although another split exists, the
+# prefixes "##", "@@" and none, other unknown tokens, words of exactly and just over
+# max_input_chars characters, words that are one token, accented and non-Latin characters,
+# vocabularies given as tuples; inputs unchanged; ValueError for each bad input listed above.
+### BEGIN HIDDEN TESTS
+from autograder.hidden.a7_bert import check_wordpiece
+
+check_wordpiece(wordpiece)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Explore (not graded): your tokeniser against Lecture 7's
+#
+# `course.data.wordpiece` learns a vocabulary from counted words with the likelihood
+# criterion and tokenises with a `WordPiece` object. Learn a small vocabulary from a few
+# words, then compare your `wordpiece` with its `tokenize_word` on those words and others.
+
+# %%
+from course.data.wordpiece import WordPiece, count_words, learn_wordpiece
+
+texts_x = ["the player played and the players play", "unplayable plays are replayed"]
+learned_x = learn_wordpiece(count_words(texts_x), 60)
+lecture_x = WordPiece(learned_x.vocab, max_chars=12)
+try:
+    for word_x in ("played", "replaying", "plays", "unplayed", "displayed", "xylophone"):
+        mine_x = wordpiece(word_x, learned_x.vocab, 12)
+        theirs_x = lecture_x.tokenize_word(word_x)
+        print(f"{word_x:10s} {' '.join(mine_x):32s} {'same' if mine_x == theirs_x else theirs_x}")
+except NotImplementedError:
+    print("Implement Part B first, then run this cell again.")
+
+# %% [markdown]
+# ## Part C: next-sentence-prediction pairs (3 points)
+#
+# BERT's second objective: given two segments A and B, is B the sentence that follows A? The
+# pairs come from documents, each a list of sentences. For every sentence that has a
+# successor in its document (document by document, sentence by sentence, in order), make one
+# pair (a, b, is_next) with `a` that sentence and
+#
+# * with probability `p_next`: `b` the **next sentence** of the same document, `is_next =
+#   True`;
+# * otherwise: `b` a **random sentence of another document**, `is_next = False`. Choose the
+#   document uniformly among the other non-empty documents, then a sentence of it uniformly.
+#
+# Implement `nsp_pairs(documents, seed, p_next=0.5)`, drawing from
+# `np.random.default_rng(seed)` (the same seed gives the same pairs; the order of your draws
+# is up to you), and return the list of tuples `(a, b, is_next)` with `is_next` a `bool`.
+# A document of one sentence makes no pair but may be drawn from; an empty one does neither.
+#
+# **Bad input** raises `ValueError`: `documents` given as a string, a document that is a
+# string instead of a list of sentences, a sentence that is not a string, fewer than two
+# non-empty documents, and `p_next` outside $[0, 1]$.
+
+
+# %% nbgrader={"grade": false, "grade_id": "nsp_pairs", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def nsp_pairs(
+    documents: list[list[str]], seed: int, p_next: float = 0.5
+) -> list[tuple[str, str, bool]]:
+    """Next-sentence-prediction pairs from documents.
+
+    Args:
+        documents: each document a list of sentences (strings).
+        seed: the seed of np.random.default_rng.
+        p_next: the probability of keeping the true next sentence, in [0, 1].
+
+    Returns:
+        One (a, b, is_next) per sentence with a successor, in document order.
+
+    Raises:
+        ValueError: for the bad inputs listed above.
+    """
+    ### BEGIN SOLUTION
+    if isinstance(documents, str):
+        raise ValueError("documents must be a list of documents, not one string")
+    books = list(documents)
+    for index, book in enumerate(books):
+        if isinstance(book, str):
+            raise ValueError(f"document {index} is a string; it must be a list of sentences")
+        if not all(isinstance(line, str) for line in book):
+            raise ValueError(f"document {index} holds something that is not a sentence (str)")
+    filled = [index for index, book in enumerate(books) if len(book) > 0]
+    if len(filled) < 2:
+        raise ValueError(f"NotNext pairs need two non-empty documents, got {len(filled)}")
+    if not (0.0 <= p_next and p_next <= 1.0):
+        raise ValueError(f"p_next must be a probability in [0, 1], got {p_next!r}")
+    draw = np.random.default_rng(seed)
+    made: list[tuple[str, str, bool]] = []
+    for home, book in enumerate(books):
+        for position in range(len(book) - 1):
+            if draw.random() < p_next:  # IsNext: the true successor
+                made.append((book[position], book[position + 1], True))
+            else:  # NotNext: another non-empty document, then one of its sentences
+                elsewhere = [index for index in filled if index != home]
+                away = books[elsewhere[draw.integers(len(elsewhere))]]
+                made.append((book[position], away[draw.integers(len(away))], False))
+    return made
+    ### END SOLUTION
+
+
+# %% [markdown]
+# ### Visible test for Part C
+#
+# Forty documents of five sentences each, the sentence names saying where they come from.
+
+# %% nbgrader={"grade": true, "grade_id": "nsp_pairs_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+documents_c = [[f"doc {d}, sentence {s}." for s in range(5)] for d in range(40)]
+home_c = {s: (d, i) for d, doc in enumerate(documents_c) for i, s in enumerate(doc)}
+pairs_c = nsp_pairs(documents_c, seed=3)
+assert isinstance(pairs_c, list), f"nsp_pairs should return a list, got {type(pairs_c).__name__}"
+assert len(pairs_c) == 160, (
+    f"expected 160 pairs (4 per document of 5 sentences), got {len(pairs_c)}"
+)
+for k_c, pair_c in enumerate(pairs_c):
+    assert isinstance(pair_c, tuple) and len(pair_c) == 3, (
+        f"pair {k_c} should be a tuple (a, b, is_next), got {pair_c!r}"
+    )
+    a_c, b_c, next_c = pair_c
+    assert isinstance(next_c, (bool, np.bool_)), (
+        f"pair {k_c}: is_next should be a bool, got {next_c!r}"
+    )
+    expected_a_c = documents_c[k_c // 4][k_c % 4]
+    assert a_c == expected_a_c, f"pair {k_c}: a is {a_c!r}, expected {expected_a_c!r} (in order)"
+    assert b_c in home_c, f"pair {k_c}: b = {b_c!r} is no sentence of the documents"
+    if next_c:
+        assert home_c[b_c] == (k_c // 4, k_c % 4 + 1), (
+            f"pair {k_c} is marked is_next but b = {b_c!r} does not follow a = {a_c!r}"
+        )
+    else:
+        assert home_c[b_c][0] != k_c // 4, (
+            f"pair {k_c} is marked not next but b = {b_c!r} comes from a's own document"
+        )
+share_c = np.mean([pair[2] for pair in pairs_c])
+assert abs(share_c - 0.5) <= 5 * np.sqrt(0.25 / 160), (
+    f"the share of is_next pairs is {share_c:.3f}, expected 0.5 ± {5 * np.sqrt(0.25 / 160):.3f}"
+)
+assert nsp_pairs(documents_c, seed=3) == pairs_c, "the same seed should give the same pairs"
+assert nsp_pairs(documents_c, seed=4) != pairs_c, "another seed should give other pairs"
+all_next_c = nsp_pairs(documents_c, 5, 1.0)
+assert all(pair[2] for pair in all_next_c), "with p_next = 1 every pair should be is_next"
+none_next_c = nsp_pairs(documents_c[:2] + [[]], 5, 0.0)  # two documents and an empty one
+sources_c = [home_c[pair[1]][0] for pair in none_next_c]
+assert sources_c == [1, 1, 1, 1, 0, 0, 0, 0] and not any(pair[2] for pair in none_next_c), (
+    "with p_next = 0 and documents 0 and 1 (and an empty one), every pair should be not next "
+    f"with b from the other document: b came from documents {sources_c}"
+)
+for bad_c in (
+    lambda: nsp_pairs("one long text", 0),
+    lambda: nsp_pairs([documents_c[0], []], 0),  # a single non-empty document
+    lambda: nsp_pairs(documents_c, 0, p_next=1.5),
+):
+    try:
+        bad_c()
+    except ValueError:
+        continue
+    raise AssertionError("bad input should raise ValueError (see the cases listed in this cell)")
+print("Part C, visible test: passed.")
+
+# %% nbgrader={"grade": true, "grade_id": "nsp_pairs_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# Hidden test (2 points): nsp_pairs on unseen documents of very different lengths (one
+# sentence, empty documents, a long one): pairs in order, is_next pairs truly consecutive,
+# random sentences never from a's document, the share of is_next within five standard
+# deviations of p_next = 0.5, 0.2, 0 and 1, the other document chosen uniformly and the
+# sentence within it uniformly (chi-squared tests), the same pairs for the same seed; inputs
+# unchanged; ValueError for each bad input listed above.
+### BEGIN HIDDEN TESTS
+from autograder.hidden.a7_bert import check_nsp_pairs
+
+check_nsp_pairs(nsp_pairs)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Part D: features from BERT's layers (3 points)
+#
+# BERT can serve as a **feature extractor**: run it once, keep the vectors of some of its
+# layers, and train a small model on them. A BERT with $L$ layers gives $L + 1$ arrays of
+# states: $h^{(0)}$, the output of its embedding layer, then $h^{(1)}, \dots, h^{(L)}$, one
+# per Transformer layer (this is what `transformers` returns with `output_hidden_states=True`,
+# and `course.models.bert`'s `hidden_states`). The BERT paper compares six ways of reading
+# them, for named-entity recognition with BERT-base ($L = 12$):
+#
+# | `strategy` | features of a token | needs |
+# | --- | --- | --- |
+# | `"first"` | $h^{(0)}$ (the embeddings) | $L \ge 1$ |
+# | `"last"` | $h^{(L)}$ | $L \ge 1$ |
+# | `"sum_all"` | $h^{(1)} + \dots + h^{(L)}$ (the $L$ layers, not the embeddings: "12 + ... + 1") | $L \ge 1$ |
+# | `"second_to_last"` | $h^{(L-1)}$ | $L \ge 2$ |
+# | `"sum_last_four"` | $h^{(L-3)} + h^{(L-2)} + h^{(L-1)} + h^{(L)}$ | $L \ge 4$ |
+# | `"concat_last_four"` | $[h^{(L-3)}; h^{(L-2)}; h^{(L-1)}; h^{(L)}]$, along the feature axis, in that order | $L \ge 4$ |
+#
+# Implement `layer_features(hidden_states, strategy)`: `hidden_states` an array of shape
+# (L + 1, …, H), layers first and features last, e.g. (L + 1, T, H) for one sentence or
+# (L + 1, B, T, H) for a batch, **or** a list of $L + 1$ arrays of one shape (…, H). Return a
+# new `float64` array (not a view of the input) of shape (…, H), or (…, 4H) for
+# `"concat_last_four"`.
+#
+# **Bad input** raises `ValueError`: an unknown strategy (the message lists the six names), a
+# strategy that needs more layers than there are (the message says how many it needs), fewer
+# than two arrays of states (no Transformer layer), arrays of different shapes, and states
+# with no feature axis.
+
+
+# %% nbgrader={"grade": false, "grade_id": "layer_features", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def layer_features(hidden_states: np.ndarray | list[np.ndarray], strategy: str) -> np.ndarray:
+    """Combine h^(0), ..., h^(L) into token features as in the BERT paper's table.
+
+    Args:
+        hidden_states: (L + 1, ..., H), or a list of L + 1 arrays (..., H); h^(0) first.
+        strategy: one of the six names of the table above.
+
+    Returns:
+        A new float64 array of shape (..., H), or (..., 4H) for "concat_last_four".
+
+    Raises:
+        ValueError: for the bad inputs listed above.
+    """
+    ### BEGIN SOLUTION
+    depth_needed = {"first": 1, "last": 1, "sum_all": 1, "second_to_last": 2,
+                    "sum_last_four": 4, "concat_last_four": 4}  # fmt: skip
+    if strategy not in depth_needed:
+        raise ValueError(f"unknown strategy {strategy!r}; choose one of {sorted(depth_needed)}")
+    given = hidden_states if isinstance(hidden_states, np.ndarray) else list(hidden_states)
+    layers = [np.asarray(state) for state in given]  # h^(0), ..., h^(L)
+    if len(layers) < 2:
+        raise ValueError(f"expected h^(0) and at least one layer, got {len(layers)} arrays")
+    shapes = {np.shape(state) for state in layers}
+    if len(shapes) > 1:
+        raise ValueError(f"the layers' states have different shapes: {sorted(shapes)}")
+    if np.ndim(layers[0]) < 1:
+        raise ValueError("each layer's states need a feature axis, shape (..., H)")
+    depth = len(layers) - 1  # L
+    needed = depth_needed[strategy]
+    if depth < needed:
+        raise ValueError(f"{strategy!r} needs at least {needed} layers, got L = {depth}")
+    stack = np.stack([np.asarray(state, dtype=np.float64) for state in layers])  # (L+1, ..., H)
+    if strategy == "first":
+        return stack[0].copy()
+    if strategy == "last":
+        return stack[depth].copy()
+    if strategy == "second_to_last":
+        return stack[depth - 1].copy()
+    if strategy == "sum_all":
+        return stack[1:].sum(axis=0)
+    if strategy == "sum_last_four":
+        return stack[depth - 3 :].sum(axis=0)
+    return np.concatenate(list(stack[depth - 3 :]), axis=-1)  # (..., 4H)
+    ### END SOLUTION
+
+
+# %% [markdown]
+# ### Visible test for Part D
+#
+# $L = 5$ layers of states for $T = 2$ tokens with $H = 3$ features, whose numbers say where
+# they are: $h^{(l)}_{t,k} = 100\,l + 10\,t + k$.
+
+# %% nbgrader={"grade": true, "grade_id": "layer_features_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+states_d = (
+    100.0 * np.arange(6)[:, None, None] + 10.0 * np.arange(2)[:, None] + np.arange(3)
+)  # (L+1, T, H) = (6, 2, 3)
+copy_d = states_d.copy()
+expected_d = {
+    "first": [[0, 1, 2], [10, 11, 12]],
+    "last": [[500, 501, 502], [510, 511, 512]],
+    "sum_all": [[1500, 1505, 1510], [1550, 1555, 1560]],  # layers 1..5, not the embeddings
+    "second_to_last": [[400, 401, 402], [410, 411, 412]],
+    "sum_last_four": [[1400, 1404, 1408], [1440, 1444, 1448]],
+    "concat_last_four": [
+        [200, 201, 202, 300, 301, 302, 400, 401, 402, 500, 501, 502],
+        [210, 211, 212, 310, 311, 312, 410, 411, 412, 510, 511, 512],
+    ],
+}
+for strategy_d, wanted_d in expected_d.items():
+    got_d = layer_features(states_d, strategy_d)
+    assert isinstance(got_d, np.ndarray), (
+        f"layer_features(..., {strategy_d!r}) should return a NumPy array, got {type(got_d)}"
+    )
+    assert_close(
+        f"layer_features(states_d, {strategy_d!r})",
+        got_d,
+        wanted_d,
+        atol=0,
+        against="the expected features",
+    )
+    assert not np.shares_memory(got_d, states_d), (
+        f"the {strategy_d!r} features are a view of the input: return a new array"
+    )
+assert np.array_equal(states_d, copy_d), "layer_features modified its input"
+assert_close(
+    "the 'last' features of a list of arrays (as transformers returns them)",
+    layer_features(list(states_d[:3]), "last"), states_d[2], atol=0,
+)  # fmt: skip
+assert_close(
+    "the 'sum_all' features of a batch (L+1, B, T, H) = (6, 1, 2, 3)",
+    layer_features(states_d[:, None], "sum_all"), np.array(expected_d["sum_all"])[None], atol=0,
+)  # fmt: skip
+for bad_d in (
+    lambda: layer_features(states_d, "middle"),  # no such strategy
+    lambda: layer_features(states_d[:4], "sum_last_four"),  # L = 3 layers
+    lambda: layer_features(states_d[:1], "first"),  # the embeddings alone
+):
+    try:
+        bad_d()
+    except ValueError:
+        continue
+    raise AssertionError("bad input should raise ValueError (see the cases listed in this cell)")
+print("Part D, visible test: passed.")
+
+# %% nbgrader={"grade": true, "grade_id": "layer_features_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# Hidden test (2 points): layer_features against sums and concatenations written out layer
+# by layer, for L = 1, 2, 4 and 12 (BERT-base), one token and one feature, batches, lists
+# and tuples of arrays, float32 and integer states, non-contiguous arrays; results must be
+# new arrays; inputs unchanged; ValueError for unknown names (listing the six), strategies
+# that need more layers (saying how many), a single array of states and layers of different
+# shapes.
+### BEGIN HIDDEN TESTS
+from autograder.hidden.a7_bert import check_layer_features
+
+check_layer_features(layer_features)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Explore (not graded): features of Lecture 7's tiny BERT
+#
+# A `course.models.bert.BertModel` with random weights (two layers would allow only three
+# strategies; this one has four): its `hidden_states`, as NumPy arrays, are what
+# `layer_features` takes. How similar are the features of two tokens under each strategy?
+
+# %%
+import torch
+
+from course.models.bert import BertConfig, BertModel
+
+torch.manual_seed(0)
+bert_x = BertModel(BertConfig(vocab_size=50, d_model=16, num_layers=4, d_ff=32)).eval()
+with torch.no_grad():
+    out_x = bert_x(torch.tensor([[2, 10, 11, 12, 3]]), torch.zeros(1, 5, dtype=torch.long))
+states_x = [h[0].numpy() for h in out_x.hidden_states]  # L + 1 = 5 arrays (T, H)
+try:
+    for strategy_x in ("first", "last", "sum_all", "second_to_last", "sum_last_four",
+                       "concat_last_four"):  # fmt: skip
+        f_x = layer_features(states_x, strategy_x)
+        cosine_x = f_x[1] @ f_x[2] / np.linalg.norm(f_x[1]) / np.linalg.norm(f_x[2])
+        print(f"{strategy_x:17s} shape {f_x.shape}, cosine of tokens 1 and 2: {cosine_x:+.3f}")
+except NotImplementedError:
+    print("Implement Part D first, then run this cell again.")
+
+# %% [markdown]
+# ## Part E: why not always [MASK]? And what became of NSP? (2 points, graded by hand)
+#
+# In 4 to 8 sentences. BERT replaces a selected token by [MASK] only 80% of the time. What
+# would go wrong if it always did, given that [MASK] never appears when the model is
+# fine-tuned or used as a feature extractor? What do the 10% of random tokens and the 10% of
+# unchanged tokens each add (what must the model do at **every** position, since it cannot
+# tell which ones were changed)? Then: RoBERTa (Liu et al., 2019) trained without the
+# next-sentence objective and did as well or better. Give one reason why NSP was a weak
+# signal, as its NotNext pairs are built in Part C.
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "mask_and_nsp", "locked": false, "points": 2, "schema_version": 3, "solution": true, "task": false}
+# **Model answer.** If every selected token became [MASK], the model would only ever have to
+# predict at [MASK] positions, and the representations of the ordinary tokens it sees would
+# not be trained to carry a prediction of themselves: pretraining inputs would contain
+# [MASK] tokens, fine-tuning inputs none, a mismatch between the two. Keeping 10% of the
+# selected tokens unchanged makes the model predict at positions that look ordinary, and
+# pulls every token's output representation towards its observed word; replacing 10% by a
+# random token means an ordinary-looking token may be wrong, so the model cannot simply copy
+# its input and must check every token against its context. Since the model cannot tell which
+# visible tokens were selected, it has to keep a good contextual representation of every
+# position, which is what fine-tuning and feature extraction use. (The cost is small: only
+# 1.5% of all tokens are random, too few to harm the language model.) Next-sentence
+# prediction was weak because a NotNext segment comes from another document: it usually
+# differs in topic, so the task can be solved by topic matching rather than by coherence
+# across sentences, and it forced short pairs of segments. RoBERTa found that packing long
+# contiguous text without NSP matched or improved downstream results; ALBERT replaced NSP by
+# sentence-order prediction (two consecutive segments, swapped or not), which needs
+# coherence.
+#
+# *Grading notes: 1 point for the mismatch between pretraining (with [MASK]) and fine-tuning
+# (without) and what random/unchanged tokens force (a good representation at every position,
+# no blind copying); 1 point for NSP being solvable by topic (the random B comes from another
+# document), with RoBERTa's finding or ALBERT's sentence-order prediction.*
