@@ -398,8 +398,8 @@ def cases(source, release, secret_paths: list[str]) -> list[Case]:
         "bytes stop at the private root's size (No space left on device)",
     )
     slow = good
-    for _ in range(6):  # each cell under the cell timeout, together over the submission's
-        slow = _add_cell(slow, "import time\ntime.sleep(9)\n", after=last_solution)
+    for _ in range(5):  # each cell under the cell timeout, together over the submission's
+        slow = _add_cell(slow, "import time\ntime.sleep(20)\n", after=last_solution)
     add(
         "slow_cells",
         slow,
