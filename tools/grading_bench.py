@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import os
 import shutil
 import subprocess
 import time
@@ -93,6 +94,14 @@ def execution_seconds(course: Path, samples: dict[str, bytes]) -> float:
     return sum(times) / len(times)
 
 
+def _progress(method: str, results: dict[str, float]) -> list[float]:
+    """Print one method's wall time as soon as it ends, with the machine's load average (a
+    shared machine's other jobs change the numbers); the load average."""
+    load = [round(x, 2) for x in os.getloadavg()]
+    print(f"[bench] {method}: {results[method]:.1f} s, load average {load}", flush=True)
+    return load
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=50)
@@ -124,6 +133,7 @@ def main() -> None:
     except nbg.NbgraderError:
         pass  # the invalid-JSON submission makes nbgrader exit 1; the others are graded
     results["nbgrader autograde"] = time.monotonic() - started
+    loads = {"nbgrader autograde": _progress("nbgrader autograde", results)}
 
     for workers in [int(w) for w in args.workers.split(",")]:
         started = time.monotonic()
@@ -132,6 +142,9 @@ def main() -> None:
             command_line(ASSIGNMENT, folder, out / f"ta_{workers}", *options), cwd=REPO, check=False
         )
         results[f"autograder, {workers} worker(s)"] = time.monotonic() - started
+        loads[f"autograder, {workers} worker(s)"] = _progress(
+            f"autograder, {workers} worker(s)", results
+        )
 
     kinds = {}
     for name, content in submissions.items():
@@ -153,6 +166,7 @@ def main() -> None:
             "subs_per_min": round(n / seconds * 60, 1),
             "overhead_s_per_sub": round(overhead, 2),
             "speedup_vs_nbgrader": round(speedup, 2),
+            "load_average_1_5_15": loads[method],
         }
     (out / "report.json").write_text(json.dumps(report, indent=1))
     print("(overhead = wall time x workers / submissions - execution time of the cells)")
