@@ -401,7 +401,7 @@ def cases(source, release, secret_paths: list[str]) -> list[Case]:
     for _ in range(5):  # each cell under the cell timeout, together over the submission's
         slow = _add_cell(slow, "import time\ntime.sleep(20)\n", after=last_solution)
     add(
-        "slow_cells",
+        "cells_over_the_deadline",
         slow,
         full - last_part,
         "timed out",
