@@ -38,11 +38,23 @@ from tqdm import tqdm
 from autograder import judge, markup, nbgrading
 from autograder import nbgrader_format as fmt
 from autograder.fingerprint import grading_fingerprint
+from autograder.recorder import Recorder
 from autograder.report import write_report
-from autograder.sandbox import Limits, SandboxUnavailable, check_sandbox_available
+from autograder.sandbox import (
+    ROOT,
+    ROOTLESS,
+    Limits,
+    SandboxUnavailable,
+    check_sandbox_available,
+    memory_cap,
+)
 
 MAX_FILE_BYTES = 50 * 1024 * 1024
 EXIT_OK, EXIT_MANUAL, EXIT_LOOK, EXIT_FAILED = 0, 1, 2, 3
+SANDBOX_WORDS = {
+    ROOT: "root mode (namespaces, chroot, a uid per kernel)",
+    ROOTLESS: "rootless mode (user namespaces; kernels run with your uid outside the sandbox)",
+}
 
 
 class GradingError(RuntimeError):
@@ -213,10 +225,11 @@ def judge_entry(job: Job) -> dict:
     if set(record["flags"]) & {"invalid notebook", "wrong assignment"}:
         return record
     scratch = Path(tempfile.mkdtemp(prefix="kernels-"))  # a name that says nothing of grading
+    deadline = time.monotonic() + job.limits.submission_timeout  # all its notebooks together
     try:
         for name, (spec, canonical, raw) in canonicals.items():
             verdict = judge.NotebookVerdict(name)
-            judge.judge_notebook(spec, canonical, raw, scratch, job.limits, verdict)
+            judge.judge_notebook(spec, canonical, raw, scratch, job.limits, verdict, deadline)
             for status in verdict.flags:
                 flag(status, "")
             record["messages"] += verdict.messages
@@ -301,6 +314,13 @@ def run_parallel(jobs: list[Job], workers: int):
             yield job.entry, record
 
 
+def memory_cap_rootless(limits: Limits) -> str:
+    return (
+        f"{limits.memory_mb} MB of address space per process only: no memory cgroup in"
+        " rootless mode (run as root for a cap per kernel)"
+    )
+
+
 # -- the whole command ---------------------------------------------------------------------------
 
 
@@ -322,7 +342,7 @@ def grade(
     quiet: bool = False,
 ) -> int:
     limits = limits or Limits()
-    check_sandbox_available()
+    mode = check_sandbox_available()
     out.mkdir(parents=True, exist_ok=True)
     course = prepare_course(out, assignment)
     specs = load_specs(course, assignment)
@@ -352,15 +372,17 @@ def grade(
     jobs = [Job(e, assignment, str(course), limits) for e in todo]
     import torch  # noqa: F401 - imported once here, inherited by every forked worker
 
+    recorder = Recorder(course, assignment)  # forked before the workers: records as they finish
     with tqdm(total=len(jobs), desc="grading", unit="nb", disable=quiet or None) as bar:
         for entry, record in run_parallel(jobs, workers):
             record["recorded"] = False
             records[entry.student] = record
             state_file.write_text(json.dumps(state))
+            gradable = bool(record.get("gradable"))
+            recorder.record(entry.student, gradable, keep="grader error" in record["flags"])
             bar.update(1)
     judge_seconds = time.monotonic() - started
-
-    record_seconds = _record_in_gradebook(course, assignment, [e.student for e in todo], records)
+    record_seconds = _finish_recording(course, assignment, recorder, records)
     state_file.write_text(json.dumps(state))
     rows = export_csv(course, assignment, specs, records, out / "grades.csv")
     manual = {
@@ -371,6 +393,8 @@ def grade(
     }
     title = f"{assignment}: grading report"
     write_report(rows, part_points(specs), manual, records, out / "report.html", title)
+    state["sandbox"] = mode
+    state["memory"] = memory_cap(limits) if mode == ROOT else memory_cap_rootless(limits)
     state["timing"] = {
         "judged": len(todo),
         "judge_seconds": judge_seconds,
@@ -379,51 +403,30 @@ def grade(
     state_file.write_text(json.dumps(state))
     if not quiet:
         print_summary(rows, out, len(todo), judge_seconds + record_seconds)
+        print(f"sandbox: {SANDBOX_WORDS[mode]}")
+        print(f"memory: {state['memory']}")
     return exit_code(rows)
 
 
-def _record_in_gradebook(
-    course: Path, assignment: str, students: list[str], records: dict[str, dict]
+def _finish_recording(
+    course: Path, assignment: str, recorder: Recorder, records: dict[str, dict]
 ) -> float:
-    """nbgrader autograde (with InjectResults) and generate_feedback for the judged students."""
+    """Wait for the recorder (nbgrader's autograde and feedback per submission); mark each
+    record recorded or not. Seconds spent waiting after the last submission was judged."""
     from nbgrader.api import MissingEntry
 
     started = time.monotonic()
-    gradable = [s for s in students if records[s].get("gradable")]
-    log = ""
+    results = recorder.finish()
     with fmt.gradebook(course) as gradebook:
-        for student in students:
-            if student not in gradable and "grader error" in records[student]["flags"]:
-                continue  # our failure, maybe transient: keep the gradebook's earlier result
-            for folder in ("autograded", "feedback"):
-                shutil.rmtree(course / folder / student / assignment, ignore_errors=True)
-            if student not in gradable:
-                shutil.rmtree(course / "submitted" / student / assignment, ignore_errors=True)
-                try:
-                    gradebook.remove_submission(assignment, student)
-                except MissingEntry:
-                    pass
-    if gradable:
-        with tqdm(total=len(gradable), desc="gradebook", unit="nb", disable=None) as bar:
-
-            def progress(line: str) -> None:
-                if "] Autograding " in line:
-                    bar.update(1)
-
-            try:  # one unrecordable submission makes nbgrader fail; the others are recorded
-                log = fmt.autograde(course, assignment, force=False, timeout=None, on_line=progress)
-            except fmt.NbgraderError as error:
-                log = error.log
-        try:  # a submission without feedback is still graded; its row links no file
-            fmt.nbgrader(course, "generate_feedback", assignment, timeout=None)
-        except fmt.NbgraderError:
-            pass
-    with fmt.gradebook(course) as gradebook:
-        for student in gradable:
+        for student, (done, log) in results.items():
             record = records[student]
+            if not record.get("gradable"):
+                # nothing to record: its row says why; a grader error is judged again next run
+                record["recorded"] = "grader error" not in record["flags"]
+                continue
             try:
                 gradebook.find_submission(assignment, student)
-                ok = (course / "autograded" / student / assignment).is_dir()
+                ok = done and (course / "autograded" / student / assignment).is_dir()
             except MissingEntry:
                 ok = False
             if not ok:
@@ -432,10 +435,6 @@ def _record_in_gradebook(
                     "nbgrader could not record this submission: " + _tail(log)
                 )
             record["recorded"] = ok
-        for student in students:
-            if student not in gradable:
-                # nothing to record: its row says why; a grader error is judged again next run
-                records[student]["recorded"] = "grader error" not in records[student]["flags"]
     return time.monotonic() - started
 
 
@@ -580,7 +579,17 @@ def main(argv: list[str] | None = None) -> int:
     cmd.add_argument("--out", type=Path, default=Path("grading"), help="output folder")
     cmd.add_argument("--timeout", type=float, default=30.0, help="seconds per cell (30)")
     cmd.add_argument("--memory-mb", type=int, default=2048, help="address space per kernel")
+    cmd.add_argument(
+        "--kernel-memory-mb", type=int, default=4096, help="memory of a whole kernel (4096)"
+    )
     cmd.add_argument("--max-processes", type=int, default=64, help="processes per kernel")
+    cmd.add_argument(
+        "--max-reply-mb", type=int, default=128, help="largest message read from a kernel (128)"
+    )
+    cmd.add_argument(
+        "--deadline", type=float, default=600.0, help="seconds for a whole submission (600)"
+    )
+    cmd.add_argument("--max-files", type=int, default=2000, help="files a kernel may create (2000)")
     cmd.add_argument("--force", action="store_true", help="judge unchanged submissions again")
     cmd.add_argument("--quiet", action="store_true")
     try:
@@ -588,7 +597,13 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as stop:
         return EXIT_FAILED if stop.code else EXIT_OK
     limits = Limits(
-        cell_timeout=args.timeout, memory_mb=args.memory_mb, processes=args.max_processes
+        cell_timeout=args.timeout,
+        memory_mb=args.memory_mb,
+        kernel_memory_mb=args.kernel_memory_mb,
+        reply_mb=args.max_reply_mb,
+        processes=args.max_processes,
+        files=args.max_files,
+        submission_timeout=args.deadline,
     )
     try:
         return grade(

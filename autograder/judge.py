@@ -35,7 +35,7 @@ import nbformat
 
 from autograder import wire
 from autograder.nbgrader_format import GRADING_KEYS, cell_kind, nbgrader_meta
-from autograder.sandbox import Limits, SandboxKernel
+from autograder.sandbox import OUT_OF_TIME, Limits, SandboxKernel
 
 CELL_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
@@ -336,7 +336,13 @@ def _trap_targets(spec: NotebookSpec) -> list[tuple[Any, str, str, Any]]:
     return targets
 
 
-_RESOURCE_HINTS = ("MemoryError", "Resource temporarily unavailable", "Cannot allocate memory")
+_RESOURCE_HINTS = (
+    "MemoryError",
+    "Resource temporarily unavailable",
+    "Cannot allocate memory",
+    "No space left on device",  # the private root's bytes or files are used up
+    "File too large",  # RLIMIT_FSIZE
+)
 
 
 def _error_output(error: BaseException) -> dict:
@@ -383,10 +389,16 @@ def judge_notebook(
     scratch: Path,
     limits: Limits,
     verdict: NotebookVerdict,
+    deadline: float | None = None,
 ) -> None:
-    """Run the submission and its tests; fill ``verdict`` (outputs per cell, flags, tests)."""
+    """Run the submission and its tests; fill ``verdict`` (outputs per cell, flags, tests).
+
+    Nothing runs after ``deadline`` (``time.monotonic()``; by default the submission's time
+    limit from now): the cells left, tests included, fail with a message saying so."""
     started = time.monotonic()
+    deadline = started + limits.submission_timeout if deadline is None else deadline
     kernel = SandboxKernel(scratch, limits, files={f"{spec.name}.ipynb": student_bytes})
+    kernel.deadline = deadline
     verdict.seconds["kernel_start"] = time.monotonic() - started
     try:
         session = wire.Session(kernel, _trap_targets(spec))
@@ -403,6 +415,18 @@ def judge_notebook(
             if cell.cell_type != "code":
                 continue
             started = time.monotonic()
+            if kernel.time_left() <= 0:
+                outcome = kernel.out_of_time()
+                verdict.cells[cell.id] = [_error_output(TimeoutError(outcome.evalue))]
+                verdict.flag(
+                    "timed out",
+                    f"the submission ran longer than {limits.submission_timeout:g} s in all;"
+                    " the cells after that were not run",
+                )
+                if spec.kinds.get(grade_id) == "test":
+                    verdict.tests[grade_id] = False
+                    verdict.failures[grade_id] = f"TimeoutError: {outcome.evalue}"
+                continue
             if spec.kinds.get(grade_id) == "test":
                 _bind_student_names(session, spec, namespace, verdict)
                 passed, outputs = run_test_cell(
@@ -423,10 +447,14 @@ def judge_notebook(
             outcome = kernel.run_cell(cell.source)
             verdict.cells[cell.id] = outcome.outputs
             where = f"cell {grade_id or cell.id}"
-            if outcome.status == "timeout":
+            if outcome.status == "timeout" and outcome.evalue == OUT_OF_TIME:
+                verdict.flag("timed out", f"{where} was stopped at the submission's deadline")
+            elif outcome.status == "timeout":
                 verdict.flag("timed out", f"{where} ran longer than {limits.cell_timeout:g} s")
             elif outcome.status == "died":
                 verdict.flag("kernel died", f"the kernel died in {where}")
+            if outcome.refused and outcome.status != "died":
+                verdict.flag("resource limit", f"{where}: an output over {limits.reply_mb} MB")
             elif outcome.status == "error" and any(
                 hint in outcome.ename + outcome.evalue for hint in _RESOURCE_HINTS
             ):
@@ -434,6 +462,17 @@ def judge_notebook(
             verdict.seconds["student_cells"] += time.monotonic() - started
         if session.timeouts:
             verdict.flag("timed out", f"{session.timeouts} graded call(s) ran out of time")
+        if session.refused:
+            verdict.flag(
+                "resource limit",
+                f"{session.refused} graded call(s) answered with over {limits.reply_mb} MB",
+            )
+        if kernel.memory_stops():
+            verdict.flag(
+                "resource limit",
+                f"the kernel's processes used more than {limits.kernel_memory_mb} MB together:"
+                f" {kernel.memory_stops()} of them stopped",
+            )
         if session.deaths:
             verdict.flag("kernel died", f"the kernel died in {session.deaths} graded call(s)")
     finally:

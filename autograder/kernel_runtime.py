@@ -197,6 +197,16 @@ class _Agent:
             parent, _, attribute = dotted.rpartition(".")
             return getattr(_importlib.import_module(parent), attribute)
 
+    def preload(self, owners):
+        # The owners of every trap the checks may set, imported once when the bridge is
+        # installed (the whole course package, torch...): the grader's work, timed as the
+        # kernel's start-up, not as the first graded call of the student's function.
+        for dotted in owners:
+            try:
+                self._resolve(dotted)
+            except Exception:
+                continue
+
     def _install_traps(self, traps, function, calls):
         # Every owner is imported before any trap is set: a module first imported while traps
         # are in place would bind a trap by ``from ... import`` (course.models.transformer's

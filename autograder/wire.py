@@ -316,6 +316,13 @@ def _raise_student_error(name: Any, message: Any) -> None:
 # -- the session and the remote objects ---------------------------------------------------------
 
 
+def _dotted(owner: Any) -> str:
+    """The name the kernel imports ``owner`` by: a module's, or a class's module and name."""
+    if isinstance(owner, type):
+        return f"{owner.__module__}.{owner.__qualname__}"
+    return getattr(owner, "__name__", "")
+
+
 class Session:
     """Calls into one sandboxed kernel, with the trap targets of the hidden checks in force."""
 
@@ -325,24 +332,34 @@ class Session:
         self.installed_at = -1
         self.timeouts = 0
         self.deaths = 0
+        self.refused = 0  # answers over the reply cap
 
     def _install(self) -> None:
+        """Install the bridge and import the owners of every trap (the course package, torch,
+        a library): seconds of the grader's work, given the kernel's start-up time
+        (``Limits.startup_timeout``), so that no graded call of the student's function
+        (``cell_timeout``) pays for it; on a loaded machine the first one would time out."""
+        owners = sorted({_dotted(owner) for owner, *_ in self.trap_targets} - {""})
         code = (
             f"exec(compile({AGENT_SOURCE!r}, '<bridge>', 'exec'), "
-            "{'get_ipython': get_ipython, '__name__': '__bridge__'})"
+            "{'get_ipython': get_ipython, '__name__': '__bridge__'})\n"
+            f"__call_bridge__.preload({owners!r})"
         )
-        self.kernel.run_hidden(code, self.kernel.limits.cell_timeout, MIMETYPE)
+        timeout = max(self.kernel.limits.startup_timeout, self.kernel.limits.cell_timeout)
+        outcome = self.kernel.run_hidden(code, timeout, MIMETYPE)
+        if outcome.status == "timeout":  # the kernel was restarted: no bridge in it
+            self.timeouts += 1
+            raise KernelTimeout(f"the kernel was not ready for graded calls within {timeout:g} s")
+        if outcome.status == "died":
+            self.deaths += 1
+            raise KernelDied("the kernel died while it was made ready for graded calls")
         self.installed_at = self.kernel.restarts
 
     def _traps_in_force(self) -> list[list[str]]:
         active = []
         for owner, attribute, label, original in self.trap_targets:
             if getattr(owner, attribute, original) is not original:
-                if isinstance(owner, type):
-                    dotted = f"{owner.__module__}.{owner.__qualname__}"
-                else:
-                    dotted = getattr(owner, "__name__", "")
-                active.append([dotted, attribute, label])
+                active.append([_dotted(owner), attribute, label])
         return active
 
     def request(self, target: dict, op: str, args=(), kwargs=None, label: str = "") -> Any:
@@ -372,6 +389,12 @@ class Session:
         if outcome.status == "died":
             self.deaths += 1
             raise KernelDied(f"the kernel died while running {label}")
+        if outcome.refused and outcome.status != "died":
+            self.refused += 1
+            raise ProtocolError(
+                f"{label}: the kernel sent a message over {self.kernel.limits.reply_mb} MB,"
+                " which the grader does not read"
+            )
         if outcome.oversized:
             raise ProtocolError(
                 f"{label}: the kernel's answer is larger than the grader reads"

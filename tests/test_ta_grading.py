@@ -1,8 +1,13 @@
 """The TA grading command against an attack suite, honest submissions, bad input and re-runs.
 
-One batch (``python -m autograder grade a1_rnn_bptt <folder> --workers 2 --timeout 10``) grades
+One batch (``python -m autograder grade a1_rnn_bptt <folder> --workers 2 --timeout 30``) grades
 every submission of tests/attacks; each has an expected autograded score and status. Then the
-same folder is graded again: nothing is judged twice and nothing changes.
+same folder is graded again: nothing is judged twice and nothing changes. The batch runs as
+root (the sandbox's root mode) with every attack, and as an ordinary user (its rootless mode,
+in user namespaces) with the attacks whose outcome rests on the sandbox, which is built
+differently in the two modes: escapes, what the kernel can read and see, memory, processes,
+files and disk, the reply cap, and an honest submission. The rest (tampering, forged scores,
+bad input, the deadline) is decided by the grader outside the sandbox, the same in both.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import csv
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -20,6 +26,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+import unprivileged
 from attacks import cases, write_cases
 from nbgrader.api import Gradebook
 
@@ -33,16 +40,27 @@ ASSIGNMENT = "a1_rnn_bptt"
 SCREENSHOTS = BUILD / "screenshots" / "grading"
 
 
-def _run(folder: Path, out: Path, tmpdir: Path) -> subprocess.CompletedProcess:
-    """Grade ``folder`` into ``out``; the kernels' folders go under ``tmpdir`` (this batch's)."""
-    return subprocess.run(
-        command_line(ASSIGNMENT, folder, out, "--workers", "2", "--timeout", "10", "--quiet"),
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        env={**os.environ, "TMPDIR": str(tmpdir)},
-    )
+MODES = ["root", "rootless"]
+# Limits with room for a loaded machine (the suite runs beside other jobs): a memory bomb's cell
+# took 15 s and a whole memory-bomb submission 56 s with the tests at nice 10 beside three busy
+# processes on 2 cores, where they take about 1 s and 10 s on a quiet machine.
+TIMEOUT = 30  # seconds per cell and per graded call
+# seconds per submission: every case ends well within but cells_over_the_deadline (five cells
+# of 20 s), whose name sorts first, so the grader (in name order) starts it first, beside the rest
+DEADLINE = 90
+
+
+def _run(folder: Path, out: Path, tmpdir: Path, mode: str) -> subprocess.CompletedProcess:
+    """Grade ``folder`` into ``out``; the kernels' folders go under ``tmpdir`` (this batch's).
+    Rootless: as an ordinary user (:mod:`unprivileged`), whose home is next to ``tmpdir``."""
+    options = ("--workers", "2", "--timeout", str(TIMEOUT), "--deadline", str(DEADLINE))
+    options += ("--kernel-memory-mb", "1024", "--max-reply-mb", "8", "--quiet")
+    argv = command_line(ASSIGNMENT, folder, out, *options)
+    env = {**os.environ, "TMPDIR": str(tmpdir)}
+    if mode == "rootless":
+        argv = unprivileged.command(argv)
+        env = unprivileged.environment(tmpdir.parent / "home", tmpdir)
+    return subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=900, env=env)
 
 
 def _rows(out: Path) -> dict[str, dict]:
@@ -50,9 +68,23 @@ def _rows(out: Path) -> dict[str, dict]:
         return {row["student"]: row for row in csv.DictReader(handle)}
 
 
-@pytest.fixture(scope="module")
-def batch(tmp_path_factory):
-    out = tmp_path_factory.mktemp("grading")
+def _folders(mode: str, tmp_path_factory) -> dict[str, Path]:
+    """This batch's folders; an ordinary user's own, outside pytest's (closed) folder, if rootless."""
+    if mode == "root":
+        return {
+            name: tmp_path_factory.mktemp(name) for name in ("grading", "submissions", "kernels")
+        }
+    base = unprivileged.own_folder("ta-")
+    found = {name: base / name for name in ("grading", "submissions", "kernels", "home")}
+    for folder in found.values():
+        folder.mkdir()
+    return found
+
+
+def _batch(mode: str, tmp_path_factory):
+    """Grade this mode's attacks twice; yield what the tests look at."""
+    folders = _folders(mode, tmp_path_factory)
+    out = folders["grading"]
     course = prepare_course(out, ASSIGNMENT)
     source = nbformat.read(course / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
     release = nbformat.read(course / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
@@ -63,15 +95,17 @@ def batch(tmp_path_factory):
         str(course / "gradebook.db"),
         "/etc/shadow",
     ]
-    found = cases(source, release, secrets)
-    folder = tmp_path_factory.mktemp("submissions")
+    found = [c for c in cases(source, release, secrets) if c.name in EXPECTED[mode]]
+    folder, tmpdir = folders["submissions"], folders["kernels"]
     write_cases(found, folder)
-    tmpdir = tmp_path_factory.mktemp("kernels")
-    first = _run(folder, out, tmpdir)
+    if mode == "rootless":
+        unprivileged.give(out.parent)
+    first = _run(folder, out, tmpdir, mode)
     rows = _rows(out)
     csv_text = (out / "grades.csv").read_text()
-    second = _run(folder, out, tmpdir)
-    return {
+    second = _run(folder, out, tmpdir, mode)
+    yield {
+        "mode": mode,
         "out": out,
         "course": course,
         "cases": {c.name: c for c in found},
@@ -82,9 +116,29 @@ def batch(tmp_path_factory):
         "folder": folder,
         "tmpdir": tmpdir,
     }
+    if mode == "rootless":
+        shutil.rmtree(out.parent, ignore_errors=True)
 
 
-EXPECTED = [
+# One fixture per mode, without parameters: each batch is graded once for the module, whatever
+# order the tests run in (a parametrized module fixture is rebuilt when the order interleaves).
+@pytest.fixture(scope="module")
+def root_batch(tmp_path_factory):
+    yield from _batch("root", tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def rootless_batch(tmp_path_factory):
+    yield from _batch("rootless", tmp_path_factory)
+
+
+@pytest.fixture(params=MODES)
+def batch(request):
+    """The batch of each mode, for the tests that hold in both."""
+    return request.getfixturevalue(f"{request.param}_batch")
+
+
+ALL = [
     "honest_correct",
     "honest_blank",
     "hardcoded_cheat",
@@ -92,6 +146,10 @@ EXPECTED = [
     "memory_bomb",
     "memory_bomb_growing",
     "fork_bomb",
+    "cells_over_the_deadline",
+    "memory_bomb_processes",
+    "many_files",
+    "fill_the_disk",
     "os_exit",
     "sys_exit",
     "os_exit_in_graded_function",
@@ -107,7 +165,9 @@ EXPECTED = [
     "hostile_markdown",
     "hostile_outputs",
     "probe_grading_world",
+    "escape_the_sandbox",
     "forged_replies",
+    "oversized_reply",
     "invalid_json",
     "empty_file",
     "not_a_notebook",
@@ -117,17 +177,39 @@ EXPECTED = [
     "wrong_kernel_name",
     "r_kernel",
 ]
+ROOTLESS = [
+    "honest_correct",
+    "memory_bomb",
+    "memory_bomb_processes",
+    "fork_bomb",
+    "many_files",
+    "fill_the_disk",
+    "oversized_reply",
+    "read_and_write_secrets",
+    "escape_the_sandbox",
+    "probe_grading_world",
+]
+EXPECTED = {"root": ALL, "rootless": ROOTLESS}
 
 
 def test_every_attack_is_in_the_batch(batch):
-    assert sorted(batch["cases"]) == sorted(EXPECTED)
-    assert sorted(batch["rows"]) == sorted(EXPECTED), batch["first"].stderr[-3000:]
+    state = json.loads((batch["out"] / "state.json").read_text())
+    assert state["sandbox"] == batch["mode"], batch["first"].stderr[-3000:]
+    assert sorted(batch["cases"]) == sorted(EXPECTED[batch["mode"]])
+    assert sorted(batch["rows"]) == sorted(EXPECTED[batch["mode"]]), batch["first"].stderr[-3000:]
 
 
-@pytest.mark.parametrize("name", EXPECTED)
-def test_score_and_status(batch, name):
+# Without a memory cgroup (rootless), memory is capped per process only: the four processes
+# of memory_bomb_processes all run, and the summary and state.json say how memory was capped.
+ROOTLESS_STATUS = {"memory_bomb_processes": "needs manual grading"}
+
+
+@pytest.mark.parametrize("mode, name", [(m, n) for m in MODES for n in EXPECTED[m]])
+def test_score_and_status(request, mode, name):
+    batch = request.getfixturevalue(f"{mode}_batch")
     case, row = batch["cases"][name], batch["rows"][name]
-    assert row["status"] == case.status, row
+    status = ROOTLESS_STATUS.get(name, case.status) if batch["mode"] == "rootless" else case.status
+    assert row["status"] == status, row
     if case.score is None:
         assert row["total"] == "", row  # ungradable: no score at all, never a silent 0
         assert row["message"], row
@@ -136,7 +218,8 @@ def test_score_and_status(batch, name):
         assert float(row["total"]) - manual == case.score, row
 
 
-def test_honest_scores_are_exact_per_part(batch):
+def test_honest_scores_are_exact_per_part(root_batch):
+    batch = root_batch  # the same in either mode: root's batch only
     correct, blank = batch["rows"]["honest_correct"], batch["rows"]["honest_blank"]
     parts = [
         "test_forward_visible",
@@ -168,7 +251,7 @@ def test_rerun_judges_nothing_and_changes_nothing(batch):
     with Gradebook(f"sqlite:///{batch['course'] / 'gradebook.db'}") as gradebook:
         students = {s.id for s in gradebook.students}
         submissions = gradebook.assignment_submissions(ASSIGNMENT)
-        assert students == set(EXPECTED)
+        assert students == set(EXPECTED[batch["mode"]])
         gradable = {n for n, c in batch["cases"].items() if c.score is not None}
         assert sorted(s.student.id for s in submissions) == sorted(gradable)
 
@@ -183,6 +266,43 @@ def test_secrets_are_out_of_reach_and_the_gradebook_unwritable(batch):
     assert "READ" not in text.replace("BLOCKED", "") and "WROTE" not in text, text
     assert text.count("BLOCKED ") == 5 and "BLOCKED-WRITE" in text
     assert "ENV []" in text, "the kernel's environment tells it that it is being graded"
+
+
+def test_the_deadline_stops_a_submission_and_says_so(root_batch):
+    batch = root_batch  # the same in either mode: root's batch only
+    assert min(batch["cases"]) == "cells_over_the_deadline"  # judged first: see DEADLINE
+    message = batch["rows"]["cells_over_the_deadline"]["message"]
+    assert "stopped at the submission's deadline" in message, message
+    assert f"longer than {DEADLINE} s in all" in message, message
+
+
+def test_the_kernel_writes_only_its_own_capped_tmpfs(batch):
+    text = _outputs(batch, "many_files")
+    assert "BLOCKED /home/student/.local/share/jupyter/runtime Read-only file system" in text
+    assert "WROTE /tmp" in text and "WROTE ." in text, text
+    assert "No space left on device" in text, text
+    assert "No space left on device" in _outputs(batch, "fill_the_disk")
+
+
+def test_memory_is_capped_per_kernel_as_root_and_per_process_rootless(batch):
+    state = json.loads((batch["out"] / "state.json").read_text())
+    exits = re.search(r"EXITS \[([^\]]*)\]", _outputs(batch, "memory_bomb_processes"))
+    statuses = [int(e) for e in exits.group(1).split(", ")]
+    if batch["mode"] == "root":
+        assert state["memory"].startswith("1024 MB per kernel (cgroup v"), state["memory"]
+        assert 9 in statuses, statuses  # SIGKILL from the OOM killer, for the cgroup
+        assert "1024 MB together" in batch["rows"]["memory_bomb_processes"]["message"]
+    else:
+        assert "per process only" in state["memory"], state["memory"]
+        assert statuses == [0] * 4, statuses
+
+
+def test_no_way_out_of_the_sandbox(batch):
+    text = _outputs(batch, "escape_the_sandbox")
+    assert "ESCAPED" not in text and text.count("BLOCKED ") == 8, text
+    # no capability of any kind (the bounding set is kept in rootless mode: it grants nothing)
+    caps = re.search(r"CAPS \[([^\]]*)\]", text).group(1).replace("'", "").split(", ")
+    assert caps[:3] == ["0000000000000000"] * 3 and caps[4] == "0000000000000000", caps
 
 
 def _world(batch) -> dict:
@@ -231,11 +351,38 @@ def test_the_sandbox_drops_a_reply_over_the_cap_undecoded(monkeypatch, tmp_path)
     assert _gone(tmp_path), "the kernel outlived close()"
 
 
-def _gone(under: Path, seconds: float = 15.0) -> bool:
+def test_the_grader_refuses_a_message_over_the_reply_cap_unread(tmp_path):
+    from autograder import sandbox, wire
+
+    kernel = sandbox.SandboxKernel(tmp_path, sandbox.Limits(cell_timeout=20, reply_mb=1))
+    try:
+        code = (
+            "from IPython.display import publish_display_data\n"
+            f"publish_display_data({{{wire.MIMETYPE!r}: 'x' * 2**21}})\n"
+        )
+        refused = kernel.run_hidden(code, 20, wire.MIMETYPE)
+        printed = kernel.run_cell("print('x' * 2**21)")
+        after = kernel.run_hidden(  # in a fresh kernel: the connection is not trusted again
+            "from IPython.display import publish_display_data\n"
+            f"publish_display_data({{{wire.MIMETYPE!r}: 'small'}})",
+            20,
+            wire.MIMETYPE,
+        )
+        restarts = kernel.restarts
+    finally:
+        kernel.close()
+    assert refused.status == "ok" and refused.refused >= 1 and refused.payloads == []
+    assert printed.refused >= 1 and "over 1 MB was dropped" in printed.outputs[-1]["text"]
+    assert after.refused == 0 and after.payloads == ["small"] and restarts == 2
+
+
+def _gone(under: Path, seconds: float = 15.0, mode: str = "root") -> bool:
     """True once no sandbox process has its folders under ``under`` (a killed pid namespace
     takes a moment). Only kernels of this test count: other grading runs on the machine
-    have their folders elsewhere, and a kernel's mount table names the host folder it got."""
-    uids = {BASE_UID + i for i in range(N_SLOTS)}
+    have their folders elsewhere, and a kernel's mount table names the host folder it got
+    (by its path within its file system: the last two names of ``under`` are looked for).
+    Rootless kernels run as the ordinary user who graded."""
+    uids = {BASE_UID + i for i in range(N_SLOTS)} if mode == "root" else {unprivileged.UID}
     deadline = time.monotonic() + seconds
     while True:
         left = []
@@ -245,7 +392,10 @@ def _gone(under: Path, seconds: float = 15.0) -> bool:
                     continue
                 status = (proc / "status").read_text()
                 uid = int(status.split("\nUid:", 1)[1].split()[0])
-                if uid in uids and str(under) in (proc / "mountinfo").read_text():
+                if (
+                    uid in uids
+                    and f"/{under.parent.name}/{under.name}/" in (proc / "mountinfo").read_text()
+                ):
                     left.append(proc.name)
             except OSError:
                 continue  # it ended while we looked
@@ -257,10 +407,11 @@ def _gone(under: Path, seconds: float = 15.0) -> bool:
 
 
 def test_no_sandbox_process_survives(batch):
-    assert _gone(batch["tmpdir"])
+    assert _gone(batch["tmpdir"], mode=batch["mode"])
 
 
-def test_feedback_shows_failures_but_no_hidden_test(batch):
+def test_feedback_shows_failures_but_no_hidden_test(root_batch):
+    batch = root_batch  # the same in either mode: root's batch only
     feedback = batch["course"] / "feedback" / "honest_blank" / ASSIGNMENT / f"{ASSIGNMENT}.html"
     html = feedback.read_text()
     assert "NotImplementedError" in html
@@ -279,7 +430,8 @@ def test_feedback_shows_failures_but_no_hidden_test(batch):
         assert "autograder.hidden" not in path.read_text(), path
 
 
-def test_a_failing_hidden_test_explains_itself_in_the_feedback(batch):
+def test_a_failing_hidden_test_explains_itself_in_the_feedback(root_batch):
+    batch = root_batch  # the same in either mode: root's batch only
     html = (
         batch["course"] / "feedback" / "hardcoded_cheat" / ASSIGNMENT / f"{ASSIGNMENT}.html"
     ).read_text()
@@ -311,7 +463,8 @@ def _audit(page, expect_math: bool = True) -> dict:
     return {"math": math, **page.evaluate(AUDIT_JS, "#notebook-container")}
 
 
-def test_no_student_markup_runs_in_formgrader_or_feedback(batch, tmp_path):
+def test_no_student_markup_runs_in_formgrader_or_feedback(root_batch, tmp_path):
+    batch = root_batch  # the same in either mode: root's batch only
     from playwright.sync_api import sync_playwright
 
     from tools.browser import launch, offline_context
@@ -395,8 +548,9 @@ def _check_report(report: dict, rows: dict[str, dict]) -> None:
     assert "<img src=x onerror=" in clip and "hostile_markdown" in clip  # shown as text
 
 
-def test_the_audit_sees_student_script_when_nothing_sanitises(batch, tmp_path):
+def test_the_audit_sees_student_script_when_nothing_sanitises(root_batch, tmp_path):
     """The control: nbconvert's stock exporter on the same graded notebook runs the payloads."""
+    batch = root_batch  # the same in either mode: root's batch only
     from nbconvert import HTMLExporter
     from playwright.sync_api import sync_playwright
 
@@ -421,3 +575,46 @@ def test_the_audit_sees_student_script_when_nothing_sanitises(batch, tmp_path):
     for what in ("img-onerror", "script", "svg-onload", "srcdoc", "iframe", "ontoggle"):
         assert f"answer-{what}" in ran and f"free-{what}" in ran, (what, sorted(ran))
     assert "http://evil.example/free-md-image.png" in context.blocked, context.blocked
+
+
+# -- recording: nbgrader's step runs beside the judging, and its failures are reported ---------
+
+
+def test_recording_starts_before_the_judging_ends(root_batch):
+    """The first submission is in the gradebook before the last one was judged."""
+    batch = root_batch  # the same in either mode: root's batch only
+    course = batch["course"]
+    graded = [p.stat().st_mtime for p in (course / "autograded").glob(f"*/{ASSIGNMENT}")]
+    judged = [p.stat().st_mtime for p in (course / "judged").glob(f"*/{ASSIGNMENT}/*.json")]
+    assert len(graded) >= 20 and min(graded) < max(judged), (min(graded), max(judged))
+
+
+def test_the_recorder_reports_what_nbgrader_could_not_record(root_batch, tmp_path):
+    batch = root_batch  # the same in either mode: root's batch only
+    from autograder.recorder import Recorder
+
+    course = tmp_path / "course"
+    for name in ("source", "release", "nbgrader_config.py", "gradebook.db"):
+        copy = shutil.copytree if (batch["course"] / name).is_dir() else shutil.copy
+        copy(batch["course"] / name, course / name)
+    for student in ("honest_correct", "honest_blank"):
+        for folder in ("submitted", "judged"):
+            shutil.copytree(batch["course"] / folder / student, course / folder / student)
+    shutil.copytree(batch["course"] / "submitted" / "honest_blank", course / "submitted" / "ghost")
+    shutil.copytree(batch["course"] / "autograded" / "honest_blank", course / "autograded" / "gone")
+    recorder = Recorder(course, ASSIGNMENT)
+    recorder.record("honest_correct", gradable=True)
+    recorder.record("ghost", gradable=True)  # its judged outputs are missing
+    recorder.record("gone", gradable=False)  # now an invalid notebook: its old results go
+    recorder.record("honest_blank", gradable=False, keep=True)  # a grader error: kept
+    results = recorder.finish()
+    assert results["honest_correct"] == (True, "")
+    assert results["ghost"][0] is False and "no judged results" in results["ghost"][1]
+    assert results["gone"] == (True, "")
+    assert not (course / "autograded" / "gone" / ASSIGNMENT).exists()
+    assert results["honest_blank"] == (False, "")
+    assert (course / "submitted" / "honest_blank").is_dir()
+    feedback = course / "feedback" / "honest_correct" / ASSIGNMENT / f"{ASSIGNMENT}.html"
+    assert feedback.is_file()
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        assert gradebook.find_submission(ASSIGNMENT, "honest_correct").score == 13

@@ -144,6 +144,11 @@ def test_a_student_function_printing_a_reply_of_its_own_fails_the_call():
         _call(answer)
 
 
+def test_a_reply_refused_for_its_size_fails_the_call_even_with_an_answer():
+    with pytest.raises(wire.ProtocolError, match="over 128 MB"):
+        _call(lambda r: Outcome("ok", payloads=[json.dumps(_reply(r, value=1))], refused=1))
+
+
 def test_an_oversized_reply_is_not_decoded():
     with pytest.raises(wire.ProtocolError, match="larger than the grader reads"):
         _call(lambda r: _payloads(_reply(r, value=1), oversized=1))
@@ -216,3 +221,50 @@ def test_traps_set_in_the_kernel_are_all_undone_even_for_modules_imported_by_the
         for name in ("trap_first_module", "trap_second_module"):
             sys.modules.pop(name, None)
         vars(builtins).pop("__call_bridge__", None)  # the agent's last line sets it
+
+
+def test_the_trap_owners_are_imported_when_the_bridge_is_installed_not_in_a_graded_call():
+    """Importing what the traps guard (the course package, torch...) in the kernel takes seconds,
+    more on a loaded machine: the grader's work, given the kernel's start-up time, so the first
+    graded call of a student's function keeps the whole cell timeout for itself."""
+    seen: list[tuple[str, float]] = []
+    kernel = _Kernel(lambda r: _payloads(_reply(r, value=1)))
+    kernel.limits = Limits(cell_timeout=5, startup_timeout=60)
+    answer = kernel.run_hidden
+    kernel.run_hidden = lambda code, timeout, mimetype: (
+        seen.append((code, timeout)) or answer(code, timeout, mimetype)
+    )
+    targets = [
+        (_Owner, "routine", "x.routine", _Owner.routine),
+        (np.linalg, "solve", "numpy.linalg.solve", np.linalg.solve),
+    ]
+    session = wire.Session(kernel, targets)
+    for _ in range(2):
+        session.request({"kind": "name", "name": "f"}, "call", (1.0,), label="f")
+    (install, startup), *calls = seen
+    assert startup == 60 and f"preload({['numpy.linalg', f'{__name__}._Owner']!r})" in install
+    assert [timeout for _, timeout in calls] == [5, 5]
+
+
+def test_a_bridge_not_ready_in_time_is_a_timeout_never_the_students_name_error():
+    kernel = _Kernel(lambda r: _payloads(_reply(r, value=1)))
+    kernel.run_hidden = lambda code, timeout, mimetype: Outcome("timeout")
+    session = wire.Session(kernel, [])
+    with pytest.raises(wire.KernelTimeout, match="not ready for graded calls within 60 s"):
+        session.request({"kind": "name", "name": "f"}, "call", (1.0,), label="f")
+    assert session.timeouts == 1 and session.installed_at == -1
+
+
+def test_the_agent_imports_the_owners_it_can_and_skips_the_rest(tmp_path, monkeypatch):
+    (tmp_path / "trap_owner_module.py").write_text("class Owner:\n    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    namespace: dict = {"__name__": "__bridge__"}
+    shell = types.SimpleNamespace(user_ns={})
+    monkeypatch.setattr("builtins.get_ipython", lambda: shell, raising=False)
+    exec(compile(wire.AGENT_SOURCE, "<bridge>", "exec"), namespace)
+    try:
+        namespace["_Agent"]({}).preload(["no_such_module_here", "trap_owner_module.Owner"])
+        assert "trap_owner_module" in sys.modules
+    finally:
+        sys.modules.pop("trap_owner_module", None)
+        vars(builtins).pop("__call_bridge__", None)

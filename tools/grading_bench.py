@@ -6,7 +6,7 @@ minute and the overhead per submission beyond executing the notebook's cells. Th
 time is measured by running a sample of the notebooks (hidden tests included) with nbclient
 in a plain kernel and summing the per-cell timings nbclient records.
 
-    .venv/bin/python -m tools.grading_bench [--n 50] [--out build/grading_bench]
+    .venv/bin/python -m tools.grading_bench [--n 50] [--out build/grading_bench] [--workers 1,2]
 
 Not part of the test suite: it takes several minutes.
 """
@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import os
 import shutil
 import subprocess
 import time
@@ -93,10 +94,21 @@ def execution_seconds(course: Path, samples: dict[str, bytes]) -> float:
     return sum(times) / len(times)
 
 
+def _progress(method: str, results: dict[str, float]) -> list[float]:
+    """Print one method's wall time as soon as it ends, with the machine's load average (a
+    shared machine's other jobs change the numbers); the load average."""
+    load = [round(x, 2) for x in os.getloadavg()]
+    print(f"[bench] {method}: {results[method]:.1f} s, load average {load}", flush=True)
+    return load
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=50)
     parser.add_argument("--out", type=Path, default=REPO / "build" / "grading_bench")
+    parser.add_argument(
+        "--workers", default="1,2", help="worker counts to run the command with (1,2)"
+    )
     args = parser.parse_args()
     out = args.out.resolve()
     shutil.rmtree(out, ignore_errors=True)
@@ -121,14 +133,18 @@ def main() -> None:
     except nbg.NbgraderError:
         pass  # the invalid-JSON submission makes nbgrader exit 1; the others are graded
     results["nbgrader autograde"] = time.monotonic() - started
+    loads = {"nbgrader autograde": _progress("nbgrader autograde", results)}
 
-    for workers in (1, 2):
+    for workers in [int(w) for w in args.workers.split(",")]:
         started = time.monotonic()
         options = ("--workers", str(workers), "--quiet")
         subprocess.run(
             command_line(ASSIGNMENT, folder, out / f"ta_{workers}", *options), cwd=REPO, check=False
         )
         results[f"autograder, {workers} worker(s)"] = time.monotonic() - started
+        loads[f"autograder, {workers} worker(s)"] = _progress(
+            f"autograder, {workers} worker(s)", results
+        )
 
     kinds = {}
     for name, content in submissions.items():
@@ -137,15 +153,20 @@ def main() -> None:
     n = len(submissions)
     report = {"submissions": n, "mean_execution_s": round(execution, 2), "runs": {}}
     print(f"\n{n} submissions; executing one notebook's cells takes {execution:.2f} s on average")
-    print(f"{'method':<28}{'wall s':>8}{'subs/min':>10}{'overhead s/sub':>16}")
+    print(f"{'method':<28}{'wall s':>8}{'subs/min':>10}{'overhead s/sub':>16}{'speed-up':>10}")
     for method, seconds in results.items():
-        workers = 2 if "2 worker" in method else 1
+        workers = int(method.split(", ")[1].split()[0]) if "worker" in method else 1
         overhead = seconds * workers / n - execution
-        print(f"{method:<28}{seconds:>8.1f}{n / seconds * 60:>10.1f}{overhead:>16.2f}")
+        speedup = results["nbgrader autograde"] / seconds  # against plain nbgrader, same run
+        print(
+            f"{method:<28}{seconds:>8.1f}{n / seconds * 60:>10.1f}{overhead:>16.2f}{speedup:>9.2f}x"
+        )
         report["runs"][method] = {
             "wall_s": round(seconds, 1),
             "subs_per_min": round(n / seconds * 60, 1),
             "overhead_s_per_sub": round(overhead, 2),
+            "speedup_vs_nbgrader": round(speedup, 2),
+            "load_average_1_5_15": loads[method],
         }
     (out / "report.json").write_text(json.dumps(report, indent=1))
     print("(overhead = wall time x workers / submissions - execution time of the cells)")

@@ -109,6 +109,74 @@ print("ENV", sorted(k for k in os.environ if "NBGRADER" in k or "GRAD" in k.uppe
 """
 
 
+# Four processes of 300 MB each (touched, so really used): each under the per-process limit.
+MEMORY_IN_PROCESSES = """
+import os, time
+children = []
+for _ in range(4):
+    pid = os.fork()
+    if pid == 0:
+        hog = bytearray(300 * 2**20)
+        for at in range(0, len(hog), 4096):
+            hog[at] = 1
+        time.sleep(2)
+        os._exit(0)
+    children.append(pid)
+print("EXITS", [os.waitpid(pid, 0)[1] for pid in children])
+"""
+
+
+# Storage: the one host folder the kernel sees (its runtime folder) and as many files as it can.
+MANY_FILES = """
+import os
+for folder in (os.path.expanduser("~/.local/share/jupyter/runtime"), "/tmp", "."):
+    try:
+        open(os.path.join(folder, "probe"), "w").close()
+        print("WROTE", folder)
+    except OSError as error:
+        print("BLOCKED", folder, error.strerror)
+count = 0
+while True:  # until the file system refuses: an OSError that ends the cell
+    open(f"f{count}", "w").close()
+    count += 1
+"""
+
+FILL_THE_DISK = """
+chunk = b"x" * 2**20
+for part in range(1000):  # 40 MB files (under the file size limit) until the space runs out
+    with open(f"part{part}", "wb") as handle:
+        for _ in range(40):
+            handle.write(chunk)
+"""
+
+
+# Ways out of a chroot or a uid: each must fail, as root's sandbox or an ordinary user's.
+ESCAPE_PROBE = """
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+def attempt(name, call):
+    try:
+        result = call()
+    except Exception as error:
+        print("BLOCKED", name, type(error).__name__)
+        return
+    if result == -1:
+        print("BLOCKED", name, os.strerror(ctypes.get_errno()))
+    else:
+        print("ESCAPED", name, result)
+os.makedirs("/tmp/inner", exist_ok=True)
+attempt("user_namespace", lambda: libc.unshare(0x10000000))
+attempt("mount_namespace", lambda: libc.unshare(0x00020000))
+attempt("chroot", lambda: os.chroot("/tmp/inner"))
+attempt("mount", lambda: libc.mount(b"none", b"/tmp/inner", b"tmpfs", 0, None))
+attempt("setuid_0", lambda: os.setuid(0))
+attempt("ptrace_pid_1", lambda: libc.ptrace(16, 1, None, None))  # PTRACE_ATTACH
+attempt("sethostname", lambda: libc.sethostname(b"x", 1))
+attempt("write_usr", lambda: open(os.__file__ + ".x", "w"))
+print("CAPS", [line.split()[1] for line in open("/proc/self/status") if line.startswith("Cap")])
+"""
+
+
 # Student markup that would run in a TA's or student's browser if it were rendered as is.
 # Every payload records itself in window.__pwned and requests /pwned/<what> on the page's own
 # server and http://evil.example/<what> elsewhere: the browser test watches for all three.
@@ -238,6 +306,19 @@ def {name}(*args, **kwargs):
 """
 
 
+# A correct function that first publishes 12 MB on the bridge's mimetype.
+OVERSIZED_REPLY = """
+
+_honest_{name} = {name}
+
+
+def {name}(*args, **kwargs):
+    from IPython.display import publish_display_data
+    publish_display_data({{"application/x-call-bridge+json": "x" * (12 * 2**20)}})
+    return _honest_{name}(*args, **kwargs)
+"""
+
+
 def cases(source, release, secret_paths: list[str]) -> list[Case]:
     """Every attack, and the honest submissions, for the assignment of ``source``."""
     full, visible = _points(source), _points(source, hidden=False)
@@ -294,6 +375,37 @@ def cases(source, release, secret_paths: list[str]) -> list[Case]:
         full,
         "timed out",
         "bounded by the process limit, killed with its pid namespace",
+    )
+    add(
+        "memory_bomb_processes",
+        _add_cell(good, MEMORY_IN_PROCESSES),
+        full,
+        "resource limit",
+        "each process under its own limit, together over the kernel's (root mode's cgroup)",
+    )
+    add(
+        "many_files",
+        _add_cell(good, MANY_FILES),
+        full,
+        "resource limit",
+        "the runtime folder is read-only; files stop at the cap (No space left on device)",
+    )
+    add(
+        "fill_the_disk",
+        _add_cell(good, FILL_THE_DISK),
+        full,
+        "resource limit",
+        "bytes stop at the private root's size (No space left on device)",
+    )
+    slow = good
+    for _ in range(5):  # each cell under the cell timeout, together over the submission's
+        slow = _add_cell(slow, "import time\ntime.sleep(20)\n", after=last_solution)
+    add(
+        "cells_over_the_deadline",
+        slow,
+        full - last_part,
+        "timed out",
+        "stopped at the submission's deadline: the tests after it fail, unrun",
     )
     add("os_exit", _add_cell(good, "import os\nos._exit(0)\n"), full, "kernel died", "")
     add(
@@ -412,6 +524,17 @@ def cases(source, release, secret_paths: list[str]) -> list[Case]:
         if fmt.grade_id(cell) == last_solution:
             name = _solution_name(cell)
             cell.source += FORGED_REPLIES.format(name=name)
+    big = copy.deepcopy(good)
+    for cell in big.cells:
+        if fmt.grade_id(cell) == last_solution:
+            cell.source += OVERSIZED_REPLY.format(name=_solution_name(cell))
+    add(
+        "oversized_reply",
+        big,
+        full - last_part,
+        "resource limit",
+        "its calls send 12 MB first: the grader (--max-reply-mb 8) refuses the message unread",
+    )
     add(
         "forged_replies",
         forged,
@@ -419,6 +542,8 @@ def cases(source, release, secret_paths: list[str]) -> list[Case]:
         "needs manual grading",
         "a second answer to the same request fails the call; junk and stale answers are ignored",
     )
+
+    add("escape_the_sandbox", _add_cell(release, ESCAPE_PROBE), 0.0, "graded", "")
 
     # grading must be invisible: a probe after the test cells (the bridge is in the kernel then)
     add("probe_grading_world", _add_cell(release, WORLD_PROBE), 0.0, "graded", "")
