@@ -7,7 +7,11 @@ benchmark set it), the figure is also merged into ``$COURSE_METRICS_DIR/<noteboo
     {"notebook": "01_rnn_bptt",
      "metrics": [{"name": "char-RNN, held-out", "value": 2.4, "unit": "bits/char",
                   "baseline": 4.6, "baseline_name": "unigram", "higher_is_better": false,
-                  "passes": true}]}
+                  "margin": 0.0, "passes": true}]}
+
+A figure that is compared with a baseline must beat it by more than ``margin``: the spread
+that figure and its baseline have been measured to show between machines
+(``python -m tools.spread``), so that a win the build asserts holds on every machine.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import math
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 __all__ = ["record", "load_all", "METRICS_ENV"]
 
@@ -34,11 +38,16 @@ def record(
     baseline: float | None = None,
     baseline_name: str = "",
     higher_is_better: bool = False,
+    margin: float = 0.0,
+    claim: Literal["beats", "matches"] = "beats",
 ) -> dict[str, Any]:
     """Print and (when ``COURSE_METRICS_DIR`` is set) save one measured figure.
 
-    ``passes`` is True when ``value`` beats ``baseline`` in the stated direction (or when no
-    baseline is given). Raises ValueError for a non-finite value or a bad notebook name.
+    ``claim="beats"``: ``passes`` is True when ``value`` beats ``baseline`` in the stated
+    direction by more than ``margin``. ``claim="matches"``: when ``value`` is worse than
+    ``baseline`` by no more than ``margin`` (a tie within the measured spread, not a win).
+    Without a baseline it passes. Raises ValueError for a non-finite value, a negative or
+    non-finite margin, an unknown claim, or a bad notebook name.
     """
     if not _NOTEBOOK_NAME.match(notebook):
         raise ValueError(
@@ -51,7 +60,15 @@ def record(
         baseline = float(baseline)
         if not math.isfinite(baseline):
             raise ValueError(f"{name}: expected a finite baseline, got {baseline}")
-    passes = baseline is None or (value > baseline if higher_is_better else value < baseline)
+    margin = float(margin)
+    if not (math.isfinite(margin) and margin >= 0):
+        raise ValueError(f"{name}: expected a finite margin of at least 0, got {margin}")
+    if claim not in ("beats", "matches"):
+        raise ValueError(f"{name}: claim must be 'beats' or 'matches', got {claim!r}")
+    lead = (
+        None if baseline is None else (value - baseline if higher_is_better else baseline - value)
+    )
+    passes = lead is None or (lead > margin if claim == "beats" else lead >= -margin)
     entry = {
         "name": name,
         "value": value,
@@ -59,10 +76,22 @@ def record(
         "baseline": baseline,
         "baseline_name": baseline_name,
         "higher_is_better": higher_is_better,
+        "margin": margin,
+        "claim": claim,
         "passes": passes,
     }
     against = (
-        "" if baseline is None else f" (baseline {baseline_name or 'baseline'}: {baseline:.4g})"
+        ""
+        if baseline is None
+        else f" (baseline {baseline_name or 'baseline'}: {baseline:.4g}"
+        + (
+            f"; a tie within {margin:.3g}"
+            if claim == "matches"
+            else f"; a win needs a lead over {margin:.3g}"
+            if margin
+            else ""
+        )
+        + ")"
     )
     print(f"[{notebook}] {name}: {' '.join(filter(None, [f'{value:.4g}', unit]))}{against}")
 

@@ -34,6 +34,8 @@ def test_record_prints_one_line_and_returns_the_entry(no_metrics_dir, capsys):
         "baseline": 4.6,
         "baseline_name": "unigram",
         "higher_is_better": False,
+        "margin": 0.0,
+        "claim": "beats",
         "passes": True,
     }
     assert isinstance(entry["value"], float)
@@ -67,6 +69,59 @@ def test_record_passes_only_when_the_value_beats_the_baseline(
 ):
     entry = record("n", "m", value, baseline=baseline, higher_is_better=higher_is_better)
     assert entry["passes"] is passes
+
+
+@pytest.mark.parametrize(
+    ("value", "baseline", "higher_is_better", "margin", "passes"),
+    [
+        (0.95, 0.90, True, 0.02, True),  # a lead of 0.05 over a spread of 0.02
+        (0.91, 0.90, True, 0.02, False),  # a lead of 0.01: inside the spread, not a win
+        (0.75, 0.5, True, 0.25, False),  # exactly the margin is not more than it
+        (1.80, 2.00, False, 0.1, True),
+        (1.95, 2.00, False, 0.1, False),
+    ],
+)
+def test_record_counts_a_win_only_beyond_the_margin(
+    no_metrics_dir, capsys, value, baseline, higher_is_better, margin, passes
+):
+    entry = record(
+        "n", "m", value, baseline=baseline, higher_is_better=higher_is_better, margin=margin
+    )
+    assert entry["passes"] is passes and entry["margin"] == margin
+    assert f"a win needs a lead over {margin:.3g})" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("value", "baseline", "higher_is_better", "passes"),
+    [
+        (0.997, 0.998, True, True),  # worse by 0.001, inside a spread of 0.01: a tie
+        (0.999, 0.998, True, True),  # better is a tie too
+        (0.980, 0.998, True, False),  # worse by 0.018: outside the spread
+        (2.01, 2.00, False, True),
+        (2.05, 2.00, False, False),
+    ],
+)
+def test_a_matching_claim_passes_within_the_margin_either_way(
+    no_metrics_dir, capsys, value, baseline, higher_is_better, passes
+):
+    entry = record(
+        "n", "m", value, baseline=baseline, higher_is_better=higher_is_better, margin=0.01,
+        claim="matches",
+    )  # fmt: skip
+    assert entry["passes"] is passes and entry["claim"] == "matches"
+    assert "a tie within 0.01)" in capsys.readouterr().out
+
+
+def test_record_rejects_an_unknown_claim(no_metrics_dir):
+    with pytest.raises(ValueError, match="claim must be 'beats' or 'matches', got 'wins'"):
+        record("n", "acc", 0.9, baseline=0.5, claim="wins")
+
+
+@pytest.mark.parametrize("margin", [-0.1, math.nan, math.inf])
+def test_record_rejects_a_negative_or_non_finite_margin(no_metrics_dir, margin):
+    with pytest.raises(ValueError) as raised:
+        record("n", "acc", 0.9, baseline=0.5, margin=margin)
+    assert str(raised.value) == f"acc: expected a finite margin of at least 0, got {margin}"
 
 
 @pytest.mark.parametrize("notebook", ["", "01 rnn", "../escape", "a/b", "name!"])

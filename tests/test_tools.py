@@ -267,6 +267,7 @@ def test_metrics_table_lists_times_and_figures():
                         "baseline": 4.6,
                         "baseline_name": "unigram",
                         "higher_is_better": False,
+                        "margin": 0.05,
                         "passes": True,
                     }
                 ],
@@ -277,7 +278,7 @@ def test_metrics_table_lists_times_and_figures():
     assert "| lectures/01_x | 12.3 | 60 |" in format_table(
         {"lectures/01_x": 12.3}, [], {"lectures/01_x": 60}
     )
-    assert "| 01_x | char-RNN | 2.5 bits/char | 4.6 (unigram) | yes |" in table
+    assert "| 01_x | char-RNN | 2.5 bits/char | 4.6 (unigram) | yes (by > 0.05) |" in table
 
 
 def test_metrics_table_escapes_pipes_in_cells():

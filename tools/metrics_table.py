@@ -8,6 +8,14 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
+def _margin(metric: dict) -> str:
+    """The lead a win needs (the figure's measured spread between machines), where one is set."""
+    margin = metric.get("margin", 0.0)
+    if metric.get("claim") == "matches":
+        return f" (matches it within {margin:.3g})"
+    return f" (by > {margin:.3g})" if margin else ""
+
+
 def format_table(
     timings: dict[str, float], metrics: list[dict], budgets: dict[str, float] | None = None
 ) -> str:
@@ -29,6 +37,6 @@ def format_table(
             )
             lines.append(
                 f"| {notebook['notebook']} | {_cell(m['name'])} | {m['value']:.4g} {_cell(m['unit'])}".rstrip()
-                + f" | {baseline} | {'yes' if m['passes'] else 'NO'} |"
+                + f" | {baseline} | {'yes' if m['passes'] else 'NO'}{_margin(m)} |"
             )
     return "\n".join(lines) + "\n"
