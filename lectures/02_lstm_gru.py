@@ -345,16 +345,20 @@ for label, history in recall_histories.items():
     print(f"{label:>22}: recall loss first below 0.5 nats at step {first}")
 
 # %%
-for label in ("LSTM, forget bias 1", "RNN (tanh)"):
-    record(
-        "02_lstm_gru",
-        f"recall accuracy at L=80 (H=16), {label}",
-        recall_acc[label][DISTANCES.index(80)],
-        unit="accuracy",
-        baseline=task.chance,
-        baseline_name="chance",
-        higher_is_better=True,
-    )
+at_80 = {label: recall_acc[label][DISTANCES.index(80)] for label in recall_acc}
+# The RNN's figure is the least stable in the course: between processors (python -m
+# tools.spread) it moved from 0.23 to 0.48, the LSTM's from 0.98 to 1.00. So the LSTM is
+# compared with the RNN, and a win must lead by more than that spread.
+_ = record(
+    "02_lstm_gru",
+    "recall accuracy at L=80 (H=16), LSTM, forget bias 1",
+    at_80["LSTM, forget bias 1"],
+    unit="accuracy",
+    baseline=at_80["RNN (tanh)"],
+    baseline_name="the RNN (tanh), same batches and steps",
+    higher_is_better=True,
+    margin=0.3,
+)
 
 # %% [markdown]
 # The gated cells keep the key across the distractors, including at lengths four times
@@ -437,9 +441,10 @@ for name, value, baseline, baseline_name in (
     (f"char-LSTM (H=128, {LSTM_STEPS} steps), held-out", lstm_bpc, bigram_bpc, "bigram"),
     (f"char-RNN (H=128, {RNN_STEPS} steps), held-out", rnn_bpc, unigram_bpc, "unigram"),
 ):
-    record(
-        "02_lstm_gru", name, value, unit="bits/char", baseline=baseline, baseline_name=baseline_name
-    )
+    _ = record(
+        "02_lstm_gru", name, value, unit="bits/char", baseline=baseline,
+        baseline_name=baseline_name, margin=0.1,  # the spread between processors
+    )  # fmt: skip
 
 # %% [markdown]
 # Now the cells. We run the trained LSTM over 20,000 held-out characters, keep $\tanh(c_t)$
@@ -472,6 +477,7 @@ def record_best_cells(matches, names, prefix=""):
             baseline=float(np.median(np.abs(matches[name].all_r))),
             baseline_name="median cell",
             higher_is_better=True,
+            margin=0.07,  # the spread of the live model's figures between processors
         )
 
 
