@@ -517,9 +517,10 @@ print(f"unigram {unigram_bpc:.3f} bpc, bigram {bigram_bpc:.3f} bpc")
 # The model is `course.models.recurrent.CharRNN`: one-hot input, an `nn.RNN` with $H = 128$ tanh
 # units, and a linear readout. Training uses random 32-character windows, Adam and clipping
 # at $\tau = 1$, for a fixed number of steps (about 20 s on a 2-core laptop), so that the
-# figure below is the same on every machine; a wall-clock guard stops the loop early on a
-# much slower one, and then says so. Evaluation reads the held-out text in order, carrying
-# the hidden state along.
+# figure below does not depend on how fast the machine is; a wall-clock guard stops the loop
+# early on a much slower one, and then says so. It still moves a little between processors:
+# their arithmetic kernels round differently, and training carries the differences along.
+# Evaluation reads the held-out text in order, carrying the hidden state along.
 
 # %%
 torch.manual_seed(0)
