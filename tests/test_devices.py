@@ -24,6 +24,7 @@ import contextlib
 import copy
 import importlib
 import pkgutil
+import re
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -39,6 +40,7 @@ from course.analysis import bert as bert_analysis
 from course.analysis import elmo, generation, interpret, lm
 from course.analysis import seq2seq as seq2seq_analysis
 from course.analysis.transformer import attention_maps
+from course.checkpoints import load_checkpoint, read_metadata
 from course.data.code import CharVocab
 from course.data.english import Example
 from course.data.numbers import NumberTask
@@ -55,6 +57,7 @@ from course.models.seq2seq import SCORES, Seq2Seq
 from course.models.tiny_transformer import ENCODINGS, TinyCausalTransformer
 from course.models.transformer import Seq2SeqTransformer, Transformer, key_mask
 from course.train import next_token_loss
+from tools import make_checkpoints
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
@@ -210,22 +213,30 @@ def simulated_device() -> Iterator[None]:
 MOVED: list[type] = []  # the classes of the models on_device moved, for the coverage check
 
 
-def on_device(model: nn.Module) -> nn.Module:
-    """A copy of ``model`` with its parameters and buffers on the simulated device (tied
-    parameters stay tied). Call inside ``simulated_device()``."""
-    MOVED.append(type(model))
-    model = copy.deepcopy(model)
+def move_(model: nn.Module, device: torch.device) -> nn.Module:
+    """Move ``model``'s parameters and buffers to the simulated device or back to the CPU, in
+    place, as ``Module.to`` does on a real device: tied parameters stay tied."""
+    if device == DEVICE:
+        convert = OnDevice
+    else:
+        convert = lambda t: t.cpu_data if isinstance(t, OnDevice) else t  # noqa: E731
     moved: dict[int, nn.Parameter] = {}
     for module in model.modules():
         for name, p in list(module._parameters.items()):
             if p is not None:
                 if id(p) not in moved:
-                    moved[id(p)] = nn.Parameter(OnDevice(p.detach()), p.requires_grad)
+                    moved[id(p)] = nn.Parameter(convert(p.detach()), p.requires_grad)
                 setattr(module, name, moved[id(p)])  # setattr: nn.LSTM updates _flat_weights
         for name, b in list(module._buffers.items()):
             if b is not None:
-                module._buffers[name] = OnDevice(b)
+                module._buffers[name] = convert(b)
     return model
+
+
+def on_device(model: nn.Module) -> nn.Module:
+    """A copy of ``model`` on the simulated device. Call inside ``simulated_device()``."""
+    MOVED.append(type(model))
+    return move_(copy.deepcopy(model), DEVICE)
 
 
 def dev(x):
@@ -719,3 +730,89 @@ def test_a_model_family_runs_on_another_device(family):
     for cls in MOVED:  # a model run through its own methods (BiLM has no forward)
         ran.update(wanted[c] for c in cls.__mro__ if c in wanted)
     assert ran == set(classes), f"declared but never run: {sorted(set(classes) - ran)}"
+
+
+# ----------------------------------------------------------------------------------------------
+# tools/make_checkpoints.py --device
+
+PROSE = "In the beginning was the word, and the word was with God. Read the file. " * 20
+
+
+@pytest.fixture
+def short_recipes(monkeypatch):
+    """The GPT and stdlib-LSTM recipes cut to 3 steps of 4 windows, smaller models and a short
+    text, so that each runs in a second."""
+    monkeypatch.setattr(make_checkpoints, "prose_text", lambda split, source="all": PROSE)
+    monkeypatch.setattr(make_checkpoints, "load_python_source", lambda **_: PROSE)
+    english, stdlib = make_checkpoints.CHAR_ENGLISH, make_checkpoints.CHAR_LSTM_STDLIB
+    training = {**english["training"], "steps": 3, "warmup": 1, "batch_size": 4}
+    monkeypatch.setitem(english, "training", training)
+    monkeypatch.setitem(english, "heldout", {**english["heldout"], "characters": 400})
+    gpt = english["models"]["char_gpt_english"]
+    small = {"max_len": 128, "d_model": 32, "num_layers": 1, "num_heads": 2, "d_ff": 64}
+    monkeypatch.setitem(english["models"], "char_gpt_english", {**gpt, "config": small})
+    monkeypatch.setitem(stdlib, "model", {**stdlib["model"], "hidden_size": 32})
+    monkeypatch.setitem(stdlib, "training", {**stdlib["training"], "batch_size": 4})
+    phases = [{"steps": 2, "lr": 1e-2, "seed": 0}, {"steps": 1, "lr": 2e-3, "seed": 1}]
+    monkeypatch.setitem(stdlib, "phases", phases)
+
+
+def test_make_checkpoints_records_the_device_and_the_threads(tmp_path, short_recipes):
+    names = ["char_gpt_english", "char_lstm_stdlib"]  # a fit recipe and a phased one
+    argv = [arg for name in names for arg in ("--only", name)]
+    assert make_checkpoints.main([*argv, "--out", str(tmp_path), "--device", "cpu"]) == 0
+    for name in names:
+        meta = read_metadata(name, tmp_path)
+        assert meta["training"]["device"] == "cpu" and meta["training"]["torch_threads"] == 1
+        assert meta["training"]["steps"] == 3
+        model, _ = load_checkpoint(name, tmp_path)
+        assert model_device(model) == torch.device("cpu")
+
+
+def test_make_checkpoints_says_how_long_each_recipe_takes_on_the_cpu():
+    for name in make_checkpoints.RECIPES:
+        assert re.search(rf"\b{name} +[\d,]+ s\b", make_checkpoints.__doc__), name
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a CUDA GPU")
+def test_make_checkpoints_refuses_an_unavailable_device_before_training(
+    tmp_path, monkeypatch, capsys
+):
+    def never(*_):
+        raise AssertionError("a recipe started")
+
+    monkeypatch.setitem(make_checkpoints.RECIPES, "char_rnn_english", never)
+    for device, message in [
+        ("cuda", "--device cuda: no CUDA GPU is available"),
+        ("tpu", "--device 'tpu': expected one of cpu, cuda, mps"),
+    ]:
+        argv = ["--only", "char_rnn_english", "--out", str(tmp_path), "--device", device]
+        with pytest.raises(SystemExit) as stopped:
+            make_checkpoints.main(argv)
+        assert stopped.value.code == 2 and message in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
+
+
+def test_make_checkpoints_trains_on_the_device_and_saves_on_the_cpu(
+    tmp_path, short_recipes, monkeypatch
+):
+    """A recipe run with --device on the simulated device: every op of its training runs
+    there, and the checkpoint is the CPU run's (same held-out figure), saved from the CPU."""
+    real_to = nn.Module.to
+
+    def to(self, *args, **kwargs):  # Module.to(DEVICE) keeps tied weights tied, as on a GPU
+        if args and not kwargs and isinstance(args[0], torch.device) and args[0] == DEVICE:
+            return move_(self, DEVICE)
+        return real_to(self, *args, **kwargs)
+
+    monkeypatch.setattr(nn.Module, "to", to)
+    monkeypatch.setattr(nn.Module, "cpu", lambda self: move_(self, torch.device("cpu")))
+    for name in ("char_gpt_english", "char_lstm_stdlib"):
+        on_cpu = make_checkpoints.RECIPES[name](tmp_path / "cpu", torch.device("cpu"))
+        with simulated_device():
+            there = make_checkpoints.RECIPES[name](tmp_path / "device", DEVICE)
+        assert there["training"]["device"] == "meta"
+        figure = there["heldout"]["bits_per_char"]
+        assert figure == pytest.approx(on_cpu["heldout"]["bits_per_char"], abs=1e-4), name
+        model, _ = load_checkpoint(name, tmp_path / "device")
+        assert all(type(p) is nn.Parameter for p in model.parameters())
