@@ -32,10 +32,11 @@ browser:
 bench: $(STAMP)
 	$(PY) -m tools.bench
 
-# Course-trained checkpoints (course/checkpoints/): fixed seeds and steps, minutes of CPU time.
+# Course-trained checkpoints (course/checkpoints/): fixed seeds and steps, minutes of CPU time
+# (`DEVICE=cuda make checkpoints` trains on a GPU, `DEVICE=mps` on Apple silicon).
 # Not part of `make`; run it after changing the code of a checkpointed model, and commit.
 checkpoints: $(STAMP)
-	$(PY) -m tools.make_checkpoints
+	$(PY) -m tools.make_checkpoints $(if $(DEVICE),--device $(DEVICE))
 
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab --notebook-dir=.

@@ -10,6 +10,11 @@ Beam search reorders and copies hypotheses by indexing every tensor of the state
 first axis, so the state must hold nothing else per hypothesis. Units 4, 6 and 8 decode with
 these functions.
 
+Devices: the model and its state may live on any device. Greedy and beam search keep their
+bookkeeping (scores in float64, finished hypotheses) on the CPU, so they pick the same tokens on
+every device, and send the chosen tokens to the state's device (:func:`state_device`).
+Sampling stays on the prompt's device, and draws where its ``generator`` lives.
+
 Beam search semantics:
 
 - a hypothesis's score is the sum of the log-probabilities of its generated tokens, eos
@@ -52,7 +57,7 @@ tokens beat. ``top_p=1`` keeps every token (``generate`` then skips the warper a
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,6 +68,7 @@ __all__ = [
     "greedy_search",
     "beam_search",
     "map_state",
+    "state_device",
     "temperature_scale",
     "top_k_filter",
     "top_p_filter",
@@ -95,6 +101,19 @@ def map_state(state: State, fn: Callable[[torch.Tensor], torch.Tensor]) -> State
     raise TypeError(f"a decoding state holds tensors, dicts, lists or tuples, not {type(state)}")
 
 
+def _tensors(state: State) -> Iterator[torch.Tensor]:
+    if isinstance(state, torch.Tensor):
+        yield state
+    elif isinstance(state, (dict, list, tuple)):
+        for value in state.values() if isinstance(state, dict) else state:
+            yield from _tensors(value)
+
+
+def state_device(state: State) -> torch.device:
+    """The device of the first tensor of a decoding state (the model's), or the CPU if none."""
+    return next((tensor.device for tensor in _tensors(state)), torch.device("cpu"))
+
+
 def _check_log_probs(log_probs: torch.Tensor, rows: int) -> None:
     if log_probs.dim() != 2 or log_probs.shape[0] != rows:
         raise ValueError(
@@ -113,14 +132,15 @@ def greedy_search(
     """
     if max_len < 1:
         raise ValueError(f"max_len must be >= 1, got {max_len}")
+    device = state_device(state)  # the model's; the search itself runs on the CPU
     tokens = torch.full((batch_size,), bos, dtype=torch.long)
     log_prob = torch.zeros(batch_size, dtype=torch.float64)
     done = torch.zeros(batch_size, dtype=torch.bool)
     out = []
     for _ in range(max_len):
-        log_probs, state = step(tokens, state)
+        log_probs, state = step(tokens.to(device), state)
         _check_log_probs(log_probs, batch_size)
-        best, tokens = log_probs.max(-1)
+        best, tokens = log_probs.cpu().max(-1)
         log_prob += torch.where(done, 0.0, best.double())
         out.append(torch.where(done, eos, tokens))
         done |= tokens == eos
@@ -159,6 +179,7 @@ def beam_search(
     if not alpha >= 0:
         raise ValueError(f"alpha: expected a length-normalisation power >= 0, got {alpha}")
     B, k = batch_size, beam_size
+    device = state_device(state)  # the model's; the search itself runs on the CPU
     state = map_state(state, lambda x: x.repeat_interleave(k, 0))  # (B*k, ...)
     tokens = torch.full((B, k, 0), bos, dtype=torch.long)  # generated so far, per beam
     last = torch.full((B * k,), bos, dtype=torch.long)
@@ -172,10 +193,10 @@ def beam_search(
         finished[b].append(Hypothesis(seq, log_prob, score, ended))
 
     for _ in range(max_len):
-        log_probs, state = step(last, state)
+        log_probs, state = step(last.to(device), state)
         _check_log_probs(log_probs, B * k)
         V = log_probs.shape[-1]
-        candidates = scores[:, :, None] + log_probs.double().view(B, k, V)  # (B, k, V)
+        candidates = scores[:, :, None] + log_probs.cpu().double().view(B, k, V)  # (B, k, V)
         top, index = candidates.view(B, k * V).topk(min(2 * k, k * V), dim=-1)  # (B, 2k)
         beam, token = index // V, index % V
         is_eos = token == eos
@@ -200,7 +221,7 @@ def beam_search(
             [tokens.gather(1, beam[:, :, None].expand_as(tokens)), token[..., None]], 2
         )
         rows = (torch.arange(B)[:, None] * k + beam).flatten()
-        state = map_state(state, lambda x, rows=rows: x.index_select(0, rows))
+        state = map_state(state, lambda x, rows=rows: x.index_select(0, rows.to(x.device)))
         last = token.flatten()
         if bool(done.all()):
             break
@@ -349,18 +370,22 @@ def sample(
     probe = torch.zeros(1, 2)  # check the filter settings before any model work
     filter_logits(probe, temperature=temperature, top_k=top_k, top_p=top_p,
                   min_tokens_to_keep=min_tokens_to_keep)  # fmt: skip
-    out = torch.full((B, max_new_tokens), -1 if eos is None else eos, dtype=torch.long)
+    fill = -1 if eos is None else eos
+    out = torch.full((B, max_new_tokens), fill, dtype=torch.long, device=prompt.device)
     if max_new_tokens == 0:
         return out
     for t in range(prompt.shape[1]):
         scores, state = step(prompt[:, t].long(), state)
         _check_log_probs(scores, B)
-    done = torch.zeros(B, dtype=torch.bool)
+    done = torch.zeros(B, dtype=torch.bool, device=prompt.device)
     for i in range(max_new_tokens):
         filtered = filter_logits(scores, temperature=temperature, top_k=top_k, top_p=top_p,
                                  min_tokens_to_keep=min_tokens_to_keep)  # fmt: skip
         probs = filtered.softmax(-1)  # (B, V)
-        tokens = torch.multinomial(probs, 1, generator=generator)[:, 0]  # (B,)
+        # Draw where the generator lives: a CPU generator gives the same tokens on every device.
+        where = probs.device if generator is None else generator.device
+        tokens = torch.multinomial(probs.to(where), 1, generator=generator)[:, 0]  # (B,)
+        tokens = tokens.to(prompt.device)
         if eos is not None:
             tokens = torch.where(done, eos, tokens)
             done |= tokens == eos

@@ -8,7 +8,24 @@ thread per run, and writes it with ``course.checkpoints.save_checkpoint`` into
 
     python -m tools.make_checkpoints                 # every checkpoint
     python -m tools.make_checkpoints --only char_lstm_stdlib
+    python -m tools.make_checkpoints --device cuda   # train on a GPU (DEVICE=cuda make checkpoints)
     python -m tools.make_checkpoints --list
+
+``--device`` (cpu, cuda or mps; cpu by default) is where the model and its batches train. The
+initial weights are drawn on the CPU either way; after training the model comes back to the
+CPU, where its held-out figure is measured as before and its weights are saved, so a
+checkpoint loads anywhere. Each checkpoint's metadata records the device and the number of
+torch threads it trained with. A GPU does not give the CPU's numbers to the last bit.
+
+Training time of each recipe on one CPU thread (``python -m tools.make_checkpoints --only
+NAME``, as the shipped checkpoints record it, on the course machine: 2 cores, loaded; reading
+the data and the held-out evaluation come on top):
+
+    bert_english        1,711 s      char_lstm_english     427 s
+    bilm_english        1,524 s      char_lstm_stdlib      702 s
+    char_gpt_english    1,328 s      char_rnn_english      286 s
+
+about 100 minutes in all. The time grows about linearly with steps x batch size.
 """
 
 from __future__ import annotations
@@ -20,7 +37,7 @@ import platform
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict
 from pathlib import Path
 
@@ -48,6 +65,50 @@ from course.train import (
 
 SEED = 0
 THREADS = 1  # one thread per run: as fast for these sizes, and deterministic
+DEVICES = ("cpu", "cuda", "mps")  # --device; the training times on the CPU: module docstring
+
+
+def training_device(name: str) -> torch.device:
+    """The device ``--device`` names, or a ValueError that says why it cannot train here."""
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        device = None
+    if device is None or device.type not in DEVICES:
+        raise ValueError(f"--device {name!r}: expected one of {', '.join(DEVICES)}")
+    if device.type == "cuda" and not torch.cuda.is_available():
+        build = f"CUDA {torch.version.cuda}" if torch.version.cuda else "a CPU-only build"
+        raise ValueError(
+            f"--device {name}: no CUDA GPU is available (torch {torch.__version__}, {build}); "
+            "train on the CPU with --device cpu"
+        )
+    if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
+        raise ValueError(f"--device {name}: there are {torch.cuda.device_count()} CUDA devices")
+    if device.type == "mps" and not torch.backends.mps.is_available():
+        raise ValueError(f"--device {name}: the MPS backend (Apple silicon) is not available")
+    return device
+
+
+def device_record(device: torch.device) -> dict:
+    """Where a run trained, for the metadata: the device, its name for a GPU, torch's threads."""
+    record = {"device": str(device)}
+    if device.type == "cuda":
+        record["device_name"] = torch.cuda.get_device_name(device)
+    return {**record, "torch_threads": torch.get_num_threads()}
+
+
+def to_device(batch, device: torch.device):
+    """A batch (a tensor, or a tuple or dict of tensors) moved to ``device``."""
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device)
+    if isinstance(batch, dict):
+        return {key: value.to(device) for key, value in batch.items()}
+    return tuple(value.to(device) for value in batch)
+
+
+def on_device(batches: Iterable, device: torch.device) -> Iterator:
+    """The batches of a stream, each moved to ``device`` as it is drawn (made on the CPU)."""
+    return (to_device(batch, device) for batch in batches)
 
 
 CHAR_LSTM_STDLIB = {
@@ -62,11 +123,17 @@ CHAR_LSTM_STDLIB = {
 
 
 def train_in_phases(
-    model: torch.nn.Module, train_ids: torch.Tensor, common: dict, phases: list[dict]
+    model: torch.nn.Module,
+    train_ids: torch.Tensor,
+    common: dict,
+    phases: list[dict],
+    device: torch.device,
 ) -> dict:
     """Run ``course.train.train_language_model`` once per phase (each for its fixed number of
-    steps, never a time budget) and return the training part of the metadata."""
+    steps, never a time budget) on ``device`` (where ``model`` is) and return the training part
+    of the metadata."""
     losses, seconds = [], 0.0
+    train_ids = train_ids.to(device)  # the windows are cut from it on the device
     for phase in phases:
         history = train_language_model(model, train_ids, **common, **phase, budget_seconds=None)
         if history.stopped_by != "steps" or history.steps != phase["steps"]:
@@ -83,7 +150,7 @@ def train_in_phases(
         "initial_weights": f"torch.manual_seed({SEED}) before {type(model).__name__}(**config)",
         **common,
         "phases": phases,
-        "torch_threads": torch.get_num_threads(),
+        **device_record(device),
         "seconds": round(seconds, 1),
         "final_loss_bits": round(statistics.fmean(losses[-100:]) / math.log(2), 4),
         "stopped_by": "steps",
@@ -91,9 +158,10 @@ def train_in_phases(
 
 
 def fit_record(history: TrainingHistory, function: str, model_class: str, settings: dict,
-               *, in_bits: bool = False) -> dict:  # fmt: skip
-    """The training part of a checkpoint's metadata for one ``course.train.fit`` run, after
-    checking that it ran all its steps (never stopped by a time budget or a non-finite loss)."""
+               device: torch.device, *, in_bits: bool = False) -> dict:  # fmt: skip
+    """The training part of a checkpoint's metadata for one ``course.train.fit`` run on
+    ``device``, after checking that it ran all its steps (never stopped by a time budget or a
+    non-finite loss)."""
     if history.stopped_by != "steps":
         raise RuntimeError(f"training stopped by {history.stopped_by!r}: {history.summary()}")
     final = statistics.fmean(history.losses[-100:])  # nats per token
@@ -103,7 +171,7 @@ def fit_record(history: TrainingHistory, function: str, model_class: str, settin
         "seed": SEED,
         "initial_weights": f"torch.manual_seed({SEED}) before {model_class}(**config)",
         **settings,
-        "torch_threads": torch.get_num_threads(),
+        **device_record(device),
         "seconds": round(history.seconds, 1),
         **(
             {"final_loss_bits": round(final / math.log(2), 4)}
@@ -114,7 +182,7 @@ def fit_record(history: TrainingHistory, function: str, model_class: str, settin
     }
 
 
-def char_lstm_stdlib(directory: Path) -> dict:
+def char_lstm_stdlib(directory: Path, device: torch.device) -> dict:
     """Lecture 2's interpretable cells: a char-LSTM trained on the whole train split of the
     standard library (about four times Lecture 2's text) with ``CHAR_LSTM_STDLIB``."""
     train_text = load_python_source(max_chars=None, split="train")
@@ -122,10 +190,15 @@ def char_lstm_stdlib(directory: Path) -> dict:
     vocab = CharVocab.from_text(train_text)
     config = {"vocab_size": len(vocab), **CHAR_LSTM_STDLIB["model"]}
     torch.manual_seed(SEED)  # the initial weights
-    model = CharLSTM(**config)
+    model = CharLSTM(**config).to(device)
     training = train_in_phases(
-        model, vocab.encode(train_text), CHAR_LSTM_STDLIB["training"], CHAR_LSTM_STDLIB["phases"]
+        model,
+        vocab.encode(train_text),
+        CHAR_LSTM_STDLIB["training"],
+        CHAR_LSTM_STDLIB["phases"],
+        device,
     )
+    model.cpu()  # measured and saved on the CPU, as before
     python = platform.python_version()
     return save_checkpoint(
         model,
@@ -181,7 +254,7 @@ def bilm_heldout(model: torch.nn.Module, metadata: dict, text: str) -> dict[str,
     return {direction: round(value, 4) for direction, value in figures.items()}
 
 
-def bilm_english(directory: Path) -> dict:
+def bilm_english(directory: Path, device: torch.device) -> dict:
     """Lecture 3's ELMo: a biLM (word-embedding token layer, two LSTM layers each way, a shared
     softmax) trained on the English prose of ``course.data.english`` with ``BILM_ENGLISH``."""
     recipe = BILM_ENGLISH
@@ -191,14 +264,14 @@ def bilm_english(directory: Path) -> dict:
     stream = vocab.encode(train)  # (N,) word ids
     config = {"vocab_size": len(vocab), **recipe["model"]}
     torch.manual_seed(SEED)  # the initial weights
-    model = BiLM(**config)
+    model = BiLM(**config).to(device)
     common = recipe["training"]
     windows = token_windows(stream, common["batch_size"], common["seq_len"], seed=SEED)
     decay = recipe["decay"]
     history = fit(
         model,
         lambda m, words: m.lm_loss(words),
-        windows,
+        on_device(windows, device),
         steps=recipe["steps"],
         lr=recipe["lr"],
         clip_norm=common["clip_norm"],
@@ -210,7 +283,9 @@ def bilm_english(directory: Path) -> dict:
         "course.train.fit with BiLM.lm_loss on course.data.words.token_windows",
         "BiLM",
         {**common, "lr": recipe["lr"], "decay": decay},
+        device,
     )
+    model.cpu()  # measured and saved on the CPU, as before
     text = "\n".join(" ".join(sentence) for sentence in train)
     return save_checkpoint(
         model,
@@ -276,7 +351,7 @@ def bert_heldout(model: torch.nn.Module, metadata: dict, text: str) -> dict[str,
     return {k: round(v, 4) for k, v in evaluate_pretraining(model, batches).items()}
 
 
-def bert_english(directory: Path) -> dict:
+def bert_english(directory: Path, device: torch.device) -> dict:
     """Lecture 7's BERT: a 4-layer BERT pretrained with MLM and NSP on the English prose of
     ``course.data.english`` with ``BERT_ENGLISH``."""
     recipe = BERT_ENGLISH
@@ -287,7 +362,7 @@ def bert_english(directory: Path) -> dict:
     heldout_pairs = make_nsp_pairs(val, seed=held["seed"])[: held["pairs"]]
     config = {"config": asdict(BertConfig(vocab_size=len(wordpiece), **recipe["model"]))}
     torch.manual_seed(SEED)  # the initial weights
-    model = BertForPreTraining(**config)
+    model = BertForPreTraining(**config).to(device)
     common = recipe["training"]
     batches = pretraining_batches(
         wordpiece, pairs, common["batch_size"], SEED, common["max_len"], common["mode"]
@@ -295,7 +370,7 @@ def bert_english(directory: Path) -> dict:
     history = fit(
         model,
         lambda m, batch: m.loss(batch),
-        batches,
+        on_device(batches, device),
         steps=recipe["steps"],
         lr=recipe["lr"],
         clip_norm=common["clip_norm"],
@@ -314,7 +389,9 @@ def bert_english(directory: Path) -> dict:
             "schedule": "course.train.linear_warmup_decay(warmup, steps)",
             "nsp_pairs": len(pairs),
         },
+        device,
     )
+    model.cpu()  # measured and saved on the CPU, as before
     text = "\n\n".join("\n".join(d) for d in train)
     return save_checkpoint(
         model,
@@ -392,7 +469,7 @@ CHAR_ENGLISH = {
 }
 
 
-def char_english(name: str, directory: Path) -> dict:
+def char_english(name: str, directory: Path, device: torch.device) -> dict:
     """One of Lecture 8's three character-level models of the English prose (``CHAR_ENGLISH``)."""
     recipe, spec = CHAR_ENGLISH, CHAR_ENGLISH["models"][name]
     common, held = recipe["training"], recipe["heldout"]
@@ -407,12 +484,14 @@ def char_english(name: str, directory: Path) -> dict:
         config = {"vocab_size": len(vocab), **spec["config"]}
         model = {"CharLSTM": CharLSTM, "CharRNN": CharRNN}[spec["class"]](**config)
         loss = next_token_loss
+    model.to(device)
+    windows = random_windows(
+        vocab.encode(train_text), common["batch_size"], common["seq_len"], seed=SEED
+    )
     history = fit(
         model,
         loss,
-        random_windows(
-            vocab.encode(train_text), common["batch_size"], common["seq_len"], seed=SEED
-        ),
+        on_device(windows, device),
         steps=common["steps"],
         lr=spec["lr"],
         clip_norm=common["clip_norm"],
@@ -428,8 +507,10 @@ def char_english(name: str, directory: Path) -> dict:
             "lr": spec["lr"],
             "schedule": "course.train.linear_warmup_decay(warmup, steps)",
         },
+        device,
         in_bits=True,
     )
+    model.cpu()  # measured and saved on the CPU, as before
     return save_checkpoint(
         model,
         name,
@@ -459,31 +540,42 @@ def char_english(name: str, directory: Path) -> dict:
     )
 
 
-RECIPES: dict[str, Callable[[Path], dict]] = {
+RECIPES: dict[str, Callable[[Path, torch.device], dict]] = {
     "char_lstm_stdlib": char_lstm_stdlib,
     "bilm_english": bilm_english,
     "bert_english": bert_english,
     **{
-        name: (lambda directory, name=name: char_english(name, directory))
+        name: (lambda directory, device, name=name: char_english(name, directory, device))
         for name in CHAR_ENGLISH["models"]
     },
 }
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--only", action="append", choices=sorted(RECIPES), help="one checkpoint")
     parser.add_argument("--list", action="store_true", help="list the checkpoints and exit")
     parser.add_argument("--out", type=Path, default=CHECKPOINT_DIR, help="output folder")
+    parser.add_argument(
+        "--device",
+        default="cpu",
+        help="where to train: cpu (the default), cuda or mps; checkpoints are saved on the CPU",
+    )
     args = parser.parse_args(argv)
     if args.list:
         print("\n".join(sorted(RECIPES)))
         return 0
+    try:  # before any data is read or any step taken
+        device = training_device(args.device)
+    except ValueError as error:
+        parser.error(str(error))
     torch.set_num_threads(THREADS)
     for name in args.only or sorted(RECIPES):
-        print(f"[checkpoints] training {name}", flush=True)
+        print(f"[checkpoints] training {name} on {device}", flush=True)
         start = time.perf_counter()
-        metadata = RECIPES[name](args.out)
+        metadata = RECIPES[name](args.out, device)
         size = (args.out / metadata["weights_file"]).stat().st_size
         heldout = metadata["heldout"]
         key = heldout.get("figure", "bits_per_char" if "bits_per_char" in heldout else "perplexity")

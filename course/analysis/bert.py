@@ -34,6 +34,7 @@ from course.checks import expect_shape
 from course.data.bert_inputs import NspPair, frame_words, pad_batch, pretraining_batch
 from course.data.english import Example
 from course.data.wordpiece import WordPiece
+from course.models import model_device
 from course.models.bert import BertForPreTraining, BertModel
 
 __all__ = [
@@ -155,11 +156,13 @@ def marked_word_states(
     bert = model.bert if isinstance(model, BertForPreTraining) else model
     was_training = bert.training
     bert.eval()
-    out = torch.empty(bert.config.num_layers + 1, len(examples), bert.config.d_model)
+    device = model_device(bert)
+    out = torch.empty(bert.config.num_layers + 1, len(examples), bert.config.d_model, device=device)
     for chosen in _by_length(examples, batch_size):
         batch = word_task_batch(wordpiece, [examples[i] for i in chosen], None, bert.config.max_len)
+        batch = {key: value.to(device) for key, value in batch.items()}
         states = bert(batch["input_ids"], None, batch["attention_mask"]).hidden_states
-        rows = torch.arange(len(chosen))
+        rows = torch.arange(len(chosen), device=device)
         out[:, chosen] = torch.stack([h[rows, batch["positions"]] for h in states])  # (L+1, B, d)
     bert.train(was_training)
     return out
@@ -200,7 +203,7 @@ class WordClassifier(nn.Module):
     def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         """-> logits (B, num_labels)."""
         h = self.bert(batch["input_ids"], None, batch["attention_mask"]).last_hidden_state
-        word = h[torch.arange(len(h)), batch["positions"]]  # (B, d)
+        word = h[torch.arange(len(h), device=h.device), batch["positions"]]  # (B, d)
         return self.head(self.dropout(word))
 
     def loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -239,11 +242,13 @@ def word_task_accuracy(
         raise ValueError("examples: expected at least one example")
     was_training = model.training
     model.eval()
+    device = model_device(model)
     right = 0
     for chosen in _by_length(examples, batch_size):
         batch = word_task_batch(
             wordpiece, [examples[i] for i in chosen], labels, model.bert.config.max_len
         )
+        batch = {key: value.to(device) for key, value in batch.items()}
         right += int((model(batch).argmax(-1) == batch["labels"]).sum())
     model.train(was_training)
     return right / len(examples)

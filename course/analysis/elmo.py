@@ -14,6 +14,7 @@ from torch.nn import functional as F
 from course.checks import ShapeMismatch, expect_shape
 from course.data.english import Example
 from course.data.words import WordVocab, sentence_tokens
+from course.models import model_device
 from course.models.bilm import BiLM
 from course.train import fit
 
@@ -56,13 +57,14 @@ def heldout_perplexity(
     """
     was_training = model.training
     model.eval()
+    device = model_device(model)
     order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))
     nats = {"forward": 0.0, "backward": 0.0}
     count = 0
     for start in range(0, len(order), batch_size):
         batch = [sentences[i] for i in order[start : start + batch_size]]
         words, lengths = encode_sentences(batch, vocab)
-        _, logs = model.lm_loss(words, lengths)
+        _, logs = model.lm_loss(words.to(device), lengths.to(device))
         n = int((lengths - 1).sum())
         nats["forward"] += logs["forward"] * n
         nats["backward"] += logs["backward"] * n
@@ -117,13 +119,14 @@ def marked_word_features(
     """
     was_training = model.training
     model.eval()
+    device = model_device(model)
     out = []
     for start in range(0, len(examples), batch_size):
         batch = examples[start : start + batch_size]
         words, lengths = encode_sentences([sentence_tokens(e.tokens) for e in batch], vocab)
-        layers = model.layers(words, lengths)  # (L+1, B, T, 2D)
-        target = torch.tensor([e.target + 1 for e in batch])  # +1: the <s> in front
-        out.append(layers[:, torch.arange(len(batch)), target])  # (L+1, B, 2D)
+        layers = model.layers(words.to(device), lengths.to(device))  # (L+1, B, T, 2D)
+        target = torch.tensor([e.target + 1 for e in batch], device=device)  # +1: the <s>
+        out.append(layers[:, torch.arange(len(batch), device=device), target])  # (L+1, B, 2D)
     model.train(was_training)
     if not out:
         raise ValueError("examples: expected at least one example")

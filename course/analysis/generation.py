@@ -23,6 +23,7 @@ from torch import nn
 
 from course.checks import expect_dtype, expect_shape
 from course.decoding import greedy_search
+from course.models import model_device
 
 __all__ = [
     "ngrams",
@@ -127,6 +128,7 @@ def generation_seconds(
         )
     g = torch.Generator().manual_seed(seed)
     row = torch.randint(model.config.vocab_size, (1, prompt_length), generator=g)
+    row = row.to(model_device(model))  # drawn on the CPU, the same on every device
     prompt = row.expand(batch_size, prompt_length)  # (B, P): the same prompt in every row
     was_training = model.training
     model.eval()

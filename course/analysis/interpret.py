@@ -106,16 +106,18 @@ def lstm_states(model: torch.nn.Module, ids: torch.Tensor) -> tuple[torch.Tensor
     expect_shape(ids, ("N",), "ids")
     expect_dtype(ids, "iu", "ids")
     lstm = model.lstm
+    ids = ids.to(lstm.weight_ih_l0.device)
     if model.embedding is not None:
         x = model.embedding(ids.long())  # (N, D)
     else:
         x = F.one_hot(ids.long(), model.vocab_size).to(lstm.weight_ih_l0.dtype)  # (N, K)
     drive = x @ lstm.weight_ih_l0.T + lstm.bias_ih_l0 + lstm.bias_hh_l0  # (N, 4H), all steps
     H = lstm.hidden_size
-    h = torch.zeros(H, dtype=drive.dtype)
-    c = torch.zeros(H, dtype=drive.dtype)
-    hs = torch.empty(len(ids), H, dtype=drive.dtype)
-    cs = torch.empty(len(ids), H, dtype=drive.dtype)
+    like = {"dtype": drive.dtype, "device": drive.device}  # the model's
+    h = torch.zeros(H, **like)
+    c = torch.zeros(H, **like)
+    hs = torch.empty(len(ids), H, **like)
+    cs = torch.empty(len(ids), H, **like)
     for t in range(len(ids)):
         z = drive[t] + lstm.weight_hh_l0 @ h  # (4H,)
         i, f, g, o = z.split(H)  # g: the candidate c̃_t, in PyTorch's name

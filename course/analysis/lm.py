@@ -21,6 +21,7 @@ from torch.nn import functional as F
 
 from course.checks import expect_dtype, expect_shape
 from course.data.code import CharVocab
+from course.models import model_device
 
 __all__ = ["bits_per_char", "windowed_bits_per_char", "ngram_bits_per_char", "sample"]
 
@@ -36,7 +37,7 @@ def bits_per_char(
     ids: (N,) integer tensor. The stream is cut into ``batch_size`` contiguous pieces that
     are read in parallel, ``seq_len`` characters at a time, carrying the hidden state from
     chunk to chunk (so every prediction sees its piece's whole past). The last
-    (N - 1) mod batch_size characters are not scored.
+    (N - 1) mod batch_size characters are not scored. The ids go to the model's device.
     """
     expect_shape(ids, ("N",), "ids")
     expect_dtype(ids, "iu", "ids")
@@ -44,6 +45,7 @@ def bits_per_char(
         raise ValueError(f"ids: need at least 2 ids to score one prediction, got {len(ids)}")
     streams = min(batch_size, len(ids) - 1)
     length = (len(ids) - 1) // streams
+    ids = ids.to(model_device(model))
     x = ids[: streams * length].long().view(streams, length)  # (S, L)
     y = ids[1 : streams * length + 1].long().view(streams, length)  # (S, L)
     was_training = model.training
@@ -139,17 +141,18 @@ def sample(
         raise ValueError(f"temperature: expected a positive number, got {temperature}")
     if length < 0:
         raise ValueError(f"length: expected a non-negative number, got {length}")
-    generator = torch.Generator().manual_seed(seed)
+    generator = torch.Generator().manual_seed(seed)  # on the CPU: the same text on every device
+    device = model_device(model)
     was_training = model.training
     model.eval()
-    logits, state = model(vocab.encode(prompt)[None, :])  # (1, P, K)
+    logits, state = model(vocab.encode(prompt)[None, :].to(device))  # (1, P, K)
     out: list[int] = []
     for _ in range(length):
-        last = logits[0, -1] / temperature  # (K,)
+        last = logits[0, -1].cpu() / temperature  # (K,)
         last[CharVocab.UNK_ID] = -math.inf
         next_id = torch.multinomial(F.softmax(last, dim=-1), 1, generator=generator)  # (1,)
         out.append(int(next_id))
-        logits, state = model(next_id[None, :], state)  # (1, 1, K)
+        logits, state = model(next_id[None, :].to(device), state)  # (1, 1, K)
     model.train(was_training)
     return prompt + vocab.decode(out)
 
@@ -166,7 +169,7 @@ def windowed_bits_per_char(
     ``window`` + 1 ids that overlap by one; inside a window, prediction t sees the t + 1 ids
     before it, so the average context is about window / 2 characters, shorter than the whole
     past that :func:`bits_per_char` gives a recurrent model. The last incomplete window is
-    not scored.
+    not scored. The windows go to the model's device.
     """
     expect_shape(ids, ("N",), "ids")
     expect_dtype(ids, "iu", "ids")
@@ -175,8 +178,10 @@ def windowed_bits_per_char(
     count = (len(ids) - 1) // window
     if count < 1:
         raise ValueError(f"ids: need at least window + 1 = {window + 1} ids, got {len(ids)}")
-    starts = torch.arange(count) * window  # (W,)
-    windows = ids[starts[:, None] + torch.arange(window + 1)[None, :]].long()  # (W, window + 1)
+    ids = ids.to(model_device(model))
+    starts = torch.arange(count, device=ids.device) * window  # (W,)
+    offsets = torch.arange(window + 1, device=ids.device)
+    windows = ids[starts[:, None] + offsets[None, :]].long()  # (W, window + 1)
     was_training = model.training
     model.eval()
     total_nats = 0.0

@@ -17,6 +17,7 @@ import torch
 
 from course.data.translation import Pair, WordsToCharacters
 from course.decoding import Hypothesis, beam_search, greedy_search
+from course.models import model_device
 from course.models.seq2seq import Seq2Seq
 
 __all__ = [
@@ -42,16 +43,18 @@ def translate(
     """Decode every source: greedy (``beam_size=1``) or beam search, in batches.
 
     ``max_len`` defaults to the longest target in ``pairs`` plus one for </s>, plus 4 spare.
+    The sources are batched on the model's device.
     """
     was_training = model.training
     model.eval()
     if max_len is None:
         max_len = max((len(iso) for _, iso in pairs), default=0) + 5
+    device = model_device(model)
     out: list[Hypothesis] = []
     for i in range(0, len(pairs), batch_size):
         chunk = list(pairs[i : i + batch_size])
         src, src_len, _ = task.batch(chunk)
-        state = model.start(src, src_len)
+        state = model.start(src.to(device), src_len.to(device))
         common = dict(batch_size=len(chunk), bos=task.bos_id, eos=task.eos_id, max_len=max_len)
         if beam_size == 1:
             out += greedy_search(model.decode_step, state, **common)
@@ -91,11 +94,12 @@ def attention_weights(
     """
     if model.attention is None:
         raise ValueError("this model has no attention")
-    src, src_len, _ = task.batch([pair])
-    tgt_in = torch.tensor([[task.bos_id, *output.tokens[:-1]]]) if output.tokens else None
-    if tgt_in is None:
+    if not output.tokens:
         raise ValueError("the output is empty: no step to show")
-    _, weights = model.eval()(src, src_len, tgt_in)
+    src, src_len, _ = task.batch([pair])
+    tgt_in = torch.tensor([[task.bos_id, *output.tokens[:-1]]])
+    device = model_device(model)
+    _, weights = model.eval()(src.to(device), src_len.to(device), tgt_in.to(device))
     return weights[0]
 
 
@@ -109,7 +113,8 @@ def exposure_bias(model: Seq2Seq, task: WordsToCharacters, pairs: Sequence[Pair]
     character is at t), ``error_after_error`` and ``error_after_clean`` (None where no
     sequence is in that condition).
     """
-    src, src_len, tgt = task.batch(list(pairs))
+    device = model_device(model)
+    src, src_len, tgt = (t.to(device) for t in task.batch(list(pairs)))
     model.eval()
     logits, _ = model(src, src_len, tgt[:, :-1])
     gold = tgt[:, 1:]  # (B, T)
@@ -118,7 +123,7 @@ def exposure_bias(model: Seq2Seq, task: WordsToCharacters, pairs: Sequence[Pair]
     free = translate(model, task, pairs, max_len=gold.shape[1])
     pred = torch.full_like(gold, -1)
     for row, h in enumerate(free):
-        pred[row, : len(h.tokens)] = torch.tensor(h.tokens)
+        pred[row, : len(h.tokens)] = torch.tensor(h.tokens, device=device)
     free_ok = (pred == gold) & real
     wrong = ~free_ok & real
     earlier = torch.cumsum(wrong.int(), 1) - wrong.int() > 0  # an error before t

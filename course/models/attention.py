@@ -62,14 +62,17 @@ def attention(
     return weights @ v, weights
 
 
-def causal_mask(n: int) -> torch.Tensor:
-    """(n, n) bool, True on and below the diagonal: position i may attend to j <= i."""
-    return torch.ones(n, n, dtype=torch.bool).tril()
+def causal_mask(n: int, device: torch.device | str | None = None) -> torch.Tensor:
+    """(n, n) bool, True on and below the diagonal: position i may attend to j <= i.
+
+    Made on ``device`` (the CPU by default): pass the device of the scores it will mask.
+    """
+    return torch.ones(n, n, dtype=torch.bool, device=device).tril()
 
 
 def padding_mask(lengths: torch.Tensor, m: int) -> torch.Tensor:
-    """(B, 1, 1, m) bool, True at the real key positions j < lengths[b]."""
-    return (torch.arange(m)[None, :] < lengths[:, None])[:, None, None, :]
+    """(B, 1, 1, m) bool, True at the real key positions j < lengths[b] (on lengths' device)."""
+    return (torch.arange(m, device=lengths.device)[None, :] < lengths[:, None])[:, None, None, :]
 
 
 class MultiHeadAttention(nn.Module):
@@ -113,20 +116,25 @@ class MultiHeadAttention(nn.Module):
             self.split(self.W_v(context)),
         )
         if self.use_rope:
-            q = rope(q, torch.arange(q.shape[-2]))
-            k = rope(k, torch.arange(k.shape[-2]))
+            q = rope(q, torch.arange(q.shape[-2], device=q.device))
+            k = rope(k, torch.arange(k.shape[-2], device=k.device))
         z, weights = attention(q, k, v, mask, bias)  # (B, h, n, d_k)
         B, _, n, _ = z.shape
         return self.W_o(z.transpose(1, 2).reshape(B, n, self.d_model)), weights
 
 
-def sinusoidal_encoding(n: int, d: int, base: float = 10000.0) -> torch.Tensor:
-    """(n, d): p_{i,2r} = sin(i ω_r), p_{i,2r+1} = cos(i ω_r), ω_r = base^(−2r/d)."""
+def sinusoidal_encoding(
+    n: int, d: int, base: float = 10000.0, device: torch.device | str | None = None
+) -> torch.Tensor:
+    """(n, d) float32 on ``device`` (the CPU by default): p_{i,2r} = sin(i ω_r),
+    p_{i,2r+1} = cos(i ω_r), ω_r = base^(−2r/d)."""
     if d % 2:
         raise ValueError(f"d must be even (sine and cosine pairs), got {d}")
+    # Computed in float64 on the CPU (MPS has no float64), so every device gets the same numbers.
     omega = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)  # (d/2,)
     angles = torch.arange(n, dtype=torch.float64)[:, None] * omega[None, :]  # (n, d/2)
-    return torch.stack([angles.sin(), angles.cos()], dim=-1).reshape(n, d).float()
+    encoding = torch.stack([angles.sin(), angles.cos()], dim=-1).reshape(n, d).float()
+    return encoding.to(device)
 
 
 class LearnedPositions(nn.Module):
@@ -143,15 +151,16 @@ class LearnedPositions(nn.Module):
         return self.table.weight[:n]
 
 
-def alibi_slopes(num_heads: int) -> torch.Tensor:
+def alibi_slopes(num_heads: int, device: torch.device | str | None = None) -> torch.Tensor:
     """m_r = 2^(−8r/h) for heads r = 1..h (Press et al.'s slopes for a power of two)."""
-    return 2.0 ** (-8.0 * torch.arange(1, num_heads + 1) / num_heads)
+    return 2.0 ** (-8.0 * torch.arange(1, num_heads + 1, device=device) / num_heads)
 
 
 def alibi_bias(n: int, slopes: torch.Tensor, m: int | None = None) -> torch.Tensor:
     """(h, n, m) additive scores −m_r·|i − j|: a penalty that grows with the distance."""
     m = n if m is None else m
-    distance = (torch.arange(n)[:, None] - torch.arange(m)[None, :]).abs()  # (n, m)
+    i, j = torch.arange(n, device=slopes.device), torch.arange(m, device=slopes.device)
+    distance = (i[:, None] - j[None, :]).abs()  # (n, m)
     return -slopes[:, None, None] * distance[None]
 
 
@@ -163,9 +172,10 @@ def rope(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0) -> tor
     d = x.shape[-1]
     if d % 2:
         raise ValueError(f"RoPE rotates pairs: the last size must be even, got {d}")
+    # The angles in float64 on the CPU (MPS has no float64); cos and sin then go to x's device.
     theta = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)  # (d/2,)
-    angles = positions.to(torch.float64)[:, None] * theta[None, :]  # (n, d/2)
-    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+    angles = positions.cpu().to(torch.float64)[:, None] * theta[None, :]  # (n, d/2)
+    cos, sin = angles.cos().to(x.device, x.dtype), angles.sin().to(x.device, x.dtype)
     even, odd = x[..., 0::2], x[..., 1::2]  # (..., n, d/2)
     rotated = torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1)
     return rotated.flatten(-2)

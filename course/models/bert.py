@@ -263,11 +263,12 @@ def fill_mask(
     framed, _ = frame_pair(ids, max_len=model.config.max_len)
     if framed.count(MASK_ID) != len(parts) - 1:
         raise ValueError(f"text: too long for max_len={model.config.max_len}")
+    framed_ids = torch.tensor(framed, device=model.mlm_bias.device)  # (T,), on the model's device
     was_training = model.training
-    logits = model.eval()(torch.tensor([framed])).mlm_logits[0]  # (T, |𝒱|)
+    logits = model.eval()(framed_ids[None]).mlm_logits[0]  # (T, |𝒱|)
     model.train(was_training)
     logits[:, :NUM_SPECIAL] = float("-inf")
-    probs = logits[torch.tensor(framed) == MASK_ID].softmax(-1)  # (masks, |𝒱|)
+    probs = logits[framed_ids == MASK_ID].softmax(-1)  # (masks, |𝒱|)
     top = probs.topk(k, dim=-1)
     return [
         [(wordpiece.vocab[int(i)], float(p)) for p, i in zip(ps, ix, strict=True)]
@@ -283,6 +284,7 @@ def evaluate_pretraining(
 
     Returns ``mlm_accuracy`` (top-1 on the selected positions), ``mlm_loss`` (mean
     cross-entropy in nats per selected token), ``nsp_accuracy`` and the counts they rest on.
+    The batches are moved to the model's device.
     """
     if not batches:
         raise ValueError("batches: expected at least one batch")
@@ -291,6 +293,7 @@ def evaluate_pretraining(
     right = total = nsp_right = pairs = 0
     loss_sum = 0.0
     for batch in batches:
+        batch = {key: value.to(model.mlm_bias.device) for key, value in batch.items()}
         out = model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"])
         selected = batch["labels"] != IGNORE_INDEX  # (B, T)
         logits, labels = out.mlm_logits[selected], batch["labels"][selected]  # (n, |𝒱|), (n,)

@@ -33,8 +33,8 @@ __all__ = ["BiLM", "reverse_padded", "lengths_mask"]
 
 
 def lengths_mask(lengths: torch.Tensor, T: int) -> torch.Tensor:
-    """(B, T) bool: True at the real positions t < lengths[b]."""
-    return torch.arange(T)[None, :] < lengths[:, None]
+    """(B, T) bool: True at the real positions t < lengths[b] (on lengths' device)."""
+    return torch.arange(T, device=lengths.device)[None, :] < lengths[:, None]
 
 
 def reverse_padded(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
@@ -44,8 +44,8 @@ def reverse_padded(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
     Applying it twice gives x back.
     """
     B, T = x.shape[:2]
-    t = torch.arange(T)[None, :]  # (1, T)
-    n = lengths[:, None]  # (B, 1)
+    t = torch.arange(T, device=x.device)[None, :]  # (1, T)
+    n = lengths.to(x.device)[:, None]  # (B, 1): the index for x.gather must be on x's device
     index = torch.where(t < n, n - 1 - t, t)  # (B, T): reversed inside, identity on the padding
     index = index.reshape(B, T, *([1] * (x.dim() - 2))).expand_as(x)
     return x.gather(1, index)
@@ -79,8 +79,8 @@ class BiLM(nn.Module):
         expect_ids(words, self.vocab_size, "words")
         B, T = words.shape
         if lengths is None:
-            return torch.full((B,), T, dtype=torch.long)
-        lengths = torch.as_tensor(lengths, dtype=torch.long)
+            return torch.full((B,), T, dtype=torch.long, device=words.device)
+        lengths = torch.as_tensor(lengths, dtype=torch.long, device=words.device)
         expect_shape(lengths, (B,), "lengths")
         if len(lengths) and (lengths.min() < 1 or lengths.max() > T):
             raise ValueError(
@@ -93,7 +93,8 @@ class BiLM(nn.Module):
         """One LSTM layer over a padded batch, reading only the real positions. (B, T, D)."""
         if bool((lengths == x.shape[1]).all()):
             return lstm(x)[0]
-        packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+        # Packing reads the lengths on the CPU, whatever the device of x.
+        packed = pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
         return pad_packed_sequence(lstm(packed)[0], batch_first=True, total_length=x.shape[1])[0]
 
     def directions(

@@ -155,7 +155,8 @@ def block_with_cache(
         if past is not None:  # (B, h, T, d_k) -> (B, h, t + T, d_k)
             k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)
         t = k.shape[2] - T
-        mask = torch.ones(T, t + T, dtype=torch.bool).tril(diagonal=t)  # new i sees j <= t + i
+        mask = torch.ones(T, t + T, dtype=torch.bool, device=x.device)
+        mask = mask.tril(diagonal=t)  # (T, t + T): new position i sees j <= t + i
         out, _ = attention(q, k, v, mask)  # (B, h, T, d_k)
         return block.dropout1(attn.W_o(out.transpose(1, 2).reshape(B, T, d))), (k, v)
 
@@ -226,7 +227,7 @@ class GPT(nn.Module):
         """ids (B, T) -> logits (B, T, |𝒱|): logits[:, t] scores the token after ids[:, t]."""
         expect_ids(ids, self.config.vocab_size, "ids")
         x = self.embed(ids)  # (B, T, d)
-        mask = causal_mask(ids.shape[1])  # (T, T): True on and below the diagonal
+        mask = causal_mask(ids.shape[1], ids.device)  # (T, T): True on and below the diagonal
         for block in self.blocks:
             x = block(x, mask)  # (B, T, d)
         return self.lm_head(self.final_norm(x))  # (B, T, d) -> (B, T, |𝒱|)
@@ -272,11 +273,12 @@ class GPT(nn.Module):
         return t
 
     def empty_cache(self, batch_size: int) -> KVCache:
-        """A cache of t = 0 positions: per layer (K, V) of shape (B, h, 0, d_k)."""
+        """A cache of t = 0 positions: per layer (K, V) of shape (B, h, 0, d_k), in the model's
+        dtype and on its device."""
         c = self.config
-        dtype = self.token.weight.dtype
+        like = {"dtype": self.token.weight.dtype, "device": self.token.weight.device}
         shape = (batch_size, c.num_heads, 0, c.d_model // c.num_heads)
-        return tuple((torch.zeros(shape, dtype=dtype), torch.zeros(shape, dtype=dtype))
+        return tuple((torch.zeros(shape, **like), torch.zeros(shape, **like))
                      for _ in range(c.num_layers))  # fmt: skip
 
     def loss(self, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
@@ -296,7 +298,8 @@ class GPT(nn.Module):
         """The decoding state before the first token: an empty KV cache, or an empty prefix."""
         if use_cache:
             return {"past": self.empty_cache(batch_size)}
-        return {"prefix": torch.zeros(batch_size, 0, dtype=torch.long)}
+        device = self.token.weight.device  # the model's
+        return {"prefix": torch.zeros(batch_size, 0, dtype=torch.long, device=device)}
 
     def decode_step(
         self, tokens: torch.Tensor, state: dict[str, Any]

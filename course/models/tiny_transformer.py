@@ -73,10 +73,10 @@ class TinyCausalTransformer(nn.Module):
             raise ValueError(f"sequences up to max_len={self.max_len}, got {n}")
         x = self.embed(tokens)  # (B, n, d)
         if self.positions == "sinusoidal":
-            x = x + sinusoidal_encoding(n, x.shape[-1])
+            x = x + sinusoidal_encoding(n, x.shape[-1], device=x.device)
         elif self.positions == "learned":
             x = x + self.learned(n)
-        mask = causal_mask(n)
+        mask = causal_mask(n, device=tokens.device)
         bias = alibi_bias(n, self.slopes) if self.positions == "alibi" else None
         for attn_norm, attn, ffn_norm, ffn in zip(
             self.attn_norms, self.attns, self.ffn_norms, self.ffns, strict=True

@@ -41,7 +41,7 @@ __all__ = [
 
 def key_mask(lengths: torch.Tensor, m: int) -> torch.Tensor:
     """(B, 1, 1, m) bool, True at real key positions: broadcasts over heads and queries."""
-    return (torch.arange(m)[None, :] < lengths[:, None])[:, None, None, :]
+    return (torch.arange(m, device=lengths.device)[None, :] < lengths[:, None])[:, None, None, :]
 
 
 def gelu_tanh(x: torch.Tensor) -> torch.Tensor:
@@ -298,7 +298,7 @@ class Seq2SeqTransformer(nn.Module):
         expect_ids(tgt_in, self.tgt_vocab, "tgt_in")
         memory, src_mask = self.encode(src, src_len)
         T = tgt_in.shape[1]
-        tgt_mask = causal_mask(T) & (tgt_in != 0)[:, None, None, :]  # (B, 1, T, T)
+        tgt_mask = causal_mask(T, tgt_in.device) & (tgt_in != 0)[:, None, None, :]  # (B, 1, T, T)
         y = self.transformer.decode(self.embed(self.tgt_embed, tgt_in), memory, tgt_mask, src_mask)
         return self.out(y)
 
@@ -313,7 +313,7 @@ class Seq2SeqTransformer(nn.Module):
         return {
             "memory": memory,
             "mask": mask,
-            "prefix": torch.zeros(len(src), 0, dtype=torch.long),
+            "prefix": torch.zeros(len(src), 0, dtype=torch.long, device=src.device),
         }
 
     def decode_step(
@@ -324,6 +324,9 @@ class Seq2SeqTransformer(nn.Module):
         prefix = torch.cat([state["prefix"], y_prev[:, None]], 1)  # (N, t)
         T = prefix.shape[1]
         y = self.transformer.decode(
-            self.embed(self.tgt_embed, prefix), state["memory"], causal_mask(T), state["mask"]
+            self.embed(self.tgt_embed, prefix),
+            state["memory"],
+            causal_mask(T, prefix.device),
+            state["mask"],
         )
         return self.out(y[:, -1]).log_softmax(-1), {**state, "prefix": prefix}
