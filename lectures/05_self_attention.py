@@ -213,11 +213,14 @@ for d, (e_s, g_s), (e_u, g_u) in zip(
         f"d_k = {d:5d}: entropy {e_s:.3f} scaled, {e_u:.3f} not; "
         f"Jacobian norm {g_s:.4f} scaled, {g_u:.4f} not"
     )
+shrink = measured["scaled"][-1][1] / measured["not scaled"][-1][1]
+print(f"at d_k = {widths[-1]}, the gradient without the scaling is {shrink:.1f} times smaller")
+assert shrink > 2, "the text below says the gradient shrinks without the scaling"
 
 # %% [markdown]
 # With the scaling, entropy and gradient size stay the same at every width. Without it, the
 # softmax collapses onto one key as $d_k$ grows and the gradient that reaches the scores
-# shrinks by orders of magnitude. In JupyterLab, the explorer below shows one head of random
+# shrinks with it (the last line above gives the factor at the largest width). In JupyterLab, the explorer below shows one head of random
 # projections on any sentence you type, with the scaling on or off ($d_k = 64$).
 
 # %%
@@ -481,11 +484,16 @@ record(
     higher_is_better=True,
     margin=0.01,  # the spread between processors
 )
+offsets = [extrapolation[e][TRAIN_LENGTH] for e in ("sinusoidal", "learned", "rope")]
+assert min(offsets) > 0.95 and 1 / 16 < extrapolation["none"][TRAIN_LENGTH] < 0.5, (
+    "the text below says every offset encoding solves the task at n = 16, and no positions fails"
+)
 
 # %% [markdown]
 # Read the table by columns. At the training length, every encoding that gives offsets
-# (sinusoidal, learned, RoPE) solves the task, and the model without positions is near chance:
-# the causal mask alone does not tell it where "three back" is. ALiBi fails even at the
+# (sinusoidal, learned, RoPE) solves the task, and the model without positions fails: it
+# stays far below them (above chance, 1/16, but the causal mask alone does not tell it where
+# "three back" is; the cell above checks both). ALiBi fails even at the
 # training length, and that is not a bug: its bias is a penalty that only grows with distance,
 # the same for every content, so a head can prefer near keys but cannot single out the key at
 # distance 3 among random tokens. (In language, where ALiBi was designed, a recency preference
