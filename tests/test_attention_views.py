@@ -300,6 +300,7 @@ DRAWN = """() => Array.from(document.querySelectorAll('[id^=bertviz-]')).map(v =
 }))"""
 
 
+@pytest.mark.browser
 def test_each_view_draws_on_its_own_with_the_network_closed(browser, tmp_path):
     weights = _weights(2, 3, 5, 5)
     enc, dec, cross = _weights(2, 2, 3, 3), _weights(2, 2, 4, 4), _weights(2, 2, 4, 3)
@@ -322,6 +323,7 @@ def test_each_view_draws_on_its_own_with_the_network_closed(browser, tmp_path):
     assert head["hint"] == model["hint"] == 0, "the 'has not run' line stayed on the page"
 
 
+@pytest.mark.browser
 def test_views_share_a_page_and_the_model_view_opens_a_head(browser, tmp_path):
     """Two views on one page (the libraries arrive twice, as in a notebook): both draw; a
     click on a model-view thumbnail shows that head with its tokens."""

@@ -22,6 +22,8 @@ from autograder.grade import command_line
 from autograder.sandbox import ROOT, sandbox_mode
 from tools.notebooks import REPO
 
+pytestmark = pytest.mark.sandbox
+
 MODE_OF_THIS_USER = [
     sys.executable,
     "-c",

@@ -36,6 +36,8 @@ from autograder.sandbox import BASE_UID, N_SLOTS
 from tools.build import BUILD
 from tools.notebooks import REPO
 
+pytestmark = pytest.mark.sandbox  # the grading command, its sandbox and its kernels
+
 ASSIGNMENT = "a1_rnn_bptt"
 SCREENSHOTS = BUILD / "screenshots" / "grading"
 
@@ -463,6 +465,7 @@ def _audit(page, expect_math: bool = True) -> dict:
     return {"math": math, **page.evaluate(AUDIT_JS, "#notebook-container")}
 
 
+@pytest.mark.browser
 def test_no_student_markup_runs_in_formgrader_or_feedback(root_batch, tmp_path):
     batch = root_batch  # the same in either mode: root's batch only
     from playwright.sync_api import sync_playwright
@@ -548,6 +551,7 @@ def _check_report(report: dict, rows: dict[str, dict]) -> None:
     assert "<img src=x onerror=" in clip and "hostile_markdown" in clip  # shown as text
 
 
+@pytest.mark.browser
 def test_the_audit_sees_student_script_when_nothing_sanitises(root_batch, tmp_path):
     """The control: nbconvert's stock exporter on the same graded notebook runs the payloads."""
     batch = root_batch  # the same in either mode: root's batch only
