@@ -13,9 +13,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from solution_loader import as_student
 
 from autograder.hidden import a2_lstm_gru as hidden
+from tests.grading.solution_loader import as_student
 
 # --------------------------------------------------------------------------------------------
 # Independent implementations with bug switches

@@ -5,7 +5,7 @@ course's layout: each autograded part has a visible test cell ``<part>_visible``
 one ``<part>_hidden`` whose hidden block imports one check from
 ``autograder.hidden.<assignment>`` and calls it with the student's functions, e.g.
 ``check_rnn_forward(rnn_forward, classification_loss)``. The tests run in this process, on the
-reference solution read from the source; ``tests/test_grading.py`` grades the same
+reference solution read from the source; ``tests/grading/test_grading.py`` grades the same
 submissions end to end with nbgrader.
 
 - the notebook's structure (parts, hidden blocks that release as comments, written answers);
@@ -34,11 +34,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-from solution_loader import ROOT, Solution, lecture_functions, load_solution, run_cell
 
 from autograder import nbgrader_format as fmt
 from autograder.hidden import shortcuts
 from autograder.judge import top_level_names
+from tests.grading.solution_loader import ROOT, Solution, lecture_functions, load_solution, run_cell
 
 ASSIGNMENTS = fmt.assignment_ids()
 

@@ -19,9 +19,9 @@ import io
 import numpy as np
 import pytest
 import torch
-from solution_loader import as_student, load_solution, run_cell
 
 from autograder.hidden import a3_bilstm_elmo as hidden
+from tests.grading.solution_loader import as_student, load_solution, run_cell
 
 # --------------------------------------------------------------------------------------------
 # Independent implementations with bug switches

@@ -1,7 +1,7 @@
 """The TA grading command against an attack suite, honest submissions, bad input and re-runs.
 
 One batch (``python -m autograder grade a1_rnn_bptt <folder> --workers 2 --timeout 30``) grades
-every submission of tests/attacks; each has an expected autograded score and status. Then the
+every submission of tests/grading/attacks; each has an expected autograded score and status. Then the
 same folder is graded again: nothing is judged twice and nothing changes. The batch runs as
 root (the sandbox's root mode) with every attack, and as an ordinary user (its rootless mode,
 in user namespaces) with the attacks whose outcome rests on the sandbox, which is built
@@ -26,13 +26,13 @@ from pathlib import Path
 
 import nbformat
 import pytest
-import unprivileged
-from attacks import cases, write_cases
 from nbgrader.api import Gradebook
 
 from autograder.fingerprint import grading_fingerprint
 from autograder.grade import command_line, prepare_course
 from autograder.sandbox import BASE_UID, N_SLOTS
+from tests.grading import unprivileged
+from tests.grading.attacks import cases, write_cases
 from tools.build import BUILD
 from tools.notebooks import REPO
 

@@ -20,9 +20,9 @@ import types
 import numpy as np
 import pytest
 import torch
-from solution_loader import as_student, load_solution, run_cell
 
 from autograder.hidden import a5_self_attention as hidden
+from tests.grading.solution_loader import as_student, load_solution, run_cell
 
 # --------------------------------------------------------------------------------------------
 # Independent implementations with bug switches

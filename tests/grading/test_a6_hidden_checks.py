@@ -19,9 +19,9 @@ import io
 import numpy as np
 import pytest
 import torch
-from solution_loader import as_student, load_solution, run_cell
 
 from autograder.hidden import a6_transformer as hidden
+from tests.grading.solution_loader import as_student, load_solution, run_cell
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

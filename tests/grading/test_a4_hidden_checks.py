@@ -23,9 +23,9 @@ import types
 import numpy as np
 import pytest
 import torch
-from solution_loader import as_student, load_solution, run_cell
 
 from autograder.hidden import a4_seq2seq_attention as hidden
+from tests.grading.solution_loader import as_student, load_solution, run_cell
 
 # --------------------------------------------------------------------------------------------
 # Independent implementations with bug switches

@@ -13,11 +13,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from solution_loader import ROOT, as_student, lecture_functions, load_solution, run_cell
 from torch.autograd import grad as imported_grad
 
 import course.metrics
 from autograder.hidden import a1_rnn_bptt as hidden
+from tests.grading.solution_loader import (
+    ROOT,
+    as_student,
+    lecture_functions,
+    load_solution,
+    run_cell,
+)
 
 ASSIGNMENT = "a1_rnn_bptt"
 

@@ -4,7 +4,7 @@ Unit tests check what the functions accept and refuse, and that the HTML names n
 browser tests serve the returned HTML on 127.0.0.1 to Debian's Chromium with every request to
 another host aborted, and check that each view draws (token labels, model-view thumbnails)
 on its own and next to others. The website and JupyterLab paths are tested in
-tests/test_website.py and tests/test_student_flow.py.
+tests/build/test_website.py and tests/build/test_student_flow.py.
 """
 
 from __future__ import annotations

@@ -19,9 +19,9 @@ import random
 
 import numpy as np
 import pytest
-from solution_loader import as_student, load_solution, run_cell
 
 from autograder.hidden import a7_bert as hidden
+from tests.grading.solution_loader import as_student, load_solution, run_cell
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
