@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: all venv test browser bench checkpoints lab lint clean
+.PHONY: all venv test test-fast browser bench checkpoints lab lint clean
 
 all: $(STAMP)
 	$(PY) -m tools.build all
@@ -20,6 +20,11 @@ $(STAMP): requirements-student.txt requirements.txt requirements-dev.txt pyproje
 
 test: all browser
 	$(PY) -m pytest
+
+# For people who change code: every test that needs no browser, no sandboxed grading and nothing
+# that `make` builds (pytest markers browser, sandbox, build; pyproject.toml). Minutes, no build.
+test-fast: $(STAMP)
+	$(PY) -m pytest -m "not browser and not sandbox and not build"
 
 # The website tests drive Debian's Chromium (headless, through Playwright). Install it if absent.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)

@@ -34,8 +34,9 @@ def manual_grading_url(lab: Lab, course: Path, assignment: str, notebook: str, s
 
 
 # Evaluated in a page with a CSS selector: what ran (window.__pwned, which every hostile payload
-# of tests/attacks appends to) and every live attribute left under the selector: an event
-# handler, or a javascript:/vbscript:/data:text URL in href, src, action, formaction, xlink:href.
+# of tests/grading/attacks appends to) and every live attribute left under the selector: an
+# event handler, or a javascript:/vbscript:/data:text URL in href, src, action, formaction,
+# xlink:href.
 AUDIT_JS = """
 (selector) => {
   const live = [];

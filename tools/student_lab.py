@@ -1,6 +1,6 @@
 """The student's set-up, reproduced: unpack the bundle, install it, run JupyterLab on it.
 
-Used by ``tests/test_student_flow.py`` (which drives the JupyterLab in Chromium) and by hand::
+Used by ``tests/build/test_student_flow.py`` (which drives the JupyterLab in Chromium) and by hand::
 
     python -m tools.student_lab /tmp/lab    # unpack + install + serve until Ctrl-C
 

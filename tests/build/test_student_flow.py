@@ -34,6 +34,8 @@ from tools.student_lab import (
     unpack_bundle,
 )
 
+pytestmark = [pytest.mark.browser, pytest.mark.build]  # JupyterLab in Chromium, on dist/
+
 SCREENSHOTS = BUILD / "screenshots" / "student"
 REPORT = BUILD / "student_flow.json"
 LECTURES = sorted(p.name for p in (DIST / "lectures").glob("*.ipynb"))

@@ -3,7 +3,7 @@ message. Never an exception, which the grading command would report as a grader 
 
 These run the grader's reading and rebuilding steps (``judge.read_submission`` and
 ``judge.canonicalize``) directly on the released Assignment 1, with no kernel; the attack
-suite (tests/test_ta_grading.py) grades an nbformat 3 notebook and a deeply nested one end to
+suite (tests/grading/test_ta_grading.py) grades an nbformat 3 notebook and a deeply nested one end to
 end.
 """
 

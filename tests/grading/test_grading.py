@@ -29,7 +29,10 @@ def _normalised(path: Path) -> dict:
     return {"metadata": notebook["metadata"], "cells": notebook["cells"]}
 
 
-@pytest.fixture(scope="module", params=ASSIGNMENTS)
+# Every test that uses this fixture autogrades with nbgrader: the mark comes with the fixture.
+@pytest.fixture(
+    scope="module", params=[pytest.param(a, marks=pytest.mark.sandbox) for a in ASSIGNMENTS]
+)
 def graded(request, tmp_path_factory):
     assignment = request.param
     course_dir = nbg.make_course_dir(tmp_path_factory.mktemp(assignment), [assignment])
@@ -149,7 +152,11 @@ def test_there_are_secrets_to_look_for():
 
 @pytest.mark.parametrize(
     "where",
-    [RELEASED, DIST, BOOK / "_build" / "html"],
+    [
+        RELEASED,
+        pytest.param(DIST, marks=pytest.mark.build),
+        pytest.param(BOOK / "_build" / "html", marks=pytest.mark.build),
+    ],
     ids=["assignments", "student-bundle", "website"],
 )
 def test_no_solution_or_hidden_test_reaches_students(where):
@@ -188,6 +195,7 @@ def test_a_line_that_is_one_name_or_string_is_not_a_secret():
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
+@pytest.mark.build
 def test_the_leak_check_finds_the_solution_in_the_reference_notebook(assignment):
     reference = BUILD / "solutions" / assignment
     found = {line for _, line in leaks.find_leaks(reference, SECRETS)}

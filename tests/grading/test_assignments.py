@@ -5,7 +5,7 @@ course's layout: each autograded part has a visible test cell ``<part>_visible``
 one ``<part>_hidden`` whose hidden block imports one check from
 ``autograder.hidden.<assignment>`` and calls it with the student's functions, e.g.
 ``check_rnn_forward(rnn_forward, classification_loss)``. The tests run in this process, on the
-reference solution read from the source; ``tests/test_grading.py`` grades the same
+reference solution read from the source; ``tests/grading/test_grading.py`` grades the same
 submissions end to end with nbgrader.
 
 - the notebook's structure (parts, hidden blocks that release as comments, written answers);
@@ -34,11 +34,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-from solution_loader import ROOT, Solution, lecture_functions, load_solution, run_cell
 
 from autograder import nbgrader_format as fmt
 from autograder.hidden import shortcuts
 from autograder.judge import top_level_names
+from tests.grading.solution_loader import ROOT, Solution, lecture_functions, load_solution, run_cell
 
 ASSIGNMENTS = fmt.assignment_ids()
 
@@ -110,11 +110,6 @@ def parts(assignment: str) -> list[Part]:
 
 
 PARTS = [part for assignment in ASSIGNMENTS for part in parts(assignment)]
-TARGETS = [
-    (assignment, target)
-    for assignment in ASSIGNMENTS
-    for target in hidden_module(assignment).shortcut_targets()
-]
 
 
 def test_every_assignment_is_found():
@@ -389,27 +384,48 @@ def test_checks_reject_torch_and_course_shortcuts_and_restore_everything(part):
                 _assert_restored(originals)
 
 
-@pytest.mark.parametrize(("assignment", "target"), TARGETS, ids=[f"{a}:{t[2]}" for a, t in TARGETS])
-def test_every_trap_raises_and_is_removed_afterwards(assignment, target):
-    owner, attribute, label = target
-    # A module as the traps find it now: importing some `transformers` classes (Lecture 8's
-    # `from transformers import GPT2LMHeadModel`) puts a new `transformers` module object in
-    # sys.modules, so the one collected with TARGETS may be stale.
-    if isinstance(owner, types.ModuleType):
-        owner = sys.modules.get(owner.__name__, owner)
-    original = getattr(owner, attribute)
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_every_trap_raises_and_is_removed_afterwards(assignment):
+    """Each target of the assignment, trapped: the trap is a new object that raises, naming the
+    routine, and records its call; afterwards the original is back. The traps are set once for
+    all targets (setting them walks ``course`` and patches every target); every target that
+    fails is named."""
+    hidden = hidden_module(assignment)
+    targets = []
+    for owner, attribute, label in hidden.shortcut_targets():
+        # A module as the traps find it now: importing some `transformers` classes (Lecture 8's
+        # `from transformers import GPT2LMHeadModel`) puts a new `transformers` module object
+        # in sys.modules, so the one collected earlier may be stale.
+        if isinstance(owner, types.ModuleType):
+            owner = sys.modules.get(owner.__name__, owner)
+        targets.append((owner, attribute, label, getattr(owner, attribute)))
+    assert targets
+    failed = []
 
     def some_function():
         pass
 
-    with hidden_module(assignment).no_shortcuts(some_function, "do it by hand") as calls:
-        trapped = getattr(owner, attribute)
-        assert trapped is not original
-        expected = f"some_function must do it by hand; it called {label}"
-        with pytest.raises(shortcuts.ShortcutUsed, match=re.escape(expected)):
-            trapped()
-        assert calls == [label]
-    assert getattr(owner, attribute) is original
+    with hidden.no_shortcuts(some_function, "do it by hand") as calls:
+        if calls:
+            failed.append(f"calls recorded before any trap was called: {calls}")
+        for owner, attribute, label, original in targets:
+            before = len(calls)
+            trapped = getattr(owner, attribute)
+            if trapped is original:
+                failed.append(f"{label}: not trapped")
+                continue
+            expected = f"some_function must do it by hand; it called {label}"
+            try:
+                with pytest.raises(shortcuts.ShortcutUsed, match=re.escape(expected)):
+                    trapped()
+            except (Exception, pytest.fail.Exception) as error:  # no or another error
+                failed.append(f"{label}: {error}")
+            if calls[before:] != [label]:
+                failed.append(f"{label}: the trap recorded {calls[before:]}")
+    for owner, attribute, label, original in targets:
+        if getattr(owner, attribute) is not original:
+            failed.append(f"{label}: still trapped afterwards")
+    assert not failed, f"{len(failed)} of {len(targets)} traps fail:\n" + "\n".join(failed)
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)

@@ -12,10 +12,8 @@ the traps and are caught inside them.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import heapq
-import io
 import math
 import sys
 import types
@@ -23,9 +21,20 @@ import types
 import numpy as np
 import pytest
 import torch
-from solution_loader import as_student, load_solution, run_cell
 
 from autograder.hidden import a4_seq2seq_attention as hidden
+from tests.grading.bug_injection import (
+    Failure,
+    expect_failure,
+    expect_shortcut,
+    expect_traps,
+    reference_namespace,
+    row_id,
+    run_visible,
+)
+from tests.grading.solution_loader import as_student
+
+ASSIGNMENT = "a4_seq2seq_attention"
 
 # --------------------------------------------------------------------------------------------
 # Independent implementations with bug switches
@@ -295,135 +304,162 @@ def test_the_search_cases_are_what_their_labels_say():
 # --------------------------------------------------------------------------------------------
 
 
+ATTEND = r"^attend, B=4, m=6, lengths 6, 1, 3, 5, huge scores"
+OUTPUT = r"^decoder_output, scaled_dot, B=3, m=5, H=4, vocab_size=6, lengths 5, 2, 4"
+EXHAUSTIVE = r"^beam_search, exhaustive, vocab_size=3, max_len=4, alpha=0.5"
+
+
 @pytest.mark.parametrize(
-    ("bugs", "message"),
+    ("bugs", "failure"),
     [
         (
             {"transpose_W_a": True},
-            r"\[attention_scores, bilinear, B=3, m=4, H=3, W_a far from symmetric\] attention_scores"
-            r'\("bilinear", h, S, params\) differs from torch by .*It matches s_k\^T W_a h_t',
+            Failure(
+                r"^attention_scores, bilinear, .*W_a far from symmetric$",
+                r'^attention_scores\("bilinear", h, S, params\) differs',
+                r"s_k\^T W_a h_t",
+            ),
         ),
         (
             {"swap_additive": True},
-            r"\[attention_scores, additive, B=3, m=4, H=3, A=5\] .*It matches W_1 \[s_k; h_t\]",
+            Failure(
+                r"^attention_scores, additive, B=3, m=4, H=3, A=5$",
+                r'^attention_scores\("additive", h, S, params\) differs',
+                r"W_1 \[s_k; h_t\]",
+            ),
         ),
         (
             {"scale_by_H": True},
-            r"\[attention_scores, scaled_dot, B=2, m=4, H=9\] .*divided by H: divide by the "
-            r"square root of H",
+            Failure(
+                r"^attention_scores, scaled_dot, B=2, m=4, H=9$",
+                r'^attention_scores\("scaled_dot", h, S, params\) differs',
+                "divided by H",
+            ),
         ),
-        (
-            {"silent_kind": True},
-            r"attention_scores with kind \"cosine\" .*, which does not name 'cosine'",
-        ),
+        ({"silent_kind": True}, Failure(None, '^attention_scores with kind "cosine"', "'cosine'")),
         (
             {"validate": False},
-            r"attention_scores with S with B = 3 rows for h with B = 2 should raise ValueError, "
-            r"but raised IndexError",
+            Failure(
+                None, "^attention_scores with S with B = 3 rows for h with B = 2", "IndexError"
+            ),
         ),
-        ({"in_place": True}, r"attention_scores modified its input h in place"),
+        ({"in_place": True}, Failure("^attention_scores, dot, ", "modified its input h")),
     ],
+    ids=row_id,
 )
-def test_check_attention_scores_rejects_bug(bugs, message):
-    with pytest.raises(AssertionError, match=message):
-        hidden.check_attention_scores(as_student(scores, "attention_scores", **bugs))
+def test_check_attention_scores_rejects_bug(bugs, failure):
+    student = as_student(scores, "attention_scores", **bugs)
+    expect_failure(lambda: hidden.check_attention_scores(student), failure)
 
 
 @pytest.mark.parametrize(
-    ("bugs", "message"),
+    ("bugs", "failure"),
     [
-        (
-            {"max_over_all": True},
-            r"\[attend, B=4, m=6, lengths 6, 1, 3, 5, huge scores .*\] weights contains nan",
-        ),
+        ({"max_over_all": True}, Failure(ATTEND, "^weights contains nan")),
         (
             {"ignore_lengths": True},
-            r"\[attend, B=4, m=6, .*\] the weight of padded position \[1, 1\] .* must be exactly 0",
+            Failure(ATTEND, r"^the weight of padded position \[1, 1\]", "exactly 0"),
         ),
         (
             {"additive_mask": True},
-            r"\[attend, B=4, m=6, .*\] the weight of padded position \[1, 1\] .* must be exactly 0",
+            Failure(ATTEND, r"^the weight of padded position \[1, 1\]", "exactly 0"),
         ),
         (
             {"validate": False},
-            r"attend with lengths \[3, 0\] \(a sentence of length 0\) should raise ValueError, but it returned a value",
+            Failure(None, r"^attend with lengths \[3, 0\]", "should raise ValueError", "returned"),
         ),
     ],
+    ids=row_id,
 )
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
-def test_check_attend_rejects_bug(bugs, message):
-    with pytest.raises(AssertionError, match=message), np.errstate(all="ignore"):
-        hidden.check_attend(as_student(attend, "attend", **bugs))
+def test_check_attend_rejects_bug(bugs, failure):
+    student = as_student(attend, "attend", **bugs)
+    with np.errstate(all="ignore"):
+        expect_failure(lambda: hidden.check_attend(student), failure)
 
 
 @pytest.mark.parametrize(
-    ("bugs", "message"),
+    ("bugs", "failure"),
     [
         (
             {"swap_halves": True},
-            r"\[decoder_output, scaled_dot, .*\] log_probs differs .*It matches the halves of "
-            r"\[c_t; h_t\] swapped",
+            Failure(OUTPUT, "^log_probs differs", r"\[c_t; h_t\] swapped"),
         ),
         (
             {"probabilities": True},
-            r"\[decoder_output, .*\] log_probs differs .*It matches probabilities",
+            Failure(r"^decoder_output, dot, B=1, ", "^log_probs differs", "matches probabilities"),
         ),
         (
             {"naive": True},
-            r"\[decoder_output, bilinear, B=2, m=4, H=3, vocab_size=5, logits near 1e4\] log_probs "
-            r"contains",
+            Failure(r"^decoder_output, bilinear, .*logits near 1e4$", "^log_probs contains"),
         ),
-        ({"no_tanh": True}, r"\[decoder_output, .*\] log_probs differs from torch.log_softmax"),
+        ({"no_tanh": True}, Failure(OUTPUT, "^log_probs differs")),
         (
             {"validate": False},
-            r"decoder_output with b_c of shape \(1,\) \(it would broadcast\) should raise",
+            Failure(None, r"^decoder_output with b_c of shape \(1,\)", "should raise"),
         ),
     ],
+    ids=row_id,
 )
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
-def test_check_decoder_output_rejects_bug(bugs, message):
-    with pytest.raises(AssertionError, match=message), np.errstate(all="ignore"):
-        hidden.check_decoder_output(as_student(output, "decoder_output", **bugs))
+def test_check_decoder_output_rejects_bug(bugs, failure):
+    student = as_student(output, "decoder_output", **bugs)
+    with np.errstate(all="ignore"):
+        expect_failure(lambda: hidden.check_decoder_output(student), failure)
 
 
 @pytest.mark.parametrize(
-    ("bugs", "message"),
+    ("bugs", "failure"),
     [
         (
             {"ignore_alpha": True},
-            r"\[beam_search, exhaustive, vocab_size=3, max_len=4, alpha=0.5.*\] beam_search\(.*\) "
-            r"returned the tokens \[0\]; expected \[1, 1, 1, 2\], from exhaustive search \(a beam "
-            r"this wide is exact\)",
+            Failure(
+                EXHAUSTIVE,
+                r"returned the tokens \[0\]; expected \[1, 1, 1, 2\]",
+                "exhaustive search",
+            ),
         ),
         (
             {"length_without_eos": True},
-            r"\[beam_search, exhaustive, .*alpha=0.8\] the normalised score of beam_search\(.*\) differs "
-            r"from exhaustive search",
+            Failure(
+                r"^beam_search, exhaustive, .*alpha=0.8$",
+                r"^the normalised score of beam_search\(.*\) differs",
+                "exhaustive search",
+            ),
         ),
         (
             {"live_from_top_only": True},
-            r"\[beam_search, a live hypothesis ranked below a finished one, .*\] .* returned the "
-            r"tokens \[0\]; expected \[2, 0\], from the rules of the search",
+            Failure(
+                "^beam_search, a live hypothesis ranked below a finished one, ",
+                r"returned the tokens \[0\]; expected \[2, 0\]",
+                "rules of the search",
+            ),
         ),
-        ({"stop_at_first_finished": True}, r"\[beam_search, .*\] .* returned the tokens"),
-        ({"drop_live_at_max_len": True}, r"\[beam_search, exhaustive, .*cut at max_len\]"),
+        ({"stop_at_first_finished": True}, Failure(EXHAUSTIVE, "returned the tokens")),
         (
-            {"extend_finished": True},
-            r"\[beam_search, .*\] beam_search\(.*\) failed: the model has no entry for the prefix",
+            {"drop_live_at_max_len": True},
+            Failure(EXHAUSTIVE + ", the best output cut at max_len$", "returned the tokens"),
         ),
+        ({"extend_finished": True}, Failure(EXHAUSTIVE, "failed: the model has no entry")),
         (
             {"last_on_tie": True},
-            r"\[beam_search, a tie between finished hypotheses, alpha=1\] .* returned the tokens "
-            r"\[1, 0\]; expected \[0\]",
+            Failure(
+                "^beam_search, a tie between finished hypotheses, alpha=1$",
+                r"returned the tokens \[1, 0\]; expected \[0\]",
+            ),
         ),
-        ({"extra_step": True}, r"failed: the model has no entry for the prefix"),
-        ({"with_bos": True}, r"returned the tokens \[3, "),
-        ({"validate": False}, r"beam_search with (beam_size|max_len)=0 should raise ValueError"),
+        ({"extra_step": True}, Failure(EXHAUSTIVE, "failed: the model has no entry")),
+        ({"with_bos": True}, Failure(EXHAUSTIVE, r"returned the tokens \[3, ")),
+        (
+            {"validate": False},
+            Failure(None, "^beam_search with (beam_size|max_len)=0", "should raise ValueError"),
+        ),
     ],
+    ids=row_id,
 )
-def test_check_beam_search_rejects_bug(bugs, message):
-    with pytest.raises(AssertionError, match=message):
-        hidden.check_beam_search(as_student(search_on_table, "beam_search_on_table", **bugs))
+def test_check_beam_search_rejects_bug(bugs, failure):
+    student = as_student(search_on_table, "beam_search_on_table", **bugs)
+    expect_failure(lambda: hidden.check_beam_search(student), failure)
 
 
 def test_a_search_that_waits_for_exactly_beam_size_finished_is_caught():
@@ -450,11 +486,10 @@ def test_a_search_that_waits_for_exactly_beam_size_finished_is_caught():
     def on_table(table, bos, eos, beam_size, max_len, alpha=0.0):
         return waits_for_exactly(hidden._step_of(table), bos, eos, beam_size, max_len, alpha)
 
-    with pytest.raises(
-        AssertionError,
-        match=r"\[beam_search, two finish at once after one did, .*\] .* failed: .*\(3, 1, 1\)",
-    ):
-        hidden.check_beam_search(as_student(on_table, "beam_search_on_table"))
+    expect_failure(
+        lambda: hidden.check_beam_search(as_student(on_table, "beam_search_on_table")),
+        Failure("^beam_search, two finish at once after one did, ", r"failed: .*\(3, 1, 1\)"),
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -462,49 +497,38 @@ def test_a_search_that_waits_for_exactly_beam_size_finished_is_caught():
 # --------------------------------------------------------------------------------------------
 
 
-@functools.cache
-def _reference_namespace() -> dict:
-    with contextlib.redirect_stdout(io.StringIO()):  # the exploration cells print
-        return load_solution("a4_seq2seq_attention").namespace()
-
-
-def _run_visible(grade_id: str, **functions) -> None:
-    cell = load_solution("a4_seq2seq_attention").test_cells[grade_id]
-    run_cell(cell.visible_source, {**_reference_namespace(), **functions}, grade_id)
-
-
 @pytest.mark.parametrize(
-    ("grade_id", "functions", "message"),
+    ("grade_id", "functions", "failure"),
     [
         (
             "test_attention_scores_visible",
             {"attention_scores": as_student(scores, "attention_scores", transpose_W_a=True)},
-            r'attention_scores\("bilinear", h, S, params\) differs from torch by',
+            Failure(None, r'^attention_scores\("bilinear", h, S, params\) differs'),
         ),
         (
             "test_attention_scores_visible",
             {"attention_scores": as_student(scores, "attention_scores", swap_additive=True)},
-            r'attention_scores\("additive", h, S, params\) differs from torch by',
+            Failure(None, r'^attention_scores\("additive", h, S, params\) differs'),
         ),
         (
             "test_attend_visible",
             {"attend": as_student(attend, "attend", max_over_all=True)},
-            r"weights contains nan at \[1, 0\]",
+            Failure(None, r"^weights contains nan at \[1, 0\]"),
         ),
         (
             "test_attend_visible",
             {"attend": as_student(attend, "attend", ignore_lengths=True)},
-            r"weights differs from torch.softmax over the real positions by 1.0e\+00 at \[1, 2\]",
+            Failure(None, "^weights differs", r"by 1.0e\+00 at \[1, 2\]"),
         ),
         (
             "test_decoder_output_visible",
             {"decoder_output": as_student(output, "decoder_output", swap_halves=True)},
-            r"log_probs differs from torch.log_softmax by",
+            Failure(None, "^log_probs differs"),
         ),
         (
             "test_decoder_output_visible",
             {"decoder_output": as_student(output, "decoder_output", naive=True)},
-            r"log_probs with b_o\[0\] = 1000 contains -?inf",
+            Failure(None, r"^log_probs with b_o\[0\] = 1000 contains -?inf"),
         ),
         (
             "test_beam_search_visible",
@@ -513,8 +537,11 @@ def _run_visible(grade_id: str, **functions) -> None:
                     search_on_table, "beam_search_on_table", ignore_alpha=True
                 )
             },
-            r"beam_search\(beam_size=3, max_len=3, alpha=1.0\) found 'yes </s>'; expected "
-            r"'ok ok </s>'",
+            Failure(
+                None,
+                r"^beam_search\(beam_size=3, max_len=3, alpha=1.0\)",
+                "found 'yes </s>'; expected 'ok ok </s>'",
+            ),
         ),
         (
             "test_beam_search_visible",
@@ -523,20 +550,28 @@ def _run_visible(grade_id: str, **functions) -> None:
                     search_on_table, "beam_search_on_table", stop_at_first_finished=True
                 )
             },
-            r"beam_search\(beam_size=3, max_len=3, alpha=0.0\) found 'yes'; expected 'yes </s>'",
+            Failure(
+                None,
+                r"^beam_search\(beam_size=3, max_len=3, alpha=0.0\)",
+                "found 'yes'; expected 'yes </s>'",
+            ),
         ),
     ],
+    ids=row_id,
 )
-def test_visible_tests_name_the_mistake(grade_id, functions, message):
-    with pytest.raises(AssertionError, match=message), np.errstate(all="ignore"):
-        _run_visible(grade_id, **functions)
+def test_visible_tests_name_the_mistake(grade_id, functions, failure):
+    with np.errstate(all="ignore"):
+        expect_failure(lambda: run_visible(ASSIGNMENT, grade_id, **functions), failure)
 
 
 def test_visible_tests_pass_with_the_independent_implementations():
-    _run_visible("test_attention_scores_visible", attention_scores=as_student(scores, "x"))
-    _run_visible("test_attend_visible", attend=as_student(attend, "attend"))
-    _run_visible("test_decoder_output_visible", decoder_output=as_student(output, "x"))
-    _run_visible(
+    run_visible(
+        ASSIGNMENT, "test_attention_scores_visible", attention_scores=as_student(scores, "x")
+    )
+    run_visible(ASSIGNMENT, "test_attend_visible", attend=as_student(attend, "attend"))
+    run_visible(ASSIGNMENT, "test_decoder_output_visible", decoder_output=as_student(output, "x"))
+    run_visible(
+        ASSIGNMENT,
         "test_beam_search_visible",
         beam_search_on_table=as_student(search_on_table, "beam_search_on_table"),
     )
@@ -545,7 +580,7 @@ def test_visible_tests_pass_with_the_independent_implementations():
 def test_the_notebook_beam_search_calls_the_step_only_on_live_prefixes():
     """The reference asks a model for exactly the prefixes the rules extend: the table cases
     hold no other, and a model that records its calls sees each live prefix once per step."""
-    beam_search = _reference_namespace()["beam_search"]
+    beam_search = reference_namespace(ASSIGNMENT)["beam_search"]
     table = hidden.random_table(7, 4, 4, 0, 4, sharpness=1.5)
     calls = []
 
@@ -677,8 +712,7 @@ def test_checks_reject_shortcuts(course_decoding):
         )
     )
     for check, function, name, called in cases:
-        with pytest.raises(hidden.ShortcutUsed, match=f"{name} must .*; it called {called}"):
-            check(as_student(function, name))
+        expect_shortcut(functools.partial(check, as_student(function, name)), name, called)
 
 
 REQUIRED_TRAPS = {
@@ -700,9 +734,9 @@ REQUIRED_TRAPS = {
 
 
 def test_traps_cover_the_routines_that_would_do_the_work():
+    expect_traps(hidden, REQUIRED_TRAPS)
     labels = [label for _, _, label in hidden.shortcut_targets()]
-    assert REQUIRED_TRAPS <= set(labels)
-    assert len(labels) == len(set(labels))
+    assert len(labels) == len(set(labels)), "a label names two targets"
 
 
 def test_lecture_4_helpers_and_scipy_are_trapped_by_name_once_they_exist(

@@ -13,9 +13,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from solution_loader import as_student
 
 from autograder.hidden import a2_lstm_gru as hidden
+from tests.grading.bug_injection import (
+    Failure,
+    expect_failure,
+    expect_shortcut,
+    expect_traps,
+    row_id,
+)
+from tests.grading.solution_loader import as_student
 
 # --------------------------------------------------------------------------------------------
 # Independent implementations with bug switches
@@ -111,32 +118,41 @@ def test_the_independent_implementations_pass_too():
 # --------------------------------------------------------------------------------------------
 
 
+CELL = r"^lstm_cell_forward, B=1, D=1, H=1$"
+SEQUENCE = r"^lstm_sequence_forward, .*lengths 6, 2, 4$"
+GRU = r"^gru_cell_forward, B=1, D=1, H=1$"
+ANTI = r"^select_quote_cell, .*the best cell is anti-correlated"
+SCALES = r"^select_quote_cell, .*a constant cell, int labels, scales differ"
+
+
 @pytest.mark.parametrize(
-    ("bugs", "message"),
+    ("bugs", "failure"),
     [
-        ({"order": "ifgo"}, r"\[lstm_cell_forward, B=1, D=1, H=1\] c differs from torch"),
-        ({"tanh_c": False}, r"\[lstm_cell_forward, B=1, D=1, H=1\] h differs from torch"),
-        ({"in_place": True}, r"lstm_cell_forward modified its input c_prev in place"),
+        ({"order": "ifgo"}, Failure(CELL, "^c differs")),
+        ({"tanh_c": False}, Failure(CELL, "^h differs")),
+        ({"in_place": True}, Failure(CELL, "modified its input c_prev")),
         # the keys the old way round ("W" as the input matrix): wrong where D = H
-        ({"swap_keys": True}, r"\[lstm_cell_forward, B=1, D=1, H=1\] c differs from torch"),
+        ({"swap_keys": True}, Failure(CELL, "^c differs")),
     ],
+    ids=row_id,
 )
-def test_check_lstm_cell_rejects_bug(bugs, message):
-    with pytest.raises(AssertionError, match=message):
-        hidden.check_lstm_cell(as_student(lstm_step, "lstm_cell_forward", **bugs))
+def test_check_lstm_cell_rejects_bug(bugs, failure):
+    student = as_student(lstm_step, "lstm_cell_forward", **bugs)
+    expect_failure(lambda: hidden.check_lstm_cell(student), failure)
 
 
 @pytest.mark.parametrize(
-    ("bugs", "message"),
+    ("bugs", "failure"),
     [
-        ({"use_mask": False}, r"lengths 6, 2, 4\] hs differs from nn.LSTM \(packed\)"),
-        ({"zero_padding": False}, r"lengths 6, 2, 4\] hs differs from nn.LSTM \(packed\)"),
-        ({"reset": True}, r"lengths 6, 2, 4\] h_last differs from nn.LSTM \(packed\)"),
+        ({"use_mask": False}, Failure(SEQUENCE, "^hs differs")),
+        ({"zero_padding": False}, Failure(SEQUENCE, "^hs differs")),
+        ({"reset": True}, Failure(SEQUENCE, "^h_last differs")),
     ],
+    ids=row_id,
 )
-def test_check_lstm_sequence_rejects_bug(bugs, message):
-    with pytest.raises(AssertionError, match=message):
-        hidden.check_lstm_sequence(as_student(lstm_sequence, "lstm_sequence_forward", **bugs))
+def test_check_lstm_sequence_rejects_bug(bugs, failure):
+    student = as_student(lstm_sequence, "lstm_sequence_forward", **bugs)
+    expect_failure(lambda: hidden.check_lstm_sequence(student), failure)
 
 
 @pytest.mark.parametrize(
@@ -147,33 +163,37 @@ def test_check_lstm_sequence_rejects_bug(bugs, message):
         {"swap_interpolation": True},
         {"swap_keys": True},
     ],
+    ids=row_id,
 )
 def test_check_gru_cell_rejects_bug(bugs):
-    with pytest.raises(AssertionError, match=r"h differs from torch.nn.GRUCell"):
-        hidden.check_gru_cell(as_student(gru_step, "gru_cell_forward", **bugs))
+    student = as_student(gru_step, "gru_cell_forward", **bugs)
+    expect_failure(lambda: hidden.check_gru_cell(student), Failure(GRU, "^h differs"))
 
 
 @pytest.mark.parametrize(
-    ("implementation", "message"),
+    ("implementation", "failure"),
     [
         (
             as_student(quote_cell, "select_quote_cell", absolute=False),
-            r"anti-correlated.*chose cell 4",
+            Failure(ANTI, "chose cell 4", "but cell 9"),
         ),
         (
             as_student(quote_cell, "select_quote_cell", covariance=True),
-            r"scales differ.*chose cell 2",
+            Failure(SCALES, "chose cell 2", "but cell 5"),
         ),
-        (as_student(quote_cell_nan, "select_quote_cell"), r"a constant cell.*chose cell 0"),
+        (
+            as_student(quote_cell_nan, "select_quote_cell"),
+            Failure(SCALES, "chose cell 0", "but cell 5"),
+        ),
         (
             as_student(lambda a, y: float(quote_cell(a, y)), "select_quote_cell"),
-            r"should return the index of a cell as an int",
+            Failure(ANTI, "should return the index", "as an int"),
         ),
     ],
+    ids=row_id,
 )
-def test_check_select_quote_cell_rejects_bug(implementation, message):
-    with pytest.raises(AssertionError, match=message):
-        hidden.check_select_quote_cell(implementation)
+def test_check_select_quote_cell_rejects_bug(implementation, failure):
+    expect_failure(lambda: hidden.check_select_quote_cell(implementation), failure)
 
 
 # --------------------------------------------------------------------------------------------
@@ -274,8 +294,8 @@ def lstm_cell_that_hides_the_trap(x, h, c, params):
     ],
 )
 def test_checks_reject_shortcuts(check, implementation, name, called):
-    with pytest.raises(hidden.ShortcutUsed, match=f"{name} must .*; it called {called}"):
-        getattr(hidden, check)(as_student(implementation, name))
+    student = as_student(implementation, name)
+    expect_shortcut(lambda: getattr(hidden, check)(student), name, called)
 
 
 def test_shortcut_implementations_are_right_outside_the_traps():
@@ -314,5 +334,4 @@ REQUIRED_TRAPS = {
 
 
 def test_traps_cover_the_routines_that_would_do_the_work():
-    labels = {label for _, _, label in hidden.shortcut_targets()}
-    assert REQUIRED_TRAPS <= labels
+    expect_traps(hidden, REQUIRED_TRAPS)

@@ -1,7 +1,7 @@
 """The TA grading command against an attack suite, honest submissions, bad input and re-runs.
 
 One batch (``python -m autograder grade a1_rnn_bptt <folder> --workers 2 --timeout 30``) grades
-every submission of tests/attacks; each has an expected autograded score and status. Then the
+every submission of tests/grading/attacks; each has an expected autograded score and status. Then the
 same folder is graded again: nothing is judged twice and nothing changes. The batch runs as
 root (the sandbox's root mode) with every attack, and as an ordinary user (its rootless mode,
 in user namespaces) with the attacks whose outcome rests on the sandbox, which is built
@@ -26,15 +26,17 @@ from pathlib import Path
 
 import nbformat
 import pytest
-import unprivileged
-from attacks import cases, write_cases
 from nbgrader.api import Gradebook
 
 from autograder.fingerprint import grading_fingerprint
 from autograder.grade import command_line, prepare_course
 from autograder.sandbox import BASE_UID, N_SLOTS
+from tests.grading import unprivileged
+from tests.grading.attacks import cases, write_cases
 from tools.build import BUILD
 from tools.notebooks import REPO
+
+pytestmark = pytest.mark.sandbox  # the grading command, its sandbox and its kernels
 
 ASSIGNMENT = "a1_rnn_bptt"
 SCREENSHOTS = BUILD / "screenshots" / "grading"
@@ -463,6 +465,7 @@ def _audit(page, expect_math: bool = True) -> dict:
     return {"math": math, **page.evaluate(AUDIT_JS, "#notebook-container")}
 
 
+@pytest.mark.browser
 def test_no_student_markup_runs_in_formgrader_or_feedback(root_batch, tmp_path):
     batch = root_batch  # the same in either mode: root's batch only
     from playwright.sync_api import sync_playwright
@@ -548,6 +551,7 @@ def _check_report(report: dict, rows: dict[str, dict]) -> None:
     assert "<img src=x onerror=" in clip and "hostile_markdown" in clip  # shown as text
 
 
+@pytest.mark.browser
 def test_the_audit_sees_student_script_when_nothing_sanitises(root_batch, tmp_path):
     """The control: nbconvert's stock exporter on the same graded notebook runs the payloads."""
     batch = root_batch  # the same in either mode: root's batch only

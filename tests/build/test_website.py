@@ -156,6 +156,7 @@ IMAGES = """async () => {
 # -- the checks -------------------------------------------------------------------------------
 
 
+@pytest.mark.build
 def test_the_site_has_every_kind_of_page():
     assert "intro.html" in PAGES and FIRST_LECTURE in PAGES, PAGES
     assert any(p.startswith("_generated/assignments/") for p in PAGES), PAGES
@@ -166,6 +167,8 @@ def test_the_site_has_every_kind_of_page():
 
 
 @pytest.mark.parametrize("name", PAGES)
+@pytest.mark.browser
+@pytest.mark.build
 def test_page_works_offline_in_a_browser(name, context, site_url):
     blocked_before = len(context.blocked)
     page, response, errors, loaded = _open(context, site_url + name)
@@ -218,6 +221,8 @@ def test_page_works_offline_in_a_browser(name, context, site_url):
         page.close()
 
 
+@pytest.mark.browser
+@pytest.mark.build
 def test_search_finds_lecture_text(context, site_url):
     page, response, errors, _ = _open(context, f"{site_url}search.html?q={SEARCH_TERM}")
     try:
@@ -233,6 +238,8 @@ def test_search_finds_lecture_text(context, site_url):
         page.close()
 
 
+@pytest.mark.browser
+@pytest.mark.build
 def test_screenshots_of_the_landing_page_and_a_lecture(context, site_url):
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page, _, _, _ = _open(context, site_url + "intro.html")
@@ -338,6 +345,7 @@ def _book_with_views(folder: Path) -> Path:
     return folder / "_build" / "html"
 
 
+@pytest.mark.browser
 def test_attention_views_draw_on_a_site_page_with_the_network_closed(browser, tmp_path):
     """A page of a book built with the site's configuration, holding a head view and a model
     view from course.viz.attention_views, draws both with every other host blocked, with no
@@ -383,6 +391,8 @@ def test_attention_views_draw_on_a_site_page_with_the_network_closed(browser, tm
             context.close()
 
 
+@pytest.mark.browser
+@pytest.mark.build
 def test_report_page_sizes():
     """Write the size of every page with everything it loaded (build/screenshots/page_sizes.md)."""
     assert SIZES, "no page was measured"

@@ -13,16 +13,22 @@ above; the visible tests name the typical mistakes; and shortcuts through
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import io
-
 import numpy as np
 import pytest
 import torch
-from solution_loader import as_student, load_solution, run_cell
 
 from autograder.hidden import a8_gpt_decoding as hidden
+from tests.grading.bug_injection import (
+    Failure,
+    expect_failure,
+    expect_shortcut,
+    expect_traps,
+    row_id,
+    run_visible,
+)
+from tests.grading.solution_loader import as_student
+
+ASSIGNMENT = "a8_gpt_decoding"
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -302,98 +308,95 @@ def test_the_inverse_cdf_reference_on_exact_boundaries():
 # --------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("bugs", "message"),
-    [
-        ({"no_shift": True}, r"\[temperature_probs, logits near \+10,000, τ = 1\] temperature_probs\(logits, 1\) contains nan"),
-        ({"times_tau": True}, r"\[temperature_probs, a batch \(32, 50\), τ = 0.7\] temperature_probs\(logits, 0.7\) differs from softmax\(z / τ\)"),
-        ({"keep_dtype": True}, r"\[temperature_probs, float32 logits\] the probabilities should be float64, got dtype float32"),
-        ({"in_place": True}, r"\[temperature_probs, a batch \(32, 50\).*\] temperature_probs modified its input logits in place"),
-        ({"accept_zero": True}, r"temperature_probs with τ = 0 should raise ValueError"),
-    ],
-)  # fmt: skip
-def test_check_temperature_probs_rejects_bug(bugs, message):
-    with pytest.raises(AssertionError, match=message):
-        hidden.check_temperature_probs(as_student(softmax_rows, "temperature_probs", **bugs))
+BATCH = r"^temperature_probs, a batch \(32, 50\), τ = 0.7$"
+TOP_K = r"^top_k_probs, a batch \(16, 30\), k = 5$"
+TOP_P = r"^top_p_probs, a batch \(20, 40\), p = 0.9$"
+D8 = r"^kv_attention_step, d_k = d_v = 8, 10 positions .*, step with t = 1 cached positions$"
 
 
 @pytest.mark.parametrize(
-    ("bugs", "message"),
+    ("bugs", "failure"),
     [
-        ({"inclusive": True}, r"\[sample_tokens, u on exact boundaries .*\] \d+ of 11 tokens differ; row 1: u = 0.125 gives token 0, expected 1"),
-        ({"unscaled": True}, r"\[sample_tokens, rows summing to 1 ± 5e-7, .*\] .* gives token 6, expected 5"),
-        ({"int32": True}, r"\[sample_tokens, random distributions .*\] the tokens should be int64, got dtype int32"),
-        ({"loose_sum": True}, r"sample_tokens with a row summing to 0.999 should raise ValueError"),
+        ({"no_shift": True}, Failure("^temperature_probs, logits near \\+10,000, τ = 1$", r"^temperature_probs\(logits, 1\) contains nan")),
+        ({"times_tau": True}, Failure(BATCH, r"^temperature_probs\(logits, 0.7\) differs", r"softmax\(z / τ\)")),
+        ({"keep_dtype": True}, Failure("^temperature_probs, float32 logits$", "^the probabilities should be float64", "got dtype float32")),
+        ({"in_place": True}, Failure(BATCH, "modified its input logits")),
+        ({"accept_zero": True}, Failure(None, "^temperature_probs with τ = 0", "should raise ValueError")),
     ],
+    ids=row_id,
 )  # fmt: skip
-def test_check_sample_tokens_rejects_bug(bugs, message):
-    with pytest.raises(AssertionError, match=message):
-        hidden.check_sample_tokens(as_student(draw, "sample_tokens", **bugs))
+def test_check_temperature_probs_rejects_bug(bugs, failure):
+    student = as_student(softmax_rows, "temperature_probs", **bugs)
+    expect_failure(lambda: hidden.check_temperature_probs(student), failure)
 
 
 @pytest.mark.parametrize(
-    ("bugs", "message"),
+    ("bugs", "failure"),
     [
-        ({"exactly_k": True}, r"\[top_k_probs, exact ties at the k-th value \(40, 20\), k = 3\] top_k_probs\(logits, 3\): row \d+ keeps tokens .* but the rule keeps"),
-        ({"as_logits": True}, r"\[top_k_probs, a batch \(16, 30\), k = 5\] top_k_probs\(logits, 5\) contains -?inf: return probabilities"),
-        ({"unnormalised": True}, r"\[top_k_probs, a batch \(16, 30\), k = 5\] top_k_probs\(logits, 5\) differs from the kept tokens' probabilities renormalised"),
-        ({"reject_k_above_v": True}, r"\[top_k_probs, k = 1,000 > \|V\| = 10\] top_k_probs raised ValueError\('k > \|V\|'\) for valid input"),
-        ({"accept_float_k": True}, r"top_k_probs with k = 2.0 \(a float\) should raise ValueError"),
+        ({"inclusive": True}, Failure("^sample_tokens, u on exact boundaries ", r"^\d+ of 11 tokens differ", "row 1: u = 0.125 gives token 0, expected 1")),
+        ({"unscaled": True}, Failure("^sample_tokens, rows summing to 1 ± 5e-7, ", r"^\d+ of \d+ tokens differ", "gives token 6, expected 5")),
+        ({"int32": True}, Failure("^sample_tokens, random distributions ", "^the tokens should be int64", "got dtype int32")),
+        ({"loose_sum": True}, Failure(None, "^sample_tokens with a row summing to 0.999", "should raise ValueError")),
     ],
+    ids=row_id,
 )  # fmt: skip
-def test_check_top_k_probs_rejects_bug(bugs, message):
-    with pytest.raises(AssertionError, match=message):
-        hidden.check_top_k_probs(as_student(top_k, "top_k_probs", **bugs))
+def test_check_sample_tokens_rejects_bug(bugs, failure):
+    student = as_student(draw, "sample_tokens", **bugs)
+    expect_failure(lambda: hidden.check_sample_tokens(student), failure)
 
 
 @pytest.mark.parametrize(
-    ("bugs", "message"),
+    ("bugs", "failure"),
     [
-        ({"drop_crossing": True}, r"\[top_p_probs, a batch \(20, 40\), p = 0.9\] top_p_probs\(logits, 0.9\)(: row \d+ keeps tokens .* but the rule keeps| contains nan)"),
-        ({"sorted_ties": True}, r"\[top_p_probs, ties at the crossing of p = 0.65\] top_p_probs\(logits, 0.65\): row 0 keeps tokens \[0, [123], [123]\] but the rule keeps \[0, 1, 2, 3\]"),
-        ({"unnormalised": True}, r"\[top_p_probs, a batch \(20, 40\), p = 0.9\] top_p_probs\(logits, 0.9\) differs"),
-        ({"as_logits": True}, r"\[top_p_probs, a batch \(20, 40\), p = 0.9\] top_p_probs\(logits, 0.9\) contains -?inf"),
-        ({"accept_p_zero": True}, r"top_p_probs with p = 0 should raise ValueError"),
+        ({"exactly_k": True}, Failure(r"^top_k_probs, exact ties at the k-th value \(40, 20\), k = 3$", r"^top_k_probs\(logits, 3\): row \d+ keeps tokens .* but the rule keeps")),
+        ({"as_logits": True}, Failure(TOP_K, r"^top_k_probs\(logits, 5\) contains -?inf")),
+        ({"unnormalised": True}, Failure(TOP_K, r"^top_k_probs\(logits, 5\) differs", "renormalised")),
+        ({"reject_k_above_v": True}, Failure(r"^top_k_probs, k = 1,000 > \|V\| = 10$", r"raised ValueError\('k > \|V\|'\)", "for valid input")),
+        ({"accept_float_k": True}, Failure(None, r"^top_k_probs with k = 2.0 \(a float\)", "should raise ValueError")),
     ],
+    ids=row_id,
 )  # fmt: skip
-def test_check_top_p_probs_rejects_bug(bugs, message):
-    with pytest.raises(AssertionError, match=message):
-        hidden.check_top_p_probs(as_student(top_p, "top_p_probs", **bugs))
-
-
-D8 = r"\[kv_attention_step, d_k = d_v = 8, 10 positions from projections of random inputs, step with t = 1 cached positions\]"
+def test_check_top_k_probs_rejects_bug(bugs, failure):
+    student = as_student(top_k, "top_k_probs", **bugs)
+    expect_failure(lambda: hidden.check_top_k_probs(student), failure)
 
 
 @pytest.mark.parametrize(
-    ("bugs", "message"),
+    ("bugs", "failure"),
     [
-        ({"no_scale": True}, D8 + r" z at position 1 differs from row 1 of full causal attention"),
-        ({"scale_by_dv": True}, r"\[kv_attention_step, d_k = 4, d_v = 6, 12 positions, step with t = 1 .*\] z at position 1 differs"),
-        ({"cache_only": True}, D8 + r" z at position 1 differs"),
-        ({"prepend": True}, D8 + r" new_keys \(t \+ 1 = 2 positions\) differs from the keys of the prefix, oldest first"),
-        ({"no_shift": True}, r"\[kv_attention_step, scores of several thousand .*\] z at position \d+ contains nan"),
-        ({"keep_dtype": True}, r"\[kv_attention_step, float32 q, k, v and caches .*\] z should be float64, got dtype float32"),
+        ({"drop_crossing": True}, Failure(TOP_P, r"^top_p_probs\(logits, 0.9\)(: row \d+ keeps tokens .* but the rule keeps| contains nan)")),
+        ({"sorted_ties": True}, Failure("^top_p_probs, ties at the crossing of p = 0.65$", r"^top_p_probs\(logits, 0.65\): row 0 keeps tokens \[0, [123], [123]\]", r"the rule keeps \[0, 1, 2, 3\]")),
+        ({"unnormalised": True}, Failure(TOP_P, r"^top_p_probs\(logits, 0.9\) differs")),
+        ({"as_logits": True}, Failure(TOP_P, r"^top_p_probs\(logits, 0.9\) contains -?inf")),
+        ({"accept_p_zero": True}, Failure(None, "^top_p_probs with p = 0", "should raise ValueError")),
     ],
+    ids=row_id,
 )  # fmt: skip
-def test_check_kv_attention_step_rejects_bug(bugs, message):
-    with pytest.raises(AssertionError, match=message):
-        hidden.check_kv_attention_step(as_student(attend_step, "kv_attention_step", **bugs))
+def test_check_top_p_probs_rejects_bug(bugs, failure):
+    student = as_student(top_p, "top_p_probs", **bugs)
+    expect_failure(lambda: hidden.check_top_p_probs(student), failure)
+
+
+@pytest.mark.parametrize(
+    ("bugs", "failure"),
+    [
+        ({"no_scale": True}, Failure(D8, "^z at position 1 differs", "row 1 of full causal attention")),
+        ({"scale_by_dv": True}, Failure("^kv_attention_step, d_k = 4, d_v = 6, 12 positions, step with t = 1 ", "^z at position 1 differs")),
+        ({"cache_only": True}, Failure(D8, "^z at position 1 differs")),
+        ({"prepend": True}, Failure(D8, r"^new_keys \(t \+ 1 = 2 positions\) differs", "oldest first")),
+        ({"no_shift": True}, Failure("^kv_attention_step, scores of several thousand ", r"^z at position \d+ contains nan")),
+        ({"keep_dtype": True}, Failure("^kv_attention_step, float32 q, k, v and caches ", "^z should be float64", "got dtype float32")),
+    ],
+    ids=row_id,
+)  # fmt: skip
+def test_check_kv_attention_step_rejects_bug(bugs, failure):
+    student = as_student(attend_step, "kv_attention_step", **bugs)
+    expect_failure(lambda: hidden.check_kv_attention_step(student), failure)
 
 
 # --------------------------------------------------------------------------------------------
 # The visible tests name the typical mistakes
 # --------------------------------------------------------------------------------------------
-
-
-@functools.cache
-def _reference_namespace() -> dict:
-    with contextlib.redirect_stdout(io.StringIO()):  # the exploration cells print
-        return load_solution("a8_gpt_decoding").namespace()
-
-
-def _run_visible(grade_id: str, **functions) -> None:
-    cell = load_solution("a8_gpt_decoding").test_cells[grade_id]
-    run_cell(cell.visible_source, {**_reference_namespace(), **functions}, grade_id)
 
 
 def course_style_top_k(logits, k):
@@ -404,66 +407,79 @@ def course_style_top_k(logits, k):
 
 
 @pytest.mark.parametrize(
-    ("grade_id", "functions", "message"),
+    ("grade_id", "functions", "failure"),
     [
         (
             "temperature_probs_visible",
             {"temperature_probs": as_student(softmax_rows, "tp", times_tau=True)},
-            r"temperature_probs\(logits_a, 0.5\) differs from softmax\(logits / τ\) worked out by hand",
+            Failure(None, r"^temperature_probs\(logits_a, 0.5\) differs", r"softmax\(logits / τ\)"),
         ),
         (
             "temperature_probs_visible",
             {"temperature_probs": as_student(softmax_rows, "tp", no_shift=True)},
-            r"temperature_probs\(logits_a, 1.0\) contains nan at \[2, 0\]",
+            Failure(None, r"^temperature_probs\(logits_a, 1.0\) contains nan at \[2, 0\]"),
         ),
         (
             "sample_tokens_visible",
             {"sample_tokens": as_student(draw, "st", inclusive=True)},
-            r"row 2: u = 0.25 gives token 0, expected 1",
+            Failure(None, "^row 2: u = 0.25 gives token 0, expected 1"),
         ),
         (
             "top_k_probs_visible",
             {"top_k_probs": as_student(top_k, "tk", exactly_k=True)},
-            r"top_k_probs\(logits_c, 2\) for k = 2 \(row 0: both tokens tied at the 2nd value are kept\) differs",
+            Failure(None, r"^top_k_probs\(logits_c, 2\) for k = 2 \(row 0: .*\) differs"),
         ),
         (
             "top_k_probs_visible",
             {"top_k_probs": course_style_top_k},
-            r"top_k_probs\(logits_c, 2\) .* contains -inf",
+            Failure(None, r"^top_k_probs\(logits_c, 2\) .* contains -inf"),
         ),
         (
             "top_p_probs_visible",
             {"top_p_probs": as_student(top_p, "tpp", drop_crossing=True)},
-            r"top_p_probs\(logits_d, 0.45\) for p = 0.45: the most likely token alone crosses p contains nan|top_p_probs\(logits_d, 0.6\)",
+            Failure(
+                None,
+                r"^top_p_probs\(logits_d, 0.45\) for p = 0.45: .* contains nan"
+                r"|^top_p_probs\(logits_d, 0.6\)",
+            ),
         ),
         (
             "top_p_probs_visible",
             {"top_p_probs": as_student(top_p, "tpp", sorted_ties=True)},
-            r"top_p_probs\(logits_d, 0.6\) for p = 0.6: row 0 crosses p at 0.2, and both tokens of 0.2 are kept differs",
+            Failure(
+                None,
+                r"^top_p_probs\(logits_d, 0.6\) for p = 0.6: row 0 crosses p at 0.2, .* differs",
+            ),
         ),
         (
             "kv_attention_step_visible",
             {"kv_attention_step": as_student(attend_step, "kv", no_scale=True)},
-            r"z at step 2 \(t = 1 cached positions\) differs from the weighted values worked out by hand",
+            Failure(None, r"^z at step 2 \(t = 1 cached positions\) differs"),
         ),
         (
             "kv_attention_step_visible",
             {"kv_attention_step": as_student(attend_step, "kv", prepend=True)},
-            r"new_keys after step 2 differs from the keys so far, oldest first",
+            Failure(None, "^new_keys after step 2 differs", "oldest first"),
         ),
     ],
+    ids=row_id,
 )
-def test_visible_tests_name_the_mistake(grade_id, functions, message):
-    with pytest.raises(AssertionError, match=message):
-        _run_visible(grade_id, **functions)
+def test_visible_tests_name_the_mistake(grade_id, functions, failure):
+    expect_failure(lambda: run_visible(ASSIGNMENT, grade_id, **functions), failure)
 
 
 def test_visible_tests_pass_with_the_independent_implementations():
-    _run_visible("temperature_probs_visible", temperature_probs=as_student(softmax_rows, "tp"))
-    _run_visible("sample_tokens_visible", sample_tokens=as_student(draw, "sample_tokens"))
-    _run_visible("top_k_probs_visible", top_k_probs=as_student(top_k, "top_k_probs"))
-    _run_visible("top_p_probs_visible", top_p_probs=as_student(top_p, "top_p_probs"))
-    _run_visible("kv_attention_step_visible", kv_attention_step=as_student(attend_step, "kv"))
+    run_visible(
+        ASSIGNMENT, "temperature_probs_visible", temperature_probs=as_student(softmax_rows, "tp")
+    )
+    run_visible(
+        ASSIGNMENT, "sample_tokens_visible", sample_tokens=as_student(draw, "sample_tokens")
+    )
+    run_visible(ASSIGNMENT, "top_k_probs_visible", top_k_probs=as_student(top_k, "top_k_probs"))
+    run_visible(ASSIGNMENT, "top_p_probs_visible", top_p_probs=as_student(top_p, "top_p_probs"))
+    run_visible(
+        ASSIGNMENT, "kv_attention_step_visible", kv_attention_step=as_student(attend_step, "kv")
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -535,8 +551,7 @@ def step_with_sdpa(keys, values, q, k, v):
     ],
 )  # fmt: skip
 def test_checks_reject_the_helpers_being_rewritten(check, implementation, name, called):
-    with pytest.raises(hidden.ShortcutUsed, match=f"{name} must .*; it called {called}"):
-        check(as_student(implementation, name))
+    expect_shortcut(lambda: check(as_student(implementation, name)), name, called)
 
 
 REQUIRED_TRAPS = {
@@ -561,7 +576,4 @@ REQUIRED_TRAPS = {
 
 
 def test_traps_cover_the_routines_that_would_do_the_work():
-    labels = {label for _, _, label in hidden.shortcut_targets()}
-    assert REQUIRED_TRAPS <= labels
-    pairs = [(id(owner), attribute) for owner, attribute, _ in hidden.shortcut_targets()]
-    assert len(pairs) == len(set(pairs)), "a target is listed twice"
+    expect_traps(hidden, REQUIRED_TRAPS)

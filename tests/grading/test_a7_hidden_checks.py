@@ -12,16 +12,23 @@ caught inside the traps.
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import io
 import random
 
 import numpy as np
 import pytest
-from solution_loader import as_student, load_solution, run_cell
 
 from autograder.hidden import a7_bert as hidden
+from tests.grading.bug_injection import (
+    Failure,
+    expect_failure,
+    expect_shortcut,
+    expect_traps,
+    row_id,
+    run_visible,
+)
+from tests.grading.solution_loader import as_student
+
+ASSIGNMENT = "a7_bert"
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -265,89 +272,86 @@ def test_the_statistical_checks_have_power():
 # Plausible bugs
 # --------------------------------------------------------------------------------------------
 
-BERT = r"\[mlm_mask, BERT's numbering \(specials 0, 100-103, \|V\| = 30522\), a padded batch"
+BERT = r"^mlm_mask, BERT's numbering \(specials 0, 100-103, \|V\| = 30522\), a padded batch"
+SPECIALS = r"^mlm_mask, specials \[9, 0, 7\] not consecutive"
+ENGLISH = "^wordpiece, an English vocabulary"
+DOCUMENTS = "^nsp_pairs, 32 documents "
+BASE = r"^layer_features, L = 12 \(BERT-base\), T = 7, H = 16, "
 
 
 @pytest.mark.parametrize(
-    ("bugs", "message"),
+    ("bugs", "failure"),
     [
-        ({"fixed_count": True}, r"\[mlm_mask, specials \[9, 0, 7\] .*\] the number of positions selected per sequence varies too little"),
-        ({"specials_below_five": True}, BERT + r" \(200, 48\)\] a special id was selected at"),
-        ({"random_from_all": True}, r"\[mlm_mask, .*\] a random token is \d+, which is not an ordinary id"),
-        ({"random_never_same": True}, r"\[mlm_mask, shares \(0, 1\).*\] the share of selected positions showing another token is 1.0000"),
-        ({"zero_labels": True}, r"\[mlm_mask, .*\] labels is 0 at"),
-        ({"ignore_shares": True}, r"\[mlm_mask, specials \[9, 0, 7\].*\] the share of selected positions showing \[MASK\]"),
-        ({"accept_floats": True}, r"mlm_mask with float ids should raise ValueError"),
-        ({"keep_dtype": True}, r"\[mlm_mask, int32 ids \(80, 20\).*\] corrupted should hold int64, got dtype int32"),
+        ({"fixed_count": True}, Failure(SPECIALS, "^the number of positions selected per sequence", "varies too little")),
+        ({"specials_below_five": True}, Failure(BERT + r" \(200, 48\)$", "^a special id was selected")),
+        ({"random_from_all": True}, Failure("^mlm_mask, ", r"^a random token is \d+", "not an ordinary id")),
+        ({"random_never_same": True}, Failure(r"^mlm_mask, shares \(0, 1\)", "^the share of selected positions showing another token is 1.0000")),
+        ({"zero_labels": True}, Failure(BERT, "^labels is 0 at")),
+        ({"ignore_shares": True}, Failure(SPECIALS, r"^the share of selected positions showing \[MASK\]")),
+        ({"accept_floats": True}, Failure(None, "^mlm_mask with float ids", "should raise ValueError")),
+        ({"keep_dtype": True}, Failure(r"^mlm_mask, int32 ids \(80, 20\)", "^corrupted should hold int64", "got dtype int32")),
     ],
+    ids=row_id,
 )  # fmt: skip
-def test_check_mlm_mask_rejects_bug(bugs, message):
-    with pytest.raises(AssertionError, match=message):
-        hidden.check_mlm_mask(as_student(corrupt, "mlm_mask", **bugs))
+def test_check_mlm_mask_rejects_bug(bugs, failure):
+    student = as_student(corrupt, "mlm_mask", **bugs)
+    expect_failure(lambda: hidden.check_mlm_mask(student), failure)
 
 
 @pytest.mark.parametrize(
-    ("bugs", "message"),
+    ("bugs", "failure"),
     [
-        ({"backtrack": True}, r"\[wordpiece, greedy matching fails .*\] wordpiece\('abc'\) is \['a', '##bc'\], but tokenizers' WordPiece model gives \['\[UNK\]'\]"),
-        ({"keep_partial": True}, r"\[wordpiece, an English vocabulary\] wordpiece\('rung'\) is \['r', '\[UNK\]'\]"),
-        ({"limit_inclusive": True}, r"\[wordpiece, an English vocabulary, max_input_chars = 6 .*\] wordpiece\('undone'\) is \['\[UNK\]'\]"),
-        ({"prefix_always_hash": True}, r"\[wordpiece, a random vocabulary with the prefix '@@'"),
-        ({"count_bytes": True}, r"\[wordpiece, accented characters, max_input_chars = 4\] wordpiece\('café'\) is \['\[UNK\]'\]"),
-        ({"accept_spaces": True}, r"wordpiece with two words 'ab ab' should raise ValueError"),
+        ({"backtrack": True}, Failure("^wordpiece, greedy matching fails ", r"^wordpiece\('abc'\) is \['a', '##bc'\]", r"gives \['\[UNK\]'\]")),
+        ({"keep_partial": True}, Failure(ENGLISH + "$", r"^wordpiece\('rung'\) is \['r', '\[UNK\]'\]")),
+        ({"limit_inclusive": True}, Failure(ENGLISH + ", max_input_chars = 6 ", r"^wordpiece\('undone'\) is \['\[UNK\]'\]")),
+        ({"prefix_always_hash": True}, Failure("^wordpiece, a random vocabulary with the prefix '@@'", r"^wordpiece\('\w+'\) is ")),
+        ({"count_bytes": True}, Failure("^wordpiece, accented characters, max_input_chars = 4$", r"^wordpiece\('café'\) is \['\[UNK\]'\]")),
+        ({"accept_spaces": True}, Failure(None, "^wordpiece with two words 'ab ab'", "should raise ValueError")),
     ],
+    ids=row_id,
 )  # fmt: skip
-def test_check_wordpiece_rejects_bug(bugs, message):
-    with pytest.raises(AssertionError, match=message):
-        hidden.check_wordpiece(as_student(pieces, "wordpiece", **bugs))
+def test_check_wordpiece_rejects_bug(bugs, failure):
+    student = as_student(pieces, "wordpiece", **bugs)
+    expect_failure(lambda: hidden.check_wordpiece(student), failure)
 
 
 @pytest.mark.parametrize(
-    ("bugs", "message"),
+    ("bugs", "failure"),
     [
-        ({"any_document": True}, r"\[nsp_pairs, .*\] pair \d+ is marked not next, but b = .* comes from a's own document"),
-        ({"by_sentence": True}, r"\[nsp_pairs, 32 documents .*\] the choice of the other document .* is not as expected"),
-        ({"first_sentence": True}, r"\[nsp_pairs, 32 documents .*\] the position of the random sentence in its document"),
-        ({"integer_labels": True}, r"\[nsp_pairs, 32 documents .*\] pair 0: is_next should be a bool, got [01]"),
-        ({"reversed_probability": True}, r"\[nsp_pairs, 20 documents of 12 sentences, p_next = 0.2\] the share of is_next pairs is 0\.[78]"),
-        ({"accept_one_document": True}, r"nsp_pairs with a single document should raise ValueError"),
+        ({"any_document": True}, Failure("^nsp_pairs, ", r"^pair \d+ is marked not next", "from a's own document")),
+        ({"by_sentence": True}, Failure(DOCUMENTS, "^the choice of the other document", "not as expected")),
+        ({"first_sentence": True}, Failure(DOCUMENTS, "^the position of the random sentence in its document", "not as expected")),
+        ({"integer_labels": True}, Failure(DOCUMENTS, "^pair 0: is_next should be a bool, got [01]")),
+        ({"reversed_probability": True}, Failure("^nsp_pairs, 20 documents of 12 sentences, p_next = 0.2$", r"^the share of is_next pairs is 0\.[78]")),
+        ({"accept_one_document": True}, Failure(None, "^nsp_pairs with a single document", "should raise ValueError")),
     ],
+    ids=row_id,
 )  # fmt: skip
-def test_check_nsp_pairs_rejects_bug(bugs, message):
-    with pytest.raises(AssertionError, match=message):
-        hidden.check_nsp_pairs(as_student(pairs_of, "nsp_pairs", **bugs))
+def test_check_nsp_pairs_rejects_bug(bugs, failure):
+    student = as_student(pairs_of, "nsp_pairs", **bugs)
+    expect_failure(lambda: hidden.check_nsp_pairs(student), failure)
 
 
 @pytest.mark.parametrize(
-    ("bugs", "message"),
+    ("bugs", "failure"),
     [
-        ({"sum_with_embeddings": True}, r"\[layer_features, L = 12 \(BERT-base\), T = 7, H = 16, 'sum_all'\] layer_features\(\.\.\., 'sum_all'\) differs"),
-        ({"concat_newest_first": True}, r"\[layer_features, L = 12 .*, 'concat_last_four'\] layer_features\(\.\.\., 'concat_last_four'\) differs"),
-        ({"view": True}, r"\[layer_features, L = 12 .*, 'first'\] the features are a view of the input"),
-        ({"keep_dtype": True}, r"\[layer_features, float32 states .*\] the features should be float64, got float32"),
-        ({"wrap_around": True}, r"layer_features with 'sum_last_four' and L = 3 should raise ValueError"),
-        ({"name_strategies": False}, r"layer_features with the unknown strategy 'middle' raised ValueError\('no'\), which does not list the six strategy names"),
+        ({"sum_with_embeddings": True}, Failure(BASE + "'sum_all'$", r"^layer_features\(\.\.\., 'sum_all'\) differs")),
+        ({"concat_newest_first": True}, Failure(BASE + "'concat_last_four'$", r"^layer_features\(\.\.\., 'concat_last_four'\) differs")),
+        ({"view": True}, Failure(BASE + "'first'$", "^the features are a view of the input")),
+        ({"keep_dtype": True}, Failure("^layer_features, float32 states ", "^the features should be float64", "got float32")),
+        ({"wrap_around": True}, Failure(None, "^layer_features with 'sum_last_four' and L = 3", "should raise ValueError")),
+        ({"name_strategies": False}, Failure(None, "^layer_features with the unknown strategy 'middle'", r"raised ValueError\('no'\)", "six strategy names")),
     ],
+    ids=row_id,
 )  # fmt: skip
-def test_check_layer_features_rejects_bug(bugs, message):
-    with pytest.raises(AssertionError, match=message):
-        hidden.check_layer_features(as_student(combine, "layer_features", **bugs))
+def test_check_layer_features_rejects_bug(bugs, failure):
+    student = as_student(combine, "layer_features", **bugs)
+    expect_failure(lambda: hidden.check_layer_features(student), failure)
 
 
 # --------------------------------------------------------------------------------------------
 # The visible tests name the typical mistakes
 # --------------------------------------------------------------------------------------------
-
-
-@functools.cache
-def _reference_namespace() -> dict:
-    with contextlib.redirect_stdout(io.StringIO()):  # the exploration cells print
-        return load_solution("a7_bert").namespace()
-
-
-def _run_visible(grade_id: str, **functions) -> None:
-    cell = load_solution("a7_bert").test_cells[grade_id]
-    run_cell(cell.visible_source, {**_reference_namespace(), **functions}, grade_id)
 
 
 def course_style_nsp(documents, seed, p_next=0.5):
@@ -358,60 +362,68 @@ def course_style_nsp(documents, seed, p_next=0.5):
 
 
 @pytest.mark.parametrize(
-    ("grade_id", "functions", "message"),
+    ("grade_id", "functions", "failure"),
     [
         (
             "mlm_mask_visible",
             {"mlm_mask": as_student(corrupt, "mlm_mask", ignore_shares=True)},
-            r"with shares \(0.5, 0.3\), the share showing \[MASK\] is 0.8",
+            Failure(None, r"^with shares \(0.5, 0.3\), the share showing \[MASK\] is 0.8"),
         ),
         (
             "mlm_mask_visible",
             {"mlm_mask": as_student(corrupt, "mlm_mask", zero_labels=True)},
-            r"labels at the selected positions|corrupted at the positions that are not selected",
+            Failure(
+                None,
+                "^labels at the selected positions differs"
+                "|^corrupted at the positions that are not selected differs",
+            ),
         ),
         (
             "wordpiece_visible",
             {"wordpiece": as_student(pieces, "wordpiece", backtrack=True)},
-            r"wordpiece\('abd'\) is \['a', '##bd'\], expected \['\[UNK\]'\]",
+            Failure(None, r"^wordpiece\('abd'\) is \['a', '##bd'\], expected \['\[UNK\]'\]"),
         ),
         (
             "wordpiece_visible",
             {"wordpiece": as_student(pieces, "wordpiece", limit_inclusive=True)},
-            r"wordpiece\('playing', 7\) is \['\[UNK\]'\], expected \['play', '##ing'\]",
+            Failure(
+                None, r"^wordpiece\('playing', 7\) is \['\[UNK\]'\], expected \['play', '##ing'\]"
+            ),
         ),
         (
             "wordpiece_visible",
             {"wordpiece": as_student(pieces, "wordpiece", prefix_always_hash=True)},
-            r"with the prefix '@@': wordpiece\('lowest'\)",
+            Failure(None, r"^with the prefix '@@': wordpiece\('lowest'\) is "),
         ),
         (
             "nsp_pairs_visible",
             {"nsp_pairs": course_style_nsp},
-            r"pair 0: is_next should be a bool, got [01]",
+            Failure(None, "^pair 0: is_next should be a bool, got [01]"),
         ),
         (
             "layer_features_visible",
             {"layer_features": as_student(combine, "lf", sum_with_embeddings=True)},
-            r"layer_features\(states_d, 'sum_all'\) differs from the expected features by",
+            Failure(None, r"^layer_features\(states_d, 'sum_all'\) differs"),
         ),
         (
             "layer_features_visible",
             {"layer_features": as_student(combine, "lf", concat_newest_first=True)},
-            r"layer_features\(states_d, 'concat_last_four'\) differs",
+            Failure(None, r"^layer_features\(states_d, 'concat_last_four'\) differs"),
         ),
     ],
+    ids=row_id,
 )
-def test_visible_tests_name_the_mistake(grade_id, functions, message):
-    with pytest.raises(AssertionError, match=message):
-        _run_visible(grade_id, **functions)
+def test_visible_tests_name_the_mistake(grade_id, functions, failure):
+    expect_failure(lambda: run_visible(ASSIGNMENT, grade_id, **functions), failure)
 
 
 def test_visible_tests_pass_with_the_independent_implementations():
-    _run_visible("mlm_mask_visible", mlm_mask=as_student(corrupt, "mlm_mask"))
-    _run_visible("wordpiece_visible", wordpiece=as_student(pieces, "wordpiece"))
-    _run_visible("nsp_pairs_visible", nsp_pairs=as_student(pairs_of, "nsp_pairs"))
-    _run_visible("layer_features_visible", layer_features=as_student(combine, "layer_features"))
+    run_visible(ASSIGNMENT, "mlm_mask_visible", mlm_mask=as_student(corrupt, "mlm_mask"))
+    run_visible(ASSIGNMENT, "wordpiece_visible", wordpiece=as_student(pieces, "wordpiece"))
+    run_visible(ASSIGNMENT, "nsp_pairs_visible", nsp_pairs=as_student(pairs_of, "nsp_pairs"))
+    run_visible(
+        ASSIGNMENT, "layer_features_visible", layer_features=as_student(combine, "layer_features")
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -465,8 +477,7 @@ def nsp_with_course(documents, seed, p_next=0.5):
     ],
 )  # fmt: skip
 def test_checks_reject_the_helpers_being_rewritten(check, implementation, name, called):
-    with pytest.raises(hidden.ShortcutUsed, match=f"{name} must .*; it called {called}"):
-        check(as_student(implementation, name))
+    expect_shortcut(lambda: check(as_student(implementation, name)), name, called)
 
 
 REQUIRED_TRAPS = {
@@ -484,7 +495,4 @@ REQUIRED_TRAPS = {
 
 
 def test_traps_cover_the_routines_that_would_do_the_work():
-    labels = {label for _, _, label in hidden.shortcut_targets()}
-    assert REQUIRED_TRAPS <= labels
-    pairs = [(id(owner), attribute) for owner, attribute, _ in hidden.shortcut_targets()]
-    assert len(pairs) == len(set(pairs)), "a target is listed twice"
+    expect_traps(hidden, REQUIRED_TRAPS)

@@ -1,6 +1,6 @@
 """The sandbox's mode follows the user: root, rootless (user namespaces), or a clear refusal.
 
-The attack suite runs in both modes (tests/test_ta_grading.py); these tests check the choice
+The attack suite runs in both modes (tests/grading/test_ta_grading.py); these tests check the choice
 itself, as root and as an ordinary user (:mod:`unprivileged`), and the refusal on a machine
 where ordinary users may not create user namespaces: exit code 3, a message that names the
 setting, nothing graded.
@@ -16,11 +16,13 @@ import tempfile
 from pathlib import Path
 
 import pytest
-import unprivileged
 
 from autograder.grade import command_line
 from autograder.sandbox import ROOT, sandbox_mode
+from tests.grading import unprivileged
 from tools.notebooks import REPO
+
+pytestmark = pytest.mark.sandbox
 
 MODE_OF_THIS_USER = [
     sys.executable,

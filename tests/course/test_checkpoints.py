@@ -34,7 +34,7 @@ from course.models.bert import BertConfig, BertForPreTraining
 from course.models.recurrent import CharLSTM, CharRNN
 from tools.make_checkpoints import RECIPES, bert_heldout, bilm_heldout
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SHIPPED = available_checkpoints()
 
 

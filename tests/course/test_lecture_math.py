@@ -21,7 +21,7 @@ from course.checks import assert_close
 from course.data.code import CharVocab, load_python_source
 from course.models.recurrent import CharRNN, rescale_spectral_radius_
 
-LECTURE = Path(__file__).resolve().parents[1] / "lectures" / "01_rnn_bptt.py"
+LECTURE = Path(__file__).resolve().parents[2] / "lectures" / "01_rnn_bptt.py"
 
 
 def bptt_by_the_equations(model: CharRNN, ids: torch.Tensor, targets: torch.Tensor):

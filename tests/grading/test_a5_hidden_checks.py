@@ -11,18 +11,26 @@ case; the visible tests name the typical mistakes; and shortcuts through
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import io
 import sys
 import types
 
 import numpy as np
 import pytest
 import torch
-from solution_loader import as_student, load_solution, run_cell
 
 from autograder.hidden import a5_self_attention as hidden
+from tests.grading.bug_injection import (
+    Failure,
+    expect_failure,
+    expect_shortcut,
+    expect_traps,
+    heads_attention,
+    row_id,
+    run_visible,
+)
+from tests.grading.solution_loader import as_student
+
+ASSIGNMENT = "a5_self_attention"
 
 # --------------------------------------------------------------------------------------------
 # Independent implementations with bug switches
@@ -124,28 +132,17 @@ def heads(
         raise ValueError("shape")
     if b_out.shape != (d,):
         raise ValueError("shape")
-    d_k = d // h
     q, k, v = np.split(X @ w_in.T + b_in, 3, axis=-1)  # (..., n, d) each
-    outs, weights = [], []
-    for r in range(h):
-        if wrong_split:  # reshape (n, d) to (h, n, d_k) without moving the head axis
-            n = X.shape[-2]
-
-            def cut(a, r=r, n=n):
-                return a.reshape(*a.shape[:-2], h, n, d_k)[..., r, :, :]
-        else:
-
-            def cut(a, r=r):
-                return a[..., r * d_k : (r + 1) * d_k]
-
-        s = cut(q) @ np.swapaxes(cut(k), -1, -2) / np.sqrt(d if scale_by_d_model else d_k)
-        if mask is not None:
-            keep = np.asarray(mask, dtype=bool)
-            s = np.where(~keep if torch_mask_convention else keep, s, -np.inf)
-        a = np.exp(s - s.max(-1, keepdims=True))
-        a = a / a.sum(-1, keepdims=True)
-        outs.append(a @ cut(v))
-        weights.append(a)
+    outs, weights = heads_attention(
+        q,
+        k,
+        v,
+        h,
+        mask,
+        scale_by_d_model=scale_by_d_model,
+        wrong_split=wrong_split,
+        torch_mask_convention=torch_mask_convention,
+    )
     out = np.concatenate(outs, axis=-1) @ w_out.T + (0 if skip_out_bias else b_out)
     weights = np.stack(weights, axis=-3)
     if averaged:
@@ -268,137 +265,192 @@ def test_the_hard_cases_are_hard():
 # --------------------------------------------------------------------------------------------
 
 
+MHA = r"^multi_head_attention, n=5, d_model=6, h=3, no mask$"
+MIX = r"^sinusoidal_encoding\(7, 10, base=10000\)$"
+ROPE = r"^apply_rope, n=5, d=8, positions 0..4$"
+SHIFT = r"^shift_matrix\(-3, 6, base=10000\)$"
+
+
 @pytest.mark.parametrize(
-    ("attention_bugs", "causal_bugs", "padding_bugs", "message"),
+    ("attention_bugs", "causal_bugs", "padding_bugs", "failure"),
     [
         (
             {"unscaled": True},
             {},
             {},
-            r"\[attention, B=2, n=4, m=6, d_k=3, d_v=5 \(cross-attention\), no mask\] A differs "
-            r"from torch.nn.functional.scaled_dot_product_attention",
+            Failure(r"^attention, B=2, n=4, m=6, .*\(cross-attention\), no mask$", "^A differs"),
         ),
-        ({"naive": True}, {}, {}, r"\[attention, n=3, m=4, d_k=4, scores in the thousands\] A "),
+        (
+            {"naive": True},
+            {},
+            {},
+            Failure("^attention, n=3, m=4, d_k=4, scores in the thousands$", "^A contains nan"),
+        ),
         (
             {"max_over_all": True},
             {},
             {},
-            r"\[attention, n=3, m=3, the blocked keys score 2000 or more above the allowed ones\] "
-            r"A contains nan",
+            Failure("^attention, n=3, m=3, the blocked keys score 2000 or more", "^A contains nan"),
         ),
         (
             {"inverted": True},
             {},
             {},
-            r"\[attention, B=3, n=m=5, d_k=1.*\] attention raised ValueError\('row 4 sees nothing'\) "
-            r"for valid input",
+            Failure(
+                "^attention, B=3, n=m=5, d_k=1, ",
+                r"raised ValueError\('row 4 sees nothing'\)",
+                "for valid input",
+            ),
         ),
         (
             {"check_rows": False},
             {},
             {},
-            r"attention with a mask whose row 2 \(of batch entry 1\) allows no key should raise "
-            r"ValueError, but it returned a value",
+            Failure(
+                None,
+                r"^attention with a mask whose row 2 \(of batch entry 1\) allows no key",
+                "should raise ValueError",
+                "returned",
+            ),
         ),
-        ({"name_row": False}, {}, {}, r"which does not say which row: name row 2"),
+        (
+            {"name_row": False},
+            {},
+            {},
+            Failure(None, "^attention with a mask whose row 2", "which row"),
+        ),
         (
             {"accept_floats": True},
             {},
             {},
-            r"attention with a float mask of ones \(not booleans\) should raise",
+            Failure(None, r"^attention with a float mask of ones", "should raise"),
         ),
-        ({}, {"strict": True}, {}, r"\[causal_mask\(1\)\] causal_mask\(1\) is False at \[0, 0\]"),
-        ({}, {"as_int": True}, {}, r"causal_mask\(1\) should hold booleans, got dtype int"),
+        (
+            {},
+            {"strict": True},
+            {},
+            Failure(r"^causal_mask\(1\)$", r"^causal_mask\(1\) is False at \[0, 0\]"),
+        ),
+        (
+            {},
+            {"as_int": True},
+            {},
+            Failure(r"^causal_mask\(1\)$", "should hold booleans", "got dtype int"),
+        ),
         (
             {},
             {},
             {"flat": True},
-            r"padding_mask\(\[3, 1, 5\], 5\) should be a NumPy array of shape \(3, 1, 5\)",
+            Failure(
+                r"^padding_mask\(\[3, 1, 5\], 5\)$",
+                r"should be a NumPy array of shape \(3, 1, 5\)",
+            ),
         ),
-        ({}, {}, {"off_by_one": True}, r"padding_mask\(\[3, 1, 5\], 5\) is True at \[0, 0, 3\]"),
+        (
+            {},
+            {},
+            {"off_by_one": True},
+            Failure(r"^padding_mask\(\[3, 1, 5\], 5\)$", r"is True at \[0, 0, 3\]"),
+        ),
     ],
+    ids=row_id,
 )
-def test_check_attention_rejects_bug(attention_bugs, causal_bugs, padding_bugs, message):
-    with pytest.raises(AssertionError, match=message), np.errstate(all="ignore"):
-        hidden.check_attention(
-            as_student(attend, "attention", **attention_bugs),
-            as_student(causal, "causal_mask", **causal_bugs),
-            as_student(padding, "padding_mask", **padding_bugs),
-        )
+def test_check_attention_rejects_bug(attention_bugs, causal_bugs, padding_bugs, failure):
+    students = (
+        as_student(attend, "attention", **attention_bugs),
+        as_student(causal, "causal_mask", **causal_bugs),
+        as_student(padding, "padding_mask", **padding_bugs),
+    )
+    with np.errstate(all="ignore"):
+        expect_failure(lambda: hidden.check_attention(*students), failure)
 
 
 @pytest.mark.parametrize(
-    ("bugs", "message"),
+    ("bugs", "failure"),
     [
+        ({"scale_by_d_model": True}, Failure(MHA, "^the weights of the heads differs")),
+        ({"wrong_split": True}, Failure(MHA, "^the weights of the heads differs")),
         (
-            {"scale_by_d_model": True},
-            r"\[multi_head_attention, n=5, d_model=6, h=3, no mask\] the weights of the heads "
-            r"differs from torch.nn.MultiheadAttention",
+            {"torch_mask_convention": True},
+            Failure(r"d_model=h=4 \(d_k = 1\), causal$", "^the weights of the heads contains nan"),
         ),
-        ({"wrong_split": True}, r"\[multi_head_attention, n=5, d_model=6, h=3, no mask\] the we"),
-        ({"torch_mask_convention": True}, r"d_model=h=4 \(d_k = 1\), causal\] the weights"),
-        ({"skip_out_bias": True}, r"\[multi_head_attention, n=5, d_model=6, h=3, no mask\] out "),
-        ({"averaged": True}, r"\[multi_head_attention, n=5, d_model=6, h=3, no mask\] the weig"),
+        ({"skip_out_bias": True}, Failure(MHA, "^out differs")),
+        ({"averaged": True}, Failure(MHA, "^the weights of the heads differs")),
         (
             {"check_divisible": False},
-            r"multi_head_attention with d_model = 6 and num_heads = 4 \(not a divisor\) raised "
-            r"ValueError\('matmul: .*'\), which does not say that d_model is not divisible",
+            Failure(
+                None,
+                r"^multi_head_attention with d_model = 6 and num_heads = 4 \(not a divisor\)",
+                r"raised ValueError\('matmul: ",
+                "not divisible",
+            ),
         ),
     ],
+    ids=row_id,
 )
-def test_check_multi_head_attention_rejects_bug(bugs, message):
-    with pytest.raises(AssertionError, match=message), np.errstate(all="ignore"):
-        hidden.check_multi_head_attention(as_student(heads, "multi_head_attention", **bugs))
+def test_check_multi_head_attention_rejects_bug(bugs, failure):
+    student = as_student(heads, "multi_head_attention", **bugs)
+    with np.errstate(all="ignore"):
+        expect_failure(lambda: hidden.check_multi_head_attention(student), failure)
 
 
 @pytest.mark.parametrize(
-    ("encoding_bugs", "dot_bugs", "shift_bugs", "message"),
+    ("encoding_bugs", "dot_bugs", "shift_bugs", "failure"),
     [
-        ({"blocks": True}, {}, {}, r"\[sinusoidal_encoding\(7, 10, base=10000\)\] .* differs"),
-        ({"cos_first": True}, {}, {}, r"\[sinusoidal_encoding\(1, 2, base=10000\)\] .* differs"),
-        ({"omega_r_over_d": True}, {}, {}, r"\[sinusoidal_encoding\(7, 10, base=10000\)\]"),
-        ({}, {"unit": True}, {}, r"\[relative_dot\(1, 2\)\] relative_dot\(1, 2\) differs"),
-        ({}, {}, {"transposed": True}, r"\[shift_matrix\(-3, 6, base=10000\)\] shift_matrix"),
-        ({}, {}, {"absolute": True}, r"\[shift_matrix\(-3, 6, base=10000\)\] shift_matrix"),
+        ({"blocks": True}, {}, {}, Failure(MIX, r"^sinusoidal_encoding\(.*\) differs")),
+        (
+            {"cos_first": True},
+            {},
+            {},
+            Failure(
+                r"^sinusoidal_encoding\(1, 2, base=10000\)$", r"^sinusoidal_encoding\(.*\) differs"
+            ),
+        ),
+        ({"omega_r_over_d": True}, {}, {}, Failure(MIX, r"^sinusoidal_encoding\(.*\) differs")),
+        (
+            {},
+            {"unit": True},
+            {},
+            Failure(r"^relative_dot\(1, 2\)$", r"^relative_dot\(1, 2\) differs"),
+        ),
+        ({}, {}, {"transposed": True}, Failure(SHIFT, r"^shift_matrix\(.*\) differs")),
+        ({}, {}, {"absolute": True}, Failure(SHIFT, r"^shift_matrix\(.*\) differs")),
     ],
+    ids=row_id,
 )
-def test_check_sinusoidal_rejects_bug(encoding_bugs, dot_bugs, shift_bugs, message):
-    with pytest.raises(AssertionError, match=message):
-        hidden.check_sinusoidal(
-            as_student(sinusoids, "sinusoidal_encoding", **encoding_bugs),
-            as_student(dots, "relative_dot", **dot_bugs),
-            as_student(shift, "shift_matrix", **shift_bugs),
-        )
+def test_check_sinusoidal_rejects_bug(encoding_bugs, dot_bugs, shift_bugs, failure):
+    students = (
+        as_student(sinusoids, "sinusoidal_encoding", **encoding_bugs),
+        as_student(dots, "relative_dot", **dot_bugs),
+        as_student(shift, "shift_matrix", **shift_bugs),
+    )
+    expect_failure(lambda: hidden.check_sinusoidal(*students), failure)
 
 
 @pytest.mark.parametrize(
-    ("bugs", "message"),
+    ("bugs", "failure"),
     [
-        ({"halves": True}, r"\[apply_rope, n=5, d=8, positions 0..4\] apply_rope\(x, positions\)"),
-        ({"backwards": True}, r"\[apply_rope, n=5, d=8, positions 0..4\] apply_rope"),
-        ({"arange": True}, r"\[apply_rope, a batch \(2, 3, 6, 4\), positions 0, 2, 3, 7, 8, 20\]"),
-        ({"in_place": True}, r"apply_rope modified its input x in place"),
+        ({"halves": True}, Failure(ROPE, r"^apply_rope\(x, positions\) differs")),
+        ({"backwards": True}, Failure(ROPE, r"^apply_rope\(x, positions\) differs")),
+        (
+            {"arange": True},
+            Failure(
+                r"^apply_rope, a batch \(2, 3, 6, 4\), positions 0, 2, 3, 7, 8, 20$",
+                r"^apply_rope\(x, positions\) differs",
+            ),
+        ),
+        ({"in_place": True}, Failure(ROPE, "modified its input x")),
     ],
+    ids=row_id,
 )
-def test_check_rope_rejects_bug(bugs, message):
-    with pytest.raises(AssertionError, match=message):
-        hidden.check_rope(as_student(rotate, "apply_rope", **bugs))
+def test_check_rope_rejects_bug(bugs, failure):
+    student = as_student(rotate, "apply_rope", **bugs)
+    expect_failure(lambda: hidden.check_rope(student), failure)
 
 
 # --------------------------------------------------------------------------------------------
 # The visible tests name the typical mistakes
 # --------------------------------------------------------------------------------------------
-
-
-@functools.cache
-def _reference_namespace() -> dict:
-    with contextlib.redirect_stdout(io.StringIO()):  # the exploration cells print
-        return load_solution("a5_self_attention").namespace()
-
-
-def _run_visible(grade_id: str, **functions) -> None:
-    cell = load_solution("a5_self_attention").test_cells[grade_id]
-    run_cell(cell.visible_source, {**_reference_namespace(), **functions}, grade_id)
 
 
 def _as_tensor(function):
@@ -411,89 +463,98 @@ def _as_tensor(function):
 
 
 def test_functions_that_return_tensors_fail_the_visible_and_hidden_tests():
-    with pytest.raises(AssertionError, match="sinusoidal_encoding should return a NumPy array"):
-        _run_visible("test_sinusoidal_visible", sinusoidal_encoding=_as_tensor(sinusoids))
-    with pytest.raises(AssertionError, match="apply_rope should return a NumPy array, got Tensor"):
-        _run_visible("test_rope_visible", apply_rope=_as_tensor(rotate))
-    with pytest.raises(AssertionError, match=r"\] apply_rope\(x, positions\) should be a NumPy"):
-        hidden.check_rope(as_student(_as_tensor(rotate), "apply_rope"))
+    expect_failure(
+        lambda: run_visible(
+            ASSIGNMENT, "test_sinusoidal_visible", sinusoidal_encoding=_as_tensor(sinusoids)
+        ),
+        Failure(None, "^sinusoidal_encoding should return a NumPy array", "got Tensor"),
+    )
+    expect_failure(
+        lambda: run_visible(ASSIGNMENT, "test_rope_visible", apply_rope=_as_tensor(rotate)),
+        Failure(None, "^apply_rope should return a NumPy array", "got Tensor"),
+    )
+    expect_failure(
+        lambda: hidden.check_rope(as_student(_as_tensor(rotate), "apply_rope")),
+        Failure(ROPE, r"^apply_rope\(x, positions\) should be a NumPy array", "got Tensor"),
+    )
 
 
 @pytest.mark.parametrize(
-    ("grade_id", "functions", "message"),
+    ("grade_id", "functions", "failure"),
     [
         (
             "test_attention_visible",
             {"attention": as_student(attend, "attention", unscaled=True)},
-            r"A \(3 queries, 4 keys, no mask\) differs from "
-            r"torch.nn.functional.scaled_dot_product_attention by .* at \[",
+            Failure(None, r"^A \(3 queries, 4 keys, no mask\) differs", r" at \["),
         ),
         (
             "test_attention_visible",
             {"attention": as_student(attend, "attention", naive=True)},
-            r"A for the queries times 1000 \(scores up to 2121\) contains nan",
+            Failure(None, r"^A for the queries times 1000 .* contains nan"),
         ),
         (
             "test_attention_visible",
             {"padding_mask": as_student(padding, "padding_mask", off_by_one=True)},
-            r"padding_mask\(\[4, 2\], 4\) differs from the expected mask .* by 1.0e\+00 at "
-            r"\[1, 0, 2\]",
+            Failure(None, r"^padding_mask\(\[4, 2\], 4\) differs", r"by 1.0e\+00 at \[1, 0, 2\]"),
         ),
         (
             "test_multi_head_visible",
             {"multi_head_attention": as_student(heads, "multi_head_attention", wrong_split=True)},
-            r"the weights of head 0 \(columns 0..1 of Q, K and V\) differs from "
-            r"torch.nn.MultiheadAttention by",
+            Failure(None, r"^the weights of head 0 \(columns 0..1 of Q, K and V\) differs"),
         ),
         (
             "test_multi_head_visible",
             {"multi_head_attention": as_student(heads, "multi_head_attention", skip_out_bias=True)},
-            r"out \(no mask\) differs from torch.nn.MultiheadAttention by 3.0e-01 at \[\d, 3\]",
+            Failure(None, r"^out \(no mask\) differs", r"by 3.0e-01 at \[\d, 3\]"),
         ),
         (
             "test_sinusoidal_visible",
             {"sinusoidal_encoding": as_student(sinusoids, "sinusoidal_encoding", blocks=True)},
-            r"sinusoidal_encoding\(3, 4\) differs from the formula \(sines in even columns, "
-            r"cosines in odd ones\) by",
+            Failure(None, r"^sinusoidal_encoding\(3, 4\) differs", "sines in even columns"),
         ),
         (
             "test_sinusoidal_visible",
             {"shift_matrix": as_student(shift, "shift_matrix", transposed=True)},
-            r"shift_matrix\(2, 4\) differs from the expected blocks by 1.8e\+00",
+            Failure(None, r"^shift_matrix\(2, 4\) differs", r"by 1.8e\+00"),
         ),
         (
             "test_rope_visible",
             {"apply_rope": as_student(rotate, "apply_rope", halves=True)},
-            r"apply_rope\(x, \[0, 1, 2\]\) differs from the rotated pairs by .* at \[1, \d\]",
+            Failure(None, r"^apply_rope\(x, \[0, 1, 2\]\) differs", r" at \[1, \d\]"),
         ),
         (
             "test_rope_visible",
             {"apply_rope": as_student(rotate, "apply_rope", arange=True)},
-            r"apply_rope\(x, \[3, 10, 11\]\) \(positions that skip\) differs",
+            Failure(None, r"^apply_rope\(x, \[3, 10, 11\]\) \(positions that skip\) differs"),
         ),
     ],
+    ids=row_id,
 )
-def test_visible_tests_name_the_mistake(grade_id, functions, message):
-    with pytest.raises(AssertionError, match=message), np.errstate(all="ignore"):
-        _run_visible(grade_id, **functions)
+def test_visible_tests_name_the_mistake(grade_id, functions, failure):
+    with np.errstate(all="ignore"):
+        expect_failure(lambda: run_visible(ASSIGNMENT, grade_id, **functions), failure)
 
 
 def test_visible_tests_pass_with_the_independent_implementations():
     with np.errstate(divide="ignore"):
-        _run_visible(
+        run_visible(
+            ASSIGNMENT,
             "test_attention_visible",
             attention=as_student(attend, "attention"),
             causal_mask=as_student(causal, "causal_mask"),
             padding_mask=as_student(padding, "padding_mask"),
         )
-    _run_visible("test_multi_head_visible", multi_head_attention=as_student(heads, "mha"))
-    _run_visible(
+    run_visible(
+        ASSIGNMENT, "test_multi_head_visible", multi_head_attention=as_student(heads, "mha")
+    )
+    run_visible(
+        ASSIGNMENT,
         "test_sinusoidal_visible",
         sinusoidal_encoding=as_student(sinusoids, "sinusoidal_encoding"),
         relative_dot=as_student(dots, "relative_dot"),
         shift_matrix=as_student(shift, "shift_matrix"),
     )
-    _run_visible("test_rope_visible", apply_rope=as_student(rotate, "apply_rope"))
+    run_visible(ASSIGNMENT, "test_rope_visible", apply_rope=as_student(rotate, "apply_rope"))
 
 
 # --------------------------------------------------------------------------------------------
@@ -531,20 +592,21 @@ def test_check_attention_rejects_torch_shortcuts(implementation, called):
         attend(Q, K, V), implementation(Q, K, V), strict=True
     ):  # right outside the traps
         np.testing.assert_allclose(theirs, mine, atol=1e-12)
-    with pytest.raises(hidden.ShortcutUsed, match=f"attention must .*; it called {called}"):
-        hidden.check_attention(
-            as_student(implementation, "attention"),
-            as_student(causal, "causal_mask"),
-            as_student(padding, "padding_mask"),
-        )
+    students = (
+        as_student(implementation, "attention"),
+        as_student(causal, "causal_mask"),
+        as_student(padding, "padding_mask"),
+    )
+    expect_shortcut(lambda: hidden.check_attention(*students), "attention", called)
 
 
 def test_check_multi_head_attention_rejects_nn_multihead_attention():
-    with pytest.raises(
-        hidden.ShortcutUsed,
-        match=r"multi_head_attention must .*; it called torch.nn.MultiheadAttention",
-    ):
-        hidden.check_multi_head_attention(as_student(heads_with_torch, "multi_head_attention"))
+    student = as_student(heads_with_torch, "multi_head_attention")
+    expect_shortcut(
+        lambda: hidden.check_multi_head_attention(student),
+        "multi_head_attention",
+        "torch.nn.MultiheadAttention",
+    )
 
 
 @pytest.fixture
@@ -577,10 +639,11 @@ def test_course_models_attention_is_trapped_by_name(lecture_module):
     def student_rope(x, positions, base=10000.0):
         return np.asarray(lecture_module.rope(x, positions, base))
 
-    with pytest.raises(
-        hidden.ShortcutUsed, match=r"apply_rope must .*; it called course.models.attention.rope"
-    ):
-        hidden.check_rope(as_student(student_rope, "apply_rope"))
+    expect_shortcut(
+        lambda: hidden.check_rope(as_student(student_rope, "apply_rope")),
+        "apply_rope",
+        "course.models.attention.rope",
+    )
     assert lecture_module.rope.__name__ == "rope"  # restored
 
 
@@ -599,5 +662,4 @@ REQUIRED_TRAPS = {
 
 
 def test_traps_cover_the_routines_that_would_do_the_work():
-    labels = {label for _, _, label in hidden.shortcut_targets()}
-    assert REQUIRED_TRAPS <= labels
+    expect_traps(hidden, REQUIRED_TRAPS)

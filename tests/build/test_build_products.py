@@ -43,11 +43,13 @@ def _executed_without_error(path: Path) -> None:
 
 
 @pytest.mark.parametrize("lecture", LECTURES)
+@pytest.mark.build
 def test_lecture_executed_top_to_bottom(lecture):
     _executed_without_error(BUILD / "lectures" / f"{lecture}.ipynb")
 
 
 @pytest.mark.parametrize("lecture", LECTURES)
+@pytest.mark.build
 def test_lecture_shows_no_bare_object_reprs(lecture):
     """A cell ending in a call that returns a function or an object shows its repr
     ("<function ...>") under the output, in JupyterLab and on the site: assign it instead."""
@@ -65,12 +67,14 @@ def test_lecture_shows_no_bare_object_reprs(lecture):
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
+@pytest.mark.build
 def test_reference_solution_executed_top_to_bottom(assignment):
     for source in nbg.source_files(assignment):
         _executed_without_error(BUILD / "solutions" / assignment / f"{source.stem}.ipynb")
 
 
 @pytest.mark.parametrize("lecture", LECTURES)
+@pytest.mark.build
 def test_each_trained_model_beats_its_baseline(lecture):
     path = METRICS / f"{lecture}.json"
     assert path.exists(), f"{lecture} recorded no figures with course.metrics.record"
@@ -89,6 +93,7 @@ def test_each_trained_model_beats_its_baseline(lecture):
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
+@pytest.mark.build
 def test_build_autograded_the_reference_to_full_marks(assignment):
     grades = json.loads((BUILD / "grades" / f"{assignment}.json").read_text())
     assert grades["autograded_max"] >= 10, (
@@ -127,12 +132,14 @@ def _pages() -> list[Path]:
     )
 
 
+@pytest.mark.build
 def test_every_unit_has_a_page():
     missing = [str(p.relative_to(HTML)) for p in _pages() if not p.exists()]
     assert not missing, f"pages not built: {missing}"
 
 
 @pytest.mark.parametrize("page", _pages(), ids=lambda p: p.stem)
+@pytest.mark.build
 def test_page_loads_nothing_from_the_internet_and_its_files_exist(page):
     for tag, attrs in _tags(page):
         reference = (
@@ -151,6 +158,7 @@ def test_page_loads_nothing_from_the_internet_and_its_files_exist(page):
         assert target.exists(), f"{page.name} refers to {reference}, which is not in the site"
 
 
+@pytest.mark.build
 def test_math_is_rendered_by_the_local_mathjax():
     page = HTML / "_generated" / "lectures" / f"{LECTURES[0]}.html"
     scripts = [attrs.get("src", "") for tag, attrs in _tags(page) if tag == "script"]
@@ -161,6 +169,7 @@ def test_math_is_rendered_by_the_local_mathjax():
     assert 'class="math' in page.read_text(), f"{page.name} has no math for MathJax to render"
 
 
+@pytest.mark.build
 def test_lecture_figures_are_in_the_site():
     page = HTML / "_generated" / "lectures" / f"{LECTURES[0]}.html"
     images = [attrs["src"] for tag, attrs in _tags(page) if tag == "img" and "src" in attrs]
@@ -171,6 +180,7 @@ def test_lecture_figures_are_in_the_site():
 # -- the student bundle -------------------------------------------------------------------
 
 
+@pytest.mark.build
 def test_student_bundle_has_what_a_student_needs_and_nothing_else():
     assert (DIST / "README.md").exists() and (DIST / "environment.yml").exists()
     assert (DIST / "course" / "__init__.py").exists()
@@ -198,6 +208,7 @@ def _requirement_names(path: Path) -> set[str]:
     return names
 
 
+@pytest.mark.build
 def test_student_bundle_installs_only_the_student_requirements():
     shipped = DIST / STUDENT_REQUIREMENTS.name
     assert shipped.read_text() == STUDENT_REQUIREMENTS.read_text()
@@ -211,6 +222,7 @@ def test_student_bundle_installs_only_the_student_requirements():
     assert "pip install -r requirements-student.txt ." in (DIST / "README.md").read_text()
 
 
+@pytest.mark.build
 def test_student_bundle_turns_off_the_teacher_panels():
     import tomllib
 
@@ -237,6 +249,7 @@ def _bundle_notebooks() -> list[Path]:
 
 
 @pytest.mark.parametrize("notebook", _bundle_notebooks(), ids=lambda p: p.stem)
+@pytest.mark.build
 def test_bundle_notebooks_use_no_myst_markup(notebook):
     from tools.lab_markdown import DIRECTIVE, LABELLED_MATH, ROLE, TARGET
 
@@ -249,6 +262,7 @@ def test_bundle_notebooks_use_no_myst_markup(notebook):
 
 
 @pytest.mark.parametrize("lecture", LECTURES)
+@pytest.mark.build
 def test_bundle_equations_are_numbered_as_on_the_website(lecture):
     from tools.lab_markdown import collect_labels
 
@@ -267,6 +281,7 @@ def test_bundle_equations_are_numbered_as_on_the_website(lecture):
     assert [int(t) for t in tags] == sorted(site_numbers.values())
 
 
+@pytest.mark.build
 def test_student_bundle_ships_the_course_trained_checkpoints_unchanged():
     from course.checkpoints import CHECKPOINT_DIR, available_checkpoints
 

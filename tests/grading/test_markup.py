@@ -1,6 +1,6 @@
 """Student markup rendered for a TA or a student: sanitised, with math, tables and images kept.
 
-The browser test (tests/test_ta_grading.py) opens formgrader and the feedback files in
+The browser test (tests/grading/test_ta_grading.py) opens formgrader and the feedback files in
 Chromium; these tests pin the rules of autograder/markup.py one by one, without a browser.
 """
 

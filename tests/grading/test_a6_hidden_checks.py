@@ -12,16 +12,23 @@ inside the traps.
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import io
-
 import numpy as np
 import pytest
 import torch
-from solution_loader import as_student, load_solution, run_cell
 
 from autograder.hidden import a6_transformer as hidden
+from tests.grading.bug_injection import (
+    Failure,
+    expect_failure,
+    expect_shortcut,
+    expect_traps,
+    heads_attention,
+    row_id,
+    run_visible,
+)
+from tests.grading.solution_loader import as_student
+
+ASSIGNMENT = "a6_transformer"
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -106,7 +113,6 @@ def encode(
         wanted = [(d, d), (d,)] * 4 + [(d_ff, d), (d_ff,), (d, d_ff), (d,)] + [(d,)] * 4
         if shapes != wanted:
             raise ValueError("a weight has the wrong shape")
-    d_k = d // h
     first = (not norm_first) if other_order else norm_first
 
     def ln(z, i):
@@ -118,24 +124,16 @@ def encode(
 
     def mha(z):
         q, k, v = (z @ w[f"self_attn.W_{p}.weight"].T + w[f"self_attn.W_{p}.bias"] for p in "qkv")
-        heads = []
-        for r in range(h):
-            if wrong_split:
-                n = z.shape[-2]
-
-                def cut(a, r=r, n=n):
-                    return a.reshape(*a.shape[:-2], h, n, d_k)[..., r, :, :]
-            else:
-
-                def cut(a, r=r):
-                    return a[..., r * d_k : (r + 1) * d_k]
-
-            s = cut(q) @ np.swapaxes(cut(k), -1, -2) / np.sqrt(d if scale_by_d_model else d_k)
-            if mask is not None:
-                keep = np.asarray(mask, dtype=bool)
-                s = np.where(~keep if torch_mask_convention else keep, s, -np.inf)
-            a = np.exp(s - s.max(-1, keepdims=True))
-            heads.append(a / a.sum(-1, keepdims=True) @ cut(v))
+        heads, _ = heads_attention(
+            q,
+            k,
+            v,
+            h,
+            mask,
+            scale_by_d_model=scale_by_d_model,
+            wrong_split=wrong_split,
+            torch_mask_convention=torch_mask_convention,
+        )
         return np.concatenate(heads, -1) @ w["self_attn.W_o.weight"].T + w["self_attn.W_o.bias"]
 
     def ffn(z):
@@ -364,117 +362,159 @@ def test_the_hard_cases_are_hard():
 # --------------------------------------------------------------------------------------------
 
 
+ROWS = r"^layer_norm, 3 rows of D=5$"
+POST = r"^encoder_layer, n=5, d_model=8, h=2, d_ff=12, post-norm$"
+LEFT = r"^decoder_mask_and_positions, lengths \[5, 3, 1\], n=m=5, left padding$"
+RIGHT = r"^decoder_mask_and_positions, lengths \[5, 3, 1\], n=m=5, right padding$"
+BIG = r"^count_parameters, the big model "
+
+
 @pytest.mark.parametrize(
-    ("bugs", "message"),
+    ("bugs", "failure"),
     [
-        ({"one_pass": True}, r"\[layer_norm, rows near 1e8 \(the two-pass variance\)\] y differs"),
-        ({"unbiased": True}, r"\[layer_norm, 3 rows of D=5\] y differs from torch"),
-        ({"last_axis_only": True}, r"\[layer_norm, S = \(3, 4\) over x of shape \(2, 3, 4\)\] "),
-        ({"eps_outside": True}, r"\[layer_norm, 3 rows of D=5\] y differs .* by 1.0e-05"),
-        ({"std_not_rstd": True}, r"\[layer_norm, 3 rows of D=5\] rstd = 1 / sqrt\(var \+ eps\) "),
+        ({"one_pass": True}, Failure(r"^layer_norm, rows near 1e8 ", "^y differs")),
+        ({"unbiased": True}, Failure(ROWS, "^y differs")),
         (
-            {"keepdims": True},
-            r"mean should be a NumPy array of shape \(3,\) \(one number per row\)",
+            {"last_axis_only": True},
+            Failure(r"^layer_norm, S = \(3, 4\) over x of shape \(2, 3, 4\)$", "^mean should be"),
         ),
-        ({"accept_zero_eps": True}, r"layer_norm with eps = 0 should raise ValueError"),
+        ({"eps_outside": True}, Failure(ROWS, "^y differs", "by 1.0e-05")),
+        ({"std_not_rstd": True}, Failure(ROWS, r"^rstd = 1 / sqrt\(var \+ eps\) differs")),
+        ({"keepdims": True}, Failure(ROWS, r"^mean should be a NumPy array of shape \(3,\)")),
+        ({"accept_zero_eps": True}, Failure(None, "^layer_norm with eps = 0", "should raise")),
     ],
+    ids=row_id,
 )
-def test_check_layer_norm_rejects_bug(bugs, message):
-    with pytest.raises(AssertionError, match=message), np.errstate(all="ignore"):
-        hidden.check_layer_norm(as_student(normalise, "layer_norm", **bugs))
+def test_check_layer_norm_rejects_bug(bugs, failure):
+    student = as_student(normalise, "layer_norm", **bugs)
+    with np.errstate(all="ignore"):
+        expect_failure(lambda: hidden.check_layer_norm(student), failure)
 
 
 @pytest.mark.parametrize(
-    ("bugs", "message"),
+    ("bugs", "failure"),
     [
-        ({"other_order": True}, r"\[encoder_layer, n=5, d_model=8, h=2, d_ff=12, post-norm\] y "),
-        ({"scale_by_d_model": True}, r"\[encoder_layer, n=5, d_model=8, h=2, d_ff=12, post-n"),
-        ({"ignore_eps": True}, r"\[encoder_layer, B=2, n=5, d_model=h=4 .*eps=1e-3\] y differs"),
-        ({"no_ffn_residual": True}, r"\[encoder_layer, n=5, d_model=8, h=2, d_ff=12, post-norm"),
-        ({"gelu": True}, r"\[encoder_layer, n=5, d_model=8, h=2, d_ff=12, post-norm\] y differs"),
-        ({"wrong_split": True}, r"\[encoder_layer, n=5, d_model=8, h=2, d_ff=12, post-norm\] y"),
-        ({"torch_mask_convention": True}, r"\[encoder_layer, B=3, n=4, .* padding mask"),
+        ({"other_order": True}, Failure(POST, "^y differs")),
+        ({"scale_by_d_model": True}, Failure(POST, "^y differs")),
+        (
+            {"ignore_eps": True},
+            Failure(r"^encoder_layer, B=2, n=5, d_model=h=4 .*eps=1e-3$", "^y "),
+        ),
+        ({"no_ffn_residual": True}, Failure(POST, "^y differs")),
+        ({"gelu": True}, Failure(POST, "^y differs")),
+        ({"wrong_split": True}, Failure(POST, "^y differs")),
+        (
+            {"torch_mask_convention": True},
+            Failure(r"^encoder_layer, B=3, n=4, .*padding mask", "^y contains nan"),
+        ),
         (
             {"check_divisible": False},
-            r"encoder_layer with d_model = 6 and num_heads = 4 \(not a divisor\) raised "
-            r"ValueError\('.*'\), which does not say that d_model is not divisible",
+            Failure(
+                None,
+                r"^encoder_layer with d_model = 6 and num_heads = 4 \(not a divisor\)",
+                r"raised ValueError\(",
+                "not divisible",
+            ),
         ),
-        ({"name_missing": False}, r"which does not name the missing weight 'self_attn.W_v.bias'"),
+        (
+            {"name_missing": False},
+            Failure(None, "^encoder_layer with no 'self_attn.W_v.bias'", "the missing weight"),
+        ),
         (
             {"check_shapes": False},
-            r"encoder_layer with a self_attn.W_q.bias of shape \(1,\) \(it would broadcast\) should "
-            r"raise ValueError",
+            Failure(
+                None,
+                r"^encoder_layer with a self_attn.W_q.bias of shape \(1,\)",
+                "should raise ValueError",
+            ),
         ),
     ],
+    ids=row_id,
 )
-def test_check_encoder_layer_rejects_bug(bugs, message):
-    with pytest.raises(AssertionError, match=message), np.errstate(all="ignore"):
-        hidden.check_encoder_layer(as_student(encode, "encoder_layer", **bugs))
+def test_check_encoder_layer_rejects_bug(bugs, failure):
+    student = as_student(encode, "encoder_layer", **bugs)
+    with np.errstate(all="ignore"):
+        expect_failure(lambda: hidden.check_encoder_layer(student), failure)
 
 
 @pytest.mark.parametrize(
-    ("bugs", "message"),
+    ("bugs", "failure"),
     [
         (
             {"ignore_left": True},
-            r"\[decoder_mask_and_positions, lengths \[5, 3, 1\], n=m=5, left padding\] mask is "
-            r"True at \[1, 0, 1, 0\] \(sequence 1, query 1 at position 1, key 0;",
+            Failure(LEFT, r"^mask is True at \[1, 0, 1, 0\]", r"sequence 1, query 1 .*key 0"),
         ),
-        ({"no_fallback": True}, r"left padding\] mask is False at \[1, 0, 0, 0\]"),
+        ({"no_fallback": True}, Failure(LEFT, r"^mask is False at \[1, 0, 0, 0\]")),
         (
             {"diagonal_from_zero": True},
-            r"\[decoder_mask_and_positions, a cache: lengths \[6, 4, 1\], n=3 of m=6, left "
-            r"padding\] mask is False at \[0, 0, 0, 1\] \(sequence 0, query 0 at position 3",
+            Failure(
+                r"^decoder_mask_and_positions, a cache: lengths \[6, 4, 1\], n=3 of m=6, left ",
+                r"^mask is False at \[0, 0, 0, 1\]",
+                r"sequence 0, query 0 at position 3",
+            ),
         ),
-        ({"positions_absolute": True}, r"n=m=5, right padding\] positions is 3 at \[1, 3\]"),
-        ({"pad_positions_count_on": True}, r"right padding\] positions is 3 at \[1, 3\]"),
-        ({"allow_more_queries": True}, r"with n = 4 > m = 3 should raise ValueError"),
-        ({"accept_floats": True}, r"with float lengths \[1.0, 2.0\] should raise ValueError"),
+        ({"positions_absolute": True}, Failure(RIGHT, r"^positions is 3 at \[1, 3\]")),
+        ({"pad_positions_count_on": True}, Failure(RIGHT, r"^positions is 3 at \[1, 3\]")),
+        ({"allow_more_queries": True}, Failure(None, "with n = 4 > m = 3", "should raise")),
+        (
+            {"accept_floats": True},
+            Failure(None, r"with float lengths \[1.0, 2.0\]", "should raise ValueError"),
+        ),
     ],
+    ids=row_id,
 )
-def test_check_decoder_mask_rejects_bug(bugs, message):
-    with pytest.raises(AssertionError, match=message):
-        hidden.check_decoder_mask(as_student(layout, "decoder_mask_and_positions", **bugs))
+def test_check_decoder_mask_rejects_bug(bugs, failure):
+    student = as_student(layout, "decoder_mask_and_positions", **bugs)
+    expect_failure(lambda: hidden.check_decoder_mask(student), failure)
 
 
 @pytest.mark.parametrize(
-    ("bugs", "message"),
+    ("bugs", "failure"),
     [
         (
             {"cross_without_encoder": True},
-            r"\[count_parameters, GPT-2 small .*\] decoder is 113,422,848, but the PyTorch "
-            r"modules have 85,056,000 \(off by \+28,366,848\)",
+            Failure(
+                "^count_parameters, GPT-2 small ",
+                "^decoder is 113,422,848",
+                "modules have 85,056,000",
+                r"off by \+28,366,848",
+            ),
         ),
-        ({"no_final_norm": True}, r"\[count_parameters, the big model .*\] encoder is "),
-        ({"norm_bias_always": True}, r"\[count_parameters, no biases with an encoder.*\] encoder"),
-        ({"output_bias": True}, r"\[count_parameters, the big model .*\] output is 37,000"),
-        ({"shared_twice": True}, r"\[count_parameters, the big model .*\] embeddings is "),
-        ({"one_position_table": True}, r"\[count_parameters, one layer each.*\] embeddings is "),
-        ({"d_ff_is_4d": True}, r"\[count_parameters, the big model .*\] total is|encoder is"),
-        ({"accept_unknown": True}, r"count_parameters with the unknown key 'n_layers' should"),
-        ({"accept_bools": True}, r"count_parameters with num_heads = True \(a bool\) should"),
-        ({"in_place": True}, r"count_parameters changed the keys of its input config"),
+        ({"no_final_norm": True}, Failure(BIG, "^encoder is ")),
+        (
+            {"norm_bias_always": True},
+            Failure("^count_parameters, no biases with an encoder", "^encoder is"),
+        ),
+        ({"output_bias": True}, Failure(BIG, "^output is 37,000")),
+        ({"shared_twice": True}, Failure(BIG, "^embeddings is ")),
+        (
+            {"one_position_table": True},
+            Failure("^count_parameters, one layer each", "^embeddings is "),
+        ),
+        (
+            {"d_ff_is_4d": True},
+            Failure("^count_parameters, an encoder-decoder with two vocabularies", "^encoder is "),
+        ),
+        (
+            {"accept_unknown": True},
+            Failure(None, "^count_parameters with the unknown key 'n_layers'", "should"),
+        ),
+        (
+            {"accept_bools": True},
+            Failure(None, r"^count_parameters with num_heads = True \(a bool\)", "should"),
+        ),
+        ({"in_place": True}, Failure(BIG, "changed the keys of its input config")),
     ],
+    ids=row_id,
 )
-def test_check_count_parameters_rejects_bug(bugs, message):
-    with pytest.raises(AssertionError, match=message):
-        hidden.check_count_parameters(as_student(count, "count_parameters", **bugs))
+def test_check_count_parameters_rejects_bug(bugs, failure):
+    student = as_student(count, "count_parameters", **bugs)
+    expect_failure(lambda: hidden.check_count_parameters(student), failure)
 
 
 # --------------------------------------------------------------------------------------------
 # The visible tests name the typical mistakes
 # --------------------------------------------------------------------------------------------
-
-
-@functools.cache
-def _reference_namespace() -> dict:
-    with contextlib.redirect_stdout(io.StringIO()):  # the exploration cells print
-        return load_solution("a6_transformer").namespace()
-
-
-def _run_visible(grade_id: str, **functions) -> None:
-    cell = load_solution("a6_transformer").test_cells[grade_id]
-    run_cell(cell.visible_source, {**_reference_namespace(), **functions}, grade_id)
 
 
 def lecture_style_layer_norm(x, gamma, beta, eps=1e-5):
@@ -486,78 +526,98 @@ def lecture_style_layer_norm(x, gamma, beta, eps=1e-5):
 
 
 def test_a_lecture_style_layer_norm_fails_the_visible_test():
-    with pytest.raises(AssertionError, match=r"layer_norm should return the tuple"):
-        _run_visible("test_layer_norm_visible", layer_norm=lecture_style_layer_norm)
+    expect_failure(
+        lambda: run_visible(
+            ASSIGNMENT, "test_layer_norm_visible", layer_norm=lecture_style_layer_norm
+        ),
+        Failure(None, "^layer_norm should return the tuple"),
+    )
 
 
 @pytest.mark.parametrize(
-    ("grade_id", "functions", "message"),
+    ("grade_id", "functions", "failure"),
     [
         (
             "test_layer_norm_visible",
             {"layer_norm": as_student(normalise, "layer_norm", one_pass=True)},
-            r"y of the row 1e8 \+ \(1, 2, 3, 4\) \(variance 1.25\) differs from "
-            r"torch.nn.functional.layer_norm by",
+            Failure(None, r"^y of the row 1e8 \+ \(1, 2, 3, 4\) \(variance 1.25\) differs"),
         ),
         (
             "test_layer_norm_visible",
             {"layer_norm": as_student(normalise, "layer_norm", unbiased=True)},
-            r"^y differs from torch.nn.functional.layer_norm by",
+            Failure(None, "^y differs"),
         ),
         (
             "test_layer_norm_visible",
             {"layer_norm": as_student(normalise, "layer_norm", last_axis_only=True)},
-            r"y over the trailing shape S = \(2, 3\) differs",
+            Failure(None, r"^y over the trailing shape S = \(2, 3\) differs"),
         ),
         (
             "test_encoder_layer_visible",
             {"encoder_layer": as_student(encode, "encoder_layer", other_order=True)},
-            r"y \(post-norm\) differs from torch.nn.TransformerEncoderLayer by",
+            Failure(None, r"^y \(post-norm\) differs"),
         ),
         (
             "test_encoder_layer_visible",
             {"encoder_layer": as_student(encode, "encoder_layer", torch_mask_convention=True)},
-            r"y of sequence 0 \(no padding\) in the batch contains nan",
+            Failure(None, r"^y of sequence 0 \(no padding\) in the batch contains nan"),
         ),
         (
             "test_decoder_mask_visible",
             {"decoder_mask_and_positions": as_student(layout, "dmp", no_fallback=True)},
-            r"mask of sequence 1 \(1 real token, left padding: queries 0 and 1 see themselves\) "
-            r"differs from the expected mask \(1 = may attend\) by 1.0e\+00 at \[0, 0\]",
+            Failure(
+                None,
+                r"^mask of sequence 1 \(1 real token, left padding",
+                r"differs .* by 1.0e\+00 at \[0, 0\]",
+            ),
         ),
         (
             "test_decoder_mask_visible",
             {"decoder_mask_and_positions": as_student(layout, "dmp", diagonal_from_zero=True)},
-            r"mask with a cache \(n = 2 queries at positions 2, 3; m = 4 keys; left padding\) "
-            r"differs",
+            Failure(
+                None, r"^mask with a cache \(n = 2 queries at positions 2, 3; m = 4 keys", "differs"
+            ),
         ),
         (
             "test_count_parameters_visible",
             {"count_parameters": as_student(count, "count_parameters", cross_without_encoder=True)},
-            r"a decoder-only model without biases, learned positions, output not tied: decoder "
-            r"is 131,520, expected 98,624 \(off by \+32,896\)",
+            Failure(
+                None,
+                "^a decoder-only model without biases",
+                "decoder is 131,520",
+                "98,624",
+                r"off by \+32,896",
+            ),
         ),
         (
             "test_count_parameters_visible",
             {"count_parameters": as_student(count, "count_parameters", no_final_norm=True)},
-            r"the base model: encoder is 18,914,304, expected 18,915,328 \(off by -1,024\)",
+            Failure(None, "^the base model: encoder is 18,914,304", "18,915,328", "off by -1,024"),
         ),
     ],
+    ids=row_id,
 )
-def test_visible_tests_name_the_mistake(grade_id, functions, message):
-    with pytest.raises(AssertionError, match=message), np.errstate(all="ignore"):
-        _run_visible(grade_id, **functions)
+def test_visible_tests_name_the_mistake(grade_id, functions, failure):
+    with np.errstate(all="ignore"):
+        expect_failure(lambda: run_visible(ASSIGNMENT, grade_id, **functions), failure)
 
 
 def test_visible_tests_pass_with_the_independent_implementations():
-    _run_visible("test_layer_norm_visible", layer_norm=as_student(normalise, "layer_norm"))
+    run_visible(
+        ASSIGNMENT, "test_layer_norm_visible", layer_norm=as_student(normalise, "layer_norm")
+    )
     with np.errstate(all="ignore"):
-        _run_visible("test_encoder_layer_visible", encoder_layer=as_student(encode, "enc"))
-    _run_visible(
+        run_visible(
+            ASSIGNMENT, "test_encoder_layer_visible", encoder_layer=as_student(encode, "enc")
+        )
+    run_visible(
+        ASSIGNMENT,
         "test_decoder_mask_visible",
         decoder_mask_and_positions=as_student(layout, "decoder_mask_and_positions"),
     )
-    _run_visible("test_count_parameters_visible", count_parameters=as_student(count, "count"))
+    run_visible(
+        ASSIGNMENT, "test_count_parameters_visible", count_parameters=as_student(count, "count")
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -606,9 +666,8 @@ def count_with_course(config):
     ],
 )  # fmt: skip
 def test_checks_reject_the_layers_being_taught(check, implementation, name, called):
-    with pytest.raises(hidden.ShortcutUsed, match=f"{name} must .*; it called {called}"):
-        with np.errstate(all="ignore"):
-            check(as_student(implementation, name))
+    with np.errstate(all="ignore"):
+        expect_shortcut(lambda: check(as_student(implementation, name)), name, called)
 
 
 def test_the_shortcuts_are_right_outside_the_traps():
@@ -647,7 +706,4 @@ REQUIRED_TRAPS = {
 
 
 def test_traps_cover_the_routines_that_would_do_the_work():
-    labels = {label for _, _, label in hidden.shortcut_targets()}
-    assert REQUIRED_TRAPS <= labels
-    pairs = [(id(owner), attribute) for owner, attribute, _ in hidden.shortcut_targets()]
-    assert len(pairs) == len(set(pairs)), "a target is listed twice"
+    expect_traps(hidden, REQUIRED_TRAPS)

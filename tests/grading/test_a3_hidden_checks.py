@@ -12,16 +12,22 @@ them.
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import io
-
 import numpy as np
 import pytest
 import torch
-from solution_loader import as_student, load_solution, run_cell
 
 from autograder.hidden import a3_bilstm_elmo as hidden
+from tests.grading.bug_injection import (
+    Failure,
+    expect_failure,
+    expect_shortcut,
+    expect_traps,
+    row_id,
+    run_visible,
+)
+from tests.grading.solution_loader import as_student
+
+ASSIGNMENT = "a3_bilstm_elmo"
 
 # --------------------------------------------------------------------------------------------
 # Independent implementations with bug switches
@@ -248,130 +254,151 @@ def test_the_sense_cases_have_no_near_ties_and_one_real_tie_between_layers():
 # --------------------------------------------------------------------------------------------
 
 
+GARBAGE = r"^bidirectional_gru, B=3, T=6, lengths 6, 2, 4, garbage in the padding$"
+MIX = r"^scalar_mix, L\+1=4, B=3, T=5, D=3, layer norm, .*garbage in the padding$"
+TWO_SENSES = r"^sense_separation, L=3, N=8, D=4, two senses as 0 and 1$"
+
+
 @pytest.mark.parametrize(
-    ("bugs", "message"),
+    ("bugs", "failure"),
     [
         (
             {"start_at_padding": True},
-            r"\[bidirectional_gru, B=3, T=6, lengths 6, 2, 4, garbage in the padding\] states "
-            r"differs from torch.*backward reader that starts at position T - 1, in the padding",
+            Failure(GARBAGE, "^states differs", "starts at position T - 1"),
         ),
+        ({"forward_through_padding": True}, Failure(GARBAGE, "^final_fwd differs")),
+        ({"keep_padding_states": True}, Failure(GARBAGE, "^states differs")),
         (
-            {"forward_through_padding": True},
-            r"lengths 6, 2, 4, garbage in the padding\] final_fwd differs from torch",
+            {"swap_halves": True},
+            Failure(r"^bidirectional_gru, B=1, T=1, D=1, H=1$", "^states differs"),
         ),
-        (
-            {"keep_padding_states": True},
-            r"lengths 6, 2, 4, garbage in the padding\] states differs",
-        ),
-        ({"swap_halves": True}, r"\[bidirectional_gru, B=1, T=1, D=1, H=1\] states differs"),
         (
             {"validate": False},
-            r"^bidirectional_gru with lengths \[3, 5\] with T = 4 should raise ValueError, but "
-            r"it returned a value",
+            Failure(None, r"lengths \[3, 5\] with T = 4", "should raise ValueError", "returned"),
         ),
-        ({"in_place": True}, r"bidirectional_gru modified its input xs in place"),
+        ({"in_place": True}, Failure(GARBAGE, "modified its input xs")),
     ],
+    ids=row_id,
 )
-def test_check_bidirectional_gru_rejects_bug(bugs, message):
-    with pytest.raises(AssertionError, match=message):
-        hidden.check_bidirectional_gru(as_student(bigru, "bidirectional_gru", **bugs))
+def test_check_bidirectional_gru_rejects_bug(bugs, failure):
+    student = as_student(bigru, "bidirectional_gru", **bugs)
+    expect_failure(lambda: hidden.check_bidirectional_gru(student), failure)
 
 
 @pytest.mark.parametrize(
-    ("scalar_mix_bugs", "weight_bugs", "message"),
+    ("scalar_mix_bugs", "weight_bugs", "failure"),
     [
-        ({}, {"naive": True}, r"\[mix_weights, w = \[800, -800, 799.5\].*\] s contains nan"),
         (
             {},
-            {"validate": False},
-            r"^mix_weights with an empty w should raise ValueError, but it returned",
+            {"naive": True},
+            Failure(r"^mix_weights, w = \[800, -800, 799.5\]", "^s contains nan"),
         ),
-        (
-            {"ignore_mask": True},
-            {},
-            r"\[scalar_mix, L\+1=4, B=3, T=5, D=3, layer norm, .*garbage in the padding\] the mix "
-            r"at the real tokens differs from AllenNLP",
-        ),
-        ({"per_token": True}, {}, r"\[scalar_mix, L\+1=4, .*\] the mix at the real tokens differs"),
-        ({"ddof": 1}, {}, r"\[scalar_mix, L\+1=4, .*\] the mix at the real tokens differs"),
+        ({}, {"validate": False}, Failure(None, "^mix_weights with an empty w", "should raise")),
+        ({"ignore_mask": True}, {}, Failure(MIX, "^the mix at the real tokens differs")),
+        ({"per_token": True}, {}, Failure(MIX, "^the mix at the real tokens differs")),
+        ({"ddof": 1}, {}, Failure(MIX, "^the mix at the real tokens differs")),
         # scalar_mix with its own overflowing softmax: nan at the huge weights
-        ({"naive": True}, {}, r"\[scalar_mix, .*w = \[700, 710, 705\].*\] the mix .* contains nan"),
+        (
+            {"naive": True},
+            {},
+            Failure(r"^scalar_mix, .*w = \[700, 710, 705\]", "^the mix .* contains nan"),
+        ),
         (
             {"check_empty_mask": False},
             {},
-            r"scalar_mix with a mask with no real token and layer_norm=True should raise ValueError",
+            Failure(None, "^scalar_mix with a mask with no real token", "should raise ValueError"),
         ),
     ],
+    ids=row_id,
 )
 @pytest.mark.filterwarnings("ignore:Mean of empty slice", "ignore::RuntimeWarning")
-def test_check_scalar_mix_rejects_bug(scalar_mix_bugs, weight_bugs, message):
-    with pytest.raises(AssertionError, match=message):
-        hidden.check_scalar_mix(
-            as_student(mix, "scalar_mix", **scalar_mix_bugs),
-            as_student(softmax, "mix_weights", **weight_bugs),
-        )
+def test_check_scalar_mix_rejects_bug(scalar_mix_bugs, weight_bugs, failure):
+    students = (
+        as_student(mix, "scalar_mix", **scalar_mix_bugs),
+        as_student(softmax, "mix_weights", **weight_bugs),
+    )
+    expect_failure(lambda: hidden.check_scalar_mix(*students), failure)
 
 
 @pytest.mark.parametrize(
-    ("cosine_bugs", "mean_bugs", "message"),
+    ("cosine_bugs", "mean_bugs", "failure"),
     [
         (
             {"unnormalised": True},
             {},
-            r"\[cosine_similarity_matrix, N=5, D=4\] the cosine matrix differs",
+            Failure(r"^cosine_similarity_matrix, N=5, D=4$", "^the cosine matrix differs"),
         ),
         (
             {"eps_for_zero": True},
             {},
-            r"cosine_similarity_matrix with a zero vector \(row 2\) should raise ValueError",
+            Failure(
+                None, r"^cosine_similarity_matrix with a zero vector \(row 2\)", "should raise"
+            ),
         ),
         (
             {},
             {"include_diagonal": True},
-            r"\[mean_context_similarity, L=3, N=5, D=4\] the mean similarity by layer differs",
+            Failure(r"^mean_context_similarity, L=3", "^the mean similarity by layer differs"),
         ),
-        ({}, {"as_array": True}, r"should return a list of 3 floats, got ndarray of shape \(3,\)"),
-        ({}, {"check_n": False}, r"mean_context_similarity with N = 1 occurrence should raise"),
+        (
+            {},
+            {"as_array": True},
+            Failure(r"^mean_context_similarity, L=3", "list of 3 floats", r"got ndarray"),
+        ),
+        (
+            {},
+            {"check_n": False},
+            Failure(None, "^mean_context_similarity with N = 1 occurrence", "should raise"),
+        ),
     ],
+    ids=row_id,
 )
-def test_check_context_similarity_rejects_bug(cosine_bugs, mean_bugs, message):
-    with pytest.raises(AssertionError, match=message), np.errstate(all="ignore"):
-        hidden.check_context_similarity(
-            as_student(cosines, "cosine_similarity_matrix", **cosine_bugs),
-            as_student(mean_similarity, "mean_context_similarity", **mean_bugs),
-        )
+def test_check_context_similarity_rejects_bug(cosine_bugs, mean_bugs, failure):
+    students = (
+        as_student(cosines, "cosine_similarity_matrix", **cosine_bugs),
+        as_student(mean_similarity, "mean_context_similarity", **mean_bugs),
+    )
+    with np.errstate(all="ignore"):
+        expect_failure(lambda: hidden.check_context_similarity(*students), failure)
 
 
 @pytest.mark.parametrize(
-    ("probe_bugs", "best_bugs", "message"),
+    ("probe_bugs", "best_bugs", "failure"),
     [
         (
             {"leave_one_out": False},
             {},
-            r"\[sense_separation, L=3, N=8, D=4, two senses as 0 and 1\] the accuracy by layer "
-            r"differs from leave-one-out nearest centroids",
+            Failure(TWO_SENSES, "^the accuracy by layer differs", "leave-one-out"),
         ),
         (
             {},
             {"last_on_tie": True},
-            r"\[best_layer, L=4, N=12, D=5, layers 1 and 3 tie at the top\] best_layer chose "
-            r"layer 3, but layer 1 .*layers \[1, 3\] tie; the lowest wins",
+            Failure(
+                r"^best_layer, .*layers 1 and 3 tie at the top$",
+                "chose layer 3, but layer 1",
+                r"layers \[1, 3\] tie; the lowest wins",
+            ),
         ),
-        ({}, {"as_float": True}, r"best_layer should return the index of a layer as an int"),
+        (
+            {},
+            {"as_float": True},
+            Failure(TWO_SENSES.replace("sense_separation", "best_layer"), "as an int"),
+        ),
         (
             {"validate": False},
             {},
-            r"sense_separation with 5 labels for N = 6 occurrences should raise ValueError",
+            Failure(None, "^sense_separation with 5 labels for N = 6", "should raise ValueError"),
         ),
     ],
+    ids=row_id,
 )
-def test_check_sense_separation_rejects_bug(probe_bugs, best_bugs, message):
-    with pytest.raises(AssertionError, match=message), np.errstate(all="ignore"):
-        hidden.check_sense_separation(
-            as_student(probe, "sense_separation", **probe_bugs),
-            as_student(best, "best_layer", **best_bugs),
-        )
+def test_check_sense_separation_rejects_bug(probe_bugs, best_bugs, failure):
+    students = (
+        as_student(probe, "sense_separation", **probe_bugs),
+        as_student(best, "best_layer", **best_bugs),
+    )
+    with np.errstate(all="ignore"):
+        expect_failure(lambda: hidden.check_sense_separation(*students), failure)
 
 
 def test_a_best_layer_that_trusts_centroids_with_the_held_out_vector_is_wrong_too():
@@ -380,10 +407,11 @@ def test_a_best_layer_that_trusts_centroids_with_the_held_out_vector_is_wrong_to
     def best_without_loo(stack, senses):
         return int(np.argmax(probe(stack, senses, leave_one_out=False)))
 
-    with pytest.raises(AssertionError, match=r"two senses as 0 and 1\] best_layer chose layer 1"):
-        hidden.check_sense_separation(
-            as_student(probe, "sense_separation"), as_student(best_without_loo, "best_layer")
-        )
+    students = (as_student(probe, "sense_separation"), as_student(best_without_loo, "best_layer"))
+    expect_failure(
+        lambda: hidden.check_sense_separation(*students),
+        Failure(TWO_SENSES.replace("sense_separation", "best_layer"), "chose layer 1"),
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -391,41 +419,32 @@ def test_a_best_layer_that_trusts_centroids_with_the_held_out_vector_is_wrong_to
 # --------------------------------------------------------------------------------------------
 
 
-@functools.cache
-def _reference_namespace() -> dict:
-    with contextlib.redirect_stdout(io.StringIO()):  # the exploration cells print
-        return load_solution("a3_bilstm_elmo").namespace()
-
-
-def _run_visible(grade_id: str, **functions) -> None:
-    cell = load_solution("a3_bilstm_elmo").test_cells[grade_id]
-    run_cell(cell.visible_source, {**_reference_namespace(), **functions}, grade_id)
-
-
 @pytest.mark.parametrize(
-    ("grade_id", "functions", "message"),
+    ("grade_id", "functions", "failure"),
     [
         (
             "test_bidirectional_visible",
             {"bidirectional_gru": as_student(bigru, "bidirectional_gru", start_at_padding=True)},
-            r"final_bwd of sequence 1 \(length 2\) in the padded batch differs from the same "
-            r"sequence read alone by .* must start at its last real token",
+            Failure(
+                None,
+                r"^final_bwd of sequence 1 \(length 2\) in the padded batch differs",
+                "its last real token",
+            ),
         ),
         (
             "test_bidirectional_visible",
             {"bidirectional_gru": as_student(bigru, "bidirectional_gru", swap_halves=True)},
-            r"states differs from torch.nn.GRU \(bidirectional, packed\) by",
+            Failure(None, "^states differs"),
         ),
         (
             "test_scalar_mix_visible",
             {"mix_weights": as_student(softmax, "mix_weights", naive=True)},
-            r"mix_weights\(\[1000, 1001, 999\]\) contains nan",
+            Failure(None, r"^mix_weights\(\[1000, 1001, 999\]\) contains nan"),
         ),
         (
             "test_scalar_mix_visible",
             {"scalar_mix": as_student(mix, "scalar_mix", ignore_mask=True)},
-            r"layer_norm=True\) at the real tokens differs from the expected value \(mean and "
-            r"variance over the real tokens only\) by",
+            Failure(None, r"^scalar_mix\(.*layer_norm=True\) at the real tokens differs"),
         ),
         (
             "test_context_similarity_visible",
@@ -434,35 +453,37 @@ def _run_visible(grade_id: str, **functions) -> None:
                     mean_similarity, "mean_context_similarity", include_diagonal=True
                 )
             },
-            r"mean_context_similarity .* differs from the expected value \(the mean over pairs of "
-            r"different occurrences\) by 1.4e-01 at \[1\]",
+            Failure(None, "^mean_context_similarity .* differs", r"by 1.4e-01 at \[1\]"),
         ),
         (
             "test_sense_separation_visible",
             {"sense_separation": as_student(probe, "sense_separation", leave_one_out=False)},
-            r"sense_separation accuracies by layer differs from the expected value \(leave-one-out "
-            r"centroids\) by 8.3e-01 at \[1\]",
+            Failure(None, "^sense_separation accuracies by layer differs", r"by 8.3e-01 at \[1\]"),
         ),
     ],
+    ids=row_id,
 )
-def test_visible_tests_name_the_mistake(grade_id, functions, message):
-    with pytest.raises(AssertionError, match=message), np.errstate(all="ignore"):
-        _run_visible(grade_id, **functions)
+def test_visible_tests_name_the_mistake(grade_id, functions, failure):
+    with np.errstate(all="ignore"):
+        expect_failure(lambda: run_visible(ASSIGNMENT, grade_id, **functions), failure)
 
 
 def test_visible_tests_pass_with_the_independent_implementations():
-    _run_visible("test_bidirectional_visible", bidirectional_gru=as_student(bigru, "x"))
-    _run_visible(
+    run_visible(ASSIGNMENT, "test_bidirectional_visible", bidirectional_gru=as_student(bigru, "x"))
+    run_visible(
+        ASSIGNMENT,
         "test_scalar_mix_visible",
         scalar_mix=as_student(mix, "scalar_mix"),
         mix_weights=as_student(softmax, "mix_weights"),
     )
-    _run_visible(
+    run_visible(
+        ASSIGNMENT,
         "test_context_similarity_visible",
         cosine_similarity_matrix=as_student(cosines, "cosine_similarity_matrix"),
         mean_context_similarity=as_student(mean_similarity, "mean_context_similarity"),
     )
-    _run_visible(
+    run_visible(
+        ASSIGNMENT,
         "test_sense_separation_visible",
         sense_separation=as_student(probe, "sense_separation"),
         best_layer=as_student(best, "best_layer"),
@@ -572,8 +593,7 @@ def test_checks_reject_shortcuts(check, implementations, name, called):
         "check_sense_separation": ["sense_separation", "best_layer"],
     }[check]
     students = [as_student(f, n) for f, n in zip(implementations, names, strict=True)]
-    with pytest.raises(hidden.ShortcutUsed, match=f"{name} must .*; it called {called}"):
-        getattr(hidden, check)(*students)
+    expect_shortcut(lambda: getattr(hidden, check)(*students), name, called)
 
 
 def test_shortcut_implementations_are_right_outside_the_traps():
@@ -623,5 +643,4 @@ REQUIRED_TRAPS = {
 
 
 def test_traps_cover_the_routines_that_would_do_the_work():
-    labels = {label for _, _, label in hidden.shortcut_targets()}
-    assert REQUIRED_TRAPS <= labels
+    expect_traps(hidden, REQUIRED_TRAPS)

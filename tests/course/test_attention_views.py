@@ -4,7 +4,7 @@ Unit tests check what the functions accept and refuse, and that the HTML names n
 browser tests serve the returned HTML on 127.0.0.1 to Debian's Chromium with every request to
 another host aborted, and check that each view draws (token labels, model-view thumbnails)
 on its own and next to others. The website and JupyterLab paths are tested in
-tests/test_website.py and tests/test_student_flow.py.
+tests/build/test_website.py and tests/build/test_student_flow.py.
 """
 
 from __future__ import annotations
@@ -300,6 +300,7 @@ DRAWN = """() => Array.from(document.querySelectorAll('[id^=bertviz-]')).map(v =
 }))"""
 
 
+@pytest.mark.browser
 def test_each_view_draws_on_its_own_with_the_network_closed(browser, tmp_path):
     weights = _weights(2, 3, 5, 5)
     enc, dec, cross = _weights(2, 2, 3, 3), _weights(2, 2, 4, 4), _weights(2, 2, 4, 3)
@@ -322,6 +323,7 @@ def test_each_view_draws_on_its_own_with_the_network_closed(browser, tmp_path):
     assert head["hint"] == model["hint"] == 0, "the 'has not run' line stayed on the page"
 
 
+@pytest.mark.browser
 def test_views_share_a_page_and_the_model_view_opens_a_head(browser, tmp_path):
     """Two views on one page (the libraries arrive twice, as in a notebook): both draw; a
     click on a model-view thumbnail shows that head with its tokens."""

@@ -1,0 +1,1 @@
+"""The test suite, in folders that follow the layers: course/, grading/, build/."""

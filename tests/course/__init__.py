@@ -1,0 +1,1 @@
+"""Tests of the ``course`` package: models, data, analysis, viz, checks, metrics, train."""

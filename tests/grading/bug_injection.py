@@ -1,0 +1,186 @@
+"""What the tests of the hidden checks (``test_aN_hidden_checks.py``) share.
+
+Each of those files writes its assignment's functions again, independently, with one switch
+per plausible bug, and asserts that the hidden checks and the visible tests reject each bug.
+Here, once: the reference namespace and the visible test cells of an assignment
+(:func:`run_visible`), and the assertions on a rejection:
+
+- :class:`Failure` and :func:`expect_failure`: which case failed and what quantity the
+  message names, as short key phrases, not whole sentences, so that a hint reworded in
+  ``autograder/hidden`` or in a visible test cell changes no test here;
+- :func:`expect_shortcut`: a trapped routine, named with the student's function;
+- :func:`expect_traps`: the routines an assignment must trap are trapped, each once;
+- :func:`row_id`: readable ids for the tables of bugs (``stable=False-probs contains nan``);
+- :func:`heads_attention`: the attention of each head, with bug switches, which the independent
+  implementations of Assignment 5 (multi-head attention) and 6 (an encoder layer) share.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import io
+import re
+import types
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+import pytest
+
+from autograder.hidden.shortcuts import ShortcutUsed
+from tests.grading.solution_loader import Solution, load_solution, run_cell
+
+
+@functools.cache
+def solution(assignment: str) -> Solution:
+    return load_solution(assignment)
+
+
+@functools.cache
+def reference_namespace(assignment: str) -> dict[str, Any]:
+    """The names the reference solution's code cells define (run once per assignment)."""
+    with contextlib.redirect_stdout(io.StringIO()):  # the exploration cells print
+        return solution(assignment).namespace()
+
+
+def run_visible(assignment: str, grade_id: str, **functions: Any) -> None:
+    """Run the visible test cell ``grade_id`` with ``functions`` in place of the reference's."""
+    cell = solution(assignment).test_cells[grade_id]
+    run_cell(cell.visible_source, {**reference_namespace(assignment), **functions}, grade_id)
+
+
+# -- how a rejection must read ----------------------------------------------------------------
+
+
+class Failure:
+    """Where a check must fail and what its message must name.
+
+    ``case``: a regular expression found in the case label, the ``[...]`` that
+    ``shortcuts.case`` puts before the message of a hidden case; None where the message has
+    no label (a visible test cell, or bad input that a check tries outside its cases).
+    ``says``: regular expressions, each found in the message after the label: the quantity
+    and what is wrong with it (``dW differs``, ``probs contains nan``, ``should raise
+    ValueError``), or the detail that identifies the bug (a position, the tokens returned).
+    """
+
+    def __init__(self, case: str | None, *says: str):
+        assert says, "name at least the quantity"
+        self.case = case
+        self.says = says
+
+    def __repr__(self) -> str:
+        return f"Failure({', '.join(map(repr, (self.case, *self.says)))})"
+
+    def mismatch(self, message: str) -> str | None:
+        """What ``message`` fails to say, or None if it says all of it."""
+        label, rest = case_label(message)
+        if self.case is None and label is not None:
+            return f"the failure should come outside the hidden cases, not in [{label}]"
+        if self.case is not None and (label is None or not re.search(self.case, label)):
+            return f"the failure should be in the case {self.case!r}, not in {label!r}"
+        missing = [phrase for phrase in self.says if not re.search(phrase, rest)]
+        return f"the message should say {missing}" if missing else None
+
+
+def case_label(message: str) -> tuple[str | None, str]:
+    """(the case label without its brackets, the rest of the message); (None, message) if the
+    message does not start with a label. A label may hold brackets of its own."""
+    if not message.startswith("["):
+        return None, message
+    depth = 0
+    for index, char in enumerate(message):
+        depth += {"[": 1, "]": -1}.get(char, 0)
+        if depth == 0:
+            return message[1:index], message[index + 1 :].lstrip()
+    return None, message
+
+
+def expect_failure(run: Callable[[], Any], failure: Failure) -> str:
+    """``run()`` must raise AssertionError as ``failure`` says; return the message."""
+    with pytest.raises(AssertionError) as caught:
+        run()
+    message = str(caught.value)
+    wrong = failure.mismatch(message)
+    assert wrong is None, f"{wrong}; the message was:\n{message}"
+    return message
+
+
+def expect_shortcut(run: Callable[[], Any], name: str, called: str) -> None:
+    """``run()`` must raise ShortcutUsed: the student's function ``name`` called the trapped
+    routine ``called`` (a regular expression, e.g. with ``\\(and caught the error\\)``)."""
+    with pytest.raises(ShortcutUsed, match=f"{re.escape(name)} must .*; it called {called}"):
+        run()
+
+
+def expect_traps(hidden: types.ModuleType, required: Iterable[str]) -> None:
+    """The assignment's hidden module traps every routine in ``required``, each target once."""
+    targets = hidden.shortcut_targets()
+    labels = [label for _, _, label in targets]
+    assert set(required) <= set(labels), sorted(set(required) - set(labels))
+    pairs = [(id(owner), attribute) for owner, attribute, _ in targets]
+    assert len(pairs) == len(set(pairs)), "a target is listed twice"
+
+
+def row_id(value: Any) -> str | None:
+    """The id of a table row's value: a dict as ``name=value`` (a bug switch) or ``name`` (a
+    function put in the student's place), a Failure by what it says first; anything else as
+    pytest names it. Ids hold no object addresses, so they are the same in every run."""
+    if isinstance(value, dict):
+        return (
+            ",".join(
+                f"{name}={item}" if isinstance(item, (bool, int, float, str, tuple)) else name
+                for name, item in value.items()
+            )
+            or "none"
+        )
+    if isinstance(value, Failure):
+        return value.says[0]
+    return None
+
+
+# -- a piece that two assignments' independent implementations share ---------------------------
+
+
+def heads_attention(
+    q: np.ndarray,
+    k: np.ndarray,
+    v: np.ndarray,
+    h: int,
+    mask: Any = None,
+    *,
+    scale_by_d_model: bool = False,
+    wrong_split: bool = False,
+    torch_mask_convention: bool = False,
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Scaled dot-product attention of each of ``h`` heads, one loop turn per head.
+
+    q, k, v: (..., n, d) projections; head r reads columns r d_k .. (r + 1) d_k - 1, d_k = d / h.
+    mask: True = may attend, broadcast to (..., n, m). Returns (outputs, weights), one
+    (..., n, d_k) and one (..., n, m) array per head. The switches: divide by sqrt(d) instead
+    of sqrt(d_k); split by a reshape that does not move the head axis; read the mask the other
+    way round (torch's True = blocked).
+    """
+    d = q.shape[-1]
+    d_k = d // h
+    outs, weights = [], []
+    for r in range(h):
+        if wrong_split:  # reshape (n, d) to (h, n, d_k) without moving the head axis
+            n = q.shape[-2]
+
+            def cut(a, r=r, n=n):
+                return a.reshape(*a.shape[:-2], h, n, d_k)[..., r, :, :]
+        else:
+
+            def cut(a, r=r):
+                return a[..., r * d_k : (r + 1) * d_k]
+
+        s = cut(q) @ np.swapaxes(cut(k), -1, -2) / np.sqrt(d if scale_by_d_model else d_k)
+        if mask is not None:
+            keep = np.asarray(mask, dtype=bool)
+            s = np.where(~keep if torch_mask_convention else keep, s, -np.inf)
+        a = np.exp(s - s.max(-1, keepdims=True))
+        a = a / a.sum(-1, keepdims=True)
+        outs.append(a @ cut(v))
+        weights.append(a)
+    return outs, weights
