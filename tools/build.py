@@ -4,7 +4,8 @@ Stages, each incremental (a unit whose inputs did not change is not executed aga
 
 1. lectures     ``lectures/*.py`` -> executed ``build/lectures/*.ipynb``
 2. assignments  ``solutions/<a>/*.py`` -> executed reference ``build/solutions``, student version
-                (nbgrader release) -> ``assignments/<a>/``, reference autograded -> ``build/grades``
+                (nbgrader release) -> ``assignments/<a>/``; the reference and three test students
+                autograded -> ``build/grades`` (``tests/test_grading.py`` reads them)
 3. book         ``jupyter_book/`` + the above -> ``jupyter_book/_build/html`` (offline, -W)
 4. bundle       ``dist/student/``: lectures, assignments, the ``course`` package, environment
 
@@ -126,14 +127,50 @@ def run_lecture(source: Path, build: Path, env: dict[str, str]) -> dict[str, flo
     return {f"lectures/{source.stem}": result.seconds}
 
 
+# Who the build's nbgrader run grades, besides the reference: what tests/test_grading.py checks.
+TEST_STUDENTS = ("blank", "cheat", "deleted_test")
+GRADED_STUDENTS = ("reference", *TEST_STUDENTS)
+
+
+def grades_path(build: Path, assignment: str, *, students: bool = False) -> Path:
+    """``build/grades/<assignment>.json`` (the reference's grades), or with ``students`` the
+    grades of every student the build graded, ``build/grades/<assignment>.students.json``."""
+    return build / "grades" / f"{assignment}{'.students' if students else ''}.json"
+
+
+def _test_submissions(
+    staged: dict[str, Path], released: dict[str, Path], scratch: Path
+) -> dict[str, dict[str, Path]]:
+    """{student: {notebook: path}} for :data:`TEST_STUDENTS`: the untouched student version,
+    the hard-coded cheat (``tools.submissions``, which runs the reference in this process on
+    the visible tests' inputs) and the reference without its first visible test cell."""
+    import contextlib
+    import io
+
+    from tools.submissions import hardcoded_submission, without_first_visible_test, write
+
+    made: dict[str, dict[str, Path]] = {"blank": dict(released), "cheat": {}, "deleted_test": {}}
+    for name, path in staged.items():
+        source = nbformat.read(path, as_version=4)
+        release = nbformat.read(released[name], as_version=4)
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            cheat = hardcoded_submission(source, release)  # its prints are not the build's log
+        made["cheat"][name] = write(cheat, scratch / "cheat" / f"{name}.ipynb")
+        deleted = without_first_visible_test(source)
+        made["deleted_test"][name] = write(deleted, scratch / "deleted" / f"{name}.ipynb")
+    return made
+
+
 def run_assignment(
     assignment: str, build: Path, released_to: Path, env: dict[str, str]
 ) -> dict[str, float]:
-    """Execute the reference solution, release the student version, autograde the reference.
+    """Execute the reference solution, release the student version, autograde the reference
+    and the test students (:data:`TEST_STUDENTS`) in one nbgrader run.
 
     Each assignment has its own nbgrader course directory (``build/nbgrader/<assignment>``),
-    so assignments can be built at the same time. The times: each reference notebook's
-    execution, and ``assignments/<assignment>``, the whole unit (release and autograde too).
+    so assignments can be built at the same time; it is kept, with the release and the
+    gradebook. The times: each reference notebook's execution, and
+    ``assignments/<assignment>``, the whole unit (release and autograde too).
     """
     started = time.perf_counter()
     seconds = {}
@@ -146,8 +183,8 @@ def run_assignment(
         seconds[f"solutions/{assignment}/{source.stem}"] = result.seconds
 
     course_dir = build / "nbgrader" / assignment
-    # It holds only the reference's submission: start afresh, or nbgrader refuses a source
-    # whose graded cells changed since that submission ("Cannot add or remove cells").
+    # Start afresh, or nbgrader refuses a source whose graded cells changed since the
+    # submissions it holds ("Cannot add or remove cells").
     if course_dir.exists():
         shutil.rmtree(course_dir)
     nbg.make_course_dir(course_dir, [assignment])
@@ -158,12 +195,18 @@ def run_assignment(
     shutil.copytree(release_dir, target)
 
     staged = {s.stem: course_dir / "source" / assignment / f"{s.stem}.ipynb" for s in sources}
+    released = {stem: release_dir / f"{stem}.ipynb" for stem in staged}
     nbg.submit(course_dir, assignment, "reference", staged)
-    nbg.autograde(course_dir, assignment, "reference")
-    grades = nbg.read_grades(course_dir, assignment, "reference")
-    grades_file = build / "grades" / f"{assignment}.json"
+    submissions = _test_submissions(staged, released, course_dir / "scratch")
+    for student, notebooks in submissions.items():
+        nbg.submit(course_dir, assignment, student, notebooks)
+    nbg.autograde(course_dir, assignment)  # every submitted student, in one nbgrader run
+    grades = {s: nbg.read_grades(course_dir, assignment, s) for s in GRADED_STUDENTS}
+    grades_file = grades_path(build, assignment)
     grades_file.parent.mkdir(parents=True, exist_ok=True)
-    grades_file.write_text(json.dumps(grades.as_dict(), indent=2) + "\n")
+    grades_file.write_text(json.dumps(grades["reference"].as_dict(), indent=2) + "\n")
+    everyone = {student: g.as_dict() for student, g in grades.items()}
+    grades_path(build, assignment, students=True).write_text(json.dumps(everyone, indent=2) + "\n")
     seconds[f"assignments/{assignment}"] = time.perf_counter() - started
     return seconds
 
@@ -178,6 +221,13 @@ class Unit:
     outputs: tuple[Path, ...]
     work: Callable[..., dict[str, float]]
     args: tuple
+    # the digest of inputs that change the unit's products without being inputs of the
+    # digest's kind (the cheat generator of the test students); stamped beside the digest
+    also: str = ""
+
+    @property
+    def stamp(self) -> str:
+        return f"{self.digest} {self.also}" if self.also else self.digest
 
 
 def lecture_units() -> list[Unit]:
@@ -205,12 +255,24 @@ def assignment_units() -> list[Unit]:
                 label=f"assignment {assignment}",
                 key=f"assignment-{assignment}",
                 digest=grading_fingerprint(assignment),
-                outputs=(BUILD / "grades" / f"{assignment}.json", *released),
+                outputs=(
+                    grades_path(BUILD, assignment),
+                    grades_path(BUILD, assignment, students=True),
+                    *released,
+                ),
                 work=run_assignment,
                 args=(assignment, BUILD, ASSIGNMENTS, _kernel_env()),
+                also=files_digest([REPO / "tools" / "submissions.py"], REPO),
             )
         )
     return units
+
+
+def assignment_is_built(assignment: str) -> bool:
+    """True when ``build/`` holds the products of the assignment's current inputs: its
+    release, and the grades of the reference and the test students."""
+    unit = next(u for u in assignment_units() if u.args[0] == assignment)
+    return _up_to_date(unit.key, unit.stamp, *unit.outputs)
 
 
 def _report(unit: Unit, seconds: dict[str, float]) -> None:
@@ -219,10 +281,11 @@ def _report(unit: Unit, seconds: dict[str, float]) -> None:
         return
     whole = seconds.pop(f"assignments/{unit.args[0]}")
     times = ", ".join(f"{name} in {value:.1f} s" for name, value in sorted(seconds.items()))
-    grades = json.loads(unit.outputs[0].read_text())
+    grades = json.loads(unit.outputs[1].read_text())
+    scores = ", ".join(f"{s} {grades[s]['autograded_score']:g}" for s in GRADED_STUDENTS)
     log(
         f"{unit.label}: executed {times}; released and autograded, {whole:.1f} s in all; "
-        f"reference scored {grades['autograded_score']:g}/{grades['autograded_max']:g}"
+        f"scored {scores} of {grades['reference']['autograded_max']:g}"
     )
 
 
@@ -231,7 +294,7 @@ def run_units(units: list[Unit], jobs: int | None = None) -> None:
     every unit that failed (the others are finished and stamped)."""
     todo = []
     for unit in units:
-        if _up_to_date(unit.key, unit.digest, *unit.outputs):
+        if _up_to_date(unit.key, unit.stamp, *unit.outputs):
             log(f"{unit.label}: up to date")
         else:
             todo.append(unit)
@@ -259,7 +322,7 @@ def run_units(units: list[Unit], jobs: int | None = None) -> None:
                         failures.append(f"{unit.label}: its worker process died ({error})")
                         continue
                     _record_timings(seconds)
-                    _mark_done(unit.key, unit.digest)
+                    _mark_done(unit.key, unit.stamp)
                     _report(unit, dict(seconds))
         except BaseException:
             pool.shutdown(wait=False, cancel_futures=True)

@@ -1,7 +1,8 @@
 """Make submissions of an assignment for testing the grading: honest and hard-coded.
 
 An *honest* submission is the student version answered with the reference solution (the
-untouched student version is the *blank* one). A *hard-coded* submission is the strongest cheap cheat: it runs the reference solution on the
+untouched student version is the *blank* one); a *deleted-test* one is the reference with its
+first visible test cell deleted. A *hard-coded* submission is the strongest cheap cheat: it runs the reference solution on the
 visible tests' inputs, records what each graded function returned (or raised), and submits
 functions that replay those records whatever they are called with. It passes every visible
 test, so the hidden tests alone must take its points away.
@@ -20,7 +21,9 @@ import nbformat
 
 from autograder.nbgrader_format import (
     grade_id,
+    has_hidden_tests,
     is_solution_code,
+    is_test_code,
     nbgrader_meta,
     without_hidden_tests,
     without_solution_markers,
@@ -104,6 +107,17 @@ def hardcoded_submission(
         if original is not None and is_solution_code(original):
             cell["source"] = _replay_code(defined_functions(original["source"]), outcomes)
     return submission
+
+
+def without_first_visible_test(source: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """The reference with its first visible test cell deleted: nbgrader must put it back
+    (``OverwriteCells.add_missing_cells``) and grade it, not give a silent zero."""
+    deleted = copy.deepcopy(source)
+    first_visible = next(
+        i for i, c in enumerate(deleted.cells) if is_test_code(c) and not has_hidden_tests(c.source)
+    )
+    del deleted.cells[first_visible]
+    return deleted
 
 
 def write(notebook: nbformat.NotebookNode, path: Path) -> Path:

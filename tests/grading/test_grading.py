@@ -1,13 +1,15 @@
 """Autograding end to end, the sync of assignments/ with solutions/, and the leak check.
 
-One temporary nbgrader course directory per assignment: release it, submit four students
-(the reference solution, the untouched student version, a hard-coded cheat, and the
-reference with a visible test cell deleted), autograde them in one nbgrader run.
+The build (``tools/build.py``, ``run_assignment``) gives each assignment an nbgrader course
+directory (``build/nbgrader/<assignment>``): it releases the assignment, submits four students
+(the reference solution, the untouched student version, a hard-coded cheat, and the reference
+with a visible test cell deleted) and autogrades them in one nbgrader run; their grades are in
+``build/grades/<assignment>.students.json``. These tests check those grades, after checking
+that the build graded the current sources (else: run `make`).
 """
 
 from __future__ import annotations
 
-import copy
 import json
 import shutil
 from pathlib import Path
@@ -18,8 +20,7 @@ import pytest
 from autograder import nbgrader_format as nbg
 from tools import leaks
 from tools.build import ASSIGNMENTS as RELEASED
-from tools.build import BOOK, BUILD, DIST
-from tools.submissions import hardcoded_submission, write
+from tools.build import BOOK, BUILD, DIST, GRADED_STUDENTS, assignment_is_built, grades_path
 
 ASSIGNMENTS = nbg.assignment_ids()
 
@@ -29,56 +30,39 @@ def _normalised(path: Path) -> dict:
     return {"metadata": notebook["metadata"], "cells": notebook["cells"]}
 
 
-# Every test that uses this fixture autogrades with nbgrader: the mark comes with the fixture.
+def _grades(data: dict) -> nbg.Grades:
+    parts = tuple(nbg.PartGrade(**part) for part in data["parts"])
+    return nbg.Grades(data["student"], data["assignment"], parts)
+
+
+# Every test that uses this fixture reads the build's nbgrader grading: the mark comes with it.
 @pytest.fixture(
-    scope="module", params=[pytest.param(a, marks=pytest.mark.sandbox) for a in ASSIGNMENTS]
+    scope="module", params=[pytest.param(a, marks=pytest.mark.build) for a in ASSIGNMENTS]
 )
-def graded(request, tmp_path_factory):
+def graded(request):
     assignment = request.param
-    course_dir = nbg.make_course_dir(tmp_path_factory.mktemp(assignment), [assignment])
-    release_dir = nbg.release(course_dir, assignment)
-    stems = [s.stem for s in nbg.source_files(assignment)]
-    sources = {n: course_dir / "source" / assignment / f"{n}.ipynb" for n in stems}
-    releases = {n: release_dir / f"{n}.ipynb" for n in stems}
-    scratch = course_dir / "scratch"
-
-    cheats, deleted = {}, {}
-    for name in stems:
-        source = nbformat.read(sources[name], as_version=4)
-        release = nbformat.read(releases[name], as_version=4)
-        cheats[name] = write(
-            hardcoded_submission(source, release), scratch / "cheat" / f"{name}.ipynb"
-        )
-        without = copy.deepcopy(source)
-        first_visible = next(
-            i
-            for i, c in enumerate(without.cells)
-            if nbg.is_test_code(c) and not nbg.has_hidden_tests(c.source)
-        )
-        del without.cells[first_visible]
-        deleted[name] = write(without, scratch / "deleted" / f"{name}.ipynb")
-
-    nbg.submit(course_dir, assignment, "reference", sources)
-    nbg.submit(course_dir, assignment, "blank", releases)
-    nbg.submit(course_dir, assignment, "cheat", cheats)
-    nbg.submit(course_dir, assignment, "deleted_test", deleted)
-    nbg.autograde(course_dir, assignment)
+    assert assignment_is_built(assignment), (
+        f"build/ has no grading of the current {assignment} (its sources, the autograder, "
+        "the course package or tools/submissions.py changed since): run `make`"
+    )
+    course_dir = BUILD / "nbgrader" / assignment
+    sources = sorted((course_dir / "source" / assignment).glob("*.ipynb"))
+    assert [p.stem for p in sources] == [s.stem for s in nbg.source_files(assignment)]
+    students = json.loads(grades_path(BUILD, assignment, students=True).read_text())
+    assert sorted(students) == sorted(GRADED_STUDENTS)
+    grades = {student: _grades(data) for student, data in students.items()}
 
     visible_points, hidden_ids = 0.0, set()
-    for path in sources.values():
+    for path in sources:
         for cell in nbformat.read(path, as_version=4).cells:
             if nbg.is_test_code(cell) and nbg.has_hidden_tests(cell.source):
                 hidden_ids.add(nbg.grade_id(cell))
             elif nbg.is_test_code(cell):
                 visible_points += nbg.points(cell)
-    grades = {
-        s: nbg.read_grades(course_dir, assignment, s)
-        for s in ("reference", "blank", "cheat", "deleted_test")
-    }
     return {
         "assignment": assignment,
         "dir": course_dir,
-        "release": release_dir,
+        "release": course_dir / "release" / assignment,
         "grades": grades,
         "visible": visible_points,
         "hidden": hidden_ids,
@@ -134,7 +118,7 @@ def test_assignments_folder_is_in_sync_with_solutions(graded):
     for name in regenerated:
         if name.endswith(".ipynb"):
             assert _normalised(committed / name) == _normalised(graded["release"] / name), (
-                f"assignments/{graded['assignment']}/{name} differs from a fresh release of solutions/: run `make`"
+                f"assignments/{graded['assignment']}/{name} differs from the build's release of solutions/: run `make`"
             )
 
 
