@@ -2,15 +2,34 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 import pytest
 import torch
+
+
+@contextlib.contextmanager
+def _torch_threads(count: int) -> Iterator[None]:
+    before = torch.get_num_threads()
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 @pytest.fixture
 def one_thread():
     """One torch thread, as in the lectures: tiny tensors gain nothing from more, and two
     threads on a busy 2-core machine can be ten times slower."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+    with _torch_threads(1):
+        yield
+
+
+@pytest.fixture(scope="module")
+def one_thread_for_the_module():
+    """One torch thread for a whole test module, its module-scoped fixtures included (a model
+    trained once for the module)."""
+    with _torch_threads(1):
+        yield

@@ -52,18 +52,22 @@ def test_a_shipped_checkpoint_loads_and_reproduces_its_heldout_figure(name, one_
     model, meta = load_checkpoint(name)
     assert type(model).__name__ == meta["model"]["class"] and not model.training
     assert all(p.dtype == torch.float32 for p in model.parameters())
+    evaluate = torch.no_grad()  # the same figures, without keeping a graph for the backward pass
     if meta["heldout"].get("figure") == "pretraining":  # a BERT: MLM and NSP on held-out pairs
         recorded = meta["heldout"]["pretraining"]
-        measured = bert_heldout(model, meta, load_heldout_text(name))
+        with evaluate:
+            measured = bert_heldout(model, meta, load_heldout_text(name))
         assert measured == pytest.approx(recorded, abs=1e-3), (name, measured, recorded)
         return
     if "perplexity" in meta["heldout"]:  # a word-level model: perplexity in each direction
         recorded = meta["heldout"]["perplexity"]
-        measured = bilm_heldout(model, meta, load_heldout_text(name))
+        with evaluate:
+            measured = bilm_heldout(model, meta, load_heldout_text(name))
         assert measured == pytest.approx(recorded, rel=1e-3), (name, measured, recorded)
         return
     recorded = meta["heldout"]["bits_per_char"]
-    measured = heldout_bits_per_char(model, meta, load_heldout_text(name))
+    with evaluate:
+        measured = heldout_bits_per_char(model, meta, load_heldout_text(name))
     assert measured == pytest.approx(recorded, abs=2e-3), (
         f"{name}: held-out {measured:.4f} bits/char, recorded {recorded:.4f}"
     )

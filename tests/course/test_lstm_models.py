@@ -23,6 +23,8 @@ from course.data.recall import (
 from course.models.recurrent import CharLSTM, SequenceTagger, set_forget_bias_
 from course.viz.gradients import plot_cell_gradient_norms
 
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
+
 
 def hand_written_lstm(model: CharLSTM, ids: torch.Tensor):
     """The slide equations, one step at a time, with PyTorch's gate order (i, f, g, o)."""
@@ -107,7 +109,7 @@ def test_recall_batch_layout():
         recall_batch(0, 3)
 
 
-def test_an_lstm_learns_to_recall_and_accuracy_is_measured():
+def test_an_lstm_learns_to_recall_and_accuracy_is_measured(one_thread):
     task = RecallTask(num_keys=4)
     torch.manual_seed(0)
     model = SequenceTagger(task.vocab_size, 16, task.num_keys, cell="lstm")

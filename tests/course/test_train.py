@@ -15,6 +15,8 @@ from course.data.code import CharVocab, random_windows
 from course.models.recurrent import CharRNN
 from course.train import TrainingHistory, fit, next_token_loss, train_language_model
 
+pytestmark = pytest.mark.usefixtures("one_thread_for_the_module")  # tests/conftest.py
+
 PATTERN = "abcd" * 200
 
 

@@ -29,6 +29,8 @@ from tests.grading.bug_injection import (
 )
 from tests.grading.solution_loader import ROOT, as_student, lecture_functions, run_cell
 
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
+
 ASSIGNMENT = "a1_rnn_bptt"
 
 

@@ -24,6 +24,8 @@ from tests.grading.bug_injection import (
 )
 from tests.grading.solution_loader import as_student
 
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
+
 # --------------------------------------------------------------------------------------------
 # Independent implementations with bug switches
 # --------------------------------------------------------------------------------------------

@@ -27,6 +27,8 @@ from tests.grading.bug_injection import (
 )
 from tests.grading.solution_loader import as_student
 
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
+
 ASSIGNMENT = "a3_bilstm_elmo"
 
 # --------------------------------------------------------------------------------------------

@@ -40,6 +40,8 @@ from autograder.hidden import shortcuts
 from autograder.judge import top_level_names
 from tests.grading.solution_loader import ROOT, Solution, lecture_functions, load_solution, run_cell
 
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
+
 ASSIGNMENTS = fmt.assignment_ids()
 
 
