@@ -11,6 +11,8 @@ Here, once: the reference namespace and the visible test cells of an assignment
 - :func:`expect_shortcut`: a trapped routine, named with the student's function;
 - :func:`expect_traps`: the routines an assignment must trap are trapped, each once;
 - :func:`row_id`: readable ids for the tables of bugs (``stable=False-probs contains nan``);
+- :func:`visible_mistake_tests` and :func:`shortcut_tests`: the two tests that every file
+  writes as a table, made from the table;
 - :func:`heads_attention`: the attention of each head, with bug switches, which the independent
   implementations of Assignment 5 (multi-head attention) and 6 (an encoder layer) share.
 """
@@ -29,7 +31,7 @@ import numpy as np
 import pytest
 
 from autograder.hidden.shortcuts import ShortcutUsed
-from tests.grading.solution_loader import Solution, load_solution, run_cell
+from tests.grading.solution_loader import Solution, as_student, load_solution, run_cell
 
 
 @functools.cache
@@ -137,6 +139,35 @@ def row_id(value: Any) -> str | None:
     if isinstance(value, Failure):
         return value.says[0]
     return None
+
+
+# -- tests made from a table -------------------------------------------------------------------
+
+
+def visible_mistake_tests(assignment: str, rows: list[tuple[str, dict, Failure]]) -> Callable:
+    """The test that each visible test cell names the mistake: for each row (grade_id,
+    functions, failure), the cell run with ``functions`` in place of the reference's fails as
+    ``failure`` says. Assign it to a ``test_`` name in the assignment's test file."""
+
+    @pytest.mark.parametrize(("grade_id", "functions", "failure"), rows, ids=row_id)
+    def test(grade_id: str, functions: dict, failure: Failure) -> None:
+        with np.errstate(all="ignore"):
+            expect_failure(lambda: run_visible(assignment, grade_id, **functions), failure)
+
+    return test
+
+
+def shortcut_tests(rows: list[tuple[Callable, Callable, str, str]]) -> Callable:
+    """The test that each check rejects a shortcut: for each row (check, implementation, name,
+    called), ``check`` given ``implementation`` as the student's function ``name`` raises
+    ShortcutUsed for calling ``called``. Assign it to a ``test_`` name."""
+
+    @pytest.mark.parametrize(("check", "implementation", "name", "called"), rows)
+    def test(check: Callable, implementation: Callable, name: str, called: str) -> None:
+        with np.errstate(all="ignore"):
+            expect_shortcut(lambda: check(as_student(implementation, name)), name, called)
+
+    return test
 
 
 # -- a piece that two assignments' independent implementations share ---------------------------

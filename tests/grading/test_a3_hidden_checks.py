@@ -24,6 +24,7 @@ from tests.grading.bug_injection import (
     expect_traps,
     row_id,
     run_visible,
+    visible_mistake_tests,
 )
 from tests.grading.solution_loader import as_student
 
@@ -421,8 +422,8 @@ def test_a_best_layer_that_trusts_centroids_with_the_held_out_vector_is_wrong_to
 # --------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("grade_id", "functions", "failure"),
+test_visible_tests_name_the_mistake = visible_mistake_tests(
+    ASSIGNMENT,
     [
         (
             "test_bidirectional_visible",
@@ -463,11 +464,7 @@ def test_a_best_layer_that_trusts_centroids_with_the_held_out_vector_is_wrong_to
             Failure(None, "^sense_separation accuracies by layer differs", r"by 8.3e-01 at \[1\]"),
         ),
     ],
-    ids=row_id,
 )
-def test_visible_tests_name_the_mistake(grade_id, functions, failure):
-    with np.errstate(all="ignore"):
-        expect_failure(lambda: run_visible(ASSIGNMENT, grade_id, **functions), failure)
 
 
 def test_visible_tests_pass_with_the_independent_implementations():

@@ -31,6 +31,7 @@ from tests.grading.bug_injection import (
     reference_namespace,
     row_id,
     run_visible,
+    visible_mistake_tests,
 )
 from tests.grading.solution_loader import as_student
 
@@ -499,8 +500,8 @@ def test_a_search_that_waits_for_exactly_beam_size_finished_is_caught():
 # --------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("grade_id", "functions", "failure"),
+test_visible_tests_name_the_mistake = visible_mistake_tests(
+    ASSIGNMENT,
     [
         (
             "test_attention_scores_visible",
@@ -559,11 +560,7 @@ def test_a_search_that_waits_for_exactly_beam_size_finished_is_caught():
             ),
         ),
     ],
-    ids=row_id,
 )
-def test_visible_tests_name_the_mistake(grade_id, functions, failure):
-    with np.errstate(all="ignore"):
-        expect_failure(lambda: run_visible(ASSIGNMENT, grade_id, **functions), failure)
 
 
 def test_visible_tests_pass_with_the_independent_implementations():

@@ -27,6 +27,7 @@ from tests.grading.bug_injection import (
     heads_attention,
     row_id,
     run_visible,
+    visible_mistake_tests,
 )
 from tests.grading.solution_loader import as_student
 
@@ -481,8 +482,8 @@ def test_functions_that_return_tensors_fail_the_visible_and_hidden_tests():
     )
 
 
-@pytest.mark.parametrize(
-    ("grade_id", "functions", "failure"),
+test_visible_tests_name_the_mistake = visible_mistake_tests(
+    ASSIGNMENT,
     [
         (
             "test_attention_visible",
@@ -530,11 +531,7 @@ def test_functions_that_return_tensors_fail_the_visible_and_hidden_tests():
             Failure(None, r"^apply_rope\(x, \[3, 10, 11\]\) \(positions that skip\) differs"),
         ),
     ],
-    ids=row_id,
 )
-def test_visible_tests_name_the_mistake(grade_id, functions, failure):
-    with np.errstate(all="ignore"):
-        expect_failure(lambda: run_visible(ASSIGNMENT, grade_id, **functions), failure)
 
 
 def test_visible_tests_pass_with_the_independent_implementations():

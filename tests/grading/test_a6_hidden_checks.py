@@ -20,11 +20,12 @@ from autograder.hidden import a6_transformer as hidden
 from tests.grading.bug_injection import (
     Failure,
     expect_failure,
-    expect_shortcut,
     expect_traps,
     heads_attention,
     row_id,
     run_visible,
+    shortcut_tests,
+    visible_mistake_tests,
 )
 from tests.grading.solution_loader import as_student
 
@@ -534,8 +535,8 @@ def test_a_lecture_style_layer_norm_fails_the_visible_test():
     )
 
 
-@pytest.mark.parametrize(
-    ("grade_id", "functions", "failure"),
+test_visible_tests_name_the_mistake = visible_mistake_tests(
+    ASSIGNMENT,
     [
         (
             "test_layer_norm_visible",
@@ -595,11 +596,7 @@ def test_a_lecture_style_layer_norm_fails_the_visible_test():
             Failure(None, "^the base model: encoder is 18,914,304", "18,915,328", "off by -1,024"),
         ),
     ],
-    ids=row_id,
 )
-def test_visible_tests_name_the_mistake(grade_id, functions, failure):
-    with np.errstate(all="ignore"):
-        expect_failure(lambda: run_visible(ASSIGNMENT, grade_id, **functions), failure)
 
 
 def test_visible_tests_pass_with_the_independent_implementations():
@@ -655,19 +652,15 @@ def count_with_course(config):
     return count(config) | {"total": found.total}
 
 
-@pytest.mark.parametrize(
-    ("check", "implementation", "name", "called"),
+test_checks_reject_the_layers_being_taught = shortcut_tests(
     [
         (hidden.check_layer_norm, layer_norm_with_torch, "layer_norm", "torch.nn.functional.layer_norm"),
         (hidden.check_encoder_layer, encoder_layer_with_torch, "encoder_layer", "torch.nn.TransformerEncoderLayer"),
         (hidden.check_encoder_layer, encoder_layer_with_course, "encoder_layer", "course.models.transformer.EncoderLayer"),
         (hidden.check_count_parameters, count_with_modules, "count_parameters", "torch.nn.Embedding"),
         (hidden.check_count_parameters, count_with_course, "count_parameters", "course.analysis.parameters.count_transformer"),
-    ],
+    ]
 )  # fmt: skip
-def test_checks_reject_the_layers_being_taught(check, implementation, name, called):
-    with np.errstate(all="ignore"):
-        expect_shortcut(lambda: check(as_student(implementation, name)), name, called)
 
 
 def test_the_shortcuts_are_right_outside_the_traps():

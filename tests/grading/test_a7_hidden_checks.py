@@ -21,10 +21,11 @@ from autograder.hidden import a7_bert as hidden
 from tests.grading.bug_injection import (
     Failure,
     expect_failure,
-    expect_shortcut,
     expect_traps,
     row_id,
     run_visible,
+    shortcut_tests,
+    visible_mistake_tests,
 )
 from tests.grading.solution_loader import as_student
 
@@ -361,8 +362,8 @@ def course_style_nsp(documents, seed, p_next=0.5):
     return [(p.a, p.b, p.label) for p in make_nsp_pairs(documents, seed, p_next)]
 
 
-@pytest.mark.parametrize(
-    ("grade_id", "functions", "failure"),
+test_visible_tests_name_the_mistake = visible_mistake_tests(
+    ASSIGNMENT,
     [
         (
             "mlm_mask_visible",
@@ -411,10 +412,7 @@ def course_style_nsp(documents, seed, p_next=0.5):
             Failure(None, r"^layer_features\(states_d, 'concat_last_four'\) differs"),
         ),
     ],
-    ids=row_id,
 )
-def test_visible_tests_name_the_mistake(grade_id, functions, failure):
-    expect_failure(lambda: run_visible(ASSIGNMENT, grade_id, **functions), failure)
 
 
 def test_visible_tests_pass_with_the_independent_implementations():
@@ -466,18 +464,15 @@ def nsp_with_course(documents, seed, p_next=0.5):
     return pairs_of(documents, seed, p_next)
 
 
-@pytest.mark.parametrize(
-    ("check", "implementation", "name", "called"),
+test_checks_reject_the_helpers_being_rewritten = shortcut_tests(
     [
         (hidden.check_mlm_mask, mlm_with_course, "mlm_mask", "course.data.bert_inputs.mask_tokens"),
         (hidden.check_mlm_mask, mlm_with_collator, "mlm_mask", "transformers.DataCollatorForLanguageModeling"),
         (hidden.check_wordpiece, wordpiece_with_tokenizers, "wordpiece", "tokenizers.models.WordPiece"),
         (hidden.check_wordpiece, wordpiece_with_course, "wordpiece", "course.data.wordpiece.WordPiece"),
         (hidden.check_nsp_pairs, nsp_with_course, "nsp_pairs", "course.data.bert_inputs.make_nsp_pairs"),
-    ],
+    ]
 )  # fmt: skip
-def test_checks_reject_the_helpers_being_rewritten(check, implementation, name, called):
-    expect_shortcut(lambda: check(as_student(implementation, name)), name, called)
 
 
 REQUIRED_TRAPS = {

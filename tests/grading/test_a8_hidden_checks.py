@@ -21,10 +21,11 @@ from autograder.hidden import a8_gpt_decoding as hidden
 from tests.grading.bug_injection import (
     Failure,
     expect_failure,
-    expect_shortcut,
     expect_traps,
     row_id,
     run_visible,
+    shortcut_tests,
+    visible_mistake_tests,
 )
 from tests.grading.solution_loader import as_student
 
@@ -406,8 +407,8 @@ def course_style_top_k(logits, k):
     return top_k_filter(torch.tensor(np.asarray(logits, dtype=np.float64)), k).numpy()
 
 
-@pytest.mark.parametrize(
-    ("grade_id", "functions", "failure"),
+test_visible_tests_name_the_mistake = visible_mistake_tests(
+    ASSIGNMENT,
     [
         (
             "temperature_probs_visible",
@@ -462,10 +463,7 @@ def course_style_top_k(logits, k):
             Failure(None, "^new_keys after step 2 differs", "oldest first"),
         ),
     ],
-    ids=row_id,
 )
-def test_visible_tests_name_the_mistake(grade_id, functions, failure):
-    expect_failure(lambda: run_visible(ASSIGNMENT, grade_id, **functions), failure)
 
 
 def test_visible_tests_pass_with_the_independent_implementations():
@@ -537,8 +535,7 @@ def step_with_sdpa(keys, values, q, k, v):
     return attend_step(keys, values, q, k, v)
 
 
-@pytest.mark.parametrize(
-    ("check", "implementation", "name", "called"),
+test_checks_reject_the_helpers_being_rewritten = shortcut_tests(
     [
         (hidden.check_temperature_probs, probs_with_torch, "temperature_probs", "torch.softmax"),
         (hidden.check_sample_tokens, draw_with_multinomial, "sample_tokens", "torch.multinomial"),
@@ -548,10 +545,8 @@ def step_with_sdpa(keys, values, q, k, v):
         (hidden.check_top_p_probs, top_p_with_course, "top_p_probs", "course.decoding.filter_logits"),
         (hidden.check_kv_attention_step, step_with_course_gpt, "kv_attention_step", "course.models.gpt.block_with_cache"),
         (hidden.check_kv_attention_step, step_with_sdpa, "kv_attention_step", "torch.nn.functional.scaled_dot_product_attention"),
-    ],
+    ]
 )  # fmt: skip
-def test_checks_reject_the_helpers_being_rewritten(check, implementation, name, called):
-    expect_shortcut(lambda: check(as_student(implementation, name)), name, called)
 
 
 REQUIRED_TRAPS = {
