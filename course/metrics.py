@@ -7,7 +7,7 @@ benchmark set it), the figure is also merged into ``$COURSE_METRICS_DIR/<noteboo
     {"notebook": "01_rnn_bptt",
      "metrics": [{"name": "char-RNN, held-out", "value": 2.4, "unit": "bits/char",
                   "baseline": 4.6, "baseline_name": "unigram", "higher_is_better": false,
-                  "margin": 0.0, "passes": true}]}
+                  "margin": 0.0, "claim": "beats", "passes": true}]}
 
 A figure that is compared with a baseline must beat it by more than ``margin``: the spread
 that figure and its baseline have been measured to show between machines
