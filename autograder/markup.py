@@ -13,8 +13,10 @@ grading course directory configures it (:func:`exporter_config`) so that:
   ``data:`` PNG/JPEG/GIF (so opening a page never fetches anything from elsewhere); text,
   tables, lists, code and the ``$…$`` math text are kept;
 - the page's MathJax is the course's local copy, inlined (:func:`mathjax_html`), with the
-  TeX commands that make links, load code or set HTML attributes (``\\href``, ``\\require``,
-  ``\\class``…) switched off, so math renders offline and cannot become a link or a request.
+  TeX commands that make links, load code or set HTML attributes or styles (``\\href``,
+  ``\\require``, ``\\class``, ``\\style``, ``\\bbox``, ``\\mmlToken[…]``…) switched off,
+  and every attribute that links, styles or fetches stripped from the parsed math whatever
+  command made it, so math renders offline and cannot become a link, a style or a request.
 
 Outputs need no such pass: the judge keeps only text, PNG images and errors
 (``autograder/sandbox.py``), which nbconvert escapes; the exporter's own ``sanitize_html`` is
@@ -104,14 +106,44 @@ MATHJAX_CONFIG = {
         "processEscapes": True,
         "processEnvironments": True,
         "tags": "ams",
-        # no package that loads code or writes HTML attributes; \href shows its text only
-        "packages": {"[-]": ["require", "autoload", "html", "unicode"]},
+        # No package that loads code, sets HTML attributes or styles, or makes a link or a tooltip;
+        # \href shows its text only. \mmlToken stays (\bmod and others are made of it): the
+        # attributes it sets are stripped by MATHJAX_ATTRIBUTE_FILTER.
+        "packages": {"[-]": ["require", "autoload", "html", "unicode", "bbox", "action"]},
         "macros": {"href": ["{#2}", 2]},
     },
     "options": {"enableMenu": False},
     "loader": {"load": []},
     "startup": {"typeset": True},
 }
+
+# A second line of defence, whatever TeX a future package lets through: after parsing, every
+# MathML node loses the attributes that link, style, name or fetch, and keeps a colour only when
+# it is a colour (a name or #hex), so nothing a student writes in math becomes a link, a CSS
+# rule or a request. Runs as a TeX post-filter, before any output is made.
+MATHJAX_ATTRIBUTE_FILTER = r"""
+window.MathJax.startup.ready = function () {
+  MathJax.startup.defaultReady();
+  var DROP = /^(href|xlink:href|src|style|class|id|data-.*|on.*|actiontype|background)$/i;
+  var COLOURS = /^(mathcolor|mathbackground|color)$/i;
+  var COLOUR = /^(#[0-9a-f]{3}|#[0-9a-f]{6}|[a-z]{1,30})$/i;
+  var UNSAFE = /url\s*\(|expression\s*\(|javascript:|vbscript:|data:|@import/i;
+  function clean(node) {
+    var attributes = node.attributes.getAllAttributes();
+    Object.keys(attributes).forEach(function (name) {
+      var value = String(attributes[name]);
+      if (name.indexOf('data-mjx-') === 0 && !UNSAFE.test(value)) { return; }  // MathJax's own
+      if (DROP.test(name) || UNSAFE.test(value)
+          || (COLOURS.test(name) && !COLOUR.test(value.trim()))) {
+        delete attributes[name];
+      }
+    });
+  }
+  MathJax.startup.document.inputJax.forEach(function (jax) {
+    jax.postFilters.add(function (args) { args.data.root.walkTree(clean); }, -6);
+  });
+};
+"""
 
 
 def mathjax_file() -> Path:
@@ -140,7 +172,8 @@ def mathjax_html() -> str:
     code = mathjax_file().read_text(encoding="utf-8").replace("</script", "<\\/script")
     config = json.dumps(MATHJAX_CONFIG)
     return (
-        f'<script type="text/javascript">window.MathJax = {config};</script>\n'
+        f'<script type="text/javascript">window.MathJax = {config};'
+        f"{MATHJAX_ATTRIBUTE_FILTER}</script>\n"
         f'<script type="text/javascript">{code}</script>'
     )
 

@@ -35,20 +35,31 @@ def manual_grading_url(lab: Lab, course: Path, assignment: str, notebook: str, s
 
 # Evaluated in a page with a CSS selector: what ran (window.__pwned, which every hostile payload
 # of tests/grading/attacks appends to) and every live attribute left under the selector: an
-# event handler, or a javascript:/vbscript:/data:text URL in href, src, action, formaction,
-# xlink:href.
+# event handler; a javascript:/vbscript:/data:text URL in href, src, action, formaction,
+# xlink:href; a CSS url(...) in any attribute; and in typeset math (mjx-container) any link
+# other than MathJax's own #glyph references, and any inline style beyond the ones MathJax
+# sets itself (alignment, font, margins).
 AUDIT_JS = """
 (selector) => {
   const live = [];
+  const MATHJAX_STYLE = /^(vertical-align|font-family|font-style|font-weight|font-size|max-width|min-width|margin-(left|right|top|bottom))$/;
   const urls = ['href', 'src', 'action', 'formaction', 'xlink:href', 'data', 'srcdoc'];
   for (const element of document.querySelectorAll(selector + ' *')) {
+    const inMath = element.parentElement !== null
+      && element.parentElement.closest('mjx-container') !== null;  // inside typeset math
     for (const attribute of element.attributes) {
+      const name = attribute.name.toLowerCase();
       const value = attribute.value.replace(/\\s+/g, '').toLowerCase();
-      const handler = attribute.name.toLowerCase().startsWith('on');
-      const code = urls.includes(attribute.name.toLowerCase()) && (
+      const handler = name.startsWith('on');
+      const code = urls.includes(name) && (
         value.startsWith('javascript:') || value.startsWith('vbscript:')
-        || value.startsWith('data:text') || attribute.name === 'srcdoc');
-      if (handler || code) {
+        || value.startsWith('data:text') || name === 'srcdoc');
+      const fetches = value.includes('url(');
+      const mathLink = inMath && (name === 'href' || name === 'xlink:href')
+        && !value.startsWith('#');
+      const mathStyle = inMath && name === 'style' && value.split(';').some(
+        (rule) => rule && !MATHJAX_STYLE.test(rule.split(':')[0]));
+      if (handler || code || fetches || mathLink || mathStyle) {
         live.push(element.tagName.toLowerCase() + ' ' + attribute.name);
       }
     }

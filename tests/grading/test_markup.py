@@ -76,6 +76,8 @@ def test_the_mathjax_is_local_and_inlined_with_links_off():
     html = markup.mathjax_html()
     assert html.count("<script") == 2 and "src=" not in html.split(">", 2)[0]
     assert '"href": ["{#2}", 2]' in html and '"require"' in html
+    assert '"bbox"' in html and '"html"' in html and '"action"' in html  # packages switched off
+    assert "postFilters.add" in html  # attributes stripped after parsing, whatever made them
     assert html.count("</script") == 2  # the inlined code cannot close its element early
 
 
@@ -90,3 +92,57 @@ def test_the_grading_config_routes_html_exports_through_the_sanitiser(tmp_path):
     assert exporter.filters["markdown2html"] == "autograder.markup.markdown2html"
     assert str(markup.TEMPLATES) in exporter.extra_template_basedirs
     assert (markup.TEMPLATES / "base" / "mathjax.html.j2").is_file()
+
+
+# -- math in Chromium: the payloads of tests/grading/attacks, typeset by the course's MathJax -----
+
+
+def _typeset(tmp_path, mathjax: str, name: str) -> tuple[dict, dict, list[str]]:
+    """Open a page of hostile math under ``mathjax`` (two script elements); return MathJax's
+    counts, the audit of tools/formgrader.py, and the requests that were blocked."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.grading.attacks import hostile_math
+    from tools.browser import launch, offline_context
+    from tools.formgrader import AUDIT_JS, MATHJAX_JS
+
+    body = "".join(f"<p>{clean_math}</p>" for clean_math in hostile_math("page"))
+    page_file = tmp_path / f"{name}.html"
+    page_file.write_text(
+        f'<html><head>{mathjax}</head><body><div id="notebook-container">'
+        f"<p>$h_t = \\tanh(W h_{{t-1}} + U x_t) \\bmod 2$</p>{body}</div></body></html>"
+    )
+    with sync_playwright() as playwright:
+        browser = launch(playwright)
+        context = offline_context(
+            browser, lambda url: url == page_file.as_uri(), viewport=(900, 700), timeout_ms=60_000
+        )
+        page = context.new_page()
+        page.goto(page_file.as_uri())
+        math = page.evaluate(MATHJAX_JS)
+        for link in page.locator("mjx-container a").all():  # a reader clicks every math link
+            link.click(force=True, timeout=2_000, no_wait_after=True)
+        page.wait_for_timeout(500)
+        found = page.evaluate(AUDIT_JS, "#notebook-container")
+        browser.close()
+    return math, found, context.blocked
+
+
+@pytest.mark.browser
+def test_math_cannot_become_a_link_a_style_or_a_request(tmp_path):
+    from tests.grading.attacks import hostile_math
+
+    math, found, blocked = _typeset(tmp_path, markup.mathjax_html(), "course")
+    assert math["rendered"] == len(hostile_math("page")) + 1 and math["errors"] == 0, math
+    assert found == {"ran": [], "live": []}, found
+    assert blocked == [], blocked
+
+
+@pytest.mark.browser
+def test_the_math_audit_sees_links_and_styles_under_mathjax_as_it_comes(tmp_path):
+    """The control: the same MathJax with its stock TeX configuration makes live math."""
+    stock = markup.mathjax_html().split("</script>", 1)[1]  # MathJax itself, no configuration
+    config = '<script>window.MathJax = {tex: {inlineMath: [["$", "$"]]}};</script>'
+    _, found, blocked = _typeset(tmp_path, config + stock, "stock")
+    assert "a href" in found["live"] and any("style" in what for what in found["live"]), found
+    assert any(url.startswith("http://evil.example/") for url in blocked), blocked

