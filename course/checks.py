@@ -11,10 +11,12 @@ through this module.
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import linecache
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -27,6 +29,7 @@ __all__ = [
     "expect_ids",
     "expect_state",
     "assert_close",
+    "inputs_kept",
     "CheckFailed",
     "ShapeMismatch",
     "TypeMismatch",
@@ -251,3 +254,55 @@ def assert_close(
             f"{name} differs from {against} by {difference[worst]:.1e}{where} "
             f"(got {got_f[worst]:.6g}, expected {expected_f[worst]:.6g}; tolerance {atol:g})"
         )
+
+
+def _first_change(before: Any, after: Any, where: str) -> str | None:
+    """Where ``after`` differs from ``before`` (dicts, lists, tuples, arrays, tensors, scalars),
+    and how, or None."""
+    if isinstance(before, dict):
+        if not isinstance(after, dict) or set(before) != set(after):
+            return f"{where} had keys {sorted(map(str, before))}, now {sorted(map(str, after))}"
+        for key in before:
+            found = _first_change(before[key], after[key], f"{where}[{key!r}]")
+            if found:
+                return found
+        return None
+    if isinstance(before, (list, tuple)) and not isinstance(before, np.ndarray):
+        if not isinstance(after, (list, tuple)) or len(before) != len(after):
+            return f"{where} had {len(before)} items, now {len(after)}"
+        for index, (old, new) in enumerate(zip(before, after, strict=True)):
+            found = _first_change(old, new, f"{where}[{index}]")
+            if found:
+                return found
+        return None
+    old, new = np.asarray(as_numpy(before, where)), np.asarray(as_numpy(after, where))
+    if old.shape != new.shape:
+        return f"{where} had shape {_format_shape(old.shape)}, now {_format_shape(new.shape)}"
+    same = (old == new) | ((old != old) & (new != new)) if old.dtype.kind in "fc" else old == new
+    if np.all(same):
+        return None
+    index = tuple(int(i) for i in np.argwhere(~np.asarray(same))[0])
+    at = f" at {list(index)}" if index else ""
+    return f"{where}{at} was {old[index].item()!r}, now {new[index].item()!r}"
+
+
+@contextlib.contextmanager
+def inputs_kept(function: str, **inputs: Any) -> Iterator[dict[str, Any]]:
+    """Check that a call leaves its arguments as they were; yield copies taken before it.
+
+    A visible test calls the student's function inside the block and builds its reference from
+    the copies, so a function that rewrites its inputs fails with a message that says so::
+
+        with inputs_kept("rnn_backward", xs=xs, params=params) as before:
+            grads = rnn_backward(xs, lengths, labels, h0, params)
+        reference = autograd_gradients(before["xs"], before["params"])
+    """
+    before = {name: copy.deepcopy(value) for name, value in inputs.items()}
+    yield {name: copy.deepcopy(value) for name, value in before.items()}
+    for name, value in inputs.items():
+        change = _first_change(before[name], value, name)
+        if change:
+            raise CheckFailed(
+                f"{function} changed its input in place: {change}. It must leave its arguments"
+                " as they were (the caller still uses them): work on a copy"
+            )

@@ -88,7 +88,7 @@
 # %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
 import numpy as np
 
-from course.checks import assert_close
+from course.checks import assert_close, inputs_kept
 
 np.set_printoptions(precision=4, suppress=True)
 
@@ -337,20 +337,24 @@ h0_b = 0.5 * rng_b.normal(size=(B_b, H_b))
 shapes_b = {"W": (H_b, H_b), "U": (H_b, D_b), "b": (H_b,), "V": (K_b, H_b), "c": (K_b,)}
 params_b = {name: 0.7 * rng_b.normal(size=shape) for name, shape in shapes_b.items()}
 
-grads_b = rnn_backward(xs_b, lengths_b, labels_b, h0_b, params_b)
+with inputs_kept("rnn_backward", xs=xs_b, lengths=lengths_b, labels=labels_b, h0=h0_b,
+                 params=params_b) as before_b:  # fmt: skip
+    grads_b = rnn_backward(xs_b, lengths_b, labels_b, h0_b, params_b)
 
-# The reference: the forward pass written with torch tensors, differentiated by autograd.
+# The reference, from the inputs as they were: the forward pass written with torch tensors,
+# differentiated by autograd.
 leaves_b = {
     name: torch.tensor(value, requires_grad=True)
-    for name, value in {**params_b, "h0": h0_b}.items()
+    for name, value in {**before_b["params"], "h0": before_b["h0"]}.items()
 }
 loss_b = torch.zeros((), dtype=torch.float64)
 for row_b in range(B_b):
     state_b = leaves_b["h0"][row_b]
-    for x_t in torch.from_numpy(xs_b[row_b, : lengths_b[row_b]]):  # the real steps only
+    steps_b = before_b["lengths"][row_b]
+    for x_t in torch.from_numpy(before_b["xs"][row_b, :steps_b]):  # the real steps only
         state_b = torch.tanh(leaves_b["W"] @ state_b + leaves_b["U"] @ x_t + leaves_b["b"])
     logits_b = leaves_b["V"] @ state_b + leaves_b["c"]
-    loss_b = loss_b - torch.log_softmax(logits_b, dim=0)[labels_b[row_b]] / B_b
+    loss_b = loss_b - torch.log_softmax(logits_b, dim=0)[before_b["labels"][row_b]] / B_b
 loss_b.backward()
 
 for name in ["V", "c", "W", "U", "b", "h0"]:

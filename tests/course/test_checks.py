@@ -323,3 +323,28 @@ def test_a_failing_check_in_a_jupyter_kernel_shows_its_message_first_and_briefly
         assert not any("checks.py" in line or "Traceback" in line for line in lines), lines
     # Errors that do not come from a check keep IPython's usual traceback.
     assert "ZeroDivisionError" in "".join(zero) and "Traceback" in "".join(zero)
+
+
+def test_inputs_kept_names_the_argument_a_call_rewrote():
+    import numpy as np
+
+    from course.checks import CheckFailed, inputs_kept
+
+    xs = np.arange(6.0).reshape(2, 3)
+    params = {"W": np.ones((2, 2)), "b": [np.zeros(2)]}
+    with inputs_kept("f", xs=xs, params=params) as before:
+        pass  # a call that changes nothing
+    assert before["xs"] is not xs and np.array_equal(before["xs"], xs)
+    with pytest.raises(CheckFailed, match=r"f changed its input in place: xs at \[1, 2\] was 5\.0"):
+        with inputs_kept("f", xs=xs, params=params) as before:
+            xs[1, 2] = -1.0
+    assert before["xs"][1, 2] == 5.0  # the copies are from before the call
+    with pytest.raises(CheckFailed, match=r"params\['b'\]\[0\] at \[1\] was 0\.0, now 7\.0"):
+        with inputs_kept("f", xs=xs, params=params):
+            params["b"][0][1] = 7.0
+    with pytest.raises(CheckFailed, match=r"params had keys \['W', 'b'\], now \['W'\]"):
+        with inputs_kept("f", params=params):
+            del params["b"]
+    nan = np.array([np.nan, 1.0])
+    with inputs_kept("f", nan=nan):
+        pass  # NaN is NaN: no change
