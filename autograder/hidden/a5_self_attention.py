@@ -88,6 +88,7 @@ _LIBRARY = (
     ),
     ("torch.Tensor", ("softmax", "log_softmax", "backward")),
     ("torch.autograd", ("backward", "grad")),
+    ("torch.special", ("softmax", "log_softmax")),
     ("scipy.special", ("softmax", "log_softmax")),
     ("course.models.attention", COURSE_ATTENTION),
 )

@@ -23,8 +23,10 @@ makes sure that bad input raises ValueError.
 While a student's function runs, the routines that would do its work (``course.decoding``'s
 filters and sampler and ``course.models.gpt`` by name, every public callable of the
 ``course`` package except ``course.checks``, ``transformers``' logits warpers, torch's
-softmax, top-k, sorting, multinomial draws and attention, and ``scipy.special``'s softmax
-and logsumexp) are replaced by traps that raise :class:`ShortcutUsed`.
+softmax wherever an ordinary import reaches it (``torch``, ``torch.Tensor``, ``torch.special``,
+``torch.nn.functional`` with softmin and gumbel_softmax, ``torch.nn``'s modules), top-k,
+sorting, multinomial draws and attention, and ``scipy.special``'s softmax and logsumexp) are
+replaced by traps that raise :class:`ShortcutUsed`.
 """
 
 from __future__ import annotations
@@ -88,10 +90,12 @@ _LIBRARY = (
     ("torch.Tensor", (*_TORCH_WORK[:6], "kthvalue")),
     (
         "torch.nn.functional",
-        ("softmax", "log_softmax", "scaled_dot_product_attention", "multi_head_attention_forward"),
+        ("softmax", "log_softmax", "softmin", "gumbel_softmax")
+        + ("scaled_dot_product_attention", "multi_head_attention_forward"),
     ),
+    ("torch.special", ("softmax", "log_softmax", "logsumexp")),
     ("torch._C._nn", ("scaled_dot_product_attention",)),
-    ("torch.nn", ("Softmax", "LogSoftmax", "MultiheadAttention")),
+    ("torch.nn", ("Softmax", "LogSoftmax", "Softmin", "Softmax2d", "MultiheadAttention")),
     ("transformers", _WARPERS),
     ("transformers.generation.logits_process", _WARPERS),
     ("scipy.special", ("softmax", "log_softmax", "logsumexp")),
