@@ -38,7 +38,7 @@ from tqdm import tqdm
 from autograder import judge, markup, nbgrading
 from autograder import nbgrader_format as fmt
 from autograder.fingerprint import grading_fingerprint
-from autograder.recorder import Recorder
+from autograder.recorder import Recorder, set_memory_bound
 from autograder.report import write_report
 from autograder.sandbox import (
     ROOT,
@@ -88,69 +88,236 @@ def prepare_course(out: Path, assignment: str) -> Path:
 
 # -- importing submissions ---------------------------------------------------------------------
 
+# Why an input item cannot be graded: a status of its own (judge.STATUSES), and the message.
+REFUSED_LINK, SPECIAL_FILE, UNREADABLE_MEMBER = (
+    "refused link",
+    "special file",
+    "unreadable zip member",
+)
+INVALID = "invalid notebook"
+
 
 @dataclass
 class Entry:
     student: str
-    files: dict[str, bytes]  # notebook name -> raw bytes
+    files: dict[str, Path]  # notebook name -> its bytes, copied into the grading's inbox
     origin: str
-    problem: str = ""  # set when the upload itself is unusable (too large...)
+    problem: str = ""  # set when the upload itself is unusable (too large, a link...)
+    status: str = INVALID  # the status that problem gives
     notes: list[str] = field(default_factory=list)  # harmless oddities a TA should hear of
 
     @property
     def digest(self) -> str:
-        digest = hashlib.sha256()
+        digest = hashlib.sha256((self.problem + "\0").encode())
         for name in sorted(self.files):
-            digest.update(name.encode() + b"\0" + self.files[name] + b"\0")
+            digest.update(name.encode() + b"\0")
+            with self.files[name].open("rb") as handle:
+                while block := handle.read(1 << 20):
+                    digest.update(block)
+            digest.update(b"\0")
         return digest.hexdigest()
 
 
-def _student_id(text: str) -> str:
-    cleaned = re.sub(r"[^A-Za-z0-9_.@-]", "_", text).strip("._") or "unnamed"
-    return cleaned[:100]
+@dataclass
+class Collection:
+    """What an input folder or zip holds: one entry per student, and what was passed over."""
+
+    entries: list[Entry]
+    skipped: list[str]  # files that are not notebooks (or are hidden): named, not graded
 
 
-def collect(path: Path, notebooks: list[str]) -> list[Entry]:
-    """One entry per student found in a folder or zip of notebooks."""
-    items: list[tuple[tuple[str, ...], bytes | None]] = []
-    if path.is_file() and zipfile.is_zipfile(path):
-        with zipfile.ZipFile(path) as archive:
-            for info in archive.infolist():
-                parts = tuple(p for p in info.filename.split("/") if p)
-                if info.is_dir() or not parts or not parts[-1].endswith(".ipynb"):
-                    continue
-                if any(p.startswith((".", "__MACOSX")) for p in parts):
-                    continue
-                data = archive.read(info) if info.file_size <= MAX_FILE_BYTES else None
-                items.append((parts, data))
-    elif path.is_dir():
-        for file in sorted(path.rglob("*.ipynb")):
-            parts = file.relative_to(path).parts
-            if any(p.startswith(".") for p in parts):
+_UNSAFE_ID = re.compile(r"[^\w.@-]")  # \w: letters and digits of every script, and _
+
+
+def student_id(name: str) -> str:
+    """The gradebook's id for a student named ``name`` (a file's or a folder's name).
+
+    Lossless: a name made only of letters and digits (any script), ``_ . @ -``, and at most 64
+    characters long, is its own id; any other name gets the readable part of it (characters
+    outside that set as ``_``, cut to 64) and 8 hex digits of its hash. Two different names never
+    share an id; the same name always gets the same one, whatever else is in the batch.
+    """
+    cleaned = _UNSAFE_ID.sub("_", name).strip("._")
+    if cleaned == name and 0 < len(name) <= 64:
+        return name
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{cleaned[:64] or 'unnamed'}-{digest}"
+
+
+def _split(name: str) -> tuple[str, ...]:
+    """A member's or file's path as parts: ``/`` and ``\\`` both separate, ``.`` parts dropped."""
+    return tuple(p for p in re.split(r"[/\\]", name) if p not in ("", "."))
+
+
+class _Item:
+    """One notebook-named thing in the input: its path parts, and its bytes in the inbox or why
+    it has none."""
+
+    def __init__(self, parts: tuple[str, ...], path: Path | None, status: str = "", why: str = ""):
+        self.parts, self.path, self.status, self.why = parts, path, status, why
+
+
+def _copy_capped(source, target: Path) -> bool:
+    """Copy at most MAX_FILE_BYTES from the open binary ``source`` to ``target``; False if there
+    was more (the copy is then removed). Never holds more than a megabyte in memory."""
+    written = 0
+    with target.open("wb") as handle:
+        while block := source.read(min(1 << 20, MAX_FILE_BYTES + 1 - written)):
+            written += len(block)
+            if written > MAX_FILE_BYTES:
+                break
+            handle.write(block)
+    if written > MAX_FILE_BYTES:
+        target.unlink()
+        return False
+    return True
+
+
+def _hidden(parts: tuple[str, ...]) -> bool:
+    return any(p.startswith((".", "__MACOSX")) for p in parts)
+
+
+def _from_folder(root: Path, inbox: Path, skipped: list[str]) -> list[_Item]:
+    """Every regular file named *.ipynb under ``root``, copied into ``inbox``; links (whatever
+    they point to) and special files are items with a status, never opened or followed."""
+    import stat
+
+    items = []
+    own = inbox.parent.resolve()
+    for folder, folders, files in os.walk(root, followlinks=False):
+        here = Path(folder)
+        folders.sort()
+        links = [name for name in folders if (here / name).is_symlink()]
+        for name in sorted(files) + links:
+            path = here / name
+            parts = path.relative_to(root).parts
+            if not name.endswith(".ipynb") or _hidden(parts):
+                skipped.append("/".join(parts))
                 continue
-            size = file.stat().st_size
-            items.append((parts, file.read_bytes() if size <= MAX_FILE_BYTES else None))
+            try:
+                mode = os.lstat(path).st_mode
+            except OSError as error:
+                items.append(_Item(parts, None, INVALID, f"cannot be read ({error.strerror})"))
+                continue
+            if stat.S_ISLNK(mode):
+                why = "is a symbolic link; only files inside the input folder are graded"
+                items.append(_Item(parts, None, REFUSED_LINK, why))
+                continue
+            if not stat.S_ISREG(mode):
+                items.append(_Item(parts, None, SPECIAL_FILE, "is not a regular file"))
+                continue
+            target = inbox / f"{len(items)}.ipynb"
+            try:  # no link may have replaced it since, and a FIFO must not block the open
+                descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            except OSError as error:
+                items.append(_Item(parts, None, REFUSED_LINK, f"cannot be opened ({error})"))
+                continue
+            with os.fdopen(descriptor, "rb") as handle:
+                if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                    items.append(_Item(parts, None, SPECIAL_FILE, "is not a regular file"))
+                    continue
+                if not _copy_capped(handle, target):
+                    items.append(_Item(parts, None, INVALID, _too_large()))
+                    continue
+            items.append(_Item(parts, target))
+        # links are not followed, and the grading's own output is not input (OUT inside PATH)
+        folders[:] = [n for n in folders if n not in links and (here / n).resolve() != own]
+    return items
+
+
+def _too_large() -> str:
+    return f"is larger than {MAX_FILE_BYTES >> 20} MB"
+
+
+def _from_zip(path: Path, inbox: Path, skipped: list[str]) -> list[_Item]:
+    """Every member named *.ipynb, decompressed one at a time into ``inbox`` (at most
+    MAX_FILE_BYTES each, whatever the header claims); a member that cannot be read is an item
+    with a status and the reason, and the others are still read."""
+    import stat
+    import zlib
+
+    items = []
+    try:
+        archive = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError, ValueError) as error:
+        raise GradingError(f"{path} cannot be read as a zip file: {error}") from None
+    with archive:
+        for info in archive.infolist():
+            parts = _split(info.filename)
+            if info.is_dir():
+                continue
+            if not parts or not parts[-1].endswith(".ipynb"):
+                skipped.append(info.filename)
+                continue
+            if ".." in parts:
+                why = "its path leaves the archive (a '..' part); not read"
+                items.append(
+                    _Item(tuple(p for p in parts if p != ".."), None, UNREADABLE_MEMBER, why)
+                )
+                continue
+            if _hidden(parts):
+                skipped.append(info.filename)
+                continue
+            if stat.S_ISLNK(info.external_attr >> 16):
+                why = "is a symbolic link; only files in the archive are graded"
+                items.append(_Item(parts, None, REFUSED_LINK, why))
+                continue
+            target = inbox / f"{len(items)}.ipynb"
+            try:
+                with archive.open(info) as member:
+                    complete = _copy_capped(member, target)
+            except (zipfile.BadZipFile, RuntimeError, NotImplementedError, zlib.error,
+                    EOFError, OSError, ValueError) as error:  # fmt: skip
+                target.unlink(missing_ok=True)
+                why = f"cannot be read from the zip ({type(error).__name__}: {error})"[:300]
+                items.append(_Item(parts, None, UNREADABLE_MEMBER, why))
+                continue
+            items.append(
+                _Item(parts, target) if complete else _Item(parts, None, INVALID, _too_large())
+            )
+    return items
+
+
+def collect(path: Path, notebooks: list[str], inbox: Path) -> Collection:
+    """One entry per student found in a folder or zip of notebooks; their bytes go to ``inbox``.
+
+    A file named like one of the assignment's notebooks is its folder's student's; any other
+    ``NAME.ipynb`` is student NAME's (see :func:`student_id`). Every notebook-named item is graded
+    or is a row saying why not; other files are listed in ``skipped``.
+    """
+    shutil.rmtree(inbox, ignore_errors=True)
+    inbox.mkdir(parents=True)
+    skipped: list[str] = []
+    if path.is_file() and not path.is_symlink() and zipfile.is_zipfile(path):
+        items = _from_zip(path, inbox, skipped)
+    elif path.is_dir():
+        items = _from_folder(path, inbox, skipped)
     else:
         raise GradingError(f"{path} is neither a folder nor a zip file")
     entries: dict[str, Entry] = {}
-    for parts, data in sorted(items, key=lambda item: item[0]):
+    # readable items first, so that a student's good file is graded whatever sorts before it
+    for item in sorted(items, key=lambda item: (item.path is None, item.parts)):
+        parts, where = item.parts, "/".join(item.parts)
         stem = parts[-1][: -len(".ipynb")]
         if stem in notebooks and len(parts) > 1:
-            student, notebook = parts[-2], stem
+            name, notebook = parts[-2], stem
         else:
-            student, notebook = stem, notebooks[0]
-        student = _student_id(student)
-        entry = entries.setdefault(student, Entry(student, {}, "/".join(parts)))
-        if data is None:
-            entry.problem = f"{'/'.join(parts)} is larger than {MAX_FILE_BYTES >> 20} MB"
-            data = b""
-        if notebook in entry.files:
+            name, notebook = stem, notebooks[0]
+        student = student_id(name)
+        entry = entries.get(student)
+        if entry is not None and (notebook in entry.files or item.path is None):
+            why = f" ({item.status}: {item.why})" if item.path is None else ""
             entry.notes.append(
-                f"two files for {student}: graded {entry.origin}, ignored {'/'.join(parts)}"
+                f"two files for {student}: graded {entry.origin}, ignored {where}{why}"
             )
             continue
-        entry.files[notebook] = data
-    return list(entries.values())
+        if entry is None:
+            entry = entries[student] = Entry(student, {}, where)
+        if item.path is None:
+            entry.problem, entry.status = f"{where} {item.why}", item.status
+        else:
+            entry.files[notebook] = item.path
+    return Collection(list(entries.values()), skipped)
 
 
 # -- judging one submission (in a worker process) ----------------------------------------------
@@ -190,7 +357,7 @@ def judge_entry(job: Job) -> dict:
             record["messages"].append(message)
 
     if entry.problem:
-        flag("invalid notebook", entry.problem)
+        flag(entry.status, entry.problem)
     for note in entry.notes:
         flag("duplicate upload", note)
     submitted = course / "submitted" / entry.student / assignment
@@ -200,7 +367,8 @@ def judge_entry(job: Job) -> dict:
     specs = load_specs(course, assignment)
     canonicals = {}
     for name, spec in specs.items():
-        raw = entry.files.get(name)
+        path = entry.files.get(name)
+        raw = None if path is None else path.read_bytes()
         prefix = f"{name}: " if len(specs) > 1 else ""
         if raw is None:
             flag("invalid notebook", f"{prefix}missing notebook {name}.ipynb")
@@ -222,7 +390,8 @@ def judge_entry(job: Job) -> dict:
         for note in repairs:
             flag("cells restored or overwritten", prefix + note)
         canonicals[name] = (spec, canonical, raw)
-    if set(record["flags"]) & {"invalid notebook", "wrong assignment"}:
+    if set(record["flags"]) & {INVALID, "wrong assignment", REFUSED_LINK, SPECIAL_FILE,
+                               UNREADABLE_MEMBER}:  # fmt: skip
         return record
     scratch = Path(tempfile.mkdtemp(prefix="kernels-"))  # a name that says nothing of grading
     deadline = time.monotonic() + job.limits.submission_timeout  # all its notebooks together
@@ -263,8 +432,17 @@ def load_specs(course: Path, assignment: str) -> dict[str, judge.NotebookSpec]:
 
 
 def _child(job: Job, connection) -> None:
+    memory_mb = job.limits.grader_memory_mb
     try:
+        set_memory_bound(memory_mb)
         record = judge_entry(job)
+    except MemoryError:
+        record = _failed(job.entry, "")
+        record["flags"] = ["resource limit"]
+        record["messages"] = [
+            f"reading what this submission's kernel sent took more than {memory_mb} MB of the"
+            " grader's memory (--grader-memory-mb): its outputs or answers are too large"
+        ]
     except BaseException as error:  # noqa: BLE001 - reported as this submission's grader error
         record = _failed(job.entry, f"{type(error).__name__}: {error}")
     connection.send(record)
@@ -346,7 +524,8 @@ def grade(
     out.mkdir(parents=True, exist_ok=True)
     course = prepare_course(out, assignment)
     specs = load_specs(course, assignment)
-    entries = collect(path, list(specs))
+    collection = collect(path, list(specs), out / "inbox")
+    entries = collection.entries
     if not entries:
         raise GradingError(f"no notebooks (*.ipynb) found in {path}")
 
@@ -372,7 +551,8 @@ def grade(
     jobs = [Job(e, assignment, str(course), limits) for e in todo]
     import torch  # noqa: F401 - imported once here, inherited by every forked worker
 
-    recorder = Recorder(course, assignment)  # forked before the workers: records as they finish
+    # forked before the workers: records as they finish, each within its own deadline
+    recorder = Recorder(course, assignment, limits.record_timeout, limits.grader_memory_mb)
     with tqdm(total=len(jobs), desc="grading", unit="nb", disable=quiet or None) as bar:
         for entry, record in run_parallel(jobs, workers):
             record["recorded"] = False
@@ -403,6 +583,11 @@ def grade(
     state_file.write_text(json.dumps(state))
     if not quiet:
         print_summary(rows, out, len(todo), judge_seconds + record_seconds)
+        if collection.skipped:
+            names = ", ".join(collection.skipped[:5]) + (
+                ", ..." if len(collection.skipped) > 5 else ""
+            )
+            print(f"not notebooks or hidden, not graded: {len(collection.skipped)} ({names})")
         print(f"sandbox: {SANDBOX_WORDS[mode]}")
         print(f"memory: {state['memory']}")
     return exit_code(rows)
@@ -418,7 +603,7 @@ def _finish_recording(
     started = time.monotonic()
     results = recorder.finish()
     with fmt.gradebook(course) as gradebook:
-        for student, (done, log) in results.items():
+        for student, result in results.items():
             record = records[student]
             if not record.get("gradable"):
                 # nothing to record: its row says why; a grader error is judged again next run
@@ -426,14 +611,17 @@ def _finish_recording(
                 continue
             try:
                 gradebook.find_submission(assignment, student)
-                ok = done and (course / "autograded" / student / assignment).is_dir()
+                ok = result["recorded"] and (course / "autograded" / student / assignment).is_dir()
             except MissingEntry:
                 ok = False
             if not ok:
-                record["flags"].insert(0, "grader error")
-                record["messages"].append(
-                    "nbgrader could not record this submission: " + _tail(log)
-                )
+                record["flags"].insert(0, result["status"] or "grader error")
+                if result["status"]:
+                    record["messages"].append(result["log"])
+                else:
+                    record["messages"].append(
+                        "nbgrader could not record this submission: " + _tail(result["log"])
+                    )
             record["recorded"] = ok
     return time.monotonic() - started
 
@@ -460,7 +648,8 @@ def export_csv(course, assignment, specs, records, target: Path) -> list[dict]:
         for student in sorted(records):
             record = records[student]
             flags = list(record["flags"])
-            row = {"student": student, "status": "", "total": "", "max": maximum}
+            row = {"student": student, "file": record.get("origin", ""), "status": ""}
+            row |= {"total": "", "max": maximum}
             scores: dict[str, float] = {}
             if record.get("gradable") and record.get("recorded"):
                 try:
@@ -491,7 +680,8 @@ def export_csv(course, assignment, specs, records, target: Path) -> list[dict]:
             feedback = sorted((course / "feedback" / student / assignment).glob("*.html"))
             row["feedback"] = ";".join(str(p) for p in feedback)
             rows.append(row)
-    columns = ["student", "status", "total", "max", *part_columns, "flags", "message", "feedback"]
+    columns = ["student", "file", "status", "total", "max", *part_columns, "flags", "message"]
+    columns.append("feedback")
     target.parent.mkdir(parents=True, exist_ok=True)
     with target.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, fieldnames=columns)
@@ -590,6 +780,18 @@ def main(argv: list[str] | None = None) -> int:
         "--deadline", type=float, default=600.0, help="seconds for a whole submission (600)"
     )
     cmd.add_argument("--max-files", type=int, default=2000, help="files a kernel may create (2000)")
+    cmd.add_argument(
+        "--record-timeout",
+        type=float,
+        default=120.0,
+        help="seconds to record one submission and render its feedback (120)",
+    )
+    cmd.add_argument(
+        "--grader-memory-mb",
+        type=int,
+        default=4096,
+        help="memory of each grader process that reads a submission's output (4096)",
+    )
     cmd.add_argument("--force", action="store_true", help="judge unchanged submissions again")
     cmd.add_argument("--quiet", action="store_true")
     try:
@@ -604,6 +806,8 @@ def main(argv: list[str] | None = None) -> int:
         processes=args.max_processes,
         files=args.max_files,
         submission_timeout=args.deadline,
+        record_timeout=args.record_timeout,
+        grader_memory_mb=args.grader_memory_mb,
     )
     try:
         return grade(

@@ -43,9 +43,13 @@ CELL_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 STATUSES = (
     "grader error",
     "invalid notebook",
+    "refused link",
+    "special file",
+    "unreadable zip member",
     "wrong assignment",
     "kernel died",
     "timed out",
+    "timed out while rendering feedback",
     "resource limit",
     "cells restored or overwritten",
     "duplicate upload",
@@ -453,6 +457,8 @@ def judge_notebook(
                 verdict.flag("timed out", f"{where} ran longer than {limits.cell_timeout:g} s")
             elif outcome.status == "died":
                 verdict.flag("kernel died", f"the kernel died in {where}")
+            if outcome.trimmed:
+                verdict.messages.append(f"{where}: outputs trimmed to the grader's caps")
             if outcome.refused and outcome.status != "died":
                 verdict.flag("resource limit", f"{where}: an output over {limits.reply_mb} MB")
             elif outcome.status == "error" and any(

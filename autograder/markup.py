@@ -85,14 +85,47 @@ def clean_html(html: str) -> str:
     )
 
 
+# nbconvert's markdown (mistune with its math patterns) takes time quadratic in some inputs: a
+# cell of 60,000 characters of unclosed `$` took 16 s, thousands of unclosed \begin{...} minutes.
+# A cell whose length times its count of such openers is over MAX_MARKUP_WORK, or that is longer
+# than MAX_MARKDOWN_CHARS, is shown as plain text (escaped, cut), which takes linear time.
+MAX_MARKDOWN_CHARS = 100_000
+MAX_MARKUP_WORK = 20_000_000
+_OPENERS = ("$", "\\begin", "\\(", "\\[", "[", "*", "_", "`", "<")
+SHOWN_AS_TEXT = 20_000
+
+
+def too_costly(source: str) -> bool:
+    """True where rendering ``source`` as markdown could take more than about a second."""
+    if len(source) > MAX_MARKDOWN_CHARS:
+        return True
+    return len(source) * sum(source.count(opener) for opener in _OPENERS) > MAX_MARKUP_WORK
+
+
+def as_text(source: str) -> str:
+    """``source`` as an escaped preformatted block, cut to SHOWN_AS_TEXT characters, with a note."""
+    import html
+
+    note = (
+        f"[this markdown cell ({len(source):,} characters) is too long or too full of math and"
+        " markup to render; it is shown as text"
+        + (f", its first {SHOWN_AS_TEXT:,} characters" if len(source) > SHOWN_AS_TEXT else "")
+        + "]"
+    )
+    return f"<p><em>{html.escape(note)}</em></p><pre>{html.escape(source[:SHOWN_AS_TEXT])}</pre>"
+
+
 @pass_context
 def markdown2html(context, source: str) -> Markup:
     """Jinja filter replacing nbconvert's ``markdown2html``: its rendering, then :func:`clean_html`.
 
     Cell attachments are ignored (the graded notebook keeps none) and no image is read from disk.
+    A cell that would take too long to render (:func:`too_costly`) is shown as text.
     """
     from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 
+    if too_costly(str(source)):
+        return Markup(as_text(str(source)))  # noqa: S704 - escaped above
     renderer = IPythonRenderer(escape=False, attachments={}, embed_images=False, path="")
     return Markup(clean_html(MarkdownWithMath(renderer=renderer).render(source)))  # noqa: S704
 

@@ -36,7 +36,9 @@ from jupyter_client import KernelManager
 SLOT_DIR = Path("/tmp/autograder-sandbox-slots")
 N_SLOTS = 64
 BASE_UID = 60000
-MAX_OUTPUT_CHARS = 20_000
+MAX_OUTPUT_CHARS = 20_000  # text kept per cell (streams, text/plain, error messages)
+MAX_IMAGE_CHARS = 2_000_000  # base64 image data kept per cell (about 1.5 MB of PNG)
+MAX_SUBMISSION_OUTPUT_CHARS = 8_000_000  # all kept outputs of one submission, every kind
 # The largest reply of the grader's bridge that the grader decodes (the kernel's side caps its
 # replies at 64 MB of data, about 86 million base64 characters, but student code can bypass it).
 MAX_PAYLOAD_CHARS = 100_000_000
@@ -60,6 +62,8 @@ class Limits:
         600.0  # wall-clock seconds for a whole submission, restarts included
     )
     startup_timeout: float = 60.0
+    record_timeout: float = 120.0  # seconds to record one submission and render its feedback
+    grader_memory_mb: int = 4096  # heap of each grader process that reads a submission's output
 
 
 class SandboxUnavailable(RuntimeError):
@@ -496,6 +500,7 @@ class Outcome:
     payloads: list[str] = field(default_factory=list)  # data of the grader's private mimetype
     oversized: int = 0  # payloads of that mimetype dropped for being over MAX_PAYLOAD_CHARS
     refused: int = 0  # messages over Limits.reply_mb, dropped by ZMQ unread
+    trimmed: int = 0  # outputs cut or dropped for the per-cell or per-submission caps
     seconds: float = 0.0
 
 
@@ -515,6 +520,7 @@ class SandboxKernel:
         self.oom_kills = 0  # processes stopped for the kernel's memory cap, over all its restarts
         self.km: _SandboxManager | None = None
         self.kc = None
+        self.output_left = MAX_SUBMISSION_OUTPUT_CHARS  # what may still be kept, all cells
         self._start()
 
     # -- life cycle ---------------------------------------------------------------------------
@@ -689,7 +695,7 @@ class SandboxKernel:
         deadline = min(started + timeout, self.deadline)
         msg_id = kc.execute(code, store_history=False, allow_stdin=False)
         outcome = Outcome("ok")
-        chars = 0
+        chars = images = 0  # kept for this cell: text, and base64 image data
         reply_seen = idle_seen = False
         self._dropped_connections()  # events of an earlier execution (seen after it ended)
         while not (reply_seen and idle_seen):
@@ -748,16 +754,37 @@ class SandboxKernel:
                         outcome.payloads.append(payload)
                     else:
                         outcome.oversized += 1
-                elif keep_outputs and chars < MAX_OUTPUT_CHARS:
+                elif keep_outputs:
                     kept = {k: v for k, v in data.items() if _displayable(k, v)}
-                    chars += sum(len(str(v)) for v in kept.values())
+                    image = kept.get("image/png", "")
+                    if image and len(image) > min(MAX_IMAGE_CHARS - images, self.output_left):
+                        del kept["image/png"]  # over the caps: dropped whole, not cut
+                        outcome.trimmed += 1
+                    else:
+                        images += len(image)
+                        self.output_left -= len(image)
+                    if "text/plain" in kept:
+                        room = min(MAX_OUTPUT_CHARS - chars, self.output_left)
+                        text = kept["text/plain"]
+                        if len(text) > room:
+                            outcome.trimmed += 1
+                            kept["text/plain"] = text[: max(room, 0)]
+                        chars += len(kept["text/plain"])
+                        self.output_left -= len(kept["text/plain"])
+                        if not kept["text/plain"]:
+                            del kept["text/plain"]
                     if kept:
                         outcome.outputs.append(
                             {"output_type": "display_data", "data": kept, "metadata": {}}
                         )
-            elif kind == "stream" and keep_outputs and chars < MAX_OUTPUT_CHARS:
-                text = str(content.get("text", ""))[: MAX_OUTPUT_CHARS - chars]
+            elif kind == "stream" and keep_outputs:
+                whole = str(content.get("text", ""))
+                text = whole[: max(min(MAX_OUTPUT_CHARS - chars, self.output_left), 0)]
+                outcome.trimmed += len(text) < len(whole)
                 chars += len(text)
+                self.output_left -= len(text)
+                if not text:
+                    continue
                 name = "stderr" if content.get("name") == "stderr" else "stdout"
                 if outcome.outputs and outcome.outputs[-1].get("name") == name:
                     outcome.outputs[-1]["text"] += text
@@ -771,6 +798,16 @@ class SandboxKernel:
                     "output_type": "stream",
                     "name": "stderr",
                     "text": f"[an output over {self.limits.reply_mb} MB was dropped]\n",
+                }
+            )
+        if outcome.trimmed and keep_outputs:
+            outcome.outputs.append(
+                {
+                    "output_type": "stream",
+                    "name": "stderr",
+                    "text": f"[{outcome.trimmed} output(s) trimmed: the grader keeps"
+                    f" {MAX_OUTPUT_CHARS:,} characters of text and {MAX_IMAGE_CHARS:,} of"
+                    f" images per cell, {MAX_SUBMISSION_OUTPUT_CHARS:,} in all]\n",
                 }
             )
         if outcome.status in ("timeout", "died") and keep_outputs:

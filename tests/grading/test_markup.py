@@ -146,3 +146,30 @@ def test_the_math_audit_sees_links_and_styles_under_mathjax_as_it_comes(tmp_path
     _, found, blocked = _typeset(tmp_path, config + stock, "stock")
     assert "a href" in found["live"] and any("style" in what for what in found["live"]), found
     assert any(url.startswith("http://evil.example/") for url in blocked), blocked
+
+
+@pytest.mark.parametrize(
+    "pathological",
+    [
+        "\\begin{x} " * 4000,  # unclosed environments: nbconvert's math pattern is quadratic
+        "$a " * 20000,  # unclosed inline math: 16 s in nbconvert on a loaded machine
+        "[a](" * 20000,
+        "\\begin{x} " * 100 + "a" * 100_000,
+        "word " * 30_000,  # longer than any written answer
+    ],
+)
+def test_markdown_that_would_render_in_quadratic_time_is_shown_as_text(pathological):
+    assert markup.too_costly(pathological)
+    html = _render(pathological + "<script>alert(1)</script>")
+    assert html.startswith("<p><em>[this markdown cell (") and "shown as text" in html
+    assert "<script>" not in html  # escaped, or cut off with the rest past 20,000 characters
+    assert len(html) < 21_000 + 500  # cut to 20,000 characters
+
+
+def test_a_long_written_answer_with_math_still_renders_as_markdown():
+    answer = "The gradient $\\partial L / \\partial h_t$ shrinks by $\\|W\\|$ per step. " * 120
+    answer += "\n\n$$\\begin{aligned} a &= b \\\\ c &= d \\end{aligned}$$\n\n**bold** and `code`"
+    assert not markup.too_costly(answer)
+    html = _render(answer)
+    assert "<strong>bold</strong>" in html and "<code>code</code>" in html
+    assert "shown as text" not in html

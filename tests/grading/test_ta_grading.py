@@ -140,6 +140,16 @@ def batch(request):
     return request.getfixturevalue(f"{request.param}_batch")
 
 
+# Input that is not a student's file: links (out of the folder, to the instructor's source, to
+# /dev/zero), a named pipe, and names a lossy id would merge. Decided before any kernel starts.
+INPUT = [
+    "link_to_shadow",
+    "link_to_instructor_source",
+    "link_to_dev_zero",
+    "named_pipe",
+    "z_uni_学生",
+    "z_uni_老师",
+]
 ALL = [
     "honest_correct",
     "honest_blank",
@@ -166,6 +176,7 @@ ALL = [
     "import_hidden_checks",
     "hostile_markdown",
     "hostile_outputs",
+    "oversized_outputs",
     "probe_grading_world",
     "escape_the_sandbox",
     "forged_replies",
@@ -178,8 +189,10 @@ ALL = [
     "wrong_assignment",
     "wrong_kernel_name",
     "r_kernel",
+    *INPUT,
 ]
 ROOTLESS = [
+    *INPUT,
     "honest_correct",
     "memory_bomb",
     "memory_bomb_processes",
@@ -611,7 +624,7 @@ def test_the_recorder_reports_what_nbgrader_could_not_record(root_batch, tmp_pat
     recorder.record("ghost", gradable=True)  # its judged outputs are missing
     recorder.record("gone", gradable=False)  # now an invalid notebook: its old results go
     recorder.record("honest_blank", gradable=False, keep=True)  # a grader error: kept
-    results = recorder.finish()
+    results = {s: (r["recorded"], r["log"]) for s, r in recorder.finish().items()}
     assert results["honest_correct"] == (True, "")
     assert results["ghost"][0] is False and "no judged results" in results["ghost"][1]
     assert results["gone"] == (True, "")
@@ -622,3 +635,67 @@ def test_the_recorder_reports_what_nbgrader_could_not_record(root_batch, tmp_pat
     assert feedback.is_file()
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
         assert gradebook.find_submission(ASSIGNMENT, "honest_correct").score == 13
+
+
+def _recording_course(batch: dict, target: Path, students: tuple[str, ...]) -> Path:
+    """A copy of the batch's course with the judged results of ``students``, none recorded."""
+    for name in ("source", "release", "nbgrader_config.py", "gradebook.db"):
+        copy = shutil.copytree if (batch["course"] / name).is_dir() else shutil.copy
+        copy(batch["course"] / name, target / name)
+    for student in students:
+        for folder in ("submitted", "judged"):
+            shutil.copytree(batch["course"] / folder / student, target / folder / student)
+    return target
+
+
+def test_a_submission_that_records_past_its_deadline_is_a_status_not_a_stall(root_batch, tmp_path):
+    from autograder.recorder import TIMED_OUT, Recorder
+
+    course = _recording_course(root_batch, tmp_path / "course", ("honest_correct",))
+    recorder = Recorder(course, ASSIGNMENT, seconds=0.05)  # nbgrader needs seconds for it
+    recorder.record("honest_correct", gradable=True)
+    result = recorder.finish()["honest_correct"]
+    assert result["recorded"] is False and result["status"] == TIMED_OUT, result
+    assert "longer than 0.05 s" in result["log"]
+    assert not (course / "autograded" / "honest_correct" / ASSIGNMENT).exists()
+    assert not (course / "feedback" / "honest_correct" / ASSIGNMENT).exists()
+
+
+def test_a_dead_recorder_loses_no_recorded_row_and_names_the_rest(root_batch, tmp_path):
+    from autograder.recorder import RESULTS, Recorder
+
+    students = ("honest_correct", "honest_blank")
+    course = _recording_course(root_batch, tmp_path / "course", students)
+    recorder = Recorder(course, ASSIGNMENT)
+    recorder.record("honest_correct", gradable=True)
+    for _ in range(600):  # until the first one is recorded (seconds), then the recorder dies
+        if (course / RESULTS).exists() and (course / RESULTS).read_text().strip():
+            break
+        time.sleep(0.1)
+    recorder._process.kill()
+    recorder._process.join()
+    recorder.record("honest_blank", gradable=True)  # no BrokenPipeError: noted, not raised
+    results = recorder.finish()
+    assert results["honest_correct"]["recorded"] is True, results
+    assert results["honest_blank"]["recorded"] is False
+    assert "recording process stopped" in results["honest_blank"]["log"]
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        assert gradebook.find_submission(ASSIGNMENT, "honest_correct").score == 13
+
+
+def test_outputs_are_kept_to_the_caps_and_the_record_says_so(root_batch):
+    from autograder.sandbox import MAX_IMAGE_CHARS, MAX_OUTPUT_CHARS
+
+    judged = root_batch["course"] / "judged" / "oversized_outputs" / ASSIGNMENT
+    cells = json.loads((judged / f"{ASSIGNMENT}.json").read_text())["cells"]
+    outputs = [output for kept in cells.values() for output in kept]
+    text = sum(
+        len(o.get("text", "")) + len(o.get("data", {}).get("text/plain", "")) for o in outputs
+    )
+    images = sum(len(o.get("data", {}).get("image/png", "")) for o in outputs)
+    assert images <= MAX_IMAGE_CHARS and text <= 2 * MAX_OUTPUT_CHARS + 1000, (images, text)
+    assert any("trimmed" in o.get("text", "") for o in outputs)
+    row = root_batch["rows"]["oversized_outputs"]
+    assert "outputs trimmed" in row["message"], row
+    feedback = root_batch["course"] / "feedback" / "oversized_outputs" / ASSIGNMENT
+    assert sum(p.stat().st_size for p in feedback.iterdir()) < 6_000_000  # MathJax is 2.3 MB

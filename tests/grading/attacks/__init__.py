@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,8 @@ class Case:
     score: float  # expected autograded total
     status: str
     why: str
+    link: str = ""  # written as a symbolic link to this path instead of a file
+    fifo: bool = False  # written as a named pipe instead of a file
 
 
 def _by_id(notebook) -> dict:
@@ -252,6 +255,15 @@ def hostile_markdown(prefix: str) -> str:
         math="\n\n".join(hostile_math(prefix)),
         html=hostile_markup(prefix),
     )
+
+
+# Outputs each under the reply cap, over the grader's per-cell caps (autograder/sandbox.py).
+OVERSIZED_OUTPUTS = """
+from IPython.display import display
+display({"image/png": "A" * 3_000_000, "text/plain": "an image"}, raw=True)
+display({"text/plain": "t" * 1_000_000}, raw=True)
+print("s" * 100_000)
+"""
 
 
 HOSTILE_OUTPUTS = """
@@ -541,6 +553,13 @@ def cases(source, release, secret_paths: list[str]) -> list[Case]:
         png=_js("output-png"),
     )
     add("hostile_outputs", _add_cell(good, outputs), full, "needs manual grading", "")
+    add(
+        "oversized_outputs",
+        _add_cell(good, OVERSIZED_OUTPUTS),
+        full,
+        "needs manual grading",
+        "a 3 MB image and 1.1 MB of text: kept to the per-cell caps, and the record says so",
+    )
 
     # on the wire: the last graded function answers for itself, as the bridge would
     forged = copy.deepcopy(good)
@@ -571,6 +590,20 @@ def cases(source, release, secret_paths: list[str]) -> list[Case]:
 
     # grading must be invisible: a probe after the test cells (the bridge is in the kernel then)
     add("probe_grading_world", _add_cell(release, WORLD_PROBE), 0.0, "graded", "")
+
+    # input that is not a file to read: never opened, never followed, one row each
+    secret_shadow, source_notebook = secret_paths[-1], secret_paths[2]
+    for name, target in [
+        ("link_to_shadow", secret_shadow),
+        ("link_to_instructor_source", source_notebook),
+        ("link_to_dev_zero", "/dev/zero"),
+    ]:
+        why = "a symbolic link, refused unread"
+        found.append(Case(name, b"", None, "refused link", why, link=target))
+    found.append(Case("named_pipe", b"", None, "special file", "never opened", fifo=True))
+    # names that a lossy id would merge: two students, two rows
+    for name in ("z_uni_学生", "z_uni_老师"):
+        add(name, b'{"hello": 1}', None, "invalid notebook", "")
 
     # bad input
     add("invalid_json", b'{"cells": [', None, "invalid notebook", "")
@@ -632,7 +665,13 @@ def _returning_zeros(release) -> nbformat.NotebookNode:
 def write_cases(found: list[Case], folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     for case in found:
-        (folder / f"{case.name}.ipynb").write_bytes(case.content)
+        path = folder / f"{case.name}.ipynb"
+        if case.link:
+            path.symlink_to(case.link)
+        elif case.fifo:
+            os.mkfifo(path)
+        else:
+            path.write_bytes(case.content)
 
 
 def as_json(found: list[Case]) -> str:

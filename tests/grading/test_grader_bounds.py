@@ -1,0 +1,49 @@
+"""The grader's own processes have memory bounds: what a submission makes them read can cost
+that submission a status, never the machine's memory (autograder/recorder.py, grade.py)."""
+
+from __future__ import annotations
+
+import multiprocessing
+
+from autograder import grade
+from autograder.recorder import set_memory_bound
+from autograder.sandbox import Limits
+
+
+def _allocate(megabytes: int, bound: int, connection) -> None:
+    set_memory_bound(bound)
+    try:
+        block = bytearray(megabytes << 20)
+        connection.send(f"allocated {len(block) >> 20} MB")
+    except MemoryError:
+        connection.send("MemoryError")
+
+
+def _in_child(megabytes: int, bound: int) -> str:
+    context = multiprocessing.get_context("fork")
+    receiver, sender = context.Pipe(duplex=False)
+    child = context.Process(target=_allocate, args=(megabytes, bound, sender))
+    child.start()
+    answer = receiver.recv()
+    child.join()
+    return answer
+
+
+def test_the_bound_stops_an_allocation_over_it_and_allows_one_under():
+    assert _in_child(768, bound=512) == "MemoryError"
+    assert _in_child(32, bound=512) == "allocated 32 MB"
+
+
+def test_a_worker_out_of_memory_gives_its_submission_a_resource_limit(monkeypatch, tmp_path):
+    def greedy(job):
+        raise MemoryError
+
+    monkeypatch.setattr(grade, "judge_entry", greedy)
+    monkeypatch.setattr(grade, "set_memory_bound", lambda megabytes: None)
+    entry = grade.Entry("s1", {}, "s1.ipynb")
+    job = grade.Job(entry, "a1_rnn_bptt", str(tmp_path), Limits(grader_memory_mb=512))
+    receiver, sender = multiprocessing.Pipe(duplex=False)
+    grade._child(job, sender)
+    record = receiver.recv()
+    assert record["flags"] == ["resource limit"] and not record["gradable"]
+    assert "more than 512 MB of the grader's memory" in record["messages"][0]
