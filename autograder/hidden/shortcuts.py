@@ -23,9 +23,9 @@ import contextlib
 import importlib
 import pkgutil
 import re
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
-from unittest import mock
 
 import numpy as np
 
@@ -87,16 +87,7 @@ def collect_targets(library: Iterable[tuple[str, Iterable[str]]]) -> list[Target
         for attribute in attributes:
             if hasattr(owner, attribute):
                 targets.append((owner, attribute, f"{owner_name}.{attribute.lstrip('_')}"))
-    for module in _course_modules():
-        for attribute, value in sorted(vars(module).items()):
-            origin = getattr(value, "__module__", None) or ""
-            if (
-                not attribute.startswith("_")
-                and callable(value)
-                and origin.split(".")[0] == "course"
-                and not _allowed(origin)
-            ):
-                targets.append((module, attribute, f"{module.__name__}.{attribute}"))
+    targets += _course_targets()
     seen: set[tuple[int, str]] = set()
     unique = []
     for owner, attribute, label in targets:
@@ -104,6 +95,37 @@ def collect_targets(library: Iterable[tuple[str, Iterable[str]]]) -> list[Target
             seen.add((id(owner), attribute))
             unique.append((owner, attribute, label))
     return unique
+
+
+_COURSE_TARGETS: dict[tuple, list[Target]] = {}
+
+
+def _course_targets() -> list[Target]:
+    """Every public callable of the ``course`` package outside ``course.checks``.
+
+    Walking the package and scanning its modules costs milliseconds, and a hidden check traps
+    hundreds of calls: the list is made again only when the package's path or the set of loaded
+    modules changed (a module imported since is then covered too).
+    """
+    import course
+
+    key = (tuple(course.__path__), len(sys.modules))
+    if key not in _COURSE_TARGETS:
+        found = []
+        for module in _course_modules():
+            for attribute, value in sorted(vars(module).items()):
+                origin = getattr(value, "__module__", None) or ""
+                if (
+                    not attribute.startswith("_")
+                    and callable(value)
+                    and origin.split(".")[0] == "course"
+                    and not _allowed(origin)
+                ):
+                    found.append((module, attribute, f"{module.__name__}.{attribute}"))
+        _COURSE_TARGETS.clear()
+        _COURSE_TARGETS[(tuple(course.__path__), len(sys.modules))] = found  # after the walk
+        key = (tuple(course.__path__), len(sys.modules))
+    return list(_COURSE_TARGETS[key])
 
 
 def function_name(function: Any) -> str:
@@ -133,17 +155,35 @@ def no_shortcuts(
         return trap
 
     namespace = getattr(function, "__globals__", None)
+    bound: dict[int, list[str]] = {}  # id of a value in the function's globals -> its names
+    if isinstance(namespace, dict):
+        for key, value in namespace.items():
+            bound.setdefault(id(value), []).append(key)
     with contextlib.ExitStack() as stack:
         for owner, attribute, label in targets:
             original = getattr(owner, attribute)
             trap = make_trap(label)
-            stack.enter_context(mock.patch.object(owner, attribute, trap))
-            if isinstance(namespace, dict):
-                for key, value in list(namespace.items()):
-                    if value is original:
-                        namespace[key] = trap
-                        stack.callback(namespace.__setitem__, key, value)
+            stack.callback(_restore, owner, attribute, vars(owner).get(attribute, _ABSENT))
+            setattr(owner, attribute, trap)
+            for key in bound.get(id(original), ()):
+                if namespace[key] is original:
+                    namespace[key] = trap
+                    stack.callback(namespace.__setitem__, key, original)
         yield calls
+
+
+_ABSENT = object()
+
+
+def _restore(owner: Any, attribute: str, own: Any) -> None:
+    """Put back ``owner.attribute`` as it was: its own value, or, if it had none (a method a
+    class inherits), no attribute of its own, so the inherited one shows again. (What
+    ``mock.patch.object`` does, without its cost per target: hundreds of targets per call.)"""
+    if own is _ABSENT:
+        with contextlib.suppress(AttributeError):
+            delattr(owner, attribute)
+    else:
+        setattr(owner, attribute, own)
 
 
 def call_by_hand(function: Callable[..., Any], duty: str, targets: list[Target], *args: Any) -> Any:
