@@ -1,7 +1,7 @@
 """A pytest plugin for ``-n N --dist loadgroup`` (pytest-xdist): which worker runs which tests.
 
-Loaded by ``pyproject.toml`` (``-p tools.xdist_groups``); it does nothing unless pytest runs
-with ``--dist loadgroup`` (``make test`` does). Then the tests are handed to the workers in
+Loaded by ``tests/conftest.py`` (``pytest_plugins``); it does nothing unless pytest runs with
+``--dist loadgroup`` (``make test`` does). Then the tests are handed to the workers in
 groups, each group to one worker:
 
 - a test with an ``xdist_group`` mark is in the group it names: each JupyterLab of
