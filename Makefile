@@ -18,8 +18,12 @@ $(STAMP): requirements-student.txt requirements.txt requirements-dev.txt pyproje
 	set -o pipefail; $(PY) -m pip install --quiet --no-deps -e . 2>&1 | { grep -v "WARNING: Location" || true; }
 	touch $@
 
+# The suite in TEST_WORKERS processes (pytest-xdist): much of it waits on kernels and browsers.
+# Groups (tools/xdist_groups.py): a module's tests in one worker, each JupyterLab of the student
+# flow and each attack batch in its own. TEST_WORKERS=0 runs it in this process alone.
+TEST_WORKERS ?= 3
 test: all browser
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
 # For people who change code: every test that needs no browser, no sandboxed grading and nothing
 # that `make` builds (pytest markers browser, sandbox, build; pyproject.toml). Minutes, no build.

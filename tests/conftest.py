@@ -8,6 +8,9 @@ from collections.abc import Iterator
 import pytest
 import torch
 
+# Which xdist worker runs which tests under `make test` (-n N --dist loadgroup); inert otherwise.
+pytest_plugins = ["tools.xdist_groups"]
+
 
 @contextlib.contextmanager
 def _torch_threads(count: int) -> Iterator[None]:

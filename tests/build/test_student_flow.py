@@ -1,7 +1,12 @@
 """The student's flow, in a real browser: the bundle installed as its README says, JupyterLab
 on 127.0.0.1, Debian's Chromium driven by Playwright.
 
-One module-wide JupyterLab serves every test. For each lecture: Run All, no cell errors, no
+The notebooks are shared between JupyterLab sessions (:data:`LABS`, ``$COURSE_STUDENT_LABS``,
+2 unless set; 1 is the fall-back), each a group of tests (``xdist_group``) that pytest-xdist
+runs in a worker of its own, with its own JupyterLab and Chromium on the one installation,
+made once for the whole test run. Without xdist, one JupyterLab serves every test.
+
+For each lecture: Run All, no cell errors, no
 raw MyST markup in the rendered text, numbered equations typeset, every widget control live
 (moving it redraws its figure). For each assignment: the reference answers typed into the
 solution cells, Run All, every test cell passes, nbgrader's Validate button reports success.
@@ -14,9 +19,12 @@ each step, to ``build/student_flow.json``.
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import re
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import nbformat
@@ -24,9 +32,10 @@ import pytest
 
 from autograder import nbgrader_format as nbg
 from tools.browser import launch, offline_context
-from tools.build import BUILD, DIST
+from tools.build import BUILD, DIST, TIMINGS
 from tools.student_lab import (
     BUNDLE_ZIP,
+    Installation,
     filled_in_answers,
     install_bundle,
     installed_version,
@@ -40,6 +49,7 @@ SCREENSHOTS = BUILD / "screenshots" / "student"
 REPORT = BUILD / "student_flow.json"
 LECTURES = sorted(p.name for p in (DIST / "lectures").glob("*.ipynb"))
 ASSIGNMENTS = [f"{a}/{s.stem}.ipynb" for a in nbg.assignment_ids() for s in nbg.source_files(a)]
+LABS = max(1, int(os.environ.get("COURSE_STUDENT_LABS", "2")))
 RUN_TIMEOUT = 900  # seconds for Run All of one notebook (lectures train for ~20-40 s each)
 TEACHER_PANELS = ("Formgrader", "Course List", "Create Assignment", "Assignment List", "Nbgrader")
 # MyST markup that JupyterLab would show raw: a role ({eq}, {cite:p}... rendered without its
@@ -53,38 +63,115 @@ RAW_MYST = re.compile(
 NOTEBOOK = ".jp-NotebookPanel:not(.lm-mod-hidden)"  # the notebook in the open tab
 
 
+@contextmanager
+def _locked(path: Path):
+    """Hold an exclusive lock on ``path`` (made if absent): one test process at a time."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield handle
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def _record(**values) -> None:
-    data = json.loads(REPORT.read_text()) if REPORT.exists() else {}
-    data.update(values)
-    REPORT.parent.mkdir(parents=True, exist_ok=True)
-    REPORT.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    with _locked(REPORT) as handle:  # the labs of other workers record into it too
+        handle.seek(0)
+        text = handle.read()
+        data = json.loads(text) if text.strip() else {}
+        data.update(values)
+        handle.seek(0)
+        handle.truncate()
+        handle.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+# -- which lab runs which notebook ------------------------------------------------------------
+
+
+def _groups() -> dict[str, int]:
+    """{notebook: lab} for every lecture and assignment: longest first, each notebook goes to
+    the lab with the least expected work so far. A lecture's test is expected to take 30 s
+    more than 1.1 times its execution in the build (``build/timings.json``): Run All, then its
+    widgets and its math; an assignment's about 30 s (measured, serial, 2 cores). Every xdist
+    worker computes the same split."""
+    timings = json.loads(TIMINGS.read_text()) if TIMINGS.exists() else {}
+    expected = {
+        f"lectures/{n}": 30.0 + 1.1 * timings.get(f"lectures/{Path(n).stem}", 40.0)
+        for n in LECTURES
+    }
+    expected |= {f"assignments/{a}": 30.0 for a in ASSIGNMENTS}
+    load = [0.0] * LABS
+    load[0] += 45.0  # lab 0 also checks the panels, a failing check and the attention views
+    groups = {}
+    for notebook in sorted(expected, key=lambda n: (-expected[n], n)):
+        lab = min(range(LABS), key=lambda i: (load[i], i))
+        groups[notebook] = lab
+        load[lab] += expected[notebook]
+    return groups
+
+
+GROUPS = _groups()
+
+
+def _in_lab(index: int) -> pytest.MarkDecorator:
+    return pytest.mark.xdist_group(f"student_lab{index}")
+
+
+def _notebook_params(kind: str, names: list[str]) -> list:
+    return [pytest.param(name, marks=_in_lab(GROUPS[f"{kind}/{name}"])) for name in names]
 
 
 # -- fixtures -------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def workdir(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("student")
+def _run_folder(tmp_path_factory) -> Path:
+    """A folder of this test run that every xdist worker sees (each has its own basetemp
+    below it); without xdist, the basetemp itself."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
 @pytest.fixture(scope="module")
-def installation(workdir):
-    assert BUNDLE_ZIP.exists(), f"{BUNDLE_ZIP} is missing; run `make` first"
-    bundle = unpack_bundle(BUNDLE_ZIP, workdir / "course")
-    installed = install_bundle(bundle, workdir / "venv")
-    _record(
-        install_seconds=round(installed.seconds, 1),
-        install_megabytes=round(installed.megabytes),
-        install_command="python -m venv .venv && .venv/bin/pip install -r "
-        "requirements-student.txt .",
-    )
-    return installed
+def installation(tmp_path_factory) -> Installation:
+    """The bundle unpacked and installed as its README says, once for the test run: the first
+    worker installs it, the others wait for it and use it (a venv cannot be moved)."""
+    shared = _run_folder(tmp_path_factory) / "student"
+    done = shared / "installation.json"
+    with _locked(shared / "install.lock"):
+        if done.exists():
+            found = json.loads(done.read_text())
+            return Installation(
+                Path(found["bundle"]), Path(found["venv"]), found["seconds"], found["megabytes"]
+            )
+        assert BUNDLE_ZIP.exists(), f"{BUNDLE_ZIP} is missing; run `make` first"
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        for old in SCREENSHOTS.glob("*.png"):  # before any lab takes one
+            old.unlink()
+        bundle = unpack_bundle(BUNDLE_ZIP, shared / "course")
+        installed = install_bundle(bundle, shared / "venv")
+        _record(
+            install_seconds=round(installed.seconds, 1),
+            install_megabytes=round(installed.megabytes),
+            install_command="python -m venv .venv && .venv/bin/pip install -r "
+            "requirements-student.txt .",
+        )
+        done.write_text(
+            json.dumps(
+                {
+                    "bundle": str(installed.bundle),
+                    "venv": str(installed.venv),
+                    "seconds": installed.seconds,
+                    "megabytes": installed.megabytes,
+                }
+            )
+        )
+        return installed
 
 
 @pytest.fixture(scope="module")
-def lab(installation, workdir):
-    with running_lab(installation, workdir / "home") as lab:
+def lab(installation, tmp_path_factory):
+    with running_lab(installation, tmp_path_factory.mktemp("home")) as lab:
         yield lab
 
 
@@ -92,9 +179,6 @@ def lab(installation, workdir):
 def context(lab):
     from playwright.sync_api import sync_playwright
 
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    for old in SCREENSHOTS.glob("*.png"):
-        old.unlink()
     with sync_playwright() as playwright:
         browser = launch(playwright, timeout_ms=60_000)
         context = offline_context(
@@ -252,6 +336,7 @@ def _teacher_panels_shown(page) -> list[str]:
 # -- the install ------------------------------------------------------------------------------
 
 
+@_in_lab(0)
 def test_the_bundle_installs_only_what_students_need(installation):
     torch = installed_version(installation, "torch")
     assert torch and torch.startswith("2.13.0"), f"the bundle installed torch {torch}"
@@ -266,6 +351,7 @@ def test_the_bundle_installs_only_what_students_need(installation):
 # -- no instructor tools ----------------------------------------------------------------------
 
 
+@_in_lab(0)
 def test_no_teacher_panel_is_shown(context, lab):
     page = context.new_page()
     page.goto(lab.page())
@@ -373,7 +459,7 @@ def _check_widgets(page, lab, name: str) -> int:
     return moved
 
 
-@pytest.mark.parametrize("lecture", LECTURES)
+@pytest.mark.parametrize("lecture", _notebook_params("lectures", LECTURES))
 def test_lecture_runs_cleanly_in_jupyterlab(context, lab, lecture):
     path = f"lectures/{lecture}"
     name = Path(lecture).stem
@@ -457,7 +543,7 @@ def _validate(page, name: str) -> str:
     return text
 
 
-@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+@pytest.mark.parametrize("assignment", _notebook_params("assignments", ASSIGNMENTS))
 def test_assignment_with_the_reference_answers_passes_and_validates(context, lab, assignment):
     name = Path(assignment).stem
     reference = BUILD / "solutions" / assignment
@@ -509,6 +595,7 @@ def test_assignment_with_the_reference_answers_passes_and_validates(context, lab
 # -- a failing check --------------------------------------------------------------------------
 
 
+@_in_lab(0)
 def test_a_failing_check_shows_its_message_first_and_briefly(context, lab):
     path = "scratch-failing-check.ipynb"
     notebook = nbformat.v4.new_notebook()
@@ -602,6 +689,7 @@ def _views_drawn(page, count: int) -> list[dict]:
     return page.evaluate(VIEWS_DRAWN, NOTEBOOK)
 
 
+@_in_lab(0)
 def test_attention_views_draw_offline_in_jupyterlab(context, lab):
     """bertviz's views through course.viz.attention_views, in the student's JupyterLab with the
     network closed: as shipped (untrusted) the view says how to see it; running the cells draws
@@ -645,5 +733,7 @@ def test_attention_views_draw_offline_in_jupyterlab(context, lab):
     assert len(context.blocked) == blocked_before, context.blocked[blocked_before:]
 
 
-def test_nothing_was_fetched_from_the_internet(context):
+# Last in each lab's group: its Chromium asked for nothing outside its JupyterLab.
+@pytest.mark.parametrize("index", [pytest.param(i, marks=_in_lab(i)) for i in range(LABS)])
+def test_nothing_was_fetched_from_the_internet(context, index):
     assert not context.blocked, f"JupyterLab tried to load {sorted(set(context.blocked))[:5]}"

@@ -124,6 +124,13 @@ def _batch(mode: str, tmp_path_factory):
 
 # One fixture per mode, without parameters: each batch is graded once for the module, whatever
 # order the tests run in (a parametrized module fixture is rebuilt when the order interleaves).
+# The tests of each batch are one xdist group: pytest-xdist runs them in one worker, which
+# grades that batch once; the two batches are graded side by side in two workers.
+IN_ROOT_GROUP = pytest.mark.xdist_group("ta_root")
+IN_ROOTLESS_GROUP = pytest.mark.xdist_group("ta_rootless")
+GROUP = {"root": IN_ROOT_GROUP, "rootless": IN_ROOTLESS_GROUP}
+
+
 @pytest.fixture(scope="module")
 def root_batch(tmp_path_factory):
     yield from _batch("root", tmp_path_factory)
@@ -134,7 +141,7 @@ def rootless_batch(tmp_path_factory):
     yield from _batch("rootless", tmp_path_factory)
 
 
-@pytest.fixture(params=MODES)
+@pytest.fixture(params=[pytest.param(mode, marks=GROUP[mode]) for mode in MODES])
 def batch(request):
     """The batch of each mode, for the tests that hold in both."""
     return request.getfixturevalue(f"{request.param}_batch")
@@ -219,7 +226,9 @@ def test_every_attack_is_in_the_batch(batch):
 ROOTLESS_STATUS = {"memory_bomb_processes": "needs manual grading"}
 
 
-@pytest.mark.parametrize("mode, name", [(m, n) for m in MODES for n in EXPECTED[m]])
+@pytest.mark.parametrize(
+    "mode, name", [pytest.param(m, n, marks=GROUP[m]) for m in MODES for n in EXPECTED[m]]
+)
 def test_score_and_status(request, mode, name):
     batch = request.getfixturevalue(f"{mode}_batch")
     case, row = batch["cases"][name], batch["rows"][name]
@@ -233,6 +242,7 @@ def test_score_and_status(request, mode, name):
         assert float(row["total"]) - manual == case.score, row
 
 
+@IN_ROOT_GROUP
 def test_honest_scores_are_exact_per_part(root_batch):
     batch = root_batch  # the same in either mode: root's batch only
     correct, blank = batch["rows"]["honest_correct"], batch["rows"]["honest_blank"]
@@ -283,6 +293,7 @@ def test_secrets_are_out_of_reach_and_the_gradebook_unwritable(batch):
     assert "ENV []" in text, "the kernel's environment tells it that it is being graded"
 
 
+@IN_ROOT_GROUP
 def test_the_deadline_stops_a_submission_and_says_so(root_batch):
     batch = root_batch  # the same in either mode: root's batch only
     assert min(batch["cases"]) == "cells_over_the_deadline"  # judged first: see DEADLINE
@@ -425,6 +436,7 @@ def test_no_sandbox_process_survives(batch):
     assert _gone(batch["tmpdir"], mode=batch["mode"])
 
 
+@IN_ROOT_GROUP
 def test_feedback_shows_failures_but_no_hidden_test(root_batch):
     batch = root_batch  # the same in either mode: root's batch only
     feedback = batch["course"] / "feedback" / "honest_blank" / ASSIGNMENT / f"{ASSIGNMENT}.html"
@@ -445,6 +457,7 @@ def test_feedback_shows_failures_but_no_hidden_test(root_batch):
         assert "autograder.hidden" not in path.read_text(), path
 
 
+@IN_ROOT_GROUP
 def test_a_failing_hidden_test_explains_itself_in_the_feedback(root_batch):
     batch = root_batch  # the same in either mode: root's batch only
     html = (
@@ -479,6 +492,7 @@ def _audit(page, expect_math: bool = True) -> dict:
 
 
 @pytest.mark.browser
+@IN_ROOT_GROUP
 def test_no_student_markup_runs_in_formgrader_or_feedback(root_batch, tmp_path):
     batch = root_batch  # the same in either mode: root's batch only
     from playwright.sync_api import sync_playwright
@@ -565,6 +579,7 @@ def _check_report(report: dict, rows: dict[str, dict]) -> None:
 
 
 @pytest.mark.browser
+@IN_ROOT_GROUP
 def test_the_audit_sees_student_script_when_nothing_sanitises(root_batch, tmp_path):
     """The control: nbconvert's stock exporter on the same graded notebook runs the payloads."""
     batch = root_batch  # the same in either mode: root's batch only
@@ -597,6 +612,7 @@ def test_the_audit_sees_student_script_when_nothing_sanitises(root_batch, tmp_pa
 # -- recording: nbgrader's step runs beside the judging, and its failures are reported ---------
 
 
+@IN_ROOT_GROUP
 def test_recording_starts_before_the_judging_ends(root_batch):
     """The first submission is in the gradebook before the last one was judged."""
     batch = root_batch  # the same in either mode: root's batch only
@@ -606,6 +622,7 @@ def test_recording_starts_before_the_judging_ends(root_batch):
     assert len(graded) >= 20 and min(graded) < max(judged), (min(graded), max(judged))
 
 
+@IN_ROOT_GROUP
 def test_the_recorder_reports_what_nbgrader_could_not_record(root_batch, tmp_path):
     batch = root_batch  # the same in either mode: root's batch only
     from autograder.recorder import Recorder
