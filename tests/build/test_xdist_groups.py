@@ -62,3 +62,21 @@ def test_without_loadgroup_the_plugin_does_nothing(tmp_path):
     (tmp_path / "test_one.py").write_text(MODULE)
     result = _run(tmp_path)
     assert result.returncode == 0 and "9 passed" in result.stdout, result.stdout[-3000:]
+
+
+def test_every_test_of_a_grading_batch_is_in_that_batch_s_group():
+    """A test that uses the root batch outside its xdist group would grade the batch again in
+    another worker (minutes): each one names the group."""
+    import inspect
+
+    from tests.grading import test_ta_grading as module
+
+    for name, function in vars(module).items():
+        if not name.startswith("test_") or not callable(function):
+            continue
+        parameters = inspect.signature(function).parameters
+        groups = [m.args[0] for m in getattr(function, "pytestmark", []) if m.name == "xdist_group"]
+        if "root_batch" in parameters:
+            assert groups == ["ta_root"], name
+        if "rootless_batch" in parameters:
+            assert groups == ["ta_rootless"], name

@@ -665,6 +665,7 @@ def _recording_course(batch: dict, target: Path, students: tuple[str, ...]) -> P
     return target
 
 
+@IN_ROOT_GROUP
 def test_a_submission_that_records_past_its_deadline_is_a_status_not_a_stall(root_batch, tmp_path):
     from autograder.recorder import TIMED_OUT, Recorder
 
@@ -678,6 +679,7 @@ def test_a_submission_that_records_past_its_deadline_is_a_status_not_a_stall(roo
     assert not (course / "feedback" / "honest_correct" / ASSIGNMENT).exists()
 
 
+@IN_ROOT_GROUP
 def test_a_dead_recorder_loses_no_recorded_row_and_names_the_rest(root_batch, tmp_path):
     from autograder.recorder import RESULTS, Recorder
 
@@ -700,6 +702,7 @@ def test_a_dead_recorder_loses_no_recorded_row_and_names_the_rest(root_batch, tm
         assert gradebook.find_submission(ASSIGNMENT, "honest_correct").score == 13
 
 
+@IN_ROOT_GROUP
 def test_outputs_are_kept_to_the_caps_and_the_record_says_so(root_batch):
     from autograder.sandbox import MAX_IMAGE_CHARS, MAX_OUTPUT_CHARS
 
