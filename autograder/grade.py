@@ -364,6 +364,8 @@ def judge_entry(job: Job) -> dict:
     judged = course / nbgrading.JUDGED / entry.student / assignment
     for folder in (submitted, judged):
         shutil.rmtree(folder, ignore_errors=True)
+    if entry.problem:  # nothing of it was read: that is all there is to say
+        return record
     specs = load_specs(course, assignment)
     canonicals = {}
     for name, spec in specs.items():

@@ -188,7 +188,7 @@ class Recorder:
         self._process = context.Process(
             target=_serve,
             args=(self.course, assignment, child, seconds, memory_mb),
-            daemon=True,
+            daemon=False,  # it forks a child per submission (a daemon may not); it stops at EOF
         )
         self._process.start()
         child.close()

@@ -626,9 +626,14 @@ def build_bundle() -> Path:
     (DIST / "pyproject.toml").write_text(_student_pyproject())
     (DIST / "environment.yml").write_text(_student_environment())
     shutil.copyfile(STUDENT_README, DIST / "README.md")
+    for name in LICENCE_FILES:  # the code's, the prose's, and where third-party notices are
+        shutil.copyfile(REPO / name, DIST / name)
     archive = shutil.make_archive(str(DIST.parent / "student"), "zip", DIST)
     log(f"bundle: {DIST} and {archive}")
     return DIST
+
+
+LICENCE_FILES = ("LICENSE", "LICENSE-prose.txt", "NOTICE.md")
 
 
 STAGES = {

@@ -192,6 +192,21 @@ def test_student_bundle_has_what_a_student_needs_and_nothing_else():
     top_level = {p.name for p in DIST.iterdir()}
     assert not top_level & {"solutions", "autograder", "tools", "tests", "build"}, top_level
     assert (DIST.parent / "student.zip").exists()
+    for name in ("LICENSE", "LICENSE-prose.txt", "NOTICE.md"):  # the licences travel with it
+        assert (DIST / name).read_text() == (REPO / name).read_text(), name
+
+
+def test_the_licences_name_every_third_party_notice_shipped():
+    notice = (REPO / "NOTICE.md").read_text()
+    assert "MIT License" in (REPO / "LICENSE").read_text()
+    assert (
+        "Creative Commons Attribution 4.0 International Public License"
+        in (REPO / "LICENSE-prose.txt").read_text()
+    )
+    shipped = sorted(REPO.glob("course/**/LICENSE-*.txt"))
+    assert len(shipped) >= 7
+    for path in shipped:
+        assert path.name in notice, f"NOTICE.md does not name {path.relative_to(REPO)}"
 
 
 STUDENT_REQUIREMENTS = REPO / "requirements-student.txt"

@@ -166,6 +166,60 @@ def test_the_site_has_every_kind_of_page():
     assert "notation.html" in PAGES
 
 
+NAVIGATION = """(kind) => {
+  const modal = document.getElementById(`pst-${kind}-sidebar-modal`);
+  const inline = document.getElementById(`pst-${kind}-sidebar`);
+  const shown = (element) => element && element.getClientRects().length > 0
+      && getComputedStyle(element).visibility !== 'hidden';
+  const links = (element) => element ? [...element.querySelectorAll('a[href]')]
+      .filter(shown).map((a) => a.getAttribute('href')) : [];
+  return {open: Boolean(modal && modal.open), links: modal && modal.open ? links(modal)
+      : links(inline)};
+}"""
+
+
+@pytest.mark.parametrize("width", [390, 900, 1280])
+@pytest.mark.browser
+@pytest.mark.build
+def test_the_navigation_and_the_page_contents_open_at_every_width(width, browser, site_url):
+    """Phone, tablet, desktop: the list of units and the page's contents are in reach, either
+    shown beside the text or behind a button that opens them."""
+    local = urlsplit(site_url).netloc
+    context = offline_context(
+        browser, lambda url: urlsplit(url).netloc == local, viewport=(width, 800), timeout_ms=20_000
+    )
+    page = context.new_page()
+    page.goto(f"{site_url}/{FIRST_LECTURE}", wait_until="load")
+    lectures = {f"{source.stem}.html" for source in lecture_sources()}
+    for kind in ("primary", "secondary"):
+        found = page.evaluate(NAVIGATION, kind)
+        if not found["links"]:  # not beside the text: a visible button must open it
+            toggle = page.locator(f".{kind}-toggle:visible").first
+            toggle.click()
+            page.wait_for_timeout(300)
+            found = page.evaluate(NAVIGATION, kind)
+            assert found["open"], f"{kind} toggle at {width} px opened nothing"
+        names = {href.rsplit("/", 1)[-1].split("#")[0] for href in found["links"]}
+        if kind == "primary":
+            assert lectures <= names, (width, sorted(lectures - names))
+        else:
+            assert len(found["links"]) >= 3, (width, found)  # the lecture's sections
+        page.keyboard.press("Escape")
+        page.wait_for_timeout(200)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=SCREENSHOTS / f"navigation_{width}px.png")
+    context.close()
+    assert context.blocked == []
+
+
+@pytest.mark.build
+def test_every_page_names_the_licences_in_its_footer():
+    for name in PAGES:
+        text = (HTML / name).read_text(encoding="utf-8")
+        footer = text[text.rfind("<footer") :]
+        assert "MIT licence" in footer and "CC BY 4.0" in footer, name
+
+
 @pytest.mark.parametrize("name", PAGES)
 @pytest.mark.browser
 @pytest.mark.build
