@@ -257,8 +257,8 @@ def assert_close(
 
 
 def _first_change(before: Any, after: Any, where: str) -> str | None:
-    """Where ``after`` differs from ``before`` (dicts, lists, tuples, arrays, tensors, scalars),
-    and how, or None."""
+    """Where ``after`` differs from ``before`` (dicts, lists, tuples, arrays, tensors, scalars,
+    strings, None), and how, or None."""
     if isinstance(before, dict):
         if not isinstance(after, dict) or set(before) != set(after):
             return f"{where} had keys {sorted(map(str, before))}, now {sorted(map(str, after))}"
@@ -274,6 +274,10 @@ def _first_change(before: Any, after: Any, where: str) -> str | None:
             found = _first_change(old, new, f"{where}[{index}]")
             if found:
                 return found
+        return None
+    if before is None or isinstance(before, (str, bytes)):  # not arrays: compared as they are
+        if type(after) is not type(before) or after != before:
+            return f"{where} was {before!r}, now {after!r}"
         return None
     old, new = np.asarray(as_numpy(before, where)), np.asarray(as_numpy(after, where))
     if old.shape != new.shape:

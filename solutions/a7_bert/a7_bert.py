@@ -58,7 +58,7 @@
 # %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
 import numpy as np
 
-from course.checks import assert_close
+from course.checks import assert_close, inputs_kept
 
 np.set_printoptions(precision=4, suppress=True)
 
@@ -546,7 +546,8 @@ def nsp_pairs(
 # %% nbgrader={"grade": true, "grade_id": "nsp_pairs_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 documents_c = [[f"doc {d}, sentence {s}." for s in range(5)] for d in range(40)]
 home_c = {s: (d, i) for d, doc in enumerate(documents_c) for i, s in enumerate(doc)}
-pairs_c = nsp_pairs(documents_c, seed=3)
+with inputs_kept("nsp_pairs", documents=documents_c) as before_c:
+    pairs_c = nsp_pairs(documents_c, seed=3)
 assert isinstance(pairs_c, list), f"nsp_pairs should return a list, got {type(pairs_c).__name__}"
 assert len(pairs_c) == 160, (
     f"expected 160 pairs (4 per document of 5 sentences), got {len(pairs_c)}"
@@ -559,7 +560,7 @@ for k_c, pair_c in enumerate(pairs_c):
     assert isinstance(next_c, (bool, np.bool_)), (
         f"pair {k_c}: is_next should be a bool, got {next_c!r}"
     )
-    expected_a_c = documents_c[k_c // 4][k_c % 4]
+    expected_a_c = before_c["documents"][k_c // 4][k_c % 4]
     assert a_c == expected_a_c, f"pair {k_c}: a is {a_c!r}, expected {expected_a_c!r} (in order)"
     assert b_c in home_c, f"pair {k_c}: b = {b_c!r} is no sentence of the documents"
     if next_c:
@@ -725,9 +726,12 @@ for strategy_d, wanted_d in expected_d.items():
         f"the {strategy_d!r} features are a view of the input: return a new array"
     )
 assert np.array_equal(states_d, copy_d), "layer_features modified its input"
+layers_d = list(states_d[:3])  # a list of arrays, as transformers returns them
+with inputs_kept("layer_features", hidden_states=layers_d) as before_d:
+    last_d = layer_features(layers_d, "last")
 assert_close(
     "the 'last' features of a list of arrays (as transformers returns them)",
-    layer_features(list(states_d[:3]), "last"), states_d[2], atol=0,
+    last_d, before_d["hidden_states"][2], atol=0,
 )  # fmt: skip
 assert_close(
     "the 'sum_all' features of a batch (L+1, B, T, H) = (6, 1, 2, 3)",

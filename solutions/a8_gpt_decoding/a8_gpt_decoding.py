@@ -63,7 +63,7 @@
 # %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
 import numpy as np
 
-from course.checks import assert_close
+from course.checks import assert_close, inputs_kept
 
 np.set_printoptions(precision=4, suppress=True)
 
@@ -685,24 +685,23 @@ v_e = np.array([[1.0, 2.0, 3.0], [-1.0, 0.0, 5.0], [4.0, -2.0, 0.0]])
 expected_e = [v_e[0], 0.25 * v_e[0] + 0.75 * v_e[1], v_e.mean(axis=0)]
 keys_e, values_e = np.zeros((0, 4)), np.zeros((0, 3))
 for step_e in range(3):
-    before_e = (keys_e.copy(), values_e.copy())
-    result_e = kv_attention_step(keys_e, values_e, q_e[step_e], k_e[step_e], v_e[step_e])
+    with inputs_kept("kv_attention_step", keys=keys_e, values=values_e, q_e=q_e, k_e=k_e,
+                     v_e=v_e) as before_e:  # fmt: skip
+        result_e = kv_attention_step(keys_e, values_e, q_e[step_e], k_e[step_e], v_e[step_e])
     assert isinstance(result_e, tuple) and len(result_e) == 3, (
         "kv_attention_step should return the tuple (z, new_keys, new_values)"
     )
     z_e, new_keys_e, new_values_e = result_e
-    assert np.array_equal(keys_e, before_e[0]) and np.array_equal(values_e, before_e[1]), (
-        "kv_attention_step modified its input caches"
-    )
     for name_e, got_e, shape_e in (("z", z_e, (3,)), ("new_keys", new_keys_e, (step_e + 1, 4)),
                                    ("new_values", new_values_e, (step_e + 1, 3))):  # fmt: skip
         assert isinstance(got_e, np.ndarray) and got_e.shape == shape_e, (
             f"step {step_e + 1}: {name_e} should be a NumPy array of shape {shape_e}, got "
             f"{type(got_e).__name__} of shape {np.shape(got_e)}"
         )
-    assert_close(f"new_keys after step {step_e + 1}", new_keys_e, k_e[: step_e + 1], atol=0,
-                 against="the keys so far, oldest first")  # fmt: skip
-    assert_close(f"new_values after step {step_e + 1}", new_values_e, v_e[: step_e + 1], atol=0,
+    assert_close(f"new_keys after step {step_e + 1}", new_keys_e, before_e["k_e"][: step_e + 1],
+                 atol=0, against="the keys so far, oldest first")  # fmt: skip
+    assert_close(f"new_values after step {step_e + 1}", new_values_e,
+                 before_e["v_e"][: step_e + 1], atol=0,
                  against="the values so far, oldest first")  # fmt: skip
     assert_close(f"z at step {step_e + 1} (t = {step_e} cached positions)", z_e, expected_e[step_e],
                  atol=1e-12, against="the weighted values worked out by hand")  # fmt: skip

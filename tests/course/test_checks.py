@@ -348,3 +348,10 @@ def test_inputs_kept_names_the_argument_a_call_rewrote():
     nan = np.array([np.nan, 1.0])
     with inputs_kept("f", nan=nan):
         pass  # NaN is NaN: no change
+    documents = [["a.", "b."], ["c."], []]
+    with inputs_kept("f", documents=documents) as before:
+        pass  # strings are compared as they are
+    assert before["documents"] == documents
+    with pytest.raises(CheckFailed, match=r"documents\[0\]\[0\] was 'a\.', now 'b\.'"):
+        with inputs_kept("f", documents=documents):
+            documents[0].reverse()
