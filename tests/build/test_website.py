@@ -190,7 +190,8 @@ def test_the_navigation_and_the_page_contents_open_at_every_width(width, browser
     )
     page = context.new_page()
     page.goto(f"{site_url}/{FIRST_LECTURE}", wait_until="load")
-    lectures = {f"{source.stem}.html" for source in lecture_sources()}
+    here = FIRST_LECTURE.rsplit("/", 1)[-1]  # the page itself: linked as "#" in its own menu
+    lectures = {f"{source.stem}.html" for source in lecture_sources()} - {here}
     for kind in ("primary", "secondary"):
         found = page.evaluate(NAVIGATION, kind)
         if not found["links"]:  # not beside the text: a visible button must open it
@@ -215,8 +216,10 @@ def test_the_navigation_and_the_page_contents_open_at_every_width(width, browser
 @pytest.mark.build
 def test_every_page_names_the_licences_in_its_footer():
     for name in PAGES:
+        if _anchors(HTML / name).refresh:
+            continue  # index.html: a redirect to the landing page, no content of its own
         text = (HTML / name).read_text(encoding="utf-8")
-        footer = text[text.rfind("<footer") :]
+        footer = text[text.find('<footer class="bd-footer-content"') :]
         assert "MIT licence" in footer and "CC BY 4.0" in footer, name
 
 
