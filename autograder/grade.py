@@ -792,7 +792,7 @@ def main(argv: list[str] | None = None) -> int:
         "--grader-memory-mb",
         type=int,
         default=4096,
-        help="memory of each grader process that reads a submission's output (4096)",
+        help="memory each grader process may allocate to read a submission (4096)",
     )
     cmd.add_argument("--force", action="store_true", help="judge unchanged submissions again")
     cmd.add_argument("--quiet", action="store_true")

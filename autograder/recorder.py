@@ -76,11 +76,17 @@ RESULTS = "recorded.jsonl"  # in the course folder: one line per submission as i
 
 
 def set_memory_bound(megabytes: int) -> None:
-    """Bound this process's heap and private mappings (RLIMIT_DATA): a submission that makes the
-    grader allocate more gets a MemoryError in this process, not the machine's memory."""
+    """Bound this process's heap and private mappings (RLIMIT_DATA) to what it holds now plus
+    ``megabytes``: a submission that makes the grader allocate more gets a MemoryError in this
+    process, not the machine's memory."""
     import resource
 
-    limit = megabytes << 20
+    held = 0
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmData:"):
+                held = int(line.split()[1]) << 10  # kB
+    limit = held + (megabytes << 20)
     resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
 
 
