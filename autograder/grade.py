@@ -124,6 +124,20 @@ class Collection:
 
     entries: list[Entry]
     skipped: list[str]  # files that are not notebooks (or are hidden): named, not graded
+    inputs: list[dict[str, str]] = field(default_factory=list)  # a row per file or member
+
+    def write_inputs(self, target: Path) -> None:
+        """``inputs.csv``: every file or zip member of the input, what became of it, and why."""
+        with target.open("w", newline="", encoding="utf-8") as handle:
+            writer = csv.DictWriter(handle, fieldnames=INPUT_COLUMNS)
+            writer.writeheader()
+            writer.writerows(sorted(self.inputs, key=lambda row: row["input"]))
+
+
+INPUT_COLUMNS = ["input", "student", "status", "message"]
+# What became of an input item that is not its student's graded notebook.
+NOT_A_NOTEBOOK = "not a notebook"
+HIDDEN = "hidden"
 
 
 _UNSAFE_ID = re.compile(r"[^\w.@-]")  # \w: letters and digits of every script, and _
@@ -283,7 +297,8 @@ def collect(path: Path, notebooks: list[str], inbox: Path) -> Collection:
 
     A file named like one of the assignment's notebooks is its folder's student's; any other
     ``NAME.ipynb`` is student NAME's (see :func:`student_id`). Every notebook-named item is graded
-    or is a row saying why not; other files are listed in ``skipped``.
+    or is a student's row saying why not; other files are listed in ``skipped``; and every file
+    or member, whatever it is, is a row of ``inputs`` (:meth:`Collection.write_inputs`).
     """
     shutil.rmtree(inbox, ignore_errors=True)
     inbox.mkdir(parents=True)
@@ -295,6 +310,17 @@ def collect(path: Path, notebooks: list[str], inbox: Path) -> Collection:
     else:
         raise GradingError(f"{path} is neither a folder nor a zip file")
     entries: dict[str, Entry] = {}
+    inputs = [
+        {
+            "input": name,
+            "student": "",
+            "status": NOT_A_NOTEBOOK if not name.endswith(".ipynb") else HIDDEN,
+            "message": "not graded: only files named *.ipynb are"
+            if not name.endswith(".ipynb")
+            else "not graded: a hidden file or folder (checkpoints, __MACOSX)",
+        }
+        for name in skipped
+    ]
     # readable items first, so that a student's good file is graded whatever sorts before it
     for item in sorted(items, key=lambda item: (item.path is None, item.parts)):
         parts, where = item.parts, "/".join(item.parts)
@@ -307,17 +333,25 @@ def collect(path: Path, notebooks: list[str], inbox: Path) -> Collection:
         entry = entries.get(student)
         if entry is not None and (notebook in entry.files or item.path is None):
             why = f" ({item.status}: {item.why})" if item.path is None else ""
-            entry.notes.append(
-                f"two files for {student}: graded {entry.origin}, ignored {where}{why}"
+            note = f"two files for {student}: graded {entry.origin}, ignored {where}{why}"
+            entry.notes.append(note)
+            inputs.append(
+                {"input": where, "student": student, "status": "duplicate upload", "message": note}
             )
             continue
         if entry is None:
             entry = entries[student] = Entry(student, {}, where)
         if item.path is None:
             entry.problem, entry.status = f"{where} {item.why}", item.status
+            inputs.append(
+                {"input": where, "student": student, "status": item.status, "message": item.why}
+            )
         else:
             entry.files[notebook] = item.path
-    return Collection(list(entries.values()), skipped)
+            inputs.append(
+                {"input": where, "student": student, "status": "read", "message": "graded"}
+            )
+    return Collection(list(entries.values()), skipped, inputs)
 
 
 # -- judging one submission (in a worker process) ----------------------------------------------
@@ -527,6 +561,7 @@ def grade(
     course = prepare_course(out, assignment)
     specs = load_specs(course, assignment)
     collection = collect(path, list(specs), out / "inbox")
+    collection.write_inputs(out / "inputs.csv")  # written first: it stands whatever follows
     entries = collection.entries
     if not entries:
         raise GradingError(f"no notebooks (*.ipynb) found in {path}")
@@ -590,6 +625,7 @@ def grade(
                 ", ..." if len(collection.skipped) > 5 else ""
             )
             print(f"not notebooks or hidden, not graded: {len(collection.skipped)} ({names})")
+        print(f"inputs: {out / 'inputs.csv'} (every file of the input, and what became of it)")
         print(f"sandbox: {SANDBOX_WORDS[mode]}")
         print(f"memory: {state['memory']}")
     return exit_code(rows)

@@ -60,6 +60,22 @@ def test_links_and_special_files_are_rows_never_opened(tmp_path):
     assert sorted(skipped) == [".ipynb_checkpoints/s4.ipynb", "linked_folder", "notes.txt"]
     inbox = b"".join(p.read_bytes() for p in (tmp_path / "inbox").iterdir())
     assert b"solutions" not in inbox  # nothing was read through a link
+    rows = {row["input"]: row for row in collect(folder, [NOTEBOOK], tmp_path / "in2").inputs}
+    everything = {
+        path.relative_to(folder).as_posix()
+        for path in folder.rglob("*")
+        if not path.is_dir() or path.is_symlink()
+    }
+    assert set(rows) == everything - {"s2.ipynb"}  # every file a row; s2.ipynb is a folder
+    assert rows["notes.txt"]["status"] == "not a notebook"
+    assert rows[".ipynb_checkpoints/s4.ipynb"]["status"] == "hidden"
+    assert rows["link_out.ipynb"] == {
+        "input": "link_out.ipynb",
+        "student": "link_out",
+        "status": "refused link",
+        "message": "is a symbolic link; only files inside the input folder are graded",
+    }
+    assert rows["s1/a1_rnn_bptt.ipynb"]["status"] == "read"
 
 
 def test_a_file_over_the_size_limit_is_a_row_and_is_not_kept(tmp_path, monkeypatch):
@@ -215,3 +231,53 @@ def test_the_grading_s_own_output_inside_the_input_is_not_input(tmp_path):
     (folder / "s1.ipynb").write_text("s1")
     found = collect(folder, [NOTEBOOK], folder / "out" / "inbox")
     assert [e.student for e in found.entries] == ["s1"]
+
+
+@pytest.mark.sandbox
+def test_a_zip_with_bad_members_is_graded_and_every_member_is_a_row(tmp_path):
+    """Through the TA command: a zip with an honest notebook, a duplicate, a member with a bad
+    CRC, one whose path leaves the archive and a stray file. The batch runs to the end; each
+    member is a row of inputs.csv, each student a row of grades.csv, and the exit code says
+    that some need a look."""
+    import csv
+    import subprocess
+
+    from autograder.grade import EXIT_LOOK, command_line
+    from tools.notebooks import REPO
+
+    blank = (REPO / "assignments" / NOTEBOOK / f"{NOTEBOOK}.ipynb").read_bytes()
+    data = _zip(
+        {
+            f"./s1/{NOTEBOOK}.ipynb": blank,
+            "s1.ipynb": blank,
+            "bad_crc.ipynb": blank,
+            "../up.ipynb": blank,
+            "readme.md": b"exported by the learning platform",
+        }
+    )
+    crc_at = data.find(b"bad_crc.ipynb") + len("bad_crc.ipynb") + 100
+    data[crc_at] ^= 0xFF
+    batch = tmp_path / "batch.zip"
+    batch.write_bytes(bytes(data))
+    out = tmp_path / "out"
+    argv = command_line(NOTEBOOK, batch, out, "--workers", "1", "--timeout", "60", "--quiet")
+    result = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert result.returncode == EXIT_LOOK, result.stderr[-3000:]
+    with (out / "grades.csv").open(newline="") as handle:
+        grades = {row["student"]: row for row in csv.DictReader(handle)}
+    with (out / "inputs.csv").open(newline="") as handle:
+        inputs = {row["input"]: row for row in csv.DictReader(handle)}
+    assert set(grades) == {"s1", "bad_crc", "up"}, grades
+    assert grades["s1"]["status"] == "duplicate upload" and grades["s1"]["total"] == "0.0"
+    assert grades["s1"]["file"] == f"s1/{NOTEBOOK}.ipynb"
+    for student in ("bad_crc", "up"):
+        assert grades[student]["status"] == "unreadable zip member", grades[student]
+        assert grades[student]["total"] == ""
+    assert "CRC" in grades["bad_crc"]["message"]
+    assert {name: row["status"] for name, row in inputs.items()} == {
+        f"s1/{NOTEBOOK}.ipynb": "read",
+        "s1.ipynb": "duplicate upload",
+        "bad_crc.ipynb": "unreadable zip member",
+        "up.ipynb": "unreadable zip member",
+        "readme.md": "not a notebook",
+    }
