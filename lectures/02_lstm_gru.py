@@ -78,15 +78,22 @@ LECTURE_START = time.perf_counter()
 #
 # * The **forget gate** decides, for each coordinate of the cell, how much of the old content
 #   to keep (1: keep everything, 0: erase):
+#
 #   $$f_t = \sigma\left(W_f h_{t-1} + U_f x_t + b_f\right).$$
+#
 # * The **input gate** decides how much to write, and the **candidate** $\tilde c_t$ is what
 #   would be written, with values in $(-1, 1)$:
+#
 #   $$i_t = \sigma\left(W_i h_{t-1} + U_i x_t + b_i\right), \qquad
 #     \tilde c_t = \tanh\left(W_c h_{t-1} + U_c x_t + b_c\right).$$
+#
 # * The **cell update** erases, then adds:
+#
 #   $$c_t = f_t \odot c_{t-1} + i_t \odot \tilde c_t .$$
+#
 # * The **output gate** decides which parts of the (squashed) cell become the new hidden
 #   state, the only thing the rest of the network sees:
+#
 #   $$o_t = \sigma\left(W_o h_{t-1} + U_o x_t + b_o\right), \qquad h_t = o_t \odot \tanh(c_t).$$
 #
 # In code it is convenient to stack $h_{t-1}$ and $x_t$ into one vector $[h_{t-1}; x_t]$ of

@@ -388,9 +388,14 @@ def write_toc() -> Path:
         if (generated / "assignments" / assignment / f"{s.stem}.ipynb").exists()
     ]
     guides = [f"guides/{name}" for name in GUIDES if (BOOK / "guides" / f"{name}.md").exists()]
+
+    def unit(path: str) -> int:  # 01_rnn_bptt and a1_rnn_bptt are both unit 1
+        return int(re.match(r"a?0?(\d+)_", path.rsplit("/", 1)[-1]).group(1))
+
+    # by unit, each lecture followed by its assignment: the order a student works in
+    units = sorted(lectures + assignments, key=lambda path: (unit(path), "assignments" in path))
     parts = [
-        ("Lectures", lectures),
-        ("Assignments", assignments),
+        ("Units (each lecture, then its assignment)", units),
         ("Guides", guides),
         ("Reading", ["notation", "references"]),
     ]

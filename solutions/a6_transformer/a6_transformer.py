@@ -756,7 +756,7 @@ except NotImplementedError:
 # | layer norm ($\gamma, \beta$) | $2 d$ |
 # | encoder layer | attention + FFN + 2 layer norms |
 # | decoder layer | 2 attentions (self and cross) + FFN + 3 layer norms |
-# | embedding table of $|\mathcal{V}|$ tokens | $|\mathcal{V}|\, d$ |
+# | embedding table of $\lvert\mathcal{V}\rvert$ tokens | $\lvert\mathcal{V}\rvert\, d$ |
 #
 # (the number of heads changes none of these). Real models differ in the details, and a
 # configuration says which:

@@ -613,8 +613,9 @@ except NotImplementedError:
 #   a = \mathrm{softmax}\!\left(\frac{K' q}{\sqrt{d_k}}\right) \in \mathbb{R}^{t+1},\quad
 #   z = V'^\top a = \sum_{j} a_j\, v_j.$$
 #
-# This $z$ is exactly row $t + 1$ of full causal attention $\mathrm{softmax}(QK^\top/\sqrt{d_k}
-# + M)V$ over the whole prefix (Lecture 5), at the cost of one row instead of all of them.
+# This $z$ is exactly row $t + 1$ of full causal attention
+# $\mathrm{softmax}(QK^\top/\sqrt{d_k} + M)V$ over the whole prefix (Lecture 5), at the cost
+# of one row instead of all of them.
 #
 # Implement `kv_attention_step(keys, values, q, k, v)`: `keys` $(t, d_k)$, `values`
 # $(t, d_v)$, `q` and `k` $(d_k,)$, `v` $(d_v,)$, with $t \ge 0$ (at the first step the caches

@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import gzip
 import importlib.util
+import re
 import shutil
 from html.parser import HTMLParser
 from pathlib import Path
@@ -164,6 +165,117 @@ def test_the_site_has_every_kind_of_page():
         assert page in PAGES, f"{page} missing from {PAGES}"
     assert "references.html" in PAGES and "search.html" in PAGES
     assert "notation.html" in PAGES
+
+
+class _ProseText(HTMLParser):
+    """The text a reader sees as prose: typeset math, code, outputs and scripts left out."""
+
+    VOID = {"br", "img", "meta", "link", "input", "hr", "wbr", "col", "source", "area"}
+    HIDDEN_TAGS = {"script", "style", "pre", "code", "svg", "textarea", "title", "head"}
+    HIDDEN_CLASSES = {"math", "highlight", "output", "cell_output", "notranslate"}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stack: list[bool] = []
+        self.parts: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag in self.VOID:
+            return
+        classes = set((dict(attrs).get("class") or "").split())
+        self.stack.append(tag in self.HIDDEN_TAGS or bool(classes & self.HIDDEN_CLASSES))
+
+    def handle_endtag(self, tag):
+        if tag not in self.VOID and self.stack:
+            self.stack.pop()
+
+    def handle_data(self, data):
+        if not any(self.stack):
+            self.parts.append(data)
+
+
+RAW_TEX = re.compile(
+    r"\$|\\(frac|mathrm|mathbf|mathcal|sqrt|top|sum|begin|end|left|right|cdot|odot|tanh|sigma"
+    r"|alpha|theta|partial|operatorname|lvert|rvert)\b"
+)
+
+
+@pytest.mark.build
+def test_no_page_shows_raw_tex_in_its_prose():
+    """Math that did not parse (display math in a list item, a `|` splitting a table row, a
+    wrapped line read as a list) shows as TeX source between dollars: no page has any."""
+    found = []
+    for name in PAGES:
+        parser = _ProseText()
+        parser.feed((HTML / name).read_text(encoding="utf-8"))
+        text = "".join(parser.parts)
+        found += [f"{name}: ...{text[max(0, m.start() - 50) : m.end() + 30]!r}"
+                  for m in RAW_TEX.finditer(text)]  # fmt: skip
+    assert not found, "\n".join(found[:20])
+
+
+class _Mentions(_ProseText):
+    """Prose text, each piece with whether it is inside a link or a heading."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[str] = []
+        self.pieces: list[tuple[str, bool]] = []
+
+    def handle_starttag(self, tag, attrs):
+        super().handle_starttag(tag, attrs)
+        if tag not in self.VOID:
+            self.tags.append(tag)
+
+    def handle_endtag(self, tag):
+        super().handle_endtag(tag)
+        if tag not in self.VOID and self.tags:
+            self.tags.pop()
+
+    def handle_data(self, data):
+        if not any(self.stack):
+            linked = any(t in ("a", "h1", "h2", "h3", "h4", "h5", "h6") for t in self.tags)
+            self.pieces.append((data, linked))
+
+
+MENTION = re.compile(r"\b(Lecture|Assignment)s? (\d)\b")
+
+
+def _unit_of_page(name: str) -> tuple[str, int] | None:
+    stem = name.rsplit("/", 1)[-1]
+    found = re.match(r"(a?)0?(\d)_", stem)
+    if not found or not name.startswith("_generated/"):
+        return None
+    return ("Assignment" if found.group(1) else "Lecture", int(found.group(2)))
+
+
+@pytest.mark.build
+def test_every_mention_of_a_unit_links_to_it():
+    """ "Lecture 4" or "Assignment 2" in a page's prose is a link to that unit (not on its own
+    page, in code, in math or in a heading)."""
+    unlinked, links = [], 0
+    for name in PAGES:
+        parser = _Mentions()
+        parser.feed((HTML / name).read_text(encoding="utf-8"))
+        for text, linked in parser.pieces:
+            for match in MENTION.finditer(text):
+                if linked:
+                    links += 1
+                elif (match.group(1), int(match.group(2))) != _unit_of_page(name):
+                    unlinked.append(f"{name}: ...{text[max(0, match.start() - 40) : match.end()]}")
+    assert not unlinked, "\n".join(unlinked[:20])
+    assert links >= 50, links
+
+
+@pytest.mark.build
+def test_the_reading_order_is_by_unit_each_lecture_then_its_assignment():
+    text = (HTML / "intro.html").read_text(encoding="utf-8")
+    assert "bd-docs-nav" in text, "the sidebar navigation is missing from intro.html"
+    nav = text[text.find("bd-docs-nav") :]
+    order = [_unit_of_page(href) for href in re.findall(r'href="(_generated/[^"#]+)\.html"', nav)]
+    units = [unit for unit in dict.fromkeys(order) if unit]
+    expected = [(kind, n) for n in range(1, 9) for kind in ("Lecture", "Assignment")]
+    assert units == expected, units
 
 
 NAVIGATION = """(kind) => {
