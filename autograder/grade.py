@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import hashlib
 import json
 import multiprocessing
@@ -25,10 +26,12 @@ import multiprocessing.connection
 import os
 import re
 import shutil
+import stat
 import sys
 import tempfile
 import time
 import zipfile
+import zlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -38,7 +41,7 @@ from tqdm import tqdm
 from autograder import judge, markup, nbgrading
 from autograder import nbgrader_format as fmt
 from autograder.fingerprint import grading_fingerprint
-from autograder.recorder import Recorder, set_memory_bound
+from autograder.recorder import Recorder
 from autograder.report import write_report
 from autograder.sandbox import (
     ROOT,
@@ -47,6 +50,7 @@ from autograder.sandbox import (
     SandboxUnavailable,
     check_sandbox_available,
     memory_cap,
+    set_memory_bound,
 )
 
 MAX_FILE_BYTES = 50 * 1024 * 1024
@@ -106,8 +110,8 @@ class Entry:
     status: str = INVALID  # the status that problem gives
     notes: list[str] = field(default_factory=list)  # harmless oddities a TA should hear of
 
-    @property
-    def digest(self) -> str:
+    @functools.cached_property
+    def digest(self) -> str:  # read once: the files are up to 50 MB and the digest is asked often
         digest = hashlib.sha256((self.problem + "\0").encode())
         for name in sorted(self.files):
             digest.update(name.encode() + b"\0")
@@ -123,8 +127,12 @@ class Collection:
     """What an input folder or zip holds: one entry per student, and what was passed over."""
 
     entries: list[Entry]
-    skipped: list[str]  # files that are not notebooks (or are hidden): named, not graded
     inputs: list[dict[str, str]] = field(default_factory=list)  # a row per file or member
+
+    @property
+    def skipped(self) -> list[str]:
+        """The files that are not notebooks (or are hidden): named, not graded."""
+        return [row["input"] for row in self.inputs if row["status"] in (NOT_A_NOTEBOOK, HIDDEN)]
 
     def write_inputs(self, target: Path) -> None:
         """``inputs.csv``: every file or zip member of the input, what became of it, and why."""
@@ -194,8 +202,6 @@ def _hidden(parts: tuple[str, ...]) -> bool:
 def _from_folder(root: Path, inbox: Path, skipped: list[str]) -> list[_Item]:
     """Every regular file named *.ipynb under ``root``, copied into ``inbox``; links (whatever
     they point to) and special files are items with a status, never opened or followed."""
-    import stat
-
     items = []
     own = inbox.parent.resolve()
     for folder, folders, files in os.walk(root, followlinks=False):
@@ -247,9 +253,6 @@ def _from_zip(path: Path, inbox: Path, skipped: list[str]) -> list[_Item]:
     """Every member named *.ipynb, decompressed one at a time into ``inbox`` (at most
     MAX_FILE_BYTES each, whatever the header claims); a member that cannot be read is an item
     with a status and the reason, and the others are still read."""
-    import stat
-    import zlib
-
     items = []
     try:
         archive = zipfile.ZipFile(path)
@@ -351,7 +354,7 @@ def collect(path: Path, notebooks: list[str], inbox: Path) -> Collection:
             inputs.append(
                 {"input": where, "student": student, "status": "read", "message": "graded"}
             )
-    return Collection(list(entries.values()), skipped, inputs)
+    return Collection(list(entries.values()), inputs)
 
 
 # -- judging one submission (in a worker process) ----------------------------------------------

@@ -122,10 +122,10 @@ def markdown2html(context, source: str) -> Markup:
     Cell attachments are ignored (the graded notebook keeps none) and no image is read from disk.
     A cell that would take too long to render (:func:`too_costly`) is shown as text.
     """
-    from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
-
     if too_costly(str(source)):
         return Markup(as_text(str(source)))  # noqa: S704 - escaped above
+    from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
+
     renderer = IPythonRenderer(escape=False, attachments={}, embed_images=False, path="")
     return Markup(clean_html(MarkdownWithMath(renderer=renderer).render(source)))  # noqa: S704
 

@@ -25,6 +25,8 @@ import sys
 import traceback
 from pathlib import Path
 
+from autograder.sandbox import set_memory_bound
+
 LOG = "recording.log"  # in the course folder: nbgrader's own output while it records
 
 
@@ -73,21 +75,6 @@ def record_one(api, course: Path, assignment: str, student: str, gradable: bool,
 
 TIMED_OUT = "timed out while rendering feedback"
 RESULTS = "recorded.jsonl"  # in the course folder: one line per submission as it is recorded
-
-
-def set_memory_bound(megabytes: int) -> None:
-    """Bound this process's heap and private mappings (RLIMIT_DATA) to what it holds now plus
-    ``megabytes``: a submission that makes the grader allocate more gets a MemoryError in this
-    process, not the machine's memory."""
-    import resource
-
-    held = 0
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmData:"):
-                held = int(line.split()[1]) << 10  # kB
-    limit = held + (megabytes << 20)
-    resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
 
 
 def _record_child(api, course, assignment, student, gradable, keep, memory_mb, connection):

@@ -66,6 +66,21 @@ class Limits:
     grader_memory_mb: int = 4096  # heap of each grader process that reads a submission's output
 
 
+def set_memory_bound(megabytes: int) -> None:
+    """Bound this process's heap and private mappings (RLIMIT_DATA) to what it holds now plus
+    ``megabytes``: a submission that makes the grader allocate more gets a MemoryError in this
+    process, not the machine's memory."""
+    import resource
+
+    held = 0
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmData:"):
+                held = int(line.split()[1]) << 10  # kB
+    limit = held + (megabytes << 20)
+    resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+
+
 class SandboxUnavailable(RuntimeError):
     """This machine cannot build the sandbox (not root, no unshare, ...)."""
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 # Flags known to work on the course machines; without the background-networking ones
@@ -69,3 +71,22 @@ def offline_context(
     context.route("**/*", route)
     context.set_default_timeout(timeout_ms)
     return context
+
+
+@contextmanager
+def local_page(path: Path, *, viewport: tuple[int, int], timeout_ms: int = 60_000) -> Iterator[Any]:
+    """One file opened in the system's Chromium, offline: the page, with every request other
+    than the file itself blocked and listed in ``page.context.blocked``."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = launch(playwright)
+        context = offline_context(
+            browser, lambda url: url == path.as_uri(), viewport=viewport, timeout_ms=timeout_ms
+        )
+        page = context.new_page()
+        page.goto(path.as_uri())
+        try:
+            yield page
+        finally:
+            browser.close()

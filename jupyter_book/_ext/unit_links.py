@@ -23,12 +23,11 @@ def unit_pages(docnames) -> dict[tuple[str, int], str]:
     """("Lecture", 2) -> the docname of Lecture 2's page, and the same for assignments."""
     pages = {}
     for docname in docnames:
-        name = docname.rsplit("/", 1)[-1]
         lecture = re.fullmatch(r"_generated/lectures/0?(\d)_\w+", docname)
-        assignment = re.fullmatch(r"_generated/assignments/a(\d)_\w+/a\d_\w+", docname)
+        assignment = re.fullmatch(r"_generated/assignments/a(\d)_\w+/a\1_\w+", docname)
         if lecture:
             pages[("Lecture", int(lecture.group(1)))] = docname
-        elif assignment and name.startswith(f"a{assignment.group(1)}_"):
+        elif assignment:
             pages[("Assignment", int(assignment.group(1)))] = docname
     return pages
 

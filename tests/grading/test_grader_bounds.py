@@ -6,8 +6,7 @@ from __future__ import annotations
 import multiprocessing
 
 from autograder import grade
-from autograder.recorder import set_memory_bound
-from autograder.sandbox import Limits
+from autograder.sandbox import Limits, set_memory_bound
 
 
 def _allocate(megabytes: int, bound: int, connection) -> None:

@@ -100,10 +100,8 @@ def test_the_grading_config_routes_html_exports_through_the_sanitiser(tmp_path):
 def _typeset(tmp_path, mathjax: str, name: str) -> tuple[dict, dict, list[str]]:
     """Open a page of hostile math under ``mathjax`` (two script elements); return MathJax's
     counts, the audit of tools/formgrader.py, and the requests that were blocked."""
-    from playwright.sync_api import sync_playwright
-
     from tests.grading.attacks import hostile_math
-    from tools.browser import launch, offline_context
+    from tools.browser import local_page
     from tools.formgrader import AUDIT_JS, MATHJAX_JS
 
     body = "".join(f"<p>{clean_math}</p>" for clean_math in hostile_math("page"))
@@ -112,20 +110,13 @@ def _typeset(tmp_path, mathjax: str, name: str) -> tuple[dict, dict, list[str]]:
         f'<html><head>{mathjax}</head><body><div id="notebook-container">'
         f"<p>$h_t = \\tanh(W h_{{t-1}} + U x_t) \\bmod 2$</p>{body}</div></body></html>"
     )
-    with sync_playwright() as playwright:
-        browser = launch(playwright)
-        context = offline_context(
-            browser, lambda url: url == page_file.as_uri(), viewport=(900, 700), timeout_ms=60_000
-        )
-        page = context.new_page()
-        page.goto(page_file.as_uri())
+    with local_page(page_file, viewport=(900, 700)) as page:
         math = page.evaluate(MATHJAX_JS)
         for link in page.locator("mjx-container a").all():  # a reader clicks every math link
             link.click(force=True, timeout=2_000, no_wait_after=True)
         page.wait_for_timeout(500)
         found = page.evaluate(AUDIT_JS, "#notebook-container")
-        browser.close()
-    return math, found, context.blocked
+    return math, found, page.context.blocked
 
 
 @pytest.mark.browser

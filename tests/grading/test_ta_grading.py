@@ -584,9 +584,8 @@ def test_the_audit_sees_student_script_when_nothing_sanitises(root_batch, tmp_pa
     """The control: nbconvert's stock exporter on the same graded notebook runs the payloads."""
     batch = root_batch  # the same in either mode: root's batch only
     from nbconvert import HTMLExporter
-    from playwright.sync_api import sync_playwright
 
-    from tools.browser import launch, offline_context
+    from tools.browser import local_page
 
     graded = (
         batch["course"] / "autograded" / "hostile_markdown" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
@@ -594,19 +593,13 @@ def test_the_audit_sees_student_script_when_nothing_sanitises(root_batch, tmp_pa
     html, _ = HTMLExporter(template_name="classic").from_filename(str(graded))
     page_file = tmp_path / "stock.html"
     page_file.write_text(html)
-    with sync_playwright() as playwright:
-        browser = launch(playwright)
-        context = offline_context(
-            browser, lambda url: url == page_file.as_uri(), viewport=(1200, 900), timeout_ms=60_000
-        )
-        page = context.new_page()
-        page.goto(page_file.as_uri())
+    with local_page(page_file, viewport=(1200, 900)) as page:
         page.wait_for_timeout(1500)  # the payloads run, then its meta refresh leaves the page
-        browser.close()
-    ran = {url.rsplit("/", 1)[-1] for url in context.blocked if url.startswith("file:///pwned/")}
+    blocked = page.context.blocked
+    ran = {url.rsplit("/", 1)[-1] for url in blocked if url.startswith("file:///pwned/")}
     for what in ("img-onerror", "script", "svg-onload", "srcdoc", "iframe", "ontoggle"):
         assert f"answer-{what}" in ran and f"free-{what}" in ran, (what, sorted(ran))
-    assert "http://evil.example/free-md-image.png" in context.blocked, context.blocked
+    assert "http://evil.example/free-md-image.png" in blocked, blocked
 
 
 # -- recording: nbgrader's step runs beside the judging, and its failures are reported ---------
@@ -627,13 +620,7 @@ def test_the_recorder_reports_what_nbgrader_could_not_record(root_batch, tmp_pat
     batch = root_batch  # the same in either mode: root's batch only
     from autograder.recorder import Recorder
 
-    course = tmp_path / "course"
-    for name in ("source", "release", "nbgrader_config.py", "gradebook.db"):
-        copy = shutil.copytree if (batch["course"] / name).is_dir() else shutil.copy
-        copy(batch["course"] / name, course / name)
-    for student in ("honest_correct", "honest_blank"):
-        for folder in ("submitted", "judged"):
-            shutil.copytree(batch["course"] / folder / student, course / folder / student)
+    course = _recording_course(batch, tmp_path / "course", ("honest_correct", "honest_blank"))
     shutil.copytree(batch["course"] / "submitted" / "honest_blank", course / "submitted" / "ghost")
     shutil.copytree(batch["course"] / "autograded" / "honest_blank", course / "autograded" / "gone")
     recorder = Recorder(course, ASSIGNMENT)
