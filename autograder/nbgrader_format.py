@@ -272,7 +272,20 @@ def release(course_dir: Path, assignment: str) -> Path:
     for source in sorted((course_dir / "source" / assignment).glob("*.ipynb")):
         if not (folder / source.name).exists():
             raise NbgraderError(f"the release of {assignment} lacks {source.name}")
+        mark_release(folder / source.name, assignment)
     return folder
+
+
+def mark_release(path: Path, assignment: str) -> None:
+    """Write into a released notebook which assignment it is and its graded cells, in order
+    (``metadata.course``), so that ``python -m course handin`` can tell a student which
+    notebook this is and which graded cells went missing. nbgrader keeps notebook metadata."""
+    notebook = nbformat.read(path, as_version=4)
+    notebook.metadata["course"] = {
+        "assignment": assignment,
+        "cells": [grade_id(c) for c in notebook.cells if grade_id(c)],
+    }
+    write_notebook(notebook, path)
 
 
 def submit(course_dir: Path, assignment: str, student: str, notebooks: dict[str, Path]) -> Path:

@@ -16,7 +16,7 @@ import copy
 import linecache
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -29,6 +29,7 @@ __all__ = [
     "expect_ids",
     "expect_state",
     "assert_close",
+    "expect_value_error",
     "inputs_kept",
     "CheckFailed",
     "ShapeMismatch",
@@ -253,6 +254,30 @@ def assert_close(
         raise CheckFailed(
             f"{name} differs from {against} by {difference[worst]:.1e}{where} "
             f"(got {got_f[worst]:.6g}, expected {expected_f[worst]:.6g}; tolerance {atol:g})"
+        )
+
+
+def _briefly(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def expect_value_error(cases: Mapping[str, Callable[[], Any]]) -> None:
+    """Each case is a call on bad input that must raise ValueError; the first that does not is
+    named, with what it did instead, e.g. ``bad input: temperature_probs(logits, 0.0) should
+    raise ValueError, but returned array([[0.5, ...``."""
+    for name, call in cases.items():
+        try:
+            result = call()
+        except ValueError:
+            continue
+        except Exception as error:  # the wrong kind: say which, keep the original as the cause
+            raise CheckFailed(
+                f"bad input: {name} should raise ValueError, but raised "
+                f"{type(error).__name__}: {_briefly(str(error), 200)}"
+            ) from error
+        raise CheckFailed(
+            f"bad input: {name} should raise ValueError, but returned {_briefly(result)}"
         )
 
 

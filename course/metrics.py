@@ -29,6 +29,14 @@ METRICS_ENV = "COURSE_METRICS_DIR"
 _NOTEBOOK_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 
+class Recorded(dict):
+    """What :func:`record` returns: the entry as a dict. A notebook cell that ends with a
+    ``record(...)`` call shows the line ``record`` printed, not the dict as well."""
+
+    def _ipython_display_(self) -> None:
+        return None
+
+
 def record(
     notebook: str,
     name: str,
@@ -69,17 +77,19 @@ def record(
         None if baseline is None else (value - baseline if higher_is_better else baseline - value)
     )
     passes = lead is None or (lead > margin if claim == "beats" else lead >= -margin)
-    entry = {
-        "name": name,
-        "value": value,
-        "unit": unit,
-        "baseline": baseline,
-        "baseline_name": baseline_name,
-        "higher_is_better": higher_is_better,
-        "margin": margin,
-        "claim": claim,
-        "passes": passes,
-    }
+    entry = Recorded(
+        {
+            "name": name,
+            "value": value,
+            "unit": unit,
+            "baseline": baseline,
+            "baseline_name": baseline_name,
+            "higher_is_better": higher_is_better,
+            "margin": margin,
+            "claim": claim,
+            "passes": passes,
+        }
+    )
     against = (
         ""
         if baseline is None

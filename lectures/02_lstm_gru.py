@@ -527,7 +527,7 @@ print(
     f"{run['steps']:,} steps ({phases}) of {run['batch_size']} windows of {run['seq_len']} "
     f"characters, seed {run['seed']}, in {run['seconds'] / 60:.0f} min on one CPU thread, "
     f"from {ckpt_meta['corpus']['characters']:,} characters of code.\n"
-    f"Remake it with `{ckpt_meta['command']}`."
+    f"It ships with the course; the course repository remakes it with `{ckpt_meta['command']}`."
 )
 
 live_bpc = bits_per_char(char_lstm, val_ids)

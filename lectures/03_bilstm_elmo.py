@@ -318,7 +318,7 @@ live_history = fit(
     desc="biLM, live",
 )
 print(live_history.summary())
-plot_training_histories({"biLM (live)": live_history}, smooth=10)
+plot_training_histories({"biLM (live)": live_history}, smooth=10, loss_unit="nats/word")
 plt.show()
 
 # %% [markdown]

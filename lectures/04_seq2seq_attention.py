@@ -482,7 +482,7 @@ for name, model in models.items():
     )
 
 # %%
-fig = plot_training_histories(histories, smooth=10)
+fig = plot_training_histories(histories, smooth=10, loss_unit="nats per output character")
 fig.suptitle("dates: teacher-forced training loss and gradient norm", fontsize=10)
 plt.show()
 

@@ -302,7 +302,7 @@ for name, model in deep_models.items():
         f"{name:26s} {np.mean(history.losses[-10:]):10.3f} {max(history.grad_norms):22.1f} "
         f"{deep_correct[name]:12.3f}"
     )
-fig = plot_training_histories(deep_histories, smooth=5)
+fig = plot_training_histories(deep_histories, smooth=5, loss_unit="nats per output character")
 fig.suptitle(
     f"{DEEP_LAYERS}+{DEEP_LAYERS} layers: training loss and gradient norm", fontsize=10, y=1.03
 )
@@ -545,7 +545,9 @@ for split, label in (("test", "held-out dates"), ("forms", "unseen forms")):
 
 # %%
 fig = plot_training_histories(
-    {"GRU + additive attention": rnn_history, "Transformer": tf_history}, smooth=10
+    {"GRU + additive attention": rnn_history, "Transformer": tf_history},
+    smooth=10,
+    loss_unit="nats per output character",
 )
 fig.suptitle("dates: training loss and gradient norm", fontsize=10, y=1.03)
 plt.show()

@@ -363,7 +363,9 @@ live_history = fit(
     steps=recipe["steps"], budget_seconds=LIVE_SECONDS, lr=recipe["lr"],
     lr_schedule=linear_warmup_decay(recipe["warmup"], recipe["steps"]), desc="BERT, live",
 )  # fmt: skip
-fig = plot_training_histories({"live BERT (MLM + NSP loss)": live_history}, smooth=10)
+fig = plot_training_histories(
+    {"live BERT (MLM + NSP loss)": live_history}, smooth=10, loss_unit="nats: masked token + NSP"
+)
 plt.show()
 
 # %% [markdown]
@@ -401,7 +403,7 @@ for (name, f), steps in zip(figures.items(), (live_history.steps, recipe["steps"
         f"{name:<14} {steps:6d} {f['mlm_accuracy']:13.3f} {f['mlm_loss']:9.3f} "
         f"{f['nsp_accuracy']:13.3f}"
     )
-print(f"checkpoint as recorded by make checkpoints: {meta['heldout']['pretraining']}")
+print(f"checkpoint, as recorded when it was made: {meta['heldout']['pretraining']}")
 record(
     "07_bert", "BERT checkpoint, held-out masked-LM accuracy",
     figures["checkpoint"]["mlm_accuracy"],

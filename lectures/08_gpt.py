@@ -219,7 +219,7 @@ record(
 # started afresh, so every model sees the same context.
 
 # %%
-print("remake with:", gpt_meta["command"])
+print(f"made by `{gpt_meta['command']}` in the course repository; the file ships with the course")
 models = {
     "GPT": (gpt_ckpt, gpt_meta),
     "LSTM": load_checkpoint("char_lstm_english"),

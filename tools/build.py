@@ -6,8 +6,10 @@ Stages, each incremental (a unit whose inputs did not change is not executed aga
 2. assignments  ``solutions/<a>/*.py`` -> executed reference ``build/solutions``, student version
                 (nbgrader release) -> ``assignments/<a>/``; the reference and three test students
                 autograded -> ``build/grades`` (``tests/test_grading.py`` reads them)
-3. book         ``jupyter_book/`` + the above -> ``jupyter_book/_build/html`` (offline, -W)
-4. bundle       ``dist/student/``: lectures, assignments, the ``course`` package, environment
+3. bundle       ``dist/sequence-models/`` and ``dist/student.zip`` (that one folder): lectures,
+                assignments, the ``course`` package, environment, README
+4. book         ``jupyter_book/`` + the above -> ``jupyter_book/_build/html`` (offline, -W);
+                the site offers the bundle for download
 
 Lectures and assignments are independent units: stages 1 and 2 run them in parallel, each in
 its own process and kernel, as many at once as there are cores (``COURSE_BUILD_JOBS=N``
@@ -37,6 +39,7 @@ import nbformat
 
 from autograder import nbgrader_format as nbg
 from autograder.fingerprint import files_digest, grading_fingerprint
+from course.doctor import CPU_INDEX  # PyTorch's index of CPU-only wheels
 from tools import lab_markdown
 from tools.notebooks import (
     REPO,
@@ -50,7 +53,7 @@ BUILD = REPO / "build"
 LECTURES = REPO / "lectures"
 ASSIGNMENTS = REPO / "assignments"
 BOOK = REPO / "jupyter_book"
-DIST = REPO / "dist" / "student"
+DIST = REPO / "dist" / "sequence-models"  # the bundle; dist/student.zip holds this one folder
 METRICS = BUILD / "metrics"
 TIMINGS = BUILD / "timings.json"
 COMMON_INPUTS = (REPO / "course", REPO / "requirements.txt", REPO / "requirements-student.txt")
@@ -439,8 +442,11 @@ def _page_for_lecture(source: Path, target: Path, download: str) -> None:
         notebook,
         ":::{admonition} Run this lecture yourself\n:class: tip\n"
         "This page is the lecture notebook, executed by the course build. To run it and "
-        f"play with its widgets, open `lectures/{source.stem}` in JupyterLab (`make lab`), "
-        f"or {{download}}`download the executed notebook <{download}>`.\n:::",
+        "play with its widgets, get the student bundle, "
+        f"{{download}}`student.zip <{_bundle_link(download)}>`, install it as its README says "
+        f"and open `lectures/{source.name}` in JupyterLab. The notebook alone, "
+        f"{{download}}`{source.name} <{download}>`, needs the bundle's `course` package "
+        "installed.\n:::",
         "site-run-yourself",
     )
     cells = []
@@ -466,16 +472,27 @@ def _page_for_assignment(source: Path, target: Path, download: str) -> None:
     _insert_after_title(
         notebook,
         ":::{admonition} Get the notebook\n:class: tip\n"
-        f"{{download}}`Download {source.name} <{download}>` (the student version), or take it "
-        f"from `assignments/{source.parent.name}/` in the student bundle. Work in JupyterLab "
-        "(`make lab`), run the visible tests as you go, and hand the notebook in as your "
-        "instructor asks; hidden tests add the rest of the points at grading. This page shows "
-        "the notebook as you receive it.\n:::",
+        f"Take it from `assignments/{source.parent.name}/` in the student bundle, "
+        f"{{download}}`student.zip <{_bundle_link(download)}>` (or download "
+        f"{{download}}`{source.name} <{download}>` alone, which needs the bundle's `course` "
+        "package installed). Work in JupyterLab, run the visible tests as you go, and hand it "
+        f"in with `python -m course handin {source.parent.name.split('_')[0]} --student "
+        "YOUR_ID`; hidden tests add the rest of the points at grading. This page shows the "
+        "notebook as you receive it.\n:::",
         "site-get-notebook",
         right_under=True,
     )
     target.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(notebook, target)
+
+
+def _bundle_link(download: str) -> str:
+    """The bundle's path relative to a page whose notebook download is ``download``: both lie
+    in ``_generated/downloads/``."""
+    return download.split("downloads/", 1)[0] + "downloads/" + BUNDLE_ZIP_NAME
+
+
+BUNDLE_ZIP_NAME = "student.zip"
 
 
 def build_book() -> Path:
@@ -490,6 +507,11 @@ def build_book() -> Path:
         if stale.exists():
             shutil.rmtree(stale)
     downloads = generated / "downloads"
+    bundle = DIST.parent / BUNDLE_ZIP_NAME  # the bundle is built before the book
+    if not bundle.is_file():
+        raise NotebookBuildError(f"book: {bundle} is missing; build the bundle first")
+    downloads.mkdir(parents=True)
+    shutil.copyfile(bundle, downloads / BUNDLE_ZIP_NAME)
     for notebook in sorted((BUILD / "lectures").glob("*.ipynb")):
         (downloads / "lectures").mkdir(parents=True, exist_ok=True)
         shutil.copyfile(notebook, downloads / "lectures" / notebook.name)
@@ -590,7 +612,13 @@ def _student_environment() -> str:
         raise NotebookBuildError(
             f"environment.yml: expected pip lines `-r requirements-dev.txt` and `-e .`, got {pip_lines}"
         )
-    text = re.sub(r"-r requirements-dev\.txt", f"-r {STUDENT_REQUIREMENTS}", text)
+    # PyTorch's CPU index: from PyPI alone, Linux gets the multi-GB CUDA build of the pin
+    text = re.sub(
+        r"^(\s*)- -r requirements-dev\.txt$",
+        rf"\1- --extra-index-url {CPU_INDEX}\n\1- -r {STUDENT_REQUIREMENTS}",
+        text,
+        flags=re.M,
+    )
     text = re.sub(r"- -e \.$", "- .", text, flags=re.M)
     header = [
         "# conda users: `conda env create -f environment.yml && conda activate seqcourse`",
@@ -609,7 +637,7 @@ def _bundle_notebook(source: Path, target: Path, bibliography: dict) -> None:
 
 
 def build_bundle() -> Path:
-    """Assemble ``dist/student/``: everything a student needs, nothing instructor-only.
+    """Assemble ``dist/sequence-models/``: everything a student needs, nothing instructor-only.
 
     Lectures and assignments go through :mod:`tools.lab_markdown` (numbered equations,
     author-year citations and a References list instead of MyST roles JupyterLab cannot
@@ -633,7 +661,13 @@ def build_bundle() -> Path:
     shutil.copyfile(STUDENT_README, DIST / "README.md")
     for name in LICENCE_FILES:  # the code's, the prose's, and where third-party notices are
         shutil.copyfile(REPO / name, DIST / name)
-    archive = shutil.make_archive(str(DIST.parent / "student"), "zip", DIST)
+    # one top-level folder in the zip, so unpacking it never scatters files into Downloads/
+    archive = shutil.make_archive(
+        str(DIST.parent / Path(BUNDLE_ZIP_NAME).stem),
+        "zip",
+        root_dir=DIST.parent,
+        base_dir=DIST.name,
+    )
     log(f"bundle: {DIST} and {archive}")
     return DIST
 
@@ -647,7 +681,7 @@ STAGES = {
     "book": build_book,
     "bundle": build_bundle,
 }
-ALL = (build_notebooks, build_book, build_bundle)
+ALL = (build_notebooks, build_bundle, build_book)  # the website offers the bundle
 
 
 def main(argv: list[str] | None = None) -> int:

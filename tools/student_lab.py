@@ -16,7 +16,9 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import re
 import secrets
+import shlex
 import shutil
 import signal
 import subprocess
@@ -32,10 +34,12 @@ from pathlib import Path
 
 import nbformat
 
+from course.doctor import CPU_INDEX
 from tools.notebooks import REPO
 
 BUNDLE_ZIP = REPO / "dist" / "student.zip"
 STUDENT_REQUIREMENTS = "requirements-student.txt"
+
 SOLUTION_MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
 
 
@@ -59,16 +63,21 @@ class Installation:
 
 
 def unpack_bundle(archive: Path, target: Path) -> Path:
-    """Unzip the student bundle into ``target`` (as a student does with student.zip)."""
+    """Unzip the student bundle into ``target`` (as a student does with student.zip); return
+    the one folder it unpacks to (the course folder)."""
     if not archive.is_file():
         raise StudentLabError(f"{archive} does not exist; run `make` first")
     if target.exists():
         shutil.rmtree(target)
     with zipfile.ZipFile(archive) as bundle:
+        tops = {name.split("/", 1)[0] for name in bundle.namelist()}
+        if len(tops) != 1:
+            raise StudentLabError(f"{archive} should hold one folder, not {sorted(tops)[:5]}")
         bundle.extractall(target)
-    if not (target / STUDENT_REQUIREMENTS).is_file():
+    folder = target / tops.pop()
+    if not (folder / STUDENT_REQUIREMENTS).is_file():
         raise StudentLabError(f"{archive} has no {STUDENT_REQUIREMENTS}")
-    return target
+    return folder
 
 
 def _size_mb(folder: Path) -> float:
@@ -76,11 +85,30 @@ def _size_mb(folder: Path) -> float:
     return total / 1e6
 
 
+def readme_install_line(bundle: Path) -> list[str]:
+    """The pip arguments of the bundle README's Linux recipe (after ``pip install``), which must
+    name PyTorch's CPU wheel index: from PyPI alone, Linux gets the multi-GB CUDA build."""
+    text = (bundle / "README.md").read_text()
+    found = re.search(r"\*\*Linux\.\*\*.*?```bash\n(.*?)```", text, re.S)
+    lines = [
+        line for line in (found.group(1) if found else "").splitlines() if "pip install" in line
+    ]
+    if len(lines) != 1:
+        raise StudentLabError(f"{bundle / 'README.md'}: no single pip install line for Linux")
+    arguments = shlex.split(lines[0].split("pip install", 1)[1])
+    if arguments[:2] != ["--extra-index-url", CPU_INDEX]:
+        raise StudentLabError(f"the README's Linux install does not use {CPU_INDEX}: {lines[0]}")
+    return arguments
+
+
 def install_bundle(bundle: Path, venv: Path, *, python: str = sys.executable) -> Installation:
-    """Create a fresh venv and install the bundle into it, following its README."""
+    """Create a fresh venv and install the bundle into it with the README's Linux recipe, but
+    from the wheels on this machine: offline, without the CPU index it names (pip's own
+    configuration finds the CPU build of the pinned torch here)."""
     if venv.exists():
         shutil.rmtree(venv)
     started = time.perf_counter()
+    arguments = readme_install_line(bundle)[2:]  # without --extra-index-url URL
     steps = [
         [python, "-m", "venv", str(venv)],
         [
@@ -89,9 +117,7 @@ def install_bundle(bundle: Path, venv: Path, *, python: str = sys.executable) ->
             "pip",
             "install",
             "--quiet",
-            "-r",
-            STUDENT_REQUIREMENTS,
-            ".",
+            *arguments,
         ],
     ]
     env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "VIRTUAL_ENV"}}

@@ -114,8 +114,13 @@ def _libraries() -> str:
     )
 
 
+_UNNAMED_MENU = re.compile(r"(\w+): <select\b(?![^>]*\baria-label=)")
+
+
 def _offline(html: str) -> str:
-    """bertviz's HTML with its cdnjs downloads replaced by the shipped libraries, inline."""
+    """bertviz's HTML with its cdnjs downloads replaced by the shipped libraries, inline, and
+    each menu named for screen readers by the word before it ("Layer: <select ...>")."""
+    html = _UNNAMED_MENU.sub(lambda m: f'{m[1]}: <select aria-label="{m[1]}"', html)
     tag = f'<script src="{CDNJS}{REQUIRE_JS[0]}"></script>'
     if html.count(tag) != 1:
         raise RuntimeError(

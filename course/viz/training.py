@@ -22,13 +22,18 @@ __all__ = ["plot_training_histories", "plot_bits_per_char"]
 
 
 def plot_training_histories(
-    histories: Mapping[str, Any], *, smooth: int = 1, axes: Sequence[Axes] | None = None
+    histories: Mapping[str, Any],
+    *,
+    smooth: int = 1,
+    axes: Sequence[Axes] | None = None,
+    loss_unit: str = "nats/char",
 ) -> Figure:
     """Two panels, loss and gradient norm (log scale) per step, one line per named run.
 
     ``histories`` maps a label to an object with ``losses`` and ``grad_norms`` lists (a
     :class:`course.train.TrainingHistory`). ``smooth`` > 1 plots a running mean over that
-    many steps. Non-finite values end a line. Returns the figure.
+    many steps. ``loss_unit`` names what the loss is averaged over (a word model's loss is
+    nats per word). Non-finite values end a line. Returns the figure.
     """
     import matplotlib.pyplot as plt
 
@@ -42,7 +47,7 @@ def plot_training_histories(
     for label, history in histories.items():
         for ax, values in ((loss_ax, history.losses), (norm_ax, history.grad_norms)):
             ax.plot(*running_mean(values, smooth), label=label)
-    loss_ax.set_ylabel("training loss (nats/char)")
+    loss_ax.set_ylabel(f"training loss ({loss_unit})")
     norm_ax.set_ylabel("gradient norm before clipping")
     norm_ax.set_yscale("log", nonpositive="mask")
     for ax in axes:

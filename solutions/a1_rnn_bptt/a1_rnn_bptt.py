@@ -84,6 +84,10 @@
 #   differentiates another loss, on one sequence: it is a guide to the method, not an answer.
 #
 # Autograded: 13 points. Written: 2 points.
+#
+# **Handing in.** Run `python -m course handin a1 --student YOUR_ID` from the course
+# folder: it checks this notebook, runs it in a fresh kernel and writes
+# `handin/a1_rnn_bptt/YOUR_ID.ipynb`, the one file to hand in (the bundle's README says more).
 
 # %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
 import numpy as np

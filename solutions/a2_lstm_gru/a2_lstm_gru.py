@@ -93,6 +93,10 @@
 #   traps: calling them from your functions fails the test. (`course.checks` is allowed.)
 #
 # Autograded: 14 points. Written: 2 points.
+#
+# **Handing in.** Run `python -m course handin a2 --student YOUR_ID` from the course
+# folder: it checks this notebook, runs it in a fresh kernel and writes
+# `handin/a2_lstm_gru/YOUR_ID.ipynb`, the one file to hand in (the bundle's README says more).
 
 # %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
 import numpy as np

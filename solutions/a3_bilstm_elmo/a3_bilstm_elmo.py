@@ -80,6 +80,10 @@
 #   fails the test. (`course.checks` is allowed.)
 #
 # Autograded: 13 points. Written: 2 points.
+#
+# **Handing in.** Run `python -m course handin a3 --student YOUR_ID` from the course
+# folder: it checks this notebook, runs it in a fresh kernel and writes
+# `handin/a3_bilstm_elmo/YOUR_ID.ipynb`, the one file to hand in (the bundle's README says more).
 
 # %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
 import numpy as np

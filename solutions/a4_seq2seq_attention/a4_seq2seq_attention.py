@@ -70,6 +70,10 @@
 #   traps: calling them from your functions fails the test. (`course.checks` is allowed.)
 #
 # Autograded: 14 points. Written: 2 points.
+#
+# **Handing in.** Run `python -m course handin a4 --student YOUR_ID` from the course
+# folder: it checks this notebook, runs it in a fresh kernel and writes
+# `handin/a4_seq2seq_attention/YOUR_ID.ipynb`, the one file to hand in (the bundle's README says more).
 
 # %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
 from collections.abc import Callable

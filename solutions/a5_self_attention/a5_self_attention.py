@@ -64,11 +64,15 @@
 #   traps: calling them from your functions fails the test. (`course.checks` is allowed.)
 #
 # Autograded: 14 points. Written: 2 points.
+#
+# **Handing in.** Run `python -m course handin a5 --student YOUR_ID` from the course
+# folder: it checks this notebook, runs it in a fresh kernel and writes
+# `handin/a5_self_attention/YOUR_ID.ipynb`, the one file to hand in (the bundle's README says more).
 
 # %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
 import numpy as np
 
-from course.checks import assert_close, inputs_kept
+from course.checks import assert_close, expect_value_error, inputs_kept
 
 np.set_printoptions(precision=4, suppress=True)
 
@@ -305,18 +309,19 @@ except ValueError as error_a:
     assert "1" in str(error_a), f"the error should name the row that sees no key (1): {error_a}"
 else:
     raise AssertionError("attention should raise ValueError when row 1 of the mask allows no key")
-for bad_a in (
-    lambda: attention(Q_a, K_a[:, :1], V_a),  # d_k of Q and K differ
-    lambda: attention(Q_a, K_a, V_a[:3]),  # 4 keys, 3 values
-    lambda: attention(Q_a, K_a, V_a, np.ones((3, 4))),  # a float mask
-    lambda: padding_mask(np.array([3, 5]), 4),
-    lambda: causal_mask(0),
-):
-    try:
-        bad_a()
-    except ValueError:
-        continue
-    raise AssertionError("bad input should raise ValueError (see the cases listed in this cell)")
+expect_value_error(
+    {
+        "attention(Q_a, K_a[:, :1], V_a) (d_k of Q and K differ)": lambda: attention(
+            Q_a, K_a[:, :1], V_a
+        ),
+        "attention(Q_a, K_a, V_a[:3]) (4 keys, 3 values)": lambda: attention(Q_a, K_a, V_a[:3]),
+        "attention(Q_a, K_a, V_a, np.ones((3, 4))) (a float mask)": lambda: attention(
+            Q_a, K_a, V_a, np.ones((3, 4))
+        ),
+        "padding_mask(np.array([3, 5]), 4)": lambda: padding_mask(np.array([3, 5]), 4),
+        "causal_mask(0)": lambda: causal_mask(0),
+    }
+)
 print("Part A, visible test: passed.")
 
 # %% nbgrader={"grade": true, "grade_id": "test_attention_hidden", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
@@ -777,8 +782,9 @@ check_sinusoidal(sinusoidal_encoding, relative_dot, shift_matrix)
 # off but not monotonically, and for $d = 64$ it stays distinct over thousands of positions.
 
 # %%
-try:
-    far_x = relative_dot(2000, 64)[0]
+try:  # p_0 against every position, from the encoding itself: (n,), not an (n, n) matrix
+    encoding_x = np.asarray(sinusoidal_encoding(2000, 64))
+    far_x = encoding_x @ encoding_x[0]
     for offset_x in (0, 1, 2, 5, 10, 50, 100, 1000, 1999):
         print(f"p_0 . p_{offset_x:<5} = {far_x[offset_x]:7.3f}")
 except NotImplementedError:

@@ -54,11 +54,15 @@
 #   your functions fails the test. (`course.checks` is allowed.)
 #
 # Autograded: 13 points. Written: 2 points.
+#
+# **Handing in.** Run `python -m course handin a7 --student YOUR_ID` from the course
+# folder: it checks this notebook, runs it in a fresh kernel and writes
+# `handin/a7_bert/YOUR_ID.ipynb`, the one file to hand in (the bundle's README says more).
 
 # %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
 import numpy as np
 
-from course.checks import assert_close, inputs_kept
+from course.checks import assert_close, expect_value_error, inputs_kept
 
 np.set_printoptions(precision=4, suppress=True)
 
@@ -258,17 +262,22 @@ share_within_a(
     "with shares (0.5, 0.3), the share unchanged", (chosen_a2 & (corrupted_a2 == ids_a)).sum(),
     n_chosen_a2, 0.2 + 0.3 / 995,
 )  # fmt: skip
-for bad_a in (
-    lambda: mlm_mask(ids_a, specials_a, 500, 4, 0),  # ids up to 999 in a vocabulary of 500
-    lambda: mlm_mask(ids_a, specials_a, 1000, 4, 0, p=0.0),
-    lambda: mlm_mask(ids_a, specials_a, 1000, 4, 0, mask_share=0.8, random_share=0.3),
-    lambda: mlm_mask(ids_a * 1.0, specials_a, 1000, 4, 0),  # float ids
-):
-    try:
-        bad_a()
-    except ValueError:
-        continue
-    raise AssertionError("bad input should raise ValueError (see the cases listed in this cell)")
+expect_value_error(
+    {
+        "mlm_mask(ids_a, specials_a, 500, 4, 0) (ids up to 999 in a vocabulary of 500)": lambda: (
+            mlm_mask(ids_a, specials_a, 500, 4, 0)
+        ),
+        "mlm_mask(ids_a, specials_a, 1000, 4, 0, p=0.0)": lambda: mlm_mask(
+            ids_a, specials_a, 1000, 4, 0, p=0.0
+        ),
+        "mlm_mask(ids_a, specials_a, 1000, 4, 0, mask_share=0.8, random_share=0.3)": lambda: (
+            mlm_mask(ids_a, specials_a, 1000, 4, 0, mask_share=0.8, random_share=0.3)
+        ),
+        "mlm_mask(ids_a * 1.0, specials_a, 1000, 4, 0) (float ids)": lambda: mlm_mask(
+            ids_a * 1.0, specials_a, 1000, 4, 0
+        ),
+    }
+)
 print("Part A, visible test: passed.")
 
 # %% nbgrader={"grade": true, "grade_id": "mlm_mask_hidden", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
@@ -423,17 +432,16 @@ assert wordpiece("news", vocab_b2, 100, "<unk>", "@@") == ["new", "@@s"], (
 assert wordpiece("lowly", vocab_b2, 100, "<unk>", "@@") == ["<unk>"], (
     "with the unknown token '<unk>': wordpiece('lowly') should be ['<unk>']"
 )
-for bad_b in (
-    lambda: wordpiece("two words", vocab_b),
-    lambda: wordpiece("", vocab_b),
-    lambda: wordpiece("play", vocab_b2),  # vocab_b2 has no "[UNK]"
-    lambda: wordpiece("play", vocab_b, 0),
-):
-    try:
-        bad_b()
-    except ValueError:
-        continue
-    raise AssertionError("bad input should raise ValueError (see the cases listed in this cell)")
+expect_value_error(
+    {
+        'wordpiece("two words", vocab_b)': lambda: wordpiece("two words", vocab_b),
+        'wordpiece("", vocab_b)': lambda: wordpiece("", vocab_b),
+        'wordpiece("play", vocab_b2) (vocab_b2 has no "[UNK]")': lambda: wordpiece(
+            "play", vocab_b2
+        ),
+        'wordpiece("play", vocab_b, 0)': lambda: wordpiece("play", vocab_b, 0),
+    }
+)
 print("Part B, visible test: passed.")
 
 # %% nbgrader={"grade": true, "grade_id": "wordpiece_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
@@ -585,16 +593,15 @@ assert sources_c == [1, 1, 1, 1, 0, 0, 0, 0] and not any(pair[2] for pair in non
     "with p_next = 0 and documents 0 and 1 (and an empty one), every pair should be not next "
     f"with b from the other document: b came from documents {sources_c}"
 )
-for bad_c in (
-    lambda: nsp_pairs("one long text", 0),
-    lambda: nsp_pairs([documents_c[0], []], 0),  # a single non-empty document
-    lambda: nsp_pairs(documents_c, 0, p_next=1.5),
-):
-    try:
-        bad_c()
-    except ValueError:
-        continue
-    raise AssertionError("bad input should raise ValueError (see the cases listed in this cell)")
+expect_value_error(
+    {
+        'nsp_pairs("one long text", 0)': lambda: nsp_pairs("one long text", 0),
+        "nsp_pairs([documents_c[0], []], 0) (a single non-empty document)": lambda: nsp_pairs(
+            [documents_c[0], []], 0
+        ),
+        "nsp_pairs(documents_c, 0, p_next=1.5)": lambda: nsp_pairs(documents_c, 0, p_next=1.5),
+    }
+)
 print("Part C, visible test: passed.")
 
 # %% nbgrader={"grade": true, "grade_id": "nsp_pairs_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
@@ -737,16 +744,19 @@ assert_close(
     "the 'sum_all' features of a batch (L+1, B, T, H) = (6, 1, 2, 3)",
     layer_features(states_d[:, None], "sum_all"), np.array(expected_d["sum_all"])[None], atol=0,
 )  # fmt: skip
-for bad_d in (
-    lambda: layer_features(states_d, "middle"),  # no such strategy
-    lambda: layer_features(states_d[:4], "sum_last_four"),  # L = 3 layers
-    lambda: layer_features(states_d[:1], "first"),  # the embeddings alone
-):
-    try:
-        bad_d()
-    except ValueError:
-        continue
-    raise AssertionError("bad input should raise ValueError (see the cases listed in this cell)")
+expect_value_error(
+    {
+        'layer_features(states_d, "middle") (no such strategy)': lambda: layer_features(
+            states_d, "middle"
+        ),
+        'layer_features(states_d[:4], "sum_last_four") (L = 3 layers)': lambda: layer_features(
+            states_d[:4], "sum_last_four"
+        ),
+        'layer_features(states_d[:1], "first") (the embeddings alone)': lambda: layer_features(
+            states_d[:1], "first"
+        ),
+    }
+)
 print("Part D, visible test: passed.")
 
 # %% nbgrader={"grade": true, "grade_id": "layer_features_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}

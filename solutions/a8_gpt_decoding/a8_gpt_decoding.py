@@ -59,11 +59,15 @@
 # number of cached positions and $d_k$, $d_v$ the sizes of a key and a value.
 #
 # Autograded: 14 points. Written: 2 points.
+#
+# **Handing in.** Run `python -m course handin a8 --student YOUR_ID` from the course
+# folder: it checks this notebook, runs it in a fresh kernel and writes
+# `handin/a8_gpt_decoding/YOUR_ID.ipynb`, the one file to hand in (the bundle's README says more).
 
 # %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
 import numpy as np
 
-from course.checks import assert_close, inputs_kept
+from course.checks import assert_close, expect_value_error, inputs_kept
 
 np.set_printoptions(precision=4, suppress=True)
 
@@ -165,17 +169,16 @@ assert_close(
 )  # fmt: skip
 cold_a = temperature_probs([[3.0, 2.9, -5.0]], 1e-3)
 assert_close("temperature_probs([[3, 2.9, -5]], τ = 0.001)", cold_a, [[1.0, 0.0, 0.0]], atol=1e-12)
-for bad_a in (
-    lambda: temperature_probs(logits_a, 0.0),
-    lambda: temperature_probs(logits_a, -1.0),
-    lambda: temperature_probs([[1.0, np.inf]], 1.0),
-    lambda: temperature_probs([[-np.inf, -np.inf]], 1.0),
-):
-    try:
-        bad_a()
-    except ValueError:
-        continue
-    raise AssertionError("bad input should raise ValueError (see the cases listed in this cell)")
+expect_value_error(
+    {
+        "temperature_probs(logits_a, 0.0)": lambda: temperature_probs(logits_a, 0.0),
+        "temperature_probs(logits_a, -1.0)": lambda: temperature_probs(logits_a, -1.0),
+        "temperature_probs([[1.0, np.inf]], 1.0)": lambda: temperature_probs([[1.0, np.inf]], 1.0),
+        "temperature_probs([[-np.inf, -np.inf]], 1.0)": lambda: temperature_probs(
+            [[-np.inf, -np.inf]], 1.0
+        ),
+    }
+)
 print("Part A, visible test: passed.")
 
 # %% nbgrader={"grade": true, "grade_id": "temperature_probs_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
@@ -304,17 +307,20 @@ for token_b, p_b in enumerate([0.1, 0.6, 0.3]):
         f"token {token_b} was drawn {share_b:.4f} of the time with uniform u, expected "
         f"{p_b} ± {5 * sd_b:.4f}: off by {share_b - p_b:+.4f}"
     )
-for bad_b in (
-    lambda: sample_tokens(probs_b, u_b[:3]),  # one u per row
-    lambda: sample_tokens(probs_b[:1], [1.0]),  # u must be < 1
-    lambda: sample_tokens([[0.5, 0.6]], [0.1]),  # sums to 1.1
-    lambda: sample_tokens([[1.5, -0.5]], [0.1]),  # a negative probability
-):
-    try:
-        bad_b()
-    except ValueError:
-        continue
-    raise AssertionError("bad input should raise ValueError (see the cases listed in this cell)")
+expect_value_error(
+    {
+        "sample_tokens(probs_b, u_b[:3]) (one u per row)": lambda: sample_tokens(probs_b, u_b[:3]),
+        "sample_tokens(probs_b[:1], [1.0]) (u must be < 1)": lambda: sample_tokens(
+            probs_b[:1], [1.0]
+        ),
+        "sample_tokens([[0.5, 0.6]], [0.1]) (sums to 1.1)": lambda: sample_tokens(
+            [[0.5, 0.6]], [0.1]
+        ),
+        "sample_tokens([[1.5, -0.5]], [0.1]) (a negative probability)": lambda: sample_tokens(
+            [[1.5, -0.5]], [0.1]
+        ),
+    }
+)
 print("Part B, visible test: passed.")
 
 # %% nbgrader={"grade": true, "grade_id": "sample_tokens_hidden", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
@@ -426,16 +432,13 @@ assert_close(
     "top_k_probs([2, 2, 0], 1): a tie at the top", top_k_probs([2.0, 2.0, 0.0], 1),
     [0.5, 0.5, 0.0], atol=1e-12,
 )  # fmt: skip
-for bad_c in (
-    lambda: top_k_probs(logits_c, 0),
-    lambda: top_k_probs(logits_c, 2.5),
-    lambda: top_k_probs([[-np.inf, -np.inf]], 1),
-):
-    try:
-        bad_c()
-    except ValueError:
-        continue
-    raise AssertionError("bad input should raise ValueError (see the cases listed in this cell)")
+expect_value_error(
+    {
+        "top_k_probs(logits_c, 0)": lambda: top_k_probs(logits_c, 0),
+        "top_k_probs(logits_c, 2.5)": lambda: top_k_probs(logits_c, 2.5),
+        "top_k_probs([[-np.inf, -np.inf]], 1)": lambda: top_k_probs([[-np.inf, -np.inf]], 1),
+    }
+)
 print("Part C, visible test: passed.")
 
 # %% nbgrader={"grade": true, "grade_id": "top_k_probs_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
@@ -551,16 +554,13 @@ for p_d, kept_d, label_d in cases_d:
         against=f"the renormalised probabilities of tokens {kept_d}",
     )  # fmt: skip
 assert np.array_equal(logits_d, copy_d), "top_p_probs modified its input logits"
-for bad_d in (
-    lambda: top_p_probs(logits_d, 0.0),
-    lambda: top_p_probs(logits_d, 1.5),
-    lambda: top_p_probs([[np.inf, 1.0]], 0.5),
-):
-    try:
-        bad_d()
-    except ValueError:
-        continue
-    raise AssertionError("bad input should raise ValueError (see the cases listed in this cell)")
+expect_value_error(
+    {
+        "top_p_probs(logits_d, 0.0)": lambda: top_p_probs(logits_d, 0.0),
+        "top_p_probs(logits_d, 1.5)": lambda: top_p_probs(logits_d, 1.5),
+        "top_p_probs([[np.inf, 1.0]], 0.5)": lambda: top_p_probs([[np.inf, 1.0]], 0.5),
+    }
+)
 print("Part D, visible test: passed.")
 
 # %% nbgrader={"grade": true, "grade_id": "top_p_probs_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
@@ -715,16 +715,19 @@ z_big_e, _, _ = kv_attention_step(
 weights_big_e = np.exp([0.0, -np.sqrt(2.0), -2 * np.sqrt(2.0)])
 assert_close("z with scores near 700 (exp would overflow)", z_big_e,
              [weights_big_e @ [1.0, 2.0, 3.0] / weights_big_e.sum()], atol=1e-12)  # fmt: skip
-for bad_e in (
-    lambda: kv_attention_step(np.zeros((2, 4)), np.zeros((3, 3)), q_e[0], k_e[0], v_e[0]),
-    lambda: kv_attention_step(np.zeros((2, 4)), np.zeros((2, 3)), q_e[0][:3], k_e[0], v_e[0]),
-    lambda: kv_attention_step(np.zeros((2, 4)), np.zeros((2, 3)), q_e[0], k_e[0], q_e[0]),
-):
-    try:
-        bad_e()
-    except ValueError:
-        continue
-    raise AssertionError("bad input should raise ValueError (see the cases listed in this cell)")
+expect_value_error(
+    {
+        "kv_attention_step(np.zeros((2, 4)), np.zeros((3, 3)), q_e[0], k_e[0], v_e[0])": lambda: (
+            kv_attention_step(np.zeros((2, 4)), np.zeros((3, 3)), q_e[0], k_e[0], v_e[0])
+        ),
+        "kv_attention_step(np.zeros((2, 4)), np.zeros((2, 3)), q_e[0][:3], k_e[0], v_e[0])": lambda: (
+            kv_attention_step(np.zeros((2, 4)), np.zeros((2, 3)), q_e[0][:3], k_e[0], v_e[0])
+        ),
+        "kv_attention_step(np.zeros((2, 4)), np.zeros((2, 3)), q_e[0], k_e[0], q_e[0])": lambda: (
+            kv_attention_step(np.zeros((2, 4)), np.zeros((2, 3)), q_e[0], k_e[0], q_e[0])
+        ),
+    }
+)
 print("Part E, visible test: passed.")
 
 # %% nbgrader={"grade": true, "grade_id": "kv_attention_step_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}

@@ -11,7 +11,9 @@ raw MyST markup in the rendered text, numbered equations typeset, every widget c
 (moving it redraws its figure). For each assignment: the reference answers typed into the
 solution cells, Run All, every test cell passes, nbgrader's Validate button reports success.
 No instructor panel (Formgrader, Course List, Create Assignment) anywhere. A failing check
-shows its message first and briefly. Nothing is fetched from the internet.
+shows its message first and briefly. Nothing is fetched from the internet. Outside JupyterLab,
+in the same installation: ``python -m course doctor`` finds nothing to fix, ``python -m course
+handin`` writes an answered assignment's one file, and the TA's command grades that file.
 
 Screenshots go to ``build/screenshots/student/``; the install time and size, and the time of
 each step, to ``build/student_flow.json``.
@@ -19,10 +21,13 @@ each step, to ``build/student_flow.json``.
 
 from __future__ import annotations
 
+import csv
 import fcntl
 import json
 import os
 import re
+import shutil
+import subprocess
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -31,17 +36,21 @@ import nbformat
 import pytest
 
 from autograder import nbgrader_format as nbg
+from autograder.grade import command_line
 from tools.browser import launch, offline_context
-from tools.build import BUILD, DIST, TIMINGS
+from tools.build import BUILD, DIST, TIMINGS, grades_path
+from tools.notebooks import REPO
 from tools.student_lab import (
     BUNDLE_ZIP,
     Installation,
     filled_in_answers,
     install_bundle,
     installed_version,
+    readme_install_line,
     running_lab,
     unpack_bundle,
 )
+from tools.submissions import honest_submission
 
 pytestmark = [pytest.mark.browser, pytest.mark.build]  # JupyterLab in Chromium, on dist/
 
@@ -153,8 +162,11 @@ def installation(tmp_path_factory) -> Installation:
         _record(
             install_seconds=round(installed.seconds, 1),
             install_megabytes=round(installed.megabytes),
-            install_command="python -m venv .venv && .venv/bin/pip install -r "
-            "requirements-student.txt .",
+            install_command="python3.11 -m venv .venv && .venv/bin/python -m pip install "
+            + " ".join(readme_install_line(bundle)[2:])
+            + " (the README's Linux recipe, from this machine's wheels: without its "
+            + " ".join(readme_install_line(bundle)[:2])
+            + ")",
         )
         done.write_text(
             json.dumps(
@@ -346,6 +358,53 @@ def test_the_bundle_installs_only_what_students_need(installation):
         assert installed_version(installation, tool) is None, f"the bundle installed {tool}"
     settings = installation.venv / "etc" / "jupyter" / "labconfig" / "page_config.json"
     assert settings.is_file(), "the bundle's JupyterLab settings were not installed"
+
+
+# -- the doctor and the hand-in, outside JupyterLab ---------------------------------------------
+
+
+def _bundle_python(installation, *args: str, cwd: Path, timeout: float = 600):
+    return subprocess.run(
+        [str(installation.bin / "python"), *args],
+        cwd=cwd, capture_output=True, text=True, timeout=timeout,
+        env={k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "VIRTUAL_ENV"}},
+    )  # fmt: skip
+
+
+@pytest.mark.sandbox  # the TA's grading command, in its sandbox
+def test_doctor_then_handin_then_the_ta_grades_the_handed_in_file(installation, tmp_path):
+    """In the installed bundle: ``course doctor`` finds nothing to fix; ``course handin``
+    checks an answered Assignment 1 and writes the one file; the TA command grades that file."""
+    doctor = _bundle_python(installation, "-m", "course", "doctor", cwd=installation.bundle)
+    assert doctor.returncode == 0 and "FAIL" not in doctor.stdout, doctor.stdout + doctor.stderr
+    assert doctor.stdout.rstrip().endswith("course doctor: ready"), doctor.stdout
+    assert "Validate: nbgrader's extensions, with the student settings" in doctor.stdout
+
+    assignment = "a1_rnn_bptt"
+    folder = tmp_path / "course"  # a copy: the labs' tests type into the bundle's own notebooks
+    shutil.copytree(installation.bundle / "assignments" / assignment,
+                    folder / "assignments" / assignment)  # fmt: skip
+    notebook = folder / "assignments" / assignment / f"{assignment}.ipynb"
+    source = nbg.read_source(nbg.source_files(assignment)[0])
+    nbformat.write(honest_submission(source, nbformat.read(notebook, as_version=4)), notebook)
+    handed = _bundle_python(installation, "-m", "course", "handin", "a1", "--student", "jdoe7",
+                            cwd=folder)  # fmt: skip
+    out = handed.stdout
+    assert handed.returncode == 0, out + handed.stderr
+    assert "every visible test passes" in out and "not answered" not in out, out
+    assert out.rstrip().endswith(f"hand in this file: handin/{assignment}/jdoe7.ipynb"), out
+
+    graded = tmp_path / "graded"
+    command = command_line(assignment, folder / "handin" / assignment, graded, "--workers", "1")
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=900)
+    # exit 1: graded, and only the written answer waits for a human
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
+    with (graded / "grades.csv").open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [row["student"] for row in rows] == ["jdoe7"], rows
+    max_score = json.loads(grades_path(BUILD, assignment).read_text())["autograded_max"]
+    assert float(rows[0]["total"]) == max_score, rows[0]
+    assert rows[0]["status"] == "needs manual grading", rows[0]  # the written answer waits
 
 
 # -- no instructor tools ----------------------------------------------------------------------

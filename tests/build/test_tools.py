@@ -326,3 +326,30 @@ def test_replays_from_several_cells_do_not_clobber_each_other():
     assert (namespace["f"](), namespace["g"]()) == ("f1", "g1")
     with pytest.raises(NotImplementedError):
         namespace["h"]()
+
+
+def test_the_student_flow_installs_with_the_readmes_linux_recipe(tmp_path):
+    from tools.student_lab import StudentLabError, readme_install_line
+
+    (tmp_path / "README.md").write_text(build.STUDENT_README.read_text())
+    arguments = readme_install_line(tmp_path)
+    assert arguments == [
+        "--extra-index-url",
+        build.CPU_INDEX,
+        "-r",
+        "requirements-student.txt",
+        ".",
+    ]
+    (tmp_path / "README.md").write_text(
+        build.STUDENT_README.read_text().replace(f"--extra-index-url {build.CPU_INDEX} ", "")
+    )
+    with pytest.raises(StudentLabError, match="does not use https://download.pytorch.org/whl/cpu"):
+        readme_install_line(tmp_path)
+
+
+def test_the_students_environment_file_names_the_cpu_index():
+    text = build._student_environment()
+    assert (
+        f"      - --extra-index-url {build.CPU_INDEX}\n      - -r requirements-student.txt" in text
+    )
+    assert "requirements-dev" not in text

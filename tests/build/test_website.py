@@ -117,6 +117,19 @@ def _local_file(url: str, site_url: str) -> Path:
     return target / "index.html" if target.is_dir() or not path else target
 
 
+def _accessibility_problems(page) -> list[str]:
+    """axe-core's serious and critical violations on the open page (WCAG 2.x A and AA and its
+    best practices), one line each: the rule, its help and the first elements it names."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    found = Axe().run(page).response["violations"]
+    return [
+        f"{v['id']} ({v['impact']}): {v['help']}, at {[n['target'] for n in v['nodes'][:3]]}"
+        for v in found
+        if v["impact"] in ("serious", "critical")
+    ]
+
+
 def _open(context, url: str):
     """Open ``url`` in a new tab; return (page, response, console errors, local files loaded)."""
     page = context.new_page()
@@ -326,6 +339,30 @@ def test_the_navigation_and_the_page_contents_open_at_every_width(width, browser
 
 
 @pytest.mark.build
+def test_the_landing_page_every_lecture_and_assignment_offer_the_student_bundle():
+    """Each of them links the bundle (the notebook alone fails without its ``course``
+    package), and every link reaches one copy of ``dist/student.zip``."""
+    from tools.student_lab import BUNDLE_ZIP
+
+    offering = [
+        name
+        for name in PAGES
+        if name.startswith(
+            ("intro", "guides/students", "_generated/lectures/", "_generated/assignments/")
+        )
+    ]
+    assert len(offering) >= 2 + 2 * len(lecture_sources()), offering
+    targets = set()
+    for name in offering:
+        text = (HTML / name).read_text(encoding="utf-8")
+        links = re.findall(r'href="([^"]*/student\.zip)"', text)
+        assert links, f"{name} does not offer the student bundle"
+        targets |= {((HTML / name).parent / unquote(link)).resolve() for link in links}
+    assert len(targets) == 1, targets
+    assert targets.pop().read_bytes() == BUNDLE_ZIP.read_bytes()
+
+
+@pytest.mark.build
 def test_every_page_names_the_licences_in_its_footer():
     for name in PAGES:
         if _anchors(HTML / name).refresh:
@@ -379,6 +416,8 @@ def test_page_works_offline_in_a_browser(name, context, site_url):
         assert len(context.blocked) == blocked_before, (
             f"{name} tried to reach the internet: {context.blocked[blocked_before:]}"
         )
+        serious = _accessibility_problems(page)
+        assert not serious, f"{name}: axe-core finds serious or critical problems: {serious}"
         files = {_local_file(url, site_url) for url in loaded if url.startswith(site_url)}
         files = {f for f in files if f.is_file()}
         SIZES[name] = (

@@ -358,3 +358,18 @@ def test_views_share_a_page_and_the_model_view_opens_a_head(browser, tmp_path):
 def _centre(locator) -> tuple[float, float]:
     box = locator.bounding_box()
     return box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+
+
+def test_every_menu_of_a_view_is_named_for_screen_readers():
+    enc, dec = _weights(2, 2, 3, 3), _weights(2, 2, 4, 4)
+    views = {
+        "head": head_view(_weights(2, 3, 5, 5), TOKENS).data,
+        "encoder-decoder": head_view(
+            encoder_attention=enc, decoder_attention=dec, encoder_tokens=SOURCE, decoder_tokens=TARGET
+        ).data,
+    }  # fmt: skip
+    for name, html in views.items():
+        menus = re.findall(r"(\w+): <select\b([^>]*)>", html)
+        assert menus, f"{name} view: no menu found"
+        for word, attributes in menus:
+            assert f'aria-label="{word}"' in attributes, (name, word, attributes)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from course import checks
 from course.checks import (
     as_numpy,
     assert_close,
@@ -355,3 +356,26 @@ def test_inputs_kept_names_the_argument_a_call_rewrote():
     with pytest.raises(CheckFailed, match=r"documents\[0\]\[0\] was 'a\.', now 'b\.'"):
         with inputs_kept("f", documents=documents):
             documents[0].reverse()
+
+
+def test_expect_value_error_names_the_case_that_did_not_raise():
+    def strict(x):
+        if x < 0:
+            raise ValueError("negative")
+        return x
+
+    checks.expect_value_error({"strict(-1)": lambda: strict(-1)})
+    with pytest.raises(checks.CheckFailed) as caught:
+        checks.expect_value_error(
+            {"strict(-1)": lambda: strict(-1), "strict(2)": lambda: strict(2)}
+        )
+    assert str(caught.value) == "bad input: strict(2) should raise ValueError, but returned 2"
+    with pytest.raises(checks.CheckFailed) as caught:
+        checks.expect_value_error({"strict('a')": lambda: strict("a")})
+    message = str(caught.value)
+    assert message.startswith(
+        "bad input: strict('a') should raise ValueError, but raised TypeError: "
+    )
+    assert isinstance(caught.value.__cause__, TypeError)
+    with pytest.raises(checks.CheckFailed, match=r"returned 'xxxx.*\.\.\.$"):
+        checks.expect_value_error({"long": lambda: "x" * 500})

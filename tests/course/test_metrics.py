@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from course.metrics import METRICS_ENV, load_all, record
+from course.metrics import METRICS_ENV, Recorded, load_all, record
 
 
 @pytest.fixture
@@ -39,6 +39,16 @@ def test_record_prints_one_line_and_returns_the_entry(no_metrics_dir, capsys):
         "passes": True,
     }
     assert isinstance(entry["value"], float)
+
+
+def test_a_cell_ending_in_record_shows_the_printed_line_only(no_metrics_dir, capsys):
+    from IPython.core.formatters import DisplayFormatter
+
+    entry = record("01_rnn_bptt", "char-RNN", 2.0)
+    assert isinstance(entry, Recorded) and isinstance(entry, dict)
+    assert DisplayFormatter().format(entry) == ({}, {})  # Jupyter shows no dict after the line
+    assert DisplayFormatter().format(dict(entry))[0]["text/plain"].startswith("{'name'")
+    assert capsys.readouterr().out == "[01_rnn_bptt] char-RNN: 2\n"
 
 
 def test_record_without_unit_or_baseline(no_metrics_dir, capsys):

@@ -141,6 +141,9 @@ def test_plot_training_histories_draws_loss_and_gradient_norm():
     np.testing.assert_array_equal(smoothed.axes[0].get_lines()[0].get_xdata(), [1, 2, 3])
     with pytest.raises(ValueError, match="smooth: expected a window of at least 1 step, got 0"):
         plot_training_histories(runs, smooth=0)
+    assert loss_ax.get_ylabel() == "training loss (nats/char)"
+    words = plot_training_histories({"a": runs["a"]}, loss_unit="nats/word")
+    assert words.axes[0].get_ylabel() == "training loss (nats/word)"
 
 
 def test_running_mean_ends_each_window_at_its_last_step():
