@@ -27,8 +27,10 @@ import re
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import nbformat
+if TYPE_CHECKING:  # imported where used: nbformat takes seconds to import, and the graders'
+    import nbformat  # traps import every module of the course package in each check process
 
 # An id the TA's grading command keeps as it is: letters and digits of any script, and
 # `_ . @ -` inside, at most 64 characters (autograder.grade.student_id).
@@ -116,6 +118,8 @@ def find_notebook(assignment: str, course_folder: Path) -> tuple[str, Path]:
 
 
 def read_notebook(path: Path) -> nbformat.NotebookNode:
+    import nbformat
+
     try:
         notebook = nbformat.read(path, as_version=4)
         nbformat.validate(notebook)
@@ -221,6 +225,8 @@ def handin(
     target = (out or course_folder / "handin") / name / f"{student}.ipynb"
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_suffix(".partial")
+    import nbformat
+
     partial.write_text(nbformat.writes(without_outputs(notebook)), encoding="utf-8")
     partial.replace(target)
     report.written = target

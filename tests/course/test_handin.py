@@ -169,3 +169,15 @@ def test_the_pieces_read_strip_and_report(tmp_path):
     report = handin.Report(RELEASED, ASSIGNMENT, failing=[("test_x", "ValueError: shape")])
     report.ran = True
     assert report.lines()[1:] == ["  1 visible test(s) fail:", "    test_x: ValueError: shape"]
+
+
+def test_the_commands_import_nothing_heavy():
+    """The graders' traps import every module of the course package in each check process:
+    the command modules must not pull in nbformat (seconds) or torch when imported."""
+    code = (
+        "import sys, course.__main__, course.doctor, course.handin; "
+        "print(sorted(m for m in ('nbformat', 'torch', 'jsonschema', 'nbclient') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]", done.stdout
