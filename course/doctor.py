@@ -202,11 +202,10 @@ def check_kernel() -> Finding:
             timeout=120,
             cwd=tempfile.gettempdir(),
         )
+        why = "" if result.returncode == 0 else (result.stderr.strip().splitlines() or ["?"])[-1]
     except (OSError, subprocess.TimeoutExpired) as error:
-        result = None
-        why = str(error)
-    if result is None or result.returncode != 0:
-        why = why if result is None else (result.stderr.strip().splitlines() or ["?"])[-1]
+        why = str(error) or type(error).__name__
+    if why:
         return Finding(
             FAIL,
             f"the python3 kernel runs {python}, which cannot import the course ({why})",

@@ -154,14 +154,14 @@ def inspect(notebook: nbformat.NotebookNode, assignment: str, path: Path) -> Rep
             f"{path} is assignment {released['assignment']}'s notebook, not {assignment}'s"
         )
     report = Report(path, assignment)
-    cells = {_grading(c).get("grade_id"): c for c in notebook.cells if _grading(c).get("grade_id")}
+    graded = ((_grading(c), c) for c in notebook.cells)
+    cells = {meta["grade_id"]: (meta, c) for meta, c in graded if meta.get("grade_id")}
     report.missing = [g for g in released.get("cells", []) if g not in cells]
     try:
         from nbgrader.utils import compute_checksum
     except ImportError:  # the course's environment has nbgrader; elsewhere, skip this check
         compute_checksum = None
-    for grade_id, cell in cells.items():
-        meta = _grading(cell)
+    for grade_id, (meta, cell) in cells.items():
         if compute_checksum and meta.get("locked") and "checksum" in meta:
             if compute_checksum(cell) != meta["checksum"]:
                 report.edited.append(grade_id)

@@ -159,13 +159,14 @@ def installation(tmp_path_factory) -> Installation:
             old.unlink()
         bundle = unpack_bundle(BUNDLE_ZIP, shared / "course")
         installed = install_bundle(bundle, shared / "venv")
+        line = readme_install_line(bundle)
         _record(
             install_seconds=round(installed.seconds, 1),
             install_megabytes=round(installed.megabytes),
             install_command="python3.11 -m venv .venv && .venv/bin/python -m pip install "
-            + " ".join(readme_install_line(bundle)[2:])
+            + " ".join(line[2:])
             + " (the README's Linux recipe, from this machine's wheels: without its "
-            + " ".join(readme_install_line(bundle)[:2])
+            + " ".join(line[:2])
             + ")",
         )
         done.write_text(
