@@ -55,6 +55,8 @@ ASSIGNMENTS = REPO / "assignments"
 BOOK = REPO / "jupyter_book"
 DIST = REPO / "dist" / "sequence-models"  # the bundle; dist/student.zip holds this one folder
 METRICS = BUILD / "metrics"
+FITS = BUILD / "fits"  # each lecture's training runs, recorded for its JupyterLab run to replay
+RECORD_VARIABLE = "COURSE_FIT_RECORD"  # course.train's (not imported here: that imports torch)
 TIMINGS = BUILD / "timings.json"
 COMMON_INPUTS = (REPO / "course", REPO / "requirements.txt", REPO / "requirements-student.txt")
 JOBS_VARIABLE = "COURSE_BUILD_JOBS"
@@ -123,8 +125,13 @@ def run_lecture(source: Path, build: Path, env: dict[str, str]) -> dict[str, flo
     """
     if env.get("COURSE_METRICS_DIR"):
         Path(env["COURSE_METRICS_DIR"], f"{source.stem}.json").unlink(missing_ok=True)
+    fits = build / FITS.name / source.stem
+    shutil.rmtree(fits, ignore_errors=True)
     result = execute(
-        read_source(source), name=source.name, cwd=build / "run" / source.stem, env=env
+        read_source(source),
+        name=source.name,
+        cwd=build / "run" / source.stem,
+        env={**env, RECORD_VARIABLE: str(fits)},
     )
     write_notebook(result.notebook, build / "lectures" / f"{source.stem}.ipynb")
     return {f"lectures/{source.stem}": result.seconds}

@@ -189,14 +189,25 @@ class Lab:
             self.request(f"/api/sessions/{session['id']}", method="DELETE")
 
 
-def lab_environment(installation: Installation, home: Path) -> dict[str, str]:
-    """The server's environment: the student's venv first on PATH, private Jupyter dirs."""
+REPLAY_VARIABLE = "COURSE_FIT_REPLAY"  # course.train's (not imported here: that imports torch)
+
+
+def lab_environment(
+    installation: Installation, home: Path, *, replay: Path | None = None
+) -> dict[str, str]:
+    """The server's environment: the student's venv first on PATH, private Jupyter dirs.
+
+    replay: a folder of training runs the build recorded (``build/fits``); the kernels replay
+    a run found there instead of training it again (``course.train``'s module docstring).
+    """
     env = {
         k: v
         for k, v in os.environ.items()
         if k not in {"PYTHONPATH", "VIRTUAL_ENV", "COURSE_METRICS_DIR"}
-        and not k.startswith(("JUPYTER", "IPYTHON", "NBGRADER"))
+        and not k.startswith(("JUPYTER", "IPYTHON", "NBGRADER", "COURSE_FIT_"))
     }
+    if replay is not None:
+        env[REPLAY_VARIABLE] = str(replay)
     for name in ("config", "data", "runtime", "ipython", "mpl"):
         (home / name).mkdir(parents=True, exist_ok=True)
     env.update(
@@ -213,8 +224,11 @@ def lab_environment(installation: Installation, home: Path) -> dict[str, str]:
 
 
 @contextmanager
-def running_lab(installation: Installation, home: Path, *, timeout: float = 120) -> Iterator[Lab]:
-    """Start the student's ``jupyter lab`` on 127.0.0.1 in the bundle folder; stop it after."""
+def running_lab(
+    installation: Installation, home: Path, *, timeout: float = 120, replay: Path | None = None
+) -> Iterator[Lab]:
+    """Start the student's ``jupyter lab`` on 127.0.0.1 in the bundle folder; stop it after.
+    ``replay``: as in :func:`lab_environment`."""
     home.mkdir(parents=True, exist_ok=True)
     token = secrets.token_hex(16)
     command = [
@@ -232,7 +246,7 @@ def running_lab(installation: Installation, home: Path, *, timeout: float = 120)
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         command.append("--allow-root")  # JupyterLab refuses to run as root without it
     log = home / "jupyterlab.log"
-    env = lab_environment(installation, home)
+    env = lab_environment(installation, home, replay=replay)
     with open(log, "w") as log_file:
         process = subprocess.Popen(
             command,

@@ -6,8 +6,8 @@ The notebooks are shared between JupyterLab sessions (:data:`LABS`, ``$COURSE_ST
 runs in a worker of its own, with its own JupyterLab and Chromium on the one installation,
 made once for the whole test run. Without xdist, one JupyterLab serves every test.
 
-For each lecture: Run All, no cell errors, no
-raw MyST markup in the rendered text, numbered equations typeset, every widget control live
+For each lecture: Run All (its training runs replaying what the build recorded, so each model
+is trained once in the whole run), no cell errors, no raw MyST markup in the rendered text, numbered equations typeset, every widget control live
 (moving it redraws its figure). For each assignment: the reference answers typed into the
 solution cells, Run All, every test cell passes, nbgrader's Validate button reports success.
 No instructor panel (Formgrader, Course List, Create Assignment) anywhere. A failing check
@@ -38,7 +38,7 @@ import pytest
 from autograder import nbgrader_format as nbg
 from autograder.grade import command_line
 from tools.browser import launch, offline_context
-from tools.build import BUILD, DIST, TIMINGS, grades_path
+from tools.build import BUILD, DIST, FITS, TIMINGS, grades_path
 from tools.notebooks import REPO
 from tools.student_lab import (
     BUNDLE_ZIP,
@@ -184,7 +184,9 @@ def installation(tmp_path_factory) -> Installation:
 
 @pytest.fixture(scope="module")
 def lab(installation, tmp_path_factory):
-    with running_lab(installation, tmp_path_factory.mktemp("home")) as lab:
+    # The lectures' training runs replay what the build recorded (course.train's docstring):
+    # the build has trained those models and checked their figures; here every cell still runs.
+    with running_lab(installation, tmp_path_factory.mktemp("home"), replay=FITS) as lab:
         yield lab
 
 

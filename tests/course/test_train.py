@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
@@ -436,3 +437,142 @@ def test_sample_rejects_bad_arguments(trained, pattern_vocab):
     with pytest.raises(ValueError, match="length"):
         sample(model, pattern_vocab, "a", -1)
     assert sample(model, pattern_vocab, "abc", 0) == "abc"
+
+
+# -- recording and replaying runs (COURSE_FIT_RECORD / COURSE_FIT_REPLAY) ----------------------
+
+
+def _dropout_model() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(3, 4), nn.Dropout(0.5), nn.Linear(4, 1))
+
+
+def _numbered_batches():
+    """Endless batches that say which one they are, from a generator of their own."""
+    generator = torch.Generator().manual_seed(1)
+    for n in itertools.count():
+        yield n, torch.randn(8, 3, generator=generator), torch.randn(8, 1, generator=generator)
+
+
+def _counting_loss(calls: list, scale: float = 1.0):
+    def loss_fn(model, batch):
+        calls.append(batch[0])
+        _, x, y = batch
+        return scale * ((model(x) - y) ** 2).mean()
+
+    return loss_fn
+
+
+def _run(calls, *, scale=1.0, lr=1e-2, steps=6):
+    model = _dropout_model()
+    batches = _numbered_batches()
+    history = fit(model, _counting_loss(calls, scale), batches, steps=steps, lr=lr, desc="probe")
+    return model, history, next(batches)[0], torch.rand(3)
+
+
+def test_a_recorded_run_is_replayed_to_the_same_end_without_training(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv(train_module.RECORD_VARIABLE, str(tmp_path))
+    trained_calls = []
+    trained, history, next_batch, draws = _run(trained_calls)
+    trained_line = capsys.readouterr().out.splitlines()[-1]
+    assert trained_calls == [0, 1, 2, 3, 4, 5] and len(list(tmp_path.glob("*.pt"))) == 1
+
+    monkeypatch.delenv(train_module.RECORD_VARIABLE)
+    monkeypatch.setenv(train_module.REPLAY_VARIABLE, str(tmp_path))
+    replay_calls = []
+    replayed, replayed_history, replayed_next, replayed_draws = _run(replay_calls)
+    assert replay_calls == [0]  # not trained: the loss of the first batch, checked, and no more
+    assert replayed_history == history
+    replayed_state = replayed.state_dict()
+    for name, value in trained.state_dict().items():
+        assert torch.equal(value, replayed_state[name]), name
+    assert replayed.training
+    assert replayed_next == next_batch == 6  # the batches the run took were consumed
+    assert torch.equal(replayed_draws, draws)  # the random state after the run is the same
+    assert capsys.readouterr().out.splitlines()[-1] == trained_line
+
+
+@pytest.mark.parametrize(
+    "change", [{"scale": 2.0}, {"lr": 2e-2}, {"steps": 5}], ids=["closure", "setting", "steps"]
+)
+def test_a_run_that_starts_from_anything_else_is_trained(tmp_path, monkeypatch, change):
+    monkeypatch.setenv(train_module.RECORD_VARIABLE, str(tmp_path))
+    _run([])
+    monkeypatch.setenv(train_module.REPLAY_VARIABLE, str(tmp_path))
+    calls = []
+    _run(calls, **change)
+    assert calls == list(range(change.get("steps", 6)))
+    assert len(list(tmp_path.glob("*.pt"))) == 2  # recorded as a run of its own
+
+
+def test_a_run_from_something_without_a_fingerprint_is_neither_recorded_nor_replayed(
+    tmp_path, monkeypatch
+):
+    class Opaque:
+        pass
+
+    def loss_fn(model, batch):
+        return squared_error(model, batch[:2])
+
+    monkeypatch.setenv(train_module.RECORD_VARIABLE, str(tmp_path))
+    monkeypatch.setenv(train_module.REPLAY_VARIABLE, str(tmp_path))
+    history = fit(Line(), loss_fn, [(1.0, 1.0, Opaque())] * 3, steps=3, progress=False)
+    assert history.steps == 3 and not list(tmp_path.iterdir())
+
+
+class Pick(nn.Module):
+    """Reads one of two inputs, chosen by a plain attribute that is not a weight."""
+
+    def __init__(self, layer: int) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.layer = layer
+        self.linear = nn.Linear(3, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.linear(x[self.layer])
+
+
+def _pick_run(layer: int, calls: list) -> TrainingHistory:
+    def loss_fn(model, batch):
+        calls.append(1)
+        x, y = batch
+        return ((model(x) - y) ** 2).mean()
+
+    generator = torch.Generator().manual_seed(0)
+    batch = (torch.randn(2, 8, 3, generator=generator), torch.randn(8, 1, generator=generator))
+    return fit(Pick(layer), loss_fn, [batch] * 4, steps=4, lr=0.1, progress=False)
+
+
+def test_a_model_that_differs_only_in_a_plain_attribute_is_trained(tmp_path, monkeypatch):
+    monkeypatch.setenv(train_module.RECORD_VARIABLE, str(tmp_path))
+    monkeypatch.setenv(train_module.REPLAY_VARIABLE, str(tmp_path))
+    first = _pick_run(0, [])
+    calls = []
+    second = _pick_run(1, calls)
+    assert len(calls) == 4 and second.losses != first.losses
+    assert len(list(tmp_path.glob("*.pt"))) == 2
+
+
+def test_a_recorded_run_whose_first_loss_differs_is_not_replayed(tmp_path, monkeypatch):
+    """Even where two runs' keys agree, the first batch's loss tells them apart."""
+    monkeypatch.setattr(train_module, "_run_key", lambda *args: "one-key-for-all")
+    monkeypatch.setenv(train_module.RECORD_VARIABLE, str(tmp_path))
+    monkeypatch.setenv(train_module.REPLAY_VARIABLE, str(tmp_path))
+    _pick_run(0, [])
+    calls = []
+    _pick_run(1, calls)
+    assert len(calls) == 1 + 4  # the check's loss, which differed, then four training steps
+
+
+def test_the_build_records_and_the_students_lab_replays_under_these_names(tmp_path, monkeypatch):
+    from tools import build, student_lab
+
+    assert build.RECORD_VARIABLE == train_module.RECORD_VARIABLE
+    assert student_lab.REPLAY_VARIABLE == train_module.REPLAY_VARIABLE
+    monkeypatch.setenv(train_module.RECORD_VARIABLE, "/somewhere")  # never passed on to a lab
+    installation = student_lab.Installation(tmp_path / "course", tmp_path / "venv", 0.0, 0.0)
+    plain = student_lab.lab_environment(installation, tmp_path / "home")
+    assert not any(name.startswith("COURSE_FIT_") for name in plain)
+    replaying = student_lab.lab_environment(installation, tmp_path / "home", replay=build.FITS)
+    assert replaying[train_module.REPLAY_VARIABLE] == str(build.FITS)
