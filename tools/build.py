@@ -377,7 +377,7 @@ def write_toc() -> Path:
 
     Lists the executed lectures and released assignments copied into ``_generated/`` (a unit
     whose notebook is not built yet is left out; the tests require a page for every unit),
-    then the guides, the notation page and the references.
+    then the guides, the notation page, the measurements (``make bench``) and the references.
     """
     generated = BOOK / "_generated"
     lines = [
@@ -407,7 +407,7 @@ def write_toc() -> Path:
     parts = [
         ("Units (each lecture, then its assignment)", units),
         ("Guides", guides),
-        ("Reading", ["notation", "references"]),
+        ("Reading", ["notation", "measurements", "references"]),
     ]
     for caption, files in parts:
         if files:

@@ -17,19 +17,30 @@ def _margin(metric: dict) -> str:
 
 
 def format_table(
-    timings: dict[str, float], metrics: list[dict], budgets: dict[str, float] | None = None
+    timings: dict[str, float],
+    metrics: list[dict],
+    budgets: dict[str, float] | None = None,
+    command: str | None = None,
 ) -> str:
-    """Two Markdown tables: notebook execution times (and budgets), then model quality."""
+    """Two Markdown tables: notebook execution times (and budgets), then model quality.
+
+    With ``command``, each row ends with a column naming the command that reproduces it. The
+    figures table is left out when no notebook recorded a figure.
+    """
     budgets = budgets or {}
-    lines = ["| notebook | seconds | budget |", "| --- | ---: | ---: |"]
+    head, rule, end = "", "", ""
+    if command is not None:
+        head, rule, end = " command |", " --- |", f" {_cell(command)} |"
+    lines = [f"| notebook | seconds | budget |{head}", f"| --- | ---: | ---: |{rule}"]
     for name, seconds in sorted(timings.items()):
         budget = f"{budgets[name]:g}" if name in budgets else "-"
-        lines.append(f"| {name} | {seconds:.1f} | {budget} |")
-    lines += [
-        "",
-        "| notebook | model | figure | baseline | beats baseline |",
-        "| --- | --- | --- | --- | --- |",
-    ]
+        lines.append(f"| {name} | {seconds:.1f} | {budget} |{end}")
+    if any(notebook["metrics"] for notebook in metrics):
+        lines += [
+            "",
+            f"| notebook | model | figure | baseline | beats baseline |{head}",
+            f"| --- | --- | --- | --- | --- |{rule}",
+        ]
     for notebook in metrics:
         for m in notebook["metrics"]:
             baseline = (
@@ -37,6 +48,6 @@ def format_table(
             )
             lines.append(
                 f"| {notebook['notebook']} | {_cell(m['name'])} | {m['value']:.4g} {_cell(m['unit'])}".rstrip()
-                + f" | {baseline} | {'yes' if m['passes'] else 'NO'}{_margin(m)} |"
+                + f" | {baseline} | {'yes' if m['passes'] else 'NO'}{_margin(m)} |{end}"
             )
     return "\n".join(lines) + "\n"

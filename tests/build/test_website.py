@@ -177,7 +177,7 @@ def test_the_site_has_every_kind_of_page():
     for page in ("guides/students.html", "guides/tas.html", "guides/instructors.html"):
         assert page in PAGES, f"{page} missing from {PAGES}"
     assert "references.html" in PAGES and "search.html" in PAGES
-    assert "notation.html" in PAGES
+    assert "notation.html" in PAGES and "measurements.html" in PAGES
 
 
 class _ProseText(HTMLParser):
