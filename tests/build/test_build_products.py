@@ -257,6 +257,10 @@ def test_student_bundle_turns_off_the_teacher_panels():
     assert extensions["nbgrader.server_extensions.validate_assignment"] is True
     # loaded after nbgrader's own file, which turns everything on
     assert "seqcourse_student.json" > "nbgrader.json"
+    # every kernel of the student's environment loads the first-cell hint (course.kernel_hints)
+    assert "etc/ipython" in data_files, data_files
+    kernel = json.loads(installed["ipython_kernel_config.json"].read_text())
+    assert kernel["IPKernelApp"]["extensions"] == ["course.kernel_hints"]
 
 
 def _bundle_notebooks() -> list[Path]:

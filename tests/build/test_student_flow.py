@@ -363,6 +363,31 @@ def test_the_bundle_installs_only_what_students_need(installation):
     assert settings.is_file(), "the bundle's JupyterLab settings were not installed"
 
 
+# A test cell run before the first cell, in a kernel of the installed environment started as
+# Jupyter's server starts one for the notebook (its path in JPY_SESSION_NAME).
+BEFORE_THE_FIRST_CELL = """
+import sys
+from jupyter_client.manager import start_new_kernel
+manager, client = start_new_kernel(kernel_name="python3", env={"JPY_SESSION_NAME": sys.argv[1]})
+try:
+    reply = client.execute_interactive("np.zeros(1)", timeout=60, output_hook=lambda m: None)
+    print(reply["content"]["traceback"][0])
+finally:
+    client.stop_channels()
+    manager.shutdown_kernel(now=True)
+"""
+
+
+@_in_lab(0)
+def test_a_name_from_the_first_cell_used_before_it_ran_says_to_run_it(installation, tmp_path):
+    notebook = installation.bundle / "assignments" / "a1_rnn_bptt" / "a1_rnn_bptt.ipynb"
+    assert notebook.is_file(), notebook
+    ran = _bundle_python(installation, "-c", BEFORE_THE_FIRST_CELL, str(notebook), cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    first_line = re.sub(r"\x1b\[[0-9;]*m", "", ran.stdout.strip())
+    assert first_line == "NameError: name 'np' is not defined: run the first cell (imports) first"
+
+
 # -- the doctor and the hand-in, outside JupyterLab ---------------------------------------------
 
 
