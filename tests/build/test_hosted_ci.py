@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from course import doctor
-from course.handin import find_notebook
+from course.handin import Report, find_notebook
 from tools import build
 from tools.notebooks import REPO
 from tools.student_lab import README_SYSTEMS, readme_recipes
@@ -26,8 +26,8 @@ RUNNERS = {"Linux": "ubuntu-latest", "macOS": "macos-latest", "Windows": "window
 SCHEMAS = ("vendor.github-workflows", "custom.github-workflows-require-timeout")
 
 
-def _workflow(path: Path = WORKFLOW) -> dict:
-    return yaml.safe_load(path.read_text())
+def _workflow() -> dict:
+    return yaml.safe_load(WORKFLOW.read_text())
 
 
 def _steps(job: str) -> list[dict]:
@@ -110,7 +110,8 @@ def test_the_matrix_runs_each_readme_system_on_the_tested_python():
         assert bins[runner] == python.replace("\\", "/").rsplit("/", 1)[0], system
     tested = f"{doctor.TESTED[0]}.{doctor.TESTED[1]}"
     for name in ("bundle", "student"):
-        versions = [s["with"]["python-version"] for s in _steps(name) if "setup-python" in s.get("uses", "")]  # fmt: skip
+        setups = [s for s in _steps(name) if "setup-python" in s.get("uses", "")]
+        versions = [s["with"]["python-version"] for s in setups]
         assert versions == [tested], (name, versions)
 
 
@@ -155,4 +156,24 @@ def test_the_lecture_and_the_assignment_it_runs_are_the_courses():
     assert handin, runs
     name, _ = find_notebook(handin.group(1), REPO)  # the assignment's folder name
     assert f"handin/{name}/{handin.group(2)}.ipynb" in runs
-    assert "NotImplementedError" in runs  # what an unanswered visible test fails with
+
+
+def test_the_handin_steps_patterns_read_what_handin_prints():
+    """The step greps `course handin`'s report: its patterns must pick out the lines they mean."""
+    run = next(s["run"] for s in _steps("student") if "-m course handin" in s.get("run", ""))
+    damaged, failing = re.findall(r"grep -E '([^']+)'", run)
+    (other,) = re.findall(r"grep -v '([^']+)'", run)
+    failures = [
+        ("test_a", "NotImplementedError"),
+        ("test_b", "NameError: name 'np' is not defined"),
+    ]
+    report = Report(
+        Path("a1.ipynb"), "a1", missing=["cell_m"], edited=["cell_e"], unanswered=["part_a"],
+        failing=failures, ran=True, written=Path("handin/a1/ci.ipynb"),
+    )  # fmt: skip
+    lines = report.lines()
+    assert [line for line in lines if re.search(damaged, line)] == lines[1:3], lines
+    found = [line for line in lines if re.search(failing, line)]
+    assert found == [f"    {test}: {message}" for test, message in failures], lines
+    # grep -v prints the tests that failed for another reason: the step fails on them
+    assert [line for line in found if not re.search(other, line)] == [found[1]]
