@@ -85,14 +85,24 @@ def _size_mb(folder: Path) -> float:
     return total / 1e6
 
 
+README_SYSTEMS = ("Linux", "macOS", "Windows")  # the bundle README's install recipes, by system
+
+
+def readme_recipes(text: str) -> dict[str, list[str]]:
+    """{system: the command lines of its recipe} in the bundle README ``text``: the fenced block
+    under each bold ``**Linux...**``, ``**macOS...**`` and ``**Windows...**`` heading."""
+    systems = "|".join(README_SYSTEMS)
+    return {
+        system: block.strip().splitlines()
+        for system, block in re.findall(rf"\*\*({systems})[^*]*\*\*.*?```\w+\n(.*?)```", text, re.S)
+    }
+
+
 def readme_install_line(bundle: Path) -> list[str]:
     """The pip arguments of the bundle README's Linux recipe (after ``pip install``), which must
     name PyTorch's CPU wheel index: from PyPI alone, Linux gets the multi-GB CUDA build."""
-    text = (bundle / "README.md").read_text()
-    found = re.search(r"\*\*Linux\.\*\*.*?```bash\n(.*?)```", text, re.S)
-    lines = [
-        line for line in (found.group(1) if found else "").splitlines() if "pip install" in line
-    ]
+    recipe = readme_recipes((bundle / "README.md").read_text()).get("Linux", [])
+    lines = [line for line in recipe if "pip install" in line]
     if len(lines) != 1:
         raise StudentLabError(f"{bundle / 'README.md'}: no single pip install line for Linux")
     arguments = shlex.split(lines[0].split("pip install", 1)[1])

@@ -12,6 +12,7 @@ import pytest
 from course import doctor
 from tools.build import CPU_INDEX, STUDENT_README
 from tools.notebooks import REPO
+from tools.student_lab import readme_recipes
 
 
 @pytest.mark.parametrize(
@@ -46,19 +47,8 @@ def test_only_linux_is_sent_to_the_cpu_index():
     assert windows[0].startswith("py -3.11") and "\\Scripts\\" in windows[1]
 
 
-def _readme_blocks() -> dict[str, list[str]]:
-    """{system: the commands of its fenced block} in the bundle README's set-up section."""
-    text = STUDENT_README.read_text()
-    found = {}
-    for system, block in re.findall(
-        r"\*\*(Linux|macOS|Windows)[^*]*\*\*.*?```\w+\n(.*?)```", text, re.S
-    ):
-        found[system] = block.strip().splitlines()
-    return found
-
-
 def test_the_bundle_readme_gives_the_doctors_recipe_for_each_system():
-    blocks = _readme_blocks()
+    blocks = readme_recipes(STUDENT_README.read_text())
     assert sorted(blocks) == ["Linux", "Windows", "macOS"]
     for system, key in (("Linux", "Linux"), ("macOS", "Darwin"), ("Windows", "Windows")):
         venv, install = doctor.install_commands(key)
