@@ -218,7 +218,7 @@ for name, p in params.items():
 # where the gradient of an early state comes from: mostly from the future, carried back
 # one step at a time.
 
-# %%
+# %% mystnb={"image": {"alt": "Grouped bar chart of the two terms of the gradient of the loss with respect to the hidden state h_t, at each step t of a short sequence: the norm of the local term V-transpose times delta-o_t beside the norm of the term carried back from step t + 1, W-transpose times delta-a_(t+1)."}}
 plot_bptt_terms(parts)
 plt.show()
 
@@ -329,7 +329,7 @@ with torch.no_grad():
 influence = (logits_a - logits_b)[0].norm(dim=1)  # (N,)
 print(f"character 1 changed from {vocab.decode(stretch[:1])!r} to '~'")
 
-# %%
+# %% mystnb={"image": {"alt": "Two panels on truncated backpropagation through time. Left: relative error of the truncated gradient of the loss with respect to W against the chunk length k, from 1 to 256 on a log scale, one line for the trained model's W and one each for W rescaled to spectral radius 0.5 and 2. Right: how much the logits change at each later step t when the first character of the stretch is replaced, on a log scale, with grey vertical lines at the 32-step chunk borders."}}
 plot_truncation(errors, CHUNKS, influence, chunk=32)
 plt.show()
 
@@ -376,7 +376,7 @@ plt.show()
 # identity nonlinearity the curves are exactly $\rho^k$; with $\tanh$, saturation pulls them
 # down, and they grow only when $\rho$ is well above 1.
 
-# %%
+# %% mystnb={"image": {"alt": "Two panels of the norm of the gradient reaching h_t, on a log scale, against the distance k = T - t in steps back from the loss, for an RNN of 32 units over 60 steps: left a linear (identity) RNN, right a tanh RNN. Each panel has thin lines for spectral radius rho = 0.5, 0.9, 1.1, 1.5 and 2, a thick red line for rho = 1 and a dashed red reference line 1^k."}}
 fig, axes = plt.subplots(1, 2, figsize=(12, 4))
 plot_gradient_norms(1.0, seq_len=60, nonlinearity="identity", ax=axes[0])
 plot_gradient_norms(1.0, seq_len=60, nonlinearity="tanh", ax=axes[1])
@@ -392,7 +392,7 @@ plt.show()
 # on random inputs) next to $\lVert W^k\rVert_2$ and $\rho^k$.
 
 
-# %%
+# %% mystnb={"image": {"alt": "Two panels, for a random Gaussian W of 32 units rescaled to spectral radius rho = 0.9 (left) and rho = 1.5 (right): against the number of factors k from 1 to 60, on a log scale, the largest singular value of W^k (linear RNN), that of the product of diag(1 - h_j^2) W (tanh RNN), and the dashed reference line rho^k."}}
 def jacobian_product_norms(rho, n_factors=60, hidden=32, seed=0):
     """Largest singular values of W^k and of prod_j diag(1 - h_j^2) W, for k = 1..n_factors."""
     gen = torch.Generator().manual_seed(seed)
@@ -433,7 +433,7 @@ plt.show()
 # training loop, `course.train.fit`, which measures $\lVert g\rVert$ over all parameters
 # together, records it, and rescales the gradient before each update).
 
-# %%
+# %% mystnb={"image": {"alt": "Two panels of two training runs of a character RNN of 64 units whose recurrent weights start at spectral radius 2, 300 steps of plain SGD each, one without gradient clipping and one clipping the gradient norm at tau = 1: left the training loss in nats per character against step, right the gradient norm before clipping, on a log scale, against step."}}
 short_ids = ids[:200_000]
 runs = {}
 for label, clip in (("no clipping", None), ("clip at τ = 1", 1.0)):
@@ -475,7 +475,7 @@ plt.show()
 # `plot_gradient_norms` is a plain function with defaults; here it is called once (the
 # static version of this page shows this figure).
 
-# %%
+# %% mystnb={"image": {"alt": "Norm of the gradient reaching h_t, on a log scale, against the distance k = T - t in steps back from the loss, for a tanh RNN of 32 units over 50 steps, at the widget's default settings: a thick red line for spectral radius rho = 1, thin lines for rho = 0.5, 0.9, 1.1, 1.5 and 2, and a dashed red reference line 1^k."}}
 plot_gradient_norms()
 plt.show()
 
@@ -563,7 +563,7 @@ record(
 )
 assert rnn_bpc < unigram_bpc, f"the RNN ({rnn_bpc:.2f} bpc) should beat unigram ({unigram_bpc:.2f})"
 
-# %%
+# %% mystnb={"image": {"alt": "Learning curve of the character-level RNN language model: bits per character on its training batches, a running mean over 25 batches, against training step, with a dash-dotted line at its held-out bits per character and grey lines at the held-out bits per character of the unigram and bigram baselines."}}
 plot_bits_per_char(
     {"char-RNN": history}, {"char-RNN": rnn_bpc}, {"unigram": unigram_bpc, "bigram": bigram_bpc}
 )

@@ -273,7 +273,7 @@ print(f"parameters for D = 64 inputs and H = 128 units: {n_params}")
 # the distance $T - t$, on freshly initialised cells (PyTorch's default initialisation,
 # $H = 32$, random inputs):
 
-# %%
+# %% mystnb={"image": {"alt": "Norm of the gradient reaching step t, on a log scale, against the distance k = T - t in steps back from the loss, over 60 steps, for freshly initialised cells: a tanh RNN, a GRU, and LSTMs with forget-gate bias 0, 1 and 3, one line each."}}
 fig, ax = plt.subplots(figsize=(7.5, 4.2))
 plot_cell_gradient_norms(
     {
@@ -348,7 +348,7 @@ for label, accuracies in recall_acc.items():
 # Left, the accuracy against the number of distractors; right, the recall part of the
 # training loss (the history logs it apart from the echo part).
 
-# %%
+# %% mystnb={"image": {"alt": "Two panels on the key-recall task, one line per model of 16 units (tanh RNN, GRU, LSTM with forget bias 0, LSTM with forget bias 1). Left: recall accuracy on fresh sequences against the number of distractors L from 1 to 160, on a log scale, with a shaded band over the lengths seen in training (1 to 40) and a dotted chance line at 1/8. Right: the recall loss in nats, a running mean, against training step, with a dotted line at the guessing loss ln 8."}}
 plot_recall(recall_acc, recall_histories, DISTANCES, train_max=TRAIN_MAX, num_keys=task.num_keys)
 plt.show()
 for label, history in recall_histories.items():
@@ -440,7 +440,7 @@ rnn_history = train_language_model(char_rnn, train_ids, steps=RNN_STEPS, **TRAIN
 rnn_bpc = bits_per_char(char_rnn, val_ids)
 print(f"char-RNN: {rnn_bpc:.3f} bits per held-out character")
 
-# %%
+# %% mystnb={"image": {"alt": "Learning curves of the character-level LSTM and RNN language models, 128 units each: bits per character on training batches, a running mean over 25 batches, against training time in seconds, with a dash-dotted line in each model's colour at its held-out bits per character and grey lines at the held-out unigram and bigram baselines."}}
 plot_bits_per_char(
     {"char-LSTM (H=128)": lstm_history, "char-RNN (H=128)": rnn_history},
     {"char-LSTM (H=128)": lstm_bpc, "char-RNN (H=128)": rnn_bpc},
@@ -570,7 +570,7 @@ record_best_cells(
 # stand further from the crowd. The histograms show every cell's $|r|$ for each feature (grey)
 # and the best cell (red): the live model on the top row, the checkpoint on the bottom row.
 
-# %%
+# %% mystnb={"image": {"alt": "Grid of ten histograms, two rows (top: the LSTM trained in this lecture; bottom: the shipped checkpoint LSTM) by five columns (the code features inside string, inside comment, bracket depth, indentation and position in line): each counts the LSTM's cells by the absolute Pearson correlation |r| of the cell with that feature, from 0 to 1, with a red vertical line at the cell of largest |r|."}}
 fig, axes = plt.subplots(2, len(FEATURES), figsize=(15, 5), sharey="row")
 for row, (label, matches) in enumerate((("live", found), ("checkpoint", ckpt_found))):
     for ax, name in zip(axes[row], FEATURES, strict=True):

@@ -303,7 +303,7 @@ print(
     "tokens are <unk>"
 )
 
-# %%
+# %% mystnb={"image": {"alt": "Two panels of a short training run of the bidirectional language model from fresh weights, at most 40 steps, running mean over 10 steps: left the training loss in nats per word against step, right the gradient norm before clipping, on a log scale, against step."}}
 LIVE_STEPS = 40
 torch.manual_seed(0)
 live = BiLM(**ckpt_meta["model"]["config"])  # the checkpoint's sizes, fresh weights
@@ -412,7 +412,7 @@ record(
 # by layer. We write the layers $h_{k,0} = [x_k; x_k]$ (the token layer, repeated so that
 # every layer has size $2D$) and $h_{k,j} = [\overrightarrow{h}_{k,j}; \overleftarrow{h}_{k,j}]$.
 
-# %%
+# %% mystnb={"image": {"alt": "Three heat maps, one per layer of the pretrained biLM (token layer, biLSTM layer 1, biLSTM layer 2), of the cosine similarity between the vectors of the word green in each pair of its WordNet example sentences; rows and columns are labelled with a few words around green, on a shared colour scale from -1 to 1."}}
 all_examples = [e for split in ("train", "val", "test") for e in load_tagging_task("pos", split)]
 green = [e for e in all_examples if e.word.lower() == "green"]
 green_vectors = marked_word_features(biLM_ckpt, vocab, green)  # (L+1, N, 2D)
@@ -589,7 +589,7 @@ for task, r in results.items():
 # The widget shows, for the task you choose, the accuracy of each representation beside the
 # weights $s_j$ the mix learned. (The website shows its first view, the syntactic task.)
 
-# %%
+# %% mystnb={"image": {"alt": "Two bar charts for part-of-speech tagging. Left: held-out accuracy of a probe on each representation of the biLM (token layer, biLSTM layer 1, biLSTM layer 2 at the top, and the learned mix), each bar labelled with its value, with a dashed line at the majority-class baseline. Right: the mix's learned weights s_0, s_1 and s_2 (softmax of w), with a dotted line at an equal mix."}}
 plot_layer_choice(results, "pos")
 plt.show()
 

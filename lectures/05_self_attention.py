@@ -183,7 +183,7 @@ for name, mask in [("padding", pad), ("causal", causal_mask(n)), ("both", pad & 
 # queries and keys over 16 positions, the softmax's entropy and the size of its Jacobian as
 # $d_k$ grows, with and without the scaling.
 
-# %%
+# %% mystnb={"image": {"alt": "Two panels against the key width d_k from 4 to 1024, on a log scale, for random queries and 16 random keys, one line with the 1/sqrt(d_k) scaling and one without: left the mean softmax entropy in nats, with a dotted line at the entropy of a uniform choice among 16 keys; right the mean Frobenius norm of the softmax Jacobian, on a log scale."}}
 generator = torch.Generator().manual_seed(0)
 widths = [4, 16, 64, 256, 1024]
 measured = {"scaled": [], "not scaled": []}
@@ -223,7 +223,7 @@ assert shrink > 2, "the text below says the gradient shrinks without the scaling
 # shrinks with it (the last line above gives the factor at the largest width). In JupyterLab, the explorer below shows one head of random
 # projections on any sentence you type, with the scaling on or off ($d_k = 64$).
 
-# %%
+# %% mystnb={"image": {"alt": "Heat map of the self-attention weights of one untrained head (head 0 of fixed random projections, d_k = 64, scores scaled by 1/sqrt(d_k)) on the sentence the animal did not cross the street because it was too tired: one row per query word, one column per key word, colour from 0 to 1; the title gives the mean entropy of the rows beside that of a uniform row. This is the widget's default view."}}
 attention_explorer()
 plt.show()
 controls = interact_attention()
@@ -286,7 +286,7 @@ print(f"per-head weights: {(weights - expected_weights).abs().max():.1e}")
 # has its own notion of which words are similar. Training makes heads specialise much
 # further; Lecture 6 looks inside trained heads.
 
-# %%
+# %% mystnb={"image": {"alt": "Two heat maps side by side of the self-attention weights of two untrained heads, head 0 and head 1, with different random projections, on the sentence the animal did not cross the street because it was too tired: query words in rows, key words in columns, colour from 0 to 1."}}
 words = "the animal did not cross the street because it was too tired".split()
 first_head, second_head = head_weights(words, 0), head_weights(words, 1)
 fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), constrained_layout=True)
@@ -345,7 +345,7 @@ print(
 # Each pair of dimensions is a clock at its own frequency, and
 # $p_i \cdot p_j = \sum_r \cos\big(\omega_r (i - j)\big)$ depends only on the offset $i - j$:
 
-# %%
+# %% mystnb={"image": {"alt": "Two heat maps of the sinusoidal positional encoding for 128 positions of 64 dimensions: left the encoding p_i, dimension against position i, in red and blue from -1 to 1; right the dot product of p_i and p_j for every pair of positions i and j."}}
 P = sinusoidal_encoding(128, 64).double()
 dots = P @ P.T
 spread = max(
@@ -416,7 +416,7 @@ controls = interact_positions()
 # for 200 steps each, then test on sequences of 16 to 256 tokens. Accuracy counts every
 # position that has an answer.
 
-# %%
+# %% mystnb={"image": {"alt": "Line chart of accuracy on the delayed-copy task against the test length n, from 16 to 256 on a log scale, for tiny one-layer transformers trained at length 16 with each positional encoding (none, sinusoidal, learned, ALiBi and RoPE), with a dotted vertical line at the training length and a dashed line at chance, 1/16."}}
 TRAIN_LENGTH, TEST_LENGTHS, STEPS = 16, (16, 32, 64, 128, 256), 200
 
 
@@ -520,7 +520,7 @@ assert min(offsets) > 0.95 and 1 / 16 < extrapolation["none"][TRAIN_LENGTH] < 0.
 # runs, and fit the slope of log time against log size.
 
 
-# %%
+# %% mystnb={"image": {"alt": "Two log-log panels of the time in seconds of one forward pass (best of three) of a single-head self-attention layer and of a GRU layer: left against the sequence length n from 128 to 2048 at width d = 64, right against the width d from 32 to 512 at n = 256; the legend gives the fitted slope of each line."}}
 def best_time(fn, repeats=3):
     best = math.inf
     for _ in range(repeats):

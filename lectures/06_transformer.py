@@ -234,7 +234,7 @@ for residual in (True, False):
         )
         print(f"{name:32s} {norms[-1]:11.3g} {norms[DEPTH // 2]:9.3g} {norms[0]:14.3g}")
 
-# %%
+# %% mystnb={"image": {"alt": "Norm of the gradient of the loss with respect to the layer's input x_l, on a log scale, at every layer l of a freshly initialised stack of 24 feed-forward layers of width 64 without LayerNorm, from layer 0 at the bottom (furthest from the loss) to the top: a solid line with residual connections and a dashed line without them."}}
 plot_depth_gradients(DEPTH, residual=True, norm="none")
 plt.show()
 
@@ -291,7 +291,7 @@ for norm_first in (False, True):
             desc=name,
         )
 
-# %%
+# %% mystnb={"image": {"alt": "Two panels for four transformers of 6 encoder and 6 decoder layers trained on dates for 150 steps, post-norm or pre-norm, each with and without learning-rate warm-up, running mean over 5 steps against step: left the training loss in nats per output character, right the gradient norm before clipping, on a log scale."}}
 deep_test = test_pairs[:200]
 print(f"{'model':26s} {'final loss':>10s} {'largest gradient norm':>22s} {'exact match':>12s}")
 deep_correct = {}
@@ -346,7 +346,7 @@ plt.show()
 # $(B, 1, T, T)$, broadcast over the heads. Cross-attention needs only the source's padding
 # mask. Below, two targets of lengths 5 and 3, padded to 5:
 
-# %%
+# %% mystnb={"image": {"alt": "Grid of six black-and-white attention masks for a padded batch of two targets of lengths 5 and 3, one row per target: the causal mask, the padding mask and the two combined with AND, each with query position i in rows and key position j in columns, white where attention is allowed."}}
 plot_decoder_masks((5, 3))
 plt.show()
 lengths = torch.tensor([5, 3])
@@ -543,7 +543,7 @@ for split, label in (("test", "held-out dates"), ("forms", "unseen forms")):
         claim="matches",
     )
 
-# %%
+# %% mystnb={"image": {"alt": "Two panels for two models trained on dates, a GRU with additive attention (100 steps) and a transformer of 2 encoder and 2 decoder layers (300 steps), running mean over 10 steps against step: left the training loss in nats per output character, right the gradient norm before clipping, on a log scale."}}
 fig = plot_training_histories(
     {"GRU + additive attention": rnn_history, "Transformer": tf_history},
     smooth=10,
@@ -693,7 +693,7 @@ for name, (n_layers, width, heads) in configs.items():
 # write the year look at the year's words near the end of the source, and the rows that write
 # the month and the day look back at the month and the day near the start.
 
-# %%
+# %% mystnb={"image": {"alt": "Heat map of the weights of one attention head of the trained transformer, cross attention in layer 2, head 1, on the first held-out date: the target characters from <s> on as query rows, the source words as key columns, colour from 0 to 1."}}
 examples = []
 for words, iso in test_pairs[:4]:
     src, src_len, tgt = task.batch([(words, iso)])

@@ -352,7 +352,7 @@ for p in train_pairs[:3]:
 #
 # Live, for a few seconds (`LIVE_SECONDS`):
 
-# %%
+# %% mystnb={"image": {"alt": "Two panels of a short BERT pretraining run from fresh weights, limited to 8 seconds, running mean over 10 steps against step: left the training loss in nats (masked-token plus next-sentence-prediction loss), right the gradient norm before clipping, on a log scale."}}
 LIVE_SECONDS, BATCH = 8, 32
 recipe = meta["training"]
 torch.manual_seed(0)
@@ -422,7 +422,7 @@ record(
 # of the right kind for the slot. That is what 3,000 steps on 2 million words buy; BERT-base
 # trained for a million steps of 256 sequences of 512 tokens.
 
-# %%
+# %% mystnb={"image": {"alt": "The cell shows two horizontal bar charts from the pretrained BERT checkpoint, and this text describes both: the 8 most probable tokens for the [MASK] in 'and god said , let there be [MASK] .', then the 5 most probable tokens for the [MASK] in 'to open a file for reading , call the [MASK] function .', each bar a token's probability, labelled with its value."}}
 plot_fill_mask(bert_ckpt, wordpiece)
 plt.show()
 plot_fill_mask(bert_ckpt, wordpiece, "to open a file for reading , call the [MASK] function .", k=5)
@@ -444,7 +444,7 @@ controls = interact_fill_mask(bert_ckpt, wordpiece)
 # (its target words never occur as targets in training). Our model has 4 layers, so "sum of
 # all layers" and "sum of the last four" are the same vectors here.
 
-# %%
+# %% mystnb={"image": {"alt": "Two bar charts, one bar per way of building word features from BERT's layers (first, last, sum_all, second_to_last, sum_last_four, concat_last_four): left the held-out accuracy of our part-of-speech probe on the course's BERT, with a dashed line at the majority-class baseline; right the CoNLL-2003 dev F1 that the BERT paper reports for BERT-base with the same choices."}}
 PAPER_F1 = {  # Devlin et al. (2019), Table 7: CoNLL-2003 dev F1, BERT-base features
     "first": 91.0, "last": 94.9, "sum_all": 95.5, "second_to_last": 95.6,
     "sum_last_four": 95.9, "concat_last_four": 96.1,
@@ -653,7 +653,7 @@ for name, mask in (("masked LM (BERT)", masked_lm), ("causal LM (GPT)", causal_l
 # contextual vectors must be read against this baseline. Ours, on 2,000 random pairs of real
 # tokens from the held-out pairs, beside the same network untrained:
 
-# %%
+# %% mystnb={"image": {"alt": "Line chart of anisotropy by layer: the mean cosine similarity of random pairs of token vectors at each layer from 0 (the embeddings) to 4, one line for the pretrained BERT checkpoint and one for an untrained BERT of the same shape."}}
 with torch.no_grad():
     sample = batches[0]
     cone = {}

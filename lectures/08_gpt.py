@@ -182,7 +182,7 @@ print(f"bigram (add-one): {bigram_bpc:.3f} bits/char")
 # steps, with a linear warm-up then linear decay of the learning rate (Lecture 6's lesson:
 # Transformers want a warm-up):
 
-# %%
+# %% mystnb={"image": {"alt": "Two panels of a 500-step training run of a small character-level GPT (2 layers of width 64) from fresh weights, running mean over 20 steps against step: left the training loss in nats per character, right the gradient norm before clipping, on a log scale."}}
 LIVE_STEPS = 500
 live_config = GPTConfig(
     vocab_size=len(vocab), max_len=64, d_model=64, num_layers=2, num_heads=4, d_ff=256, dropout=0.0
@@ -376,7 +376,7 @@ print("course p=0.6 keeps", (~top_p_filter(z, 0.6).isinf()).int().tolist()[0],
 # top-$p$ = 0.8. Top-$k$ keeps five words; top-$p$, applied to what top-$k$ left, keeps only
 # the two whose probabilities already pass 0.8:
 
-# %%
+# %% mystnb={"image": {"alt": "Grouped bar chart over 10 made-up next-token scores numbered 0 to 9: the model's probabilities softmax(z) in grey beside, in blue, the distribution that sampling draws from after temperature 0.7, top-k 5 and top-p 0.8; the title says how many tokens are kept."}}
 after_k = filter_logits(example_logits(), temperature=0.7, top_k=5).softmax(-1)
 print("after τ and top-k:", after_k.numpy().round(3))
 plot_sampling_filters(example_logits(), temperature=0.7, top_k=5, top_p=0.8)
@@ -389,7 +389,7 @@ plt.show()
 # alike; raise them and they fall apart into non-words. The book shows $\tau = 0.8$,
 # top-$p$ = 0.9.
 
-# %%
+# %% mystnb={"image": {"alt": "Two parts, for the course's character-level GPT checkpoint with temperature 0.8 and top-p 0.9: a grouped bar chart of the 15 most probable next tokens after the prompt And God said, with the model's probability in grey beside the probability that sampling draws from in blue; below it, three sampled continuations of 60 tokens as text."}}
 plot_model_samples(gpt_ckpt, vocab, temperature=0.8, top_p=0.9)
 plt.show()
 
@@ -474,7 +474,7 @@ print("\nprompt:", repr(prompts[0]))
 for name, outputs in decoded.items():
     print(f"{name:<18}", repr(vocab.decode(outputs[0])))
 
-# %%
+# %% mystnb={"image": {"alt": "Scatter plot with one labelled point per decoding strategy (greedy, beam search with k = 4, and sampling with temperature, top-k and top-p settings): the distinct-2 share of word bigrams against the model's log-likelihood of its own text, in nats per character."}}
 fig, ax = plt.subplots(figsize=(6.0, 3.6))
 for name, row in table.items():
     ax.scatter(row["log-lik/char"], row["distinct-2"], s=30)
@@ -540,7 +540,7 @@ print("same 100 sampled tokens with and without the cache:", torch.equal(*same))
 # as a server batches requests), with and without the cache. Without it the work grows like
 # $n^2$; with it, like $n$ until attending over the cached keys dominates.
 
-# %%
+# %% mystnb={"image": {"alt": "Line chart of the seconds that the course's GPT checkpoint takes to generate n tokens for a batch of 8, at n = 16, 32, 64 and 127, one line with a key-value cache and one without."}}
 lengths = [16, 32, 64, 127]
 cached = generation_seconds(gpt_ckpt, lengths, use_cache=True, batch_size=8)
 uncached = generation_seconds(gpt_ckpt, lengths, use_cache=False, batch_size=8)
@@ -598,7 +598,7 @@ for name, mask in masks.items():
 # $z = (3, 1, 2)$ (good first, then this, then is), where each conditional is a ratio of
 # marginals of the table:
 
-# %%
+# %% mystnb={"image": {"alt": "Two black-and-white attention masks of XLNet's two streams for three positions and the factorisation order z = (2, 0, 1): the content stream, where each position sees itself and the positions before it in that order, and the query stream, where it sees only those before it, with query position i in rows and key position j in columns, white where attention is allowed."}}
 words = ["this", "is", "good"]
 with torch.no_grad():
     grid = torch.tensor(np.array(np.meshgrid(*[range(3)] * 3, indexing="ij")).reshape(3, -1).T)

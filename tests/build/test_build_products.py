@@ -66,6 +66,46 @@ def test_lecture_shows_no_bare_object_reprs(lecture):
     assert not bare, f"cells showing a bare repr (index, text): {bare}"
 
 
+# A figure's alt text says what it shows: a sentence, not the image's file name (what the site
+# shows a screen reader when a cell has none). It lives in the code cell's metadata,
+# ``{"mystnb": {"image": {"alt": ...}}}``, written in the lecture source's ``# %%`` header.
+ALT_MIN_WORDS = 6
+IMAGE_FILE = re.compile(r"\S+\.(png|jpe?g|svg|gif)\b", re.IGNORECASE)
+
+
+def figures_without_alt_text(notebook: nbformat.NotebookNode) -> list[str]:
+    """Each code cell that shows an image but has no alt text that says what it shows: its
+    position, first line and what is wrong."""
+    problems = []
+    for index, cell in enumerate(notebook.cells):
+        shows_image = any(
+            key.startswith("image/")
+            for output in cell.get("outputs", [])
+            for key in output.get("data", {})
+        )
+        if cell.cell_type != "code" or not shows_image:
+            continue
+        alt = cell.metadata.get("mystnb", {}).get("image", {}).get("alt", "")
+        first_line = cell.source.partition("\n")[0][:50]
+        where = f"cell {index} ({first_line!r})"
+        if not isinstance(alt, str) or len(alt.split()) < ALT_MIN_WORDS:
+            problems.append(f"{where}: no alt text of {ALT_MIN_WORDS} words or more: {alt!r}")
+        elif IMAGE_FILE.search(alt):
+            problems.append(f"{where}: the alt text names a file: {alt!r}")
+    return problems
+
+
+@pytest.mark.parametrize("lecture", LECTURES)
+@pytest.mark.build
+def test_every_lecture_figure_has_alt_text(lecture):
+    """Each figure a lecture shows has alt text in its cell's metadata (``mystnb.image.alt``,
+    in the source's ``# %% mystnb={"image": {"alt": "..."}}`` header): what it plots, not
+    what it concludes. A cell that shows two figures gives both one text."""
+    notebook = nbformat.read(BUILD / "lectures" / f"{lecture}.ipynb", as_version=4)
+    problems = figures_without_alt_text(notebook)
+    assert not problems, f"{lecture}: figures without alt text:\n" + "\n".join(problems)
+
+
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 @pytest.mark.build
 def test_reference_solution_executed_top_to_bottom(assignment):
@@ -156,6 +196,28 @@ def test_page_loads_nothing_from_the_internet_and_its_files_exist(page):
         )
         target = (page.parent / reference.split("?")[0].split("#")[0]).resolve()
         assert target.exists(), f"{page.name} refers to {reference}, which is not in the site"
+
+
+def images_without_alt_text(tags: list[tuple[str, dict]]) -> list[str]:
+    """The src of each <img> whose alt is missing, empty, its own src or a file name."""
+    return [
+        attrs.get("src", "?")
+        for tag, attrs in tags
+        if tag == "img"
+        and (
+            not (attrs.get("alt") or "").strip()
+            or attrs["alt"] == attrs.get("src")
+            or IMAGE_FILE.search(attrs["alt"])
+        )
+    ]
+
+
+@pytest.mark.parametrize("page", _pages(), ids=lambda p: p.stem)
+@pytest.mark.build
+def test_every_image_on_the_page_has_alt_text(page):
+    """myst-nb writes a figure's file path as its alt when its cell has no alt text."""
+    missing = images_without_alt_text(_tags(page))
+    assert not missing, f"{page.name}: images without alt text: {missing}"
 
 
 @pytest.mark.build
