@@ -188,8 +188,8 @@ print(
 # %% [markdown]
 # ## 2. Why residuals help
 #
-# A residual connection computes $y = x + F(x)$ instead of $y = F(x)$. Why that helps:
-# if the sublayer is linear, $y = A x(\theta) + x(\theta)$, the chain rule gives
+# A residual connection computes $y = x + F(x)$ instead of $y = F(x)$. Take the simplest
+# case, a linear sublayer: for $y = A x(\theta) + x(\theta)$ the chain rule gives
 #
 # $$\frac{\partial y}{\partial \theta} = (A + I)\,\frac{\partial x}{\partial \theta},$$ (eq-residual-jacobian)
 #
