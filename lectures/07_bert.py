@@ -439,8 +439,8 @@ controls = interact_fill_mask(bert_ckpt, wordpiece)
 # them. The BERT paper tried six ways to build the features for named-entity recognition
 # (CoNLL-2003) with BERT-base's 12 layers (its Table 7; the right panel below draws its
 # scores). We repeat the six on a word-level task of the course: the **part of speech** of a
-# marked word in WordNet's example sentences (noun, verb, adjective or adverb), with Lecture
-# 3's linear probe (standardised features, 150 full-batch Adam steps) trained on 4,000
+# marked word in WordNet's example sentences (noun, verb, adjective or adverb), with
+# Lecture 3's linear probe (standardised features, 150 full-batch Adam steps) trained on 4,000
 # sentences and scored on the test split (its target words never occur as targets in
 # training). Our model has 4 layers, so "sum of all layers" and "sum of the last four" are the
 # same vectors here.
@@ -601,8 +601,8 @@ with tempfile.TemporaryDirectory() as folder:
 # positions. (Lecture 6 compares them with the Transformer base's 6 encoder layers of width
 # 512 and 8 heads, and corrects a published table that labels the width $H$ "units in
 # FFN".) We count their parameters with the course's class, built on PyTorch's **meta**
-# device (shapes, no memory), and with the formula of `count_bert`; the last row is Lecture
-# 6's count of the whole Transformer base:
+# device (shapes, no memory), and with the formula of `count_bert`; the last row is
+# Lecture 6's count of the whole Transformer base:
 
 # %%
 print(
