@@ -149,9 +149,9 @@ for name, value in gates.items():
 #   $U_g$ and acts on $x_t$, `weight_hh` holds the $W_g$ and acts on $h_{t-1}$), and it has two
 #   bias vectors that are simply added;
 # * it stacks the four blocks in the order **(i, f, g, o)**: input gate, forget gate,
-#   candidate ($g = \tilde c$), output gate. The slides introduce them in the order
-#   f, i, c̃, o. Copying weights in the wrong order gives a cell that runs without complaint
-#   and computes something else.
+#   candidate ($g = \tilde c$), output gate. Section 1 introduced them in another order,
+#   f, i, c̃, o, and `lstm_params` keeps that one. Copying weights in the wrong order gives a
+#   cell that runs without complaint and computes something else.
 #
 # Our $[W_g\; U_g]$ acts on $[h_{t-1}; x_t]$, so its first $H$ columns ($W_g$) go to
 # `weight_hh` and its last $D$ columns ($U_g$) to `weight_ih`.
@@ -183,7 +183,7 @@ print(f"max |ours - nn.LSTMCell| over all h_t and c_t: {cell_gap:.1e}")
 print(f"max |ours - nn.LSTM|     over all h_t and c_T: {layer_gap:.1e}")
 assert cell_gap < 1e-6 and layer_gap < 1e-6
 
-# The same weights copied in the slide order (f, i, c, o) give a different cell:
+# The same weights copied in Section 1's order (f, i, c, o) give a different cell:
 with torch.no_grad():
     wrong = torch.nn.LSTM(D, H, dtype=torch.float64)
     wrong.weight_hh_l0.copy_(torch.cat([lstm_params[f"WU_{g}"][:, :H] for g in "fico"]))
@@ -191,7 +191,7 @@ with torch.no_grad():
     wrong.bias_ih_l0.copy_(torch.cat([lstm_params[f"b_{g}"] for g in "fico"]))
     wrong.bias_hh_l0.zero_()
     wrong_gap = (wrong(xs)[0] - our_hs).abs().max().item()
-print(f"with the blocks in the slide order instead: max |difference| = {wrong_gap:.2f}")
+print(f"with the blocks in our order (f, i, c, o) instead: max |difference| = {wrong_gap:.2f}")
 
 # %% [markdown]
 # ## 2. The GRU, a lighter variant

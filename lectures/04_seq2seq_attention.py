@@ -27,13 +27,13 @@
 #    surface forms, to ISO dates (the output reorders the input);
 # 2. builds the encoder–decoder, trains it with **teacher forcing**, and measures what
 #    **free running** at test time does to its errors (exposure bias);
-# 3. adds **attention** {cite:p}`bahdanau2015neural,luong2015effective` with every scoring
-#    function of the slides, each checked against a library where one exists, and reads it
-#    as queries, keys and values;
+# 3. adds **attention** {cite:p}`bahdanau2015neural,luong2015effective` with six scoring
+#    functions (dot, scaled dot, bilinear, additive, cosine and location-based), each checked
+#    against a library where one exists, and reads it as queries, keys and values;
 # 4. shows the **bottleneck** of the model without attention, trains a model per scoring
 #    function and compares them, and draws the **alignments** the models learn;
 # 5. tries **hard** and **local** attention on a trained model;
-# 6. decodes with **greedy** search and **beam search**, including the slides' search tree
+# 6. decodes with **greedy** search and **beam search**, including a small search tree
 #    where greedy search misses the most probable output.
 #
 # Everything trains live, on a CPU, with fixed seeds, in about a minute.
@@ -372,8 +372,8 @@ print(f"context against scaled_dot_product_attention: {(context - library[:, 0])
 # %% [markdown]
 # ### Queries, keys and values
 #
-# The slides' second reading of attention names three roles. The **query** is what the decoder
-# is looking for, $h_t$; the **keys** are what the scores compare it with; the **values** are
+# Attention can also be read in terms of three roles. The **query** is what the decoder is
+# looking for, $h_t$; the **keys** are what the scores compare it with; the **values** are
 # what the context averages. Above, keys and values were the same encoder states. Bilinear
 # scoring is already dot-product attention with **projected keys**
 # $k_k = W_a s_k$, since $h_t^\top W_a s_k = h_t \cdot (W_a s_k)$; projecting the values too,
@@ -646,9 +646,12 @@ for name, reweight in variants.items():
 # implements both over any **step function** (tokens and a state in, log-probabilities and a
 # new state out), for a whole batch at once; Lectures 6 and 8 reuse them.
 #
-# **The search tree of the slides.** A made-up model over {yes, ok, </s>}: "yes" is the more
-# probable first word, but "ok" is followed by "ok" much more surely. Every probability here is
-# a choice for the demonstration; the products are computed.
+# **A search tree where greedy search fails.** The example follows a figure in one of the
+# lecture decks this unit was rebuilt from (Northeastern University's CS6120, lecture 5; not
+# part of the course): over the words {yes, ok, </s>}, greedy search picks "yes yes" although
+# "ok ok" is more probable. Our made-up model does the same: "yes" is the more probable first
+# word, but "ok" is followed by "ok" much more surely. Every probability here is a choice for
+# the demonstration; the products are computed.
 
 # %%
 EOS_, YES, OK, BOS_ = 0, 1, 2, 3

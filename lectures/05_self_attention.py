@@ -22,7 +22,7 @@
 #
 # This lecture:
 #
-# 1. computes self-attention step by step and reproduces the slides' worked numbers;
+# 1. computes self-attention step by step and checks two published worked examples;
 # 2. writes the matrix form and checks it against PyTorch, with padding and causal masks;
 # 3. measures why the scores are divided by $\sqrt{d_k}$;
 # 4. builds multi-head attention and checks it against `torch.nn.MultiheadAttention`;
@@ -87,10 +87,14 @@ LECTURE_START = time.perf_counter()
 #   a_{ij} = \frac{\exp s_{ij}}{\sum_{j'} \exp s_{ij'}}, \qquad
 #   z_i = \sum_j a_{ij}\, v_j.$$ (eq-self-attention)
 #
-# **The slides' worked numbers.** The slides give the raw scores $q_1 \cdot k_j$ for the first
-# word, with $d_k = 64$, so $\sqrt{d_k} = 8$. "Thinking Machines" has two words; the longer
-# example has four. Here are the weights the code computes from those scores, next to the
-# slides' rounded values.
+# **Two worked examples as published.** The numbers below are those of lecture slides this
+# unit was rebuilt from (not part of the course). The two-word example, "Thinking Machines",
+# is in a SkillFactory lecture on the Transformer and BERT and in Seoul National University's
+# Deep Learning lecture 12 (it comes from Jay Alammar's blog post "The Illustrated
+# Transformer"); the four-word example is in session 3 of the course "Understanding Large
+# Language Models". Both give the raw scores $q_1 \cdot k_j$ for the first word, with
+# $d_k = 64$, so $\sqrt{d_k} = 8$, and the weights they derive, to two decimals. Here are the
+# weights the code computes from those scores, next to the published values.
 
 
 # %%
@@ -99,20 +103,21 @@ def weights_from_scores(raw_scores, d_k=64):
     return scores / math.sqrt(d_k), torch.softmax(scores / math.sqrt(d_k), dim=0)
 
 
-for name, raw, slide in [
+for name, raw, published in [
     ("Thinking Machines", [112, 96], [0.88, 0.12]),
     ("four words", [112, 96, 16, 8], [0.87, 0.12, 0.01, 0.0]),
 ]:
     scaled, a = weights_from_scores(raw)
     print(f"{name}: scores {raw} / 8 = {scaled.tolist()}")
-    for j, (value, on_slide) in enumerate(zip(a.tolist(), slide, strict=True), start=1):
-        print(f"   a_1{j} = {value:.7f}   (slide: {on_slide})")
+    for j, (value, as_published) in enumerate(zip(a.tolist(), published, strict=True), start=1):
+        print(f"   a_1{j} = {value:.7f}   (published: {as_published})")
 
 # %% [markdown]
-# The code gives 0.8808 and 0.1192 for "Thinking Machines", which the slide rounds to 0.88
-# and 0.12. For the four words, the weights are 0.8808, 0.1192, 0.0000054 and 0.0000020: a
-# score of 16 against 112 leaves almost nothing, so the slide's ".87, .12, .01, 0" are
-# rounded so that they sum to 1, not the softmax's values. Once scores differ by more than a
+# The code gives 0.8808 and 0.1192 for "Thinking Machines", which the published example
+# rounds to 0.88 and 0.12. For the four words, the weights are 0.8808, 0.1192, 0.0000054 and
+# 0.0000020: a score of 16 against 112 leaves almost nothing. The published
+# ".87, .12, .01, 0" are therefore not what that example's own scores give: they are rounded
+# so that they sum to 1, not the softmax's values. Once scores differ by more than a
 # few units after scaling, the softmax is nearly a hard choice.
 #
 # The whole computation for the first word of a small made-up sentence, with each vector
@@ -508,7 +513,8 @@ assert min(offsets) > 0.95 and 1 / 16 < extrapolation["none"][TRAIN_LENGTH] < 0.
 # %% [markdown]
 # ## 7. The cost, measured
 #
-# The slides' comparison, per layer, for a sequence of $n$ vectors of width $d$:
+# The Transformer paper {cite:p}`vaswani2017attention` compares layer types in its Table 1;
+# two of its rows, per layer, for a sequence of $n$ vectors of width $d$:
 #
 # | layer | operations | sequential steps | longest path between two positions |
 # | --- | --- | --- | --- |
@@ -585,7 +591,8 @@ print(f"lecture ran in {time.perf_counter() - LECTURE_START:.0f} s")
 # * Self-attention scores each pair of positions by $q_i \cdot k_j / \sqrt{d_k}$, turns each
 #   row into weights with a softmax, and averages the values; the matrix form
 #   $\operatorname{softmax}(QK^\top/\sqrt{d_k} + M)V$ matches PyTorch's with padding and causal
-#   masks. The slides' weights come out as 0.8808 and 0.1192.
+#   masks. The published "Thinking Machines" weights, 0.88 and 0.12, come out as 0.8808 and
+#   0.1192.
 # * Without the $1/\sqrt{d_k}$, wide heads saturate their softmax and their gradients vanish.
 # * A causal mask keeps each position from seeing the future, which a decoder needs.
 # * Multi-head attention splits the projections into $h$ heads and mixes them with $W^O$; ours

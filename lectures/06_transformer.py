@@ -104,11 +104,12 @@ LECTURE_START = time.perf_counter()
 #   \sigma^2 = \frac{1}{d}\sum_{i=1}^{d} (x_i - \mu)^2, \qquad
 #   \operatorname{LN}(x) = \gamma \odot \frac{x - \mu}{\sqrt{\sigma^2 + \varepsilon}} + \beta.$$ (eq-layernorm)
 #
-# The slides divide by $\sigma$ itself; libraries add a small $\varepsilon$ ($10^{-5}$ in
-# PyTorch) so that a constant vector, with $\sigma = 0$, does not divide by zero. The variance
-# is the biased one (divide by $d$, not $d - 1$). Unlike batch normalisation, nothing is
-# averaged over the batch: each token is normalised on its own, so a padded batch and each
-# sentence alone give the same numbers, and training and inference compute the same thing.
+# Many presentations of LayerNorm divide by $\sigma$ itself; libraries add a small
+# $\varepsilon$ ($10^{-5}$ in PyTorch) so that a constant vector, with $\sigma = 0$, does not
+# divide by zero. The variance is the biased one (divide by $d$, not $d - 1$). Unlike batch
+# normalisation, nothing is averaged over the batch: each token is normalised on its own, so a
+# padded batch and each sentence alone give the same numbers, and training and inference
+# compute the same thing.
 
 
 # %%
@@ -140,8 +141,9 @@ print(f"by hand against nn.LayerNorm, on a (3, 5, 8) batch: max |difference| = {
 #
 # ### The position-wise feed-forward network
 #
-# The slides write it $y = W_2\,\sigma(W_1 x)$; the paper uses a ReLU and biases, and a hidden
-# layer four times wider than the model ($d_{ff} = 2048$ for $d_{\text{model}} = 512$):
+# It is often written $y = W_2\,\sigma(W_1 x)$, for some nonlinearity $\sigma$; the paper
+# uses a ReLU and biases, and a hidden layer four times wider than the model ($d_{ff} = 2048$
+# for $d_{\text{model}} = 512$):
 #
 # $$\operatorname{FFN}(x) = W_2 \max(0,\, W_1 x + b_1) + b_2.$$ (eq-ffn)
 #
@@ -186,8 +188,8 @@ print(
 # %% [markdown]
 # ## 2. Why residuals help
 #
-# A residual connection computes $y = x + F(x)$ instead of $y = F(x)$. The slides' argument:
-# if the sublayer is linear, $y = A x(\theta) + x(\theta)$, the chain rule gives
+# A residual connection computes $y = x + F(x)$ instead of $y = F(x)$. Take the simplest
+# case, a linear sublayer: for $y = A x(\theta) + x(\theta)$ the chain rule gives
 #
 # $$\frac{\partial y}{\partial \theta} = (A + I)\,\frac{\partial x}{\partial \theta},$$ (eq-residual-jacobian)
 #
@@ -508,7 +510,7 @@ print(
 )
 n, width = round(mean_source), 64
 print(
-    f"operations per layer (the slides' complexity table) at n = {n}, d = {width}: "
+    f"operations per layer (Lecture 5's complexity table) at n = {n}, d = {width}: "
     f"self-attention n^2 d = {n * n * width:,}, recurrent n d^2 = {n * width * width:,}"
 )
 
@@ -562,11 +564,12 @@ plt.show()
 # GRU's step is a loop over about 19 positions, one after another, while the Transformer's
 # layers each take one pass over all positions. On hardware that runs many positions in
 # parallel, the Transformer's time per step barely grows with the length, and the GRU's grows
-# linearly; Lecture 5 measured how each cost grows on this CPU. In operations, the slides'
-# complexity table puts self-attention at $O(n^2 d)$ per layer and a recurrent layer at
-# $O(n d^2)$: at these sizes ($n \approx 8 < d = 64$) attention is the cheaper of the two, and the
-# two are equal at $n = d$. Decoding is another matter: generating is sequential for both, and
-# our Transformer re-reads the whole prefix at every step, hence its slower decoding column.
+# linearly; Lecture 5 measured how each cost grows on this CPU. In operations, Lecture 5's
+# complexity table (from the Transformer paper) puts self-attention at $O(n^2 d)$ per layer
+# and a recurrent layer at $O(n d^2)$: at these sizes ($n \approx 8 < d = 64$) attention is the
+# cheaper of the two, and the two are equal at $n = d$. Decoding is another matter: generating
+# is sequential for both, and our Transformer re-reads the whole prefix at every step, hence
+# its slower decoding column.
 #
 # ### Greedy and beam search, reused
 #
@@ -658,9 +661,10 @@ print(f"nn.Transformer(512, 8, 6, 6, 2048) on the meta device: {sum(p.numel() fo
 # vocabulary size nor whether it counts the final LayerNorms, so a difference of that size is
 # expected.
 #
-# **The slides' configuration table.** One slide compares the Transformer with BERT-base and
-# BERT-large in three rows: "Encoders" 6 / 12 / 24, "Units in FFN" 512 / 768 / 1024, and
-# "Attention Heads" 8 / 12 / 16. Checked against the two papers
+# **A published configuration table.** One of the lecture decks this unit was rebuilt from (a
+# SkillFactory lecture on the Transformer and BERT; not part of the course) compares the
+# Transformer with BERT-base and BERT-large in three rows: "Encoders" 6 / 12 / 24, "Units in
+# FFN" 512 / 768 / 1024, and "Attention Heads" 8 / 12 / 16. Checked against the two papers
 # {cite:p}`vaswani2017attention,devlin2019bert`, the middle row is the model width
 # $d_{\text{model}}$ (BERT's "hidden size" $H$), not the feed-forward width, which is four
 # times larger in all three. The table, with that row named for what it is and the rows it

@@ -437,12 +437,13 @@ controls = interact_fill_mask(bert_ckpt, wordpiece)
 # A pretrained BERT can also be left as it is and read: each word gets a vector from every
 # layer, $h^{(0)}$ (the embeddings) to $h^{(L)}$, and a small classifier learns the task from
 # them. The BERT paper tried six ways to build the features for named-entity recognition
-# (CoNLL-2003) with BERT-base's 12 layers; the slides show its table. We repeat the six on a
-# word-level task of the course: the **part of speech** of a marked word in WordNet's example
-# sentences (noun, verb, adjective or adverb), with Lecture 3's linear probe (standardised
-# features, 150 full-batch Adam steps) trained on 4,000 sentences and scored on the test split
-# (its target words never occur as targets in training). Our model has 4 layers, so "sum of
-# all layers" and "sum of the last four" are the same vectors here.
+# (CoNLL-2003) with BERT-base's 12 layers (its Table 7; the right panel below draws its
+# scores). We repeat the six on a word-level task of the course: the **part of speech** of a
+# marked word in WordNet's example sentences (noun, verb, adjective or adverb), with
+# Lecture 3's linear probe (standardised features, 150 full-batch Adam steps) trained on 4,000
+# sentences and scored on the test split (its target words never occur as targets in
+# training). Our model has 4 layers, so "sum of all layers" and "sum of the last four" are the
+# same vectors here.
 
 # %% mystnb={"image": {"alt": "Two bar charts, one bar per way of building word features from BERT's layers (first, last, sum_all, second_to_last, sum_last_four, concat_last_four): left the held-out accuracy of our part-of-speech probe on the course's BERT, with a dashed line at the majority-class baseline; right the CoNLL-2003 dev F1 that the BERT paper reports for BERT-base with the same choices."}}
 PAPER_F1 = {  # Devlin et al. (2019), Table 7: CoNLL-2003 dev F1, BERT-base features
@@ -504,7 +505,7 @@ print(
 #
 # ## 6. Transfer: from scratch, frozen, fine-tuned
 #
-# The slides' three ways to use a model on a labelled task: train the network **from
+# Three ways to get a model for a labelled task: train the network **from
 # scratch** on the task alone; keep a pretrained network **frozen** and train a classifier on
 # its features (section 5 did that); or start from the pretrained weights and **fine-tune**
 # all of them with the task's loss. Same task, same 4,000 training sentences, same test split.
@@ -597,11 +598,11 @@ with tempfile.TemporaryDirectory() as folder:
 # %% [markdown]
 # How big are the real ones? BERT-base has $L = 12$ layers of width $H = 768$ with 12 heads;
 # BERT-large $L = 24$, $H = 1024$, 16 heads; both have a 30,522-token vocabulary and 512
-# positions. (The slides' table compares them with the Transformer base's 6 encoder layers of
-# width 512 and 8 heads; its row "units in FFN" holds the width $H$, as in Lecture 6.) We
-# count their parameters with the course's class, built on PyTorch's **meta** device (shapes,
-# no memory), and with the formula of `count_bert`; the last row is Lecture 6's count of the
-# whole Transformer base:
+# positions. (Lecture 6 compares them with the Transformer base's 6 encoder layers of width
+# 512 and 8 heads, and corrects a published table that labels the width $H$ "units in
+# FFN".) We count their parameters with the course's class, built on PyTorch's **meta**
+# device (shapes, no memory), and with the formula of `count_bert`; the last row is
+# Lecture 6's count of the whole Transformer base:
 
 # %%
 print(
