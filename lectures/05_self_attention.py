@@ -116,9 +116,9 @@ for name, raw, published in [
 # The code gives 0.8808 and 0.1192 for "Thinking Machines", which the published example
 # rounds to 0.88 and 0.12. For the four words, the weights are 0.8808, 0.1192, 0.0000054 and
 # 0.0000020: a score of 16 against 112 leaves almost nothing. The published
-# ".87, .12, .01, 0" are therefore not what that example's own scores give: they are rounded
-# so that they sum to 1, not the softmax's values. Once scores differ by more than a
-# few units after scaling, the softmax is nearly a hard choice.
+# ".87, .12, .01, 0" are therefore not what that example's own scores give, which round to
+# .88, .12, .00 and .00 (also summing to 1). Once scores differ by more than a few units after
+# scaling, the softmax is nearly a hard choice.
 #
 # The whole computation for the first word of a small made-up sentence, with each vector
 # printed, in float64:

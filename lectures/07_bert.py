@@ -342,9 +342,9 @@ for p in train_pairs[:3]:
 # %% [markdown]
 # ## 4. Pretraining a tiny BERT
 #
-# Our BERT is the paper's architecture at a small size: 4 post-norm encoder layers of Lecture
-# 6 (GELU, LayerNorm $\varepsilon = 10^{-12}$) of width 128 with 4 heads, inputs of up to 64
-# tokens, and two heads on top. The MLM head maps each selected position's final vector
+# Our BERT is the paper's architecture at a small size: 4 post-norm encoder layers of
+# Lecture 6 (GELU, LayerNorm $\varepsilon = 10^{-12}$) of width 128 with 4 heads, inputs of up
+# to 64 tokens, and two heads on top. The MLM head maps each selected position's final vector
 # through a dense layer, GELU and LayerNorm, then to the vocabulary with the **token embedding
 # matrix itself** (tied weights); the NSP head reads the pooled `[CLS]` vector. The loss is the
 # sum of the MLM and NSP cross-entropies. Adam, learning rate $10^{-3}$ with linear warm-up and

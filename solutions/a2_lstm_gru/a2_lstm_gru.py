@@ -39,9 +39,10 @@
 # the dictionary keys are named after them: `params["U"]` holds the input matrices and
 # `params["W"]` the recurrent ones.
 #
-# **LSTM.** The four blocks of the weights are stacked in the order of the slides:
-# **forget, input, candidate, output**, labelled (f, i, g, o), each of $H$ rows. The candidate
-# is $\tilde c_t$ in the lecture; the code labels its block `g`, the letter PyTorch uses for it.
+# **LSTM.** The four blocks of the weights are stacked in the order in which Lecture 2 first
+# lists the gates: **forget, input, candidate, output**, labelled (f, i, g, o), each of $H$
+# rows. The candidate is $\tilde c_t$ in the lecture; the code labels its block `g`, the
+# letter PyTorch uses for it.
 # (PyTorch stacks the blocks in the order i, f, g, o; the tests take care of the conversion,
 # you should not.)
 #
