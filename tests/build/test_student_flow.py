@@ -546,6 +546,25 @@ def _check_widgets(page, lab, name: str) -> int:
     return moved
 
 
+# The line course.train.fit prints at the end of each run, e.g. "1,500 steps in 9.4 s".
+FIT_LINE = re.compile(
+    r"^(?:[\d,]+ steps in [\d.]+ s|stopped at the .* budget after [\d,]+ steps|diverged: .*"
+    r"|used up the batches after .*)$",
+    re.M,
+)
+
+
+def _fit_lines(notebook) -> list[str]:
+    text = "".join(
+        output.get("text", "")
+        for cell in notebook.cells
+        if cell.cell_type == "code"
+        for output in cell.get("outputs", [])
+        if output.get("output_type") == "stream"
+    )
+    return FIT_LINE.findall(text)
+
+
 @pytest.mark.parametrize("lecture", _notebook_params("lectures", LECTURES))
 def test_lecture_runs_cleanly_in_jupyterlab(context, lab, lecture):
     path = f"lectures/{lecture}"
@@ -556,6 +575,9 @@ def test_lecture_runs_cleanly_in_jupyterlab(context, lab, lecture):
     seconds = _run_all(page, lab, path)
     saved = _save(page, lab, path)
     assert not _errors(saved), f"{lecture}: {_errors(saved)}"
+    # each training run replayed the build's (its printed time is the recorded one)
+    built = nbformat.read(BUILD / "lectures" / lecture, as_version=4)
+    assert _fit_lines(saved) == _fit_lines(built), f"{lecture}: a training run was not replayed"
     visible_errors = page.locator(
         ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']",
         has_text="Traceback",
