@@ -537,13 +537,14 @@ print("same 100 sampled tokens with and without the cache:", torch.equal(*same))
 
 # %% [markdown]
 # The time to generate $n$ tokens (greedy, from a one-token prompt, for 8 sequences at once
-# as a server batches requests), with and without the cache. Without it the work grows like
+# as a server batches requests), with and without the cache; each time is the least of three
+# runs, the one least disturbed by whatever else the computer is doing. Without it the work grows like
 # $n^2$; with it, like $n$ until attending over the cached keys dominates.
 
 # %% mystnb={"image": {"alt": "Line chart of the seconds that the course's GPT checkpoint takes to generate n tokens for a batch of 8, at n = 16, 32, 64 and 127, one line with a key-value cache and one without."}}
 lengths = [16, 32, 64, 127]
-cached = generation_seconds(gpt_ckpt, lengths, use_cache=True, batch_size=8)
-uncached = generation_seconds(gpt_ckpt, lengths, use_cache=False, batch_size=8)
+cached = generation_seconds(gpt_ckpt, lengths, use_cache=True, batch_size=8, repeats=3)
+uncached = generation_seconds(gpt_ckpt, lengths, use_cache=False, batch_size=8, repeats=3)
 print(f"{'tokens':>6} {'cache s':>8} {'no cache s':>10} {'speed-up':>8}")
 speed_ups = []
 for (n, a), (_, b) in zip(cached, uncached, strict=True):

@@ -105,9 +105,11 @@ def generation_seconds(
     prompt_length: int = 1,
     batch_size: int = 1,
     seed: int = 0,
+    repeats: int = 1,
 ) -> list[tuple[int, float]]:
-    """Wall-clock seconds to generate each number of tokens in ``lengths`` (greedy, one run,
-    feeding the random prompt included).
+    """Wall-clock seconds to generate each number of tokens in ``lengths`` (greedy, feeding
+    the random prompt included): the least of ``repeats`` runs, the one least disturbed by
+    other work on the machine.
 
     ``model`` is a ``course.models.gpt.GPT``; ``use_cache`` picks its KV-cache path or the
     re-run of the whole prefix at every step. Without a cache, step t costs about t times
@@ -116,9 +118,10 @@ def generation_seconds(
     """
     if not lengths or any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in lengths):
         raise ValueError(f"lengths: expected numbers of tokens >= 1, got {lengths!r}")
-    if prompt_length < 1 or batch_size < 1:
+    if prompt_length < 1 or batch_size < 1 or repeats < 1:
         raise ValueError(
-            f"prompt_length and batch_size: expected >= 1, got {prompt_length}, {batch_size}"
+            f"prompt_length, batch_size and repeats: expected >= 1, got {prompt_length}, "
+            f"{batch_size}, {repeats}"
         )
     longest = prompt_length + max(lengths) - 1
     if longest > model.config.max_len:
@@ -134,12 +137,15 @@ def generation_seconds(
     model.eval()
     times = []
     for n in lengths:
-        start = time.perf_counter()
-        state = model.start(batch_size, use_cache)
-        for t in range(prompt_length - 1):
-            _, state = model.decode_step(prompt[:, t], state)
-        greedy_search(model.decode_step, state, batch_size=batch_size, bos=int(prompt[0, -1]),
-                      eos=-1, max_len=n)  # fmt: skip
-        times.append((n, time.perf_counter() - start))
+        runs = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            state = model.start(batch_size, use_cache)
+            for t in range(prompt_length - 1):
+                _, state = model.decode_step(prompt[:, t], state)
+            greedy_search(model.decode_step, state, batch_size=batch_size,
+                          bos=int(prompt[0, -1]), eos=-1, max_len=n)  # fmt: skip
+            runs.append(time.perf_counter() - start)
+        times.append((n, min(runs)))
     model.train(was_training)
     return times

@@ -130,6 +130,18 @@ def test_generation_seconds_reports_each_length():
         generation_seconds(model, [16], use_cache=True, prompt_length=2)
     with pytest.raises(ValueError, match="prompt_length"):
         generation_seconds(model, [2], use_cache=True, prompt_length=0)
+    with pytest.raises(ValueError, match="repeats"):
+        generation_seconds(model, [2], use_cache=True, repeats=0)
+
+
+def test_generation_seconds_keeps_the_least_of_its_repeats(monkeypatch):
+    from course.analysis import generation
+
+    model = GPT(GPTConfig(vocab_size=20, max_len=16, d_model=16, num_layers=1, num_heads=2,
+                          d_ff=32))  # fmt: skip
+    clock = iter([0.0, 5.0, 10.0, 12.0, 20.0, 24.0])  # (start, end) of runs of 5, 2 and 4 s
+    monkeypatch.setattr(generation.time, "perf_counter", lambda: next(clock))
+    assert generation_seconds(model, [3], use_cache=True, repeats=3) == [(3, 2.0)]
 
 
 # ----------------------------------------------------------------------------------------------
