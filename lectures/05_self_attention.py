@@ -91,10 +91,13 @@ LECTURE_START = time.perf_counter()
 # unit was rebuilt from (not part of the course). The two-word example, "Thinking Machines",
 # is in a SkillFactory lecture on the Transformer and BERT and in Seoul National University's
 # Deep Learning lecture 12 (it comes from Jay Alammar's blog post "The Illustrated
-# Transformer"); the four-word example is in session 3 of the course "Understanding Large
-# Language Models". Both give the raw scores $q_1 \cdot k_j$ for the first word, with
-# $d_k = 64$, so $\sqrt{d_k} = 8$, and the weights they derive, to two decimals. Here are the
-# weights the code computes from those scores, next to the published values.
+# Transformer"); the four-word example, on the sentence "The brown dog ran", is in session 3 of
+# the course "Understanding Large Language Models". Both give raw scores with $d_k = 64$, so
+# $\sqrt{d_k} = 8$, and the weights they derive, to two decimals. "Thinking Machines" gives one
+# row, the scores $q_1 \cdot k_j$ of the first word. The four-word example gives two: the first
+# word's, $q_1 \cdot k_j$ (112, 96, 16, 8), and then the second word's, $q_2 \cdot k_j$ for
+# "brown" (92, 124, 22, 8). Here are the weights the code computes from each row of scores,
+# next to the published values.
 
 
 # %%
@@ -103,22 +106,51 @@ def weights_from_scores(raw_scores, d_k=64):
     return scores / math.sqrt(d_k), torch.softmax(scores / math.sqrt(d_k), dim=0)
 
 
-for name, raw, published in [
-    ("Thinking Machines", [112, 96], [0.88, 0.12]),
-    ("four words", [112, 96, 16, 8], [0.87, 0.12, 0.01, 0.0]),
-]:
+worked_examples = [  # name, query word i, raw scores q_i . k_j, published weights a_ij
+    ("Thinking Machines", 1, [112, 96], [0.88, 0.12]),
+    ("four words, 'The'", 1, [112, 96, 16, 8], [0.87, 0.12, 0.01, 0.0]),
+    ("four words, 'brown'", 2, [92, 124, 22, 8], [0.08, 0.91, 0.01, 0.0]),
+]
+rounded, gaps, ratios = {}, {}, {}
+for name, i, raw, published in worked_examples:
     scaled, a = weights_from_scores(raw)
+    rounded[name] = [round(value, 2) for value in a.tolist()]
     print(f"{name}: scores {raw} / 8 = {scaled.tolist()}")
     for j, (value, as_published) in enumerate(zip(a.tolist(), published, strict=True), start=1):
-        print(f"   a_1{j} = {value:.7f}   (published: {as_published})")
+        print(f"   a_{i}{j} = {value:.7f}   rounds to {value:.2f}   (published: {as_published})")
+    gaps[name] = max(abs(value - p) for value, p in zip(a.tolist(), published, strict=True))
+    verdict = "rounds to them" if rounded[name] == published else "does not round to them"
+    print(f"   largest gap to a published weight {gaps[name]:.4f}: the softmax {verdict}")
+    top, second = scaled.topk(2).values.tolist()  # the two largest weights' ratio is e^(gap)
+    big, next_big = sorted(published, reverse=True)[:2]
+    ratios[name] = (math.exp(top - second), big / next_big)
+    print(
+        f"   two largest weights: ratio e^{top - second:.2f} = {ratios[name][0]:.2f}; "
+        f"published {big} / {next_big} = {ratios[name][1]:.2f}"
+    )
+# The text below says which published rows are the softmax of their scores: keep it true.
+assert rounded["Thinking Machines"] == [0.88, 0.12]
+assert rounded["four words, 'The'"] == [0.88, 0.12, 0.0, 0.0]
+assert rounded["four words, 'brown'"] == [0.02, 0.98, 0.0, 0.0]
+assert round(gaps["four words, 'brown'"], 2) == 0.07
+assert [round(r) for r in ratios["four words, 'brown'"]] == [55, 11]
 
 # %% [markdown]
 # The code gives 0.8808 and 0.1192 for "Thinking Machines", which the published example
-# rounds to 0.88 and 0.12. For the four words, the weights are 0.8808, 0.1192, 0.0000054 and
-# 0.0000020: a score of 16 against 112 leaves almost nothing. The published
-# ".87, .12, .01, 0" are therefore not what that example's own scores give, which round to
-# .88, .12, .00 and .00 (also summing to 1). Once scores differ by more than a few units after
-# scaling, the softmax is nearly a hard choice.
+# rounds to 0.88 and 0.12. The four-word example's published weights are not the softmax of
+# its own scores, in either row:
+#
+# * for "The", the scores give 0.8808, 0.1192, 0.0000054 and 0.0000020, which round to .88,
+#   .12, .00 and .00 (also summing to 1), not the published ".87, .12, .01, 0": a score of 16
+#   against 112 leaves almost nothing;
+# * for "brown", the scores give 0.0180, 0.9820, 0.0000029 and 0.0000005, which round to .02,
+#   .98, .00 and .00, not the published ".08, .91, .01, 0". The largest gap, 0.07, is far
+#   more than rounding: after scaling, 124 and 92 are 15.5 and 11.5, four units apart, so the
+#   softmax makes one weight $e^4 \approx 55$ times the other, where .91 is only about 11
+#   times .08.
+#
+# Once scores differ by more than a few units after scaling, the softmax is nearly a hard
+# choice.
 #
 # The whole computation for the first word of a small made-up sentence, with each vector
 # printed, in float64:
@@ -592,7 +624,8 @@ print(f"lecture ran in {time.perf_counter() - LECTURE_START:.0f} s")
 #   row into weights with a softmax, and averages the values; the matrix form
 #   $\operatorname{softmax}(QK^\top/\sqrt{d_k} + M)V$ matches PyTorch's with padding and causal
 #   masks. The published "Thinking Machines" weights, 0.88 and 0.12, come out as 0.8808 and
-#   0.1192.
+#   0.1192; the four-word example's two published rows are not the softmax of its scores,
+#   which round to .88, .12, .00, .00 and .02, .98, .00, .00.
 # * Without the $1/\sqrt{d_k}$, wide heads saturate their softmax and their gradients vanish.
 # * A causal mask keeps each position from seeing the future, which a decoder needs.
 # * Multi-head attention splits the projections into $h$ heads and mixes them with $W^O$; ours
