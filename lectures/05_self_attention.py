@@ -29,8 +29,9 @@
 # 5. shows that self-attention ignores word order, then adds four positional encodings
 #    (sinusoidal, learned, ALiBi, RoPE), checks their defining properties, and tests how far
 #    each carries a model beyond the lengths it was trained on;
-# 6. measures the cost of a self-attention layer against a recurrent layer as the sequence and
-#    the width grow.
+# 6. counts the cost of self-attention, recurrent and convolutional layers as the Transformer
+#    paper tabulates it, then measures a self-attention layer against a recurrent layer as the
+#    sequence and the width grow.
 
 # %%
 import math
@@ -545,13 +546,68 @@ assert min(offsets) > 0.95 and 1 / 16 < extrapolation["none"][TRAIN_LENGTH] < 0.
 # %% [markdown]
 # ## 7. The cost, measured
 #
-# The Transformer paper {cite:p}`vaswani2017attention` compares layer types in its Table 1;
-# two of its rows, per layer, for a sequence of $n$ vectors of width $d$:
+# The Transformer paper {cite:p}`vaswani2017attention` compares four layer types in its
+# Table 1 (the "Understanding Large Language Models" session shows the same table), per
+# layer, for a sequence of $n$ vectors of width $d$, a convolution of kernel width $k$, and
+# self-attention restricted to a neighbourhood of $r$ positions around each query:
 #
 # | layer | operations | sequential steps | longest path between two positions |
 # | --- | --- | --- | --- |
 # | self-attention | $O(n^2 d)$ | $O(1)$ | $O(1)$ |
 # | recurrent | $O(n d^2)$ | $O(n)$ | $O(n)$ |
+# | convolutional | $O(k n d^2)$ | $O(1)$ | $O(\log_k n)$ |
+# | self-attention (restricted) | $O(r n d)$ | $O(1)$ | $O(n/r)$ |
+#
+# The path is the number of layers a signal crosses between the two farthest positions. For
+# the convolution, $\log_k n$ assumes dilated kernels; with contiguous ones a stack needs about
+# $n/k$ layers to connect every pair. The cell below drops the constants and counts each row
+# for this section's sizes: width $d = 64$, the lengths $n$ timed further down, a kernel width
+# $k = 3$ and a neighbourhood $r = 16$ (our choices; the table fixes neither).
+
+
+# %%
+def layer_costs(n, d, k=3, r=16):
+    """Each layer's (operations, sequential steps, longest path), Table 1 without constants."""
+    conv_depth = 1
+    while k**conv_depth < n:  # the least depth with k^depth >= n: ceil(log_k n), in integers
+        conv_depth += 1
+    return {
+        "self-attention": (n * n * d, 1, 1),
+        "recurrent": (n * d * d, n, n),
+        "convolutional": (k * n * d * d, 1, conv_depth),
+        "self-attention (restricted)": (r * n * d, 1, math.ceil(n / r)),
+    }
+
+
+costs = layer_costs(256, 64)
+print("n = 256, d = 64, k = 3, r = 16")
+print(f"{'layer':28s} {'operations':>11s} {'sequential steps':>17s} {'longest path':>13s}")
+for name, (operations, steps, path) in costs.items():
+    print(f"{name:28s} {operations:11,d} {steps:17d} {path:13d}")
+count_lengths = [128, 256, 512, 1024, 2048]
+print("\noperations in millions as n grows, d = 64")
+print(f"{'layer':28s}" + "".join(f"{f'n = {n}':>11s}" for n in count_lengths))
+for name in costs:
+    print(
+        f"{name:28s}" + "".join(f"{layer_costs(n, 64)[name][0] / 1e6:11.2f}" for n in count_lengths)
+    )
+# The text below compares these counts: keep it true.
+for length in count_lengths:
+    ops = {name: cost[0] for name, cost in layer_costs(length, 64).items()}
+    assert ops["self-attention"] == length // 64 * ops["recurrent"]  # n/d times; n > d here
+    assert ops["convolutional"] == 3 * ops["recurrent"]
+    assert ops["self-attention (restricted)"] == min(ops.values())
+assert [costs[name][2] for name in costs] == [1, 256, 6, 16]
+
+
+# %% [markdown]
+# Per operation count, self-attention is the dearest layer here: it costs $n/d$ times the
+# recurrent layer, 4 times at $n = 256$ and 32 times at $n = 2048$, because every length in
+# this section exceeds $d = 64$ (it is the cheaper of the two only when $n < d$). The
+# convolution costs $k = 3$ times the recurrent layer at every $n$, and restricted
+# self-attention, $r n d$, is the cheapest of the four. What self-attention buys is in the
+# other two columns: one sequential step instead of 256, and a path of 1 layer where the
+# convolution needs 6 and the restricted form 16.
 #
 # We time one self-attention head (projections and attention, width $d$) and one GRU layer on
 # the CPU as $n$ grows with $d = 64$, and as $d$ grows with $n = 256$, taking the best of three
@@ -634,7 +690,8 @@ print(f"lecture ran in {time.perf_counter() - LECTURE_START:.0f} s")
 #   only on the offset, and so do RoPE's scores; ALiBi biases by distance; learned positions
 #   are a table. On a task that needs exact offsets, the table above says which encodings
 #   learn it and how far each carries beyond the training length.
-# * Attention costs $O(n^2 d)$ per layer but needs no sequential steps.
+# * Attention costs $O(n^2 d)$ per layer, more operations than a recurrent layer's $O(n d^2)$
+#   once $n > d$, but needs no sequential steps and joins any two positions in one layer.
 #
 # **Next:** Assignment 5 (`a5_self_attention`) has you write masked scaled dot-product
 # attention, multi-head attention with given weights, the sinusoidal encoding and RoPE, in
