@@ -558,9 +558,10 @@ assert min(offsets) > 0.95 and 1 / 16 < extrapolation["none"][TRAIN_LENGTH] < 0.
 # | convolutional | $O(k n d^2)$ | $O(1)$ | $O(\log_k n)$ |
 # | self-attention (restricted) | $O(r n d)$ | $O(1)$ | $O(n/r)$ |
 #
-# The path is the number of layers a signal crosses between the two farthest positions. For
-# the convolution, $\log_k n$ assumes dilated kernels; with contiguous ones a stack needs about
-# $n/k$ layers to connect every pair. The cell below drops the constants and counts each row
+# The path counts the steps a signal takes between the two farthest positions: time steps in
+# the recurrent layer, stacked layers for the other two. For the convolution, $\log_k n$
+# assumes dilated kernels; with contiguous ones a stack needs about $n/k$ layers to connect
+# every pair. The cell below drops the constants and counts each row
 # for this section's sizes: width $d = 64$, the lengths $n$ timed further down, a kernel width
 # $k = 3$ and a neighbourhood $r = 16$ (our choices; the table fixes neither).
 
