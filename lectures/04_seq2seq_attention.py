@@ -27,9 +27,10 @@
 #    surface forms, to ISO dates (the output reorders the input);
 # 2. builds the encoder–decoder, trains it with **teacher forcing**, and measures what
 #    **free running** at test time does to its errors (exposure bias);
-# 3. adds **attention** {cite:p}`bahdanau2015neural,luong2015effective` with six scoring
-#    functions (dot, scaled dot, bilinear, additive, cosine and location-based), each checked
-#    against a library where one exists, and reads it as queries, keys and values;
+# 3. adds **attention** {cite:p}`bahdanau2015neural,luong2015effective`, recomputes a published
+#    attention step, writes six scoring functions (dot, scaled dot, bilinear, additive, cosine
+#    and location-based), each checked against a library where one exists, and reads attention
+#    as queries, keys and values;
 # 4. shows the **bottleneck** of the model without attention, trains a model per scoring
 #    function and compares them, and draws the **alignments** the models learn;
 # 5. tries **hard** and **local** attention on a trained model;
@@ -246,6 +247,51 @@ print(
 #
 # $$\tilde h_t = \tanh\big(W_c [c_t ; h_t] + b_c\big), \qquad
 #   p(y_t \mid y_{<t}, x) = \operatorname{softmax}(W_o \tilde h_t + b_o).$$ (eq-attentional)
+#
+# **A worked step as published.** Lecture 24 of Harvard's CS109B, one of the slide decks this
+# unit was rebuilt from (not part of the course), draws the first decoder step attending to
+# four encoder states with the softmax'd weights 0.51, 0.28, 0.14 and 0.07, and weights each
+# encoder state by them to make the context vector, $c_1$ in the notation above. The slide
+# prints neither the scores nor the states, so the cell below supplies both. Scores are fixed
+# by the weights only up to a constant: adding the same $C$ to every score multiplies every
+# $\exp e_{1,k}$ by $e^C$, which the softmax divides out again. So
+# $e_{1,k} = \log a_{1,k} + C$, for any $C$, are the scores that give exactly these weights
+# (exactly, because the four published weights sum to 1; were they rounded so that their sum
+# missed 1, the softmax would return them rescaled). The four encoder states, of size 3, are
+# made up.
+
+# %%
+published_weights = torch.tensor([0.51, 0.28, 0.14, 0.07], dtype=torch.float64)
+print(f"the published weights sum to {published_weights.sum():.4f}")
+assert math.isclose(published_weights.sum(), 1.0)
+for C in (0.0, 3.0):
+    worked_scores = published_weights.log() + C  # e_1k = log a_1k + C
+    worked_weights = torch.softmax(worked_scores, dim=0)
+    print(
+        f"C = {C}: scores e_1k = {worked_scores.numpy().round(4)} "
+        f"-> softmax {worked_weights.numpy().round(4)}"
+    )
+    assert [round(a, 2) for a in worked_weights.tolist()] == [0.51, 0.28, 0.14, 0.07]
+score_gaps = (worked_scores[:-1] - worked_scores[1:]).numpy().round(4)
+print(f"e_1k - e_1,k+1 = {score_gaps} (log 2 = {math.log(2):.4f})")
+assert score_gaps[0] < score_gaps[1] == score_gaps[2] == round(math.log(2), 4)
+encoder_states = torch.tensor(  # s_1 .. s_4, one row each, made up
+    [[1.0, 0.0, 2.0], [0.0, 1.0, -1.0], [2.0, 2.0, 0.0], [-1.0, 0.0, 1.0]], dtype=torch.float64
+)
+c_1 = sum(a * s for a, s in zip(worked_weights, encoder_states, strict=True))
+print(f"c_1 = sum_k a_1k s_k = {c_1.numpy().round(4)}")
+print(f"as a matrix product, a_1 S: {(worked_weights @ encoder_states).numpy().round(4)}")
+assert torch.allclose(c_1, torch.tensor([0.72, 0.56, 0.81], dtype=torch.float64))
+
+# %% [markdown]
+# The slide's weights sum to 1 (1.0000 above), so they are a possible softmax output, and
+# both constants give them back: 0.51, 0.28, 0.14 and 0.07. What they determine is the gaps
+# between scores: $\log(0.51/0.28) \approx 0.60$ between the first two, and
+# $\log 2 \approx 0.69$ between each of the next, since the last three weights halve at
+# each step. Being rounded to two decimals, they determine even these only approximately, so
+# the slide's own scores, whatever they were, may differ from these a little. The context is
+# $c_1 = 0.51\,s_1 + 0.28\,s_2 + 0.14\,s_3 + 0.07\,s_4 = (0.72, 0.56, 0.81)$, a blend
+# dominated by $s_1$.
 #
 # ### The scoring functions
 #

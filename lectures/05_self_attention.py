@@ -29,8 +29,9 @@
 # 5. shows that self-attention ignores word order, then adds four positional encodings
 #    (sinusoidal, learned, ALiBi, RoPE), checks their defining properties, and tests how far
 #    each carries a model beyond the lengths it was trained on;
-# 6. measures the cost of a self-attention layer against a recurrent layer as the sequence and
-#    the width grow.
+# 6. counts the cost of self-attention, recurrent and convolutional layers as the Transformer
+#    paper tabulates it, then measures a self-attention layer against a recurrent layer as the
+#    sequence and the width grow.
 
 # %%
 import math
@@ -91,10 +92,13 @@ LECTURE_START = time.perf_counter()
 # unit was rebuilt from (not part of the course). The two-word example, "Thinking Machines",
 # is in a SkillFactory lecture on the Transformer and BERT and in Seoul National University's
 # Deep Learning lecture 12 (it comes from Jay Alammar's blog post "The Illustrated
-# Transformer"); the four-word example is in session 3 of the course "Understanding Large
-# Language Models". Both give the raw scores $q_1 \cdot k_j$ for the first word, with
-# $d_k = 64$, so $\sqrt{d_k} = 8$, and the weights they derive, to two decimals. Here are the
-# weights the code computes from those scores, next to the published values.
+# Transformer"); the four-word example, on the sentence "The brown dog ran", is in session 3 of
+# the course "Understanding Large Language Models". Both give raw scores with $d_k = 64$, so
+# $\sqrt{d_k} = 8$, and the weights they derive, to two decimals. "Thinking Machines" gives one
+# row, the scores $q_1 \cdot k_j$ of the first word. The four-word example gives two: the first
+# word's, $q_1 \cdot k_j$ (112, 96, 16, 8), and then the second word's, $q_2 \cdot k_j$ for
+# "brown" (92, 124, 22, 8). Here are the weights the code computes from each row of scores,
+# next to the published values.
 
 
 # %%
@@ -103,22 +107,51 @@ def weights_from_scores(raw_scores, d_k=64):
     return scores / math.sqrt(d_k), torch.softmax(scores / math.sqrt(d_k), dim=0)
 
 
-for name, raw, published in [
-    ("Thinking Machines", [112, 96], [0.88, 0.12]),
-    ("four words", [112, 96, 16, 8], [0.87, 0.12, 0.01, 0.0]),
-]:
+worked_examples = [  # name, query word i, raw scores q_i . k_j, published weights a_ij
+    ("Thinking Machines", 1, [112, 96], [0.88, 0.12]),
+    ("four words, 'The'", 1, [112, 96, 16, 8], [0.87, 0.12, 0.01, 0.0]),
+    ("four words, 'brown'", 2, [92, 124, 22, 8], [0.08, 0.91, 0.01, 0.0]),
+]
+rounded, gaps, ratios = {}, {}, {}
+for name, i, raw, published in worked_examples:
     scaled, a = weights_from_scores(raw)
+    rounded[name] = [round(value, 2) for value in a.tolist()]
     print(f"{name}: scores {raw} / 8 = {scaled.tolist()}")
     for j, (value, as_published) in enumerate(zip(a.tolist(), published, strict=True), start=1):
-        print(f"   a_1{j} = {value:.7f}   (published: {as_published})")
+        print(f"   a_{i}{j} = {value:.7f}   rounds to {value:.2f}   (published: {as_published})")
+    gaps[name] = max(abs(value - p) for value, p in zip(a.tolist(), published, strict=True))
+    verdict = "rounds to them" if rounded[name] == published else "does not round to them"
+    print(f"   largest gap to a published weight {gaps[name]:.4f}: the softmax {verdict}")
+    top, second = scaled.topk(2).values.tolist()  # the two largest weights' ratio is e^(gap)
+    big, next_big = sorted(published, reverse=True)[:2]
+    ratios[name] = (math.exp(top - second), big / next_big)
+    print(
+        f"   two largest weights: ratio e^{top - second:.2f} = {ratios[name][0]:.2f}; "
+        f"published {big} / {next_big} = {ratios[name][1]:.2f}"
+    )
+# The text below says which published rows are the softmax of their scores: keep it true.
+assert rounded["Thinking Machines"] == [0.88, 0.12]
+assert rounded["four words, 'The'"] == [0.88, 0.12, 0.0, 0.0]
+assert rounded["four words, 'brown'"] == [0.02, 0.98, 0.0, 0.0]
+assert round(gaps["four words, 'brown'"], 2) == 0.07
+assert [round(r) for r in ratios["four words, 'brown'"]] == [55, 11]
 
 # %% [markdown]
 # The code gives 0.8808 and 0.1192 for "Thinking Machines", which the published example
-# rounds to 0.88 and 0.12. For the four words, the weights are 0.8808, 0.1192, 0.0000054 and
-# 0.0000020: a score of 16 against 112 leaves almost nothing. The published
-# ".87, .12, .01, 0" are therefore not what that example's own scores give, which round to
-# .88, .12, .00 and .00 (also summing to 1). Once scores differ by more than a few units after
-# scaling, the softmax is nearly a hard choice.
+# rounds to 0.88 and 0.12. The four-word example's published weights are not the softmax of
+# its own scores, in either row:
+#
+# * for "The", the scores give 0.8808, 0.1192, 0.0000054 and 0.0000020, which round to .88,
+#   .12, .00 and .00 (also summing to 1), not the published ".87, .12, .01, 0": a score of 16
+#   against 112 leaves almost nothing;
+# * for "brown", the scores give 0.0180, 0.9820, 0.0000029 and 0.0000005, which round to .02,
+#   .98, .00 and .00, not the published ".08, .91, .01, 0". The largest gap, 0.07, is far
+#   more than rounding: after scaling, 124 and 92 are 15.5 and 11.5, four units apart, so the
+#   softmax makes one weight $e^4 \approx 55$ times the other, where .91 is only about 11
+#   times .08.
+#
+# Once scores differ by more than a few units after scaling, the softmax is nearly a hard
+# choice.
 #
 # The whole computation for the first word of a small made-up sentence, with each vector
 # printed, in float64:
@@ -513,13 +546,69 @@ assert min(offsets) > 0.95 and 1 / 16 < extrapolation["none"][TRAIN_LENGTH] < 0.
 # %% [markdown]
 # ## 7. The cost, measured
 #
-# The Transformer paper {cite:p}`vaswani2017attention` compares layer types in its Table 1;
-# two of its rows, per layer, for a sequence of $n$ vectors of width $d$:
+# The Transformer paper {cite:p}`vaswani2017attention` compares four layer types in its
+# Table 1 (the "Understanding Large Language Models" session shows the same table), per
+# layer, for a sequence of $n$ vectors of width $d$, a convolution of kernel width $k$, and
+# self-attention restricted to a neighbourhood of $r$ positions around each query:
 #
 # | layer | operations | sequential steps | longest path between two positions |
 # | --- | --- | --- | --- |
 # | self-attention | $O(n^2 d)$ | $O(1)$ | $O(1)$ |
 # | recurrent | $O(n d^2)$ | $O(n)$ | $O(n)$ |
+# | convolutional | $O(k n d^2)$ | $O(1)$ | $O(\log_k n)$ |
+# | self-attention (restricted) | $O(r n d)$ | $O(1)$ | $O(n/r)$ |
+#
+# The path counts the steps a signal takes between the two farthest positions: time steps in
+# the recurrent layer, stacked layers for the other two. For the convolution, $\log_k n$
+# assumes dilated kernels; with contiguous ones a stack needs about $n/k$ layers to connect
+# every pair. The cell below drops the constants and counts each row
+# for this section's sizes: width $d = 64$, the lengths $n$ timed further down, a kernel width
+# $k = 3$ and a neighbourhood $r = 16$ (our choices; the table fixes neither).
+
+
+# %%
+def layer_costs(n, d, k=3, r=16):
+    """Each layer's (operations, sequential steps, longest path), Table 1 without constants."""
+    conv_depth = 1
+    while k**conv_depth < n:  # the least depth with k^depth >= n: ceil(log_k n), in integers
+        conv_depth += 1
+    return {
+        "self-attention": (n * n * d, 1, 1),
+        "recurrent": (n * d * d, n, n),
+        "convolutional": (k * n * d * d, 1, conv_depth),
+        "self-attention (restricted)": (r * n * d, 1, math.ceil(n / r)),
+    }
+
+
+costs = layer_costs(256, 64)
+print("n = 256, d = 64, k = 3, r = 16")
+print(f"{'layer':28s} {'operations':>11s} {'sequential steps':>17s} {'longest path':>13s}")
+for name, (operations, steps, path) in costs.items():
+    print(f"{name:28s} {operations:11,d} {steps:17d} {path:13d}")
+count_lengths = [128, 256, 512, 1024, 2048]
+print("\noperations in millions as n grows, d = 64")
+print(f"{'layer':28s}" + "".join(f"{f'n = {n}':>11s}" for n in count_lengths))
+for name in costs:
+    print(
+        f"{name:28s}" + "".join(f"{layer_costs(n, 64)[name][0] / 1e6:11.2f}" for n in count_lengths)
+    )
+# The text below compares these counts: keep it true.
+for length in count_lengths:
+    ops = {name: cost[0] for name, cost in layer_costs(length, 64).items()}
+    assert ops["self-attention"] == length // 64 * ops["recurrent"]  # n/d times; n > d here
+    assert ops["convolutional"] == 3 * ops["recurrent"]
+    assert ops["self-attention (restricted)"] == min(ops.values())
+assert [costs[name][2] for name in costs] == [1, 256, 6, 16]
+
+
+# %% [markdown]
+# Per operation count, self-attention is the dearest layer here: it costs $n/d$ times the
+# recurrent layer, 4 times at $n = 256$ and 32 times at $n = 2048$, because every length in
+# this section exceeds $d = 64$ (it is the cheaper of the two only when $n < d$). The
+# convolution costs $k = 3$ times the recurrent layer at every $n$, and restricted
+# self-attention, $r n d$, is the cheapest of the four. What self-attention buys is in the
+# other two columns: one sequential step instead of 256, and a path of 1 layer where the
+# convolution needs 6 and the restricted form 16.
 #
 # We time one self-attention head (projections and attention, width $d$) and one GRU layer on
 # the CPU as $n$ grows with $d = 64$, and as $d$ grows with $n = 256$, taking the best of three
@@ -592,7 +681,8 @@ print(f"lecture ran in {time.perf_counter() - LECTURE_START:.0f} s")
 #   row into weights with a softmax, and averages the values; the matrix form
 #   $\operatorname{softmax}(QK^\top/\sqrt{d_k} + M)V$ matches PyTorch's with padding and causal
 #   masks. The published "Thinking Machines" weights, 0.88 and 0.12, come out as 0.8808 and
-#   0.1192.
+#   0.1192; the four-word example's two published rows are not the softmax of its scores,
+#   which round to .88, .12, .00, .00 and .02, .98, .00, .00.
 # * Without the $1/\sqrt{d_k}$, wide heads saturate their softmax and their gradients vanish.
 # * A causal mask keeps each position from seeing the future, which a decoder needs.
 # * Multi-head attention splits the projections into $h$ heads and mixes them with $W^O$; ours
@@ -601,7 +691,8 @@ print(f"lecture ran in {time.perf_counter() - LECTURE_START:.0f} s")
 #   only on the offset, and so do RoPE's scores; ALiBi biases by distance; learned positions
 #   are a table. On a task that needs exact offsets, the table above says which encodings
 #   learn it and how far each carries beyond the training length.
-# * Attention costs $O(n^2 d)$ per layer but needs no sequential steps.
+# * Attention costs $O(n^2 d)$ per layer, more operations than a recurrent layer's $O(n d^2)$
+#   once $n > d$, but needs no sequential steps and joins any two positions in one layer.
 #
 # **Next:** Assignment 5 (`a5_self_attention`) has you write masked scaled dot-product
 # attention, multi-head attention with given weights, the sinusoidal encoding and RoPE, in
