@@ -392,6 +392,51 @@ print(
 )
 
 # %% [markdown]
+# ### Bahdanau's attention and Luong's
+#
+# The two papers that brought attention to translation differ in three places. (Their own
+# letters differ too: {cite:t}`bahdanau2015neural` write $s$ for the decoder's states and $h$
+# for the encoder's, the reverse of this lecture; below, $h$ is always the decoder and $s_k$
+# the encoder.)
+#
+# **Which decoder state scores the source.** Bahdanau et al. score with the previous state
+# $h_{t-1}$, before the decoder's step, because the context they compute is an input to that
+# step. {cite:t}`luong2015effective` take the step first and score with its result $h_t$:
+#
+# $$\text{Bahdanau: } e_{t,k} = \operatorname{score}(h_{t-1}, s_k), \qquad
+#   \text{Luong: } e_{t,k} = \operatorname{score}(h_t, s_k).$$
+#
+# **Which scoring functions.** Bahdanau et al. use one, the additive score of {eq}`eq-additive`,
+# which they write $v_a^\top \tanh(W_a h_{t-1} + U_a s_k)$: the same function, with
+# $W_1 = [W_a\; U_a]$. Luong et al. compare three scores of content, the dot product of
+# {eq}`eq-dot` (unscaled), "general" (the bilinear score of {eq}`eq-bilinear`) and "concat"
+# (the additive score, now applied to $h_t$), and a location-based score that reads $h_t$
+# alone, as in {eq}`eq-location`.
+#
+# **Where the context vector enters.** In Bahdanau et al. the context is part of the step's
+# input: the recurrent cell reads it together with the previous output token,
+#
+# $$h_t = \operatorname{RNN}\big([E_y[y_{t-1}] ; c_t],\, h_{t-1}\big),$$
+#
+# and their output layer reads $y_{t-1}$, $h_t$ and $c_t$ again. In Luong et al. the
+# recurrent step never sees $c_t$: the context is combined with the step's result afterwards,
+# into the attentional state $\tilde h_t = \tanh(W_c [c_t ; h_t])$ of {eq}`eq-attentional`,
+# and only $\tilde h_t$ reaches the output layer. The order of computation is
+# $h_{t-1} \to a_t \to c_t \to h_t$ for Bahdanau and $h_t \to a_t \to c_t \to \tilde h_t$
+# for Luong. Luong et al. also propose **input feeding**: $\tilde h_t$ joins the next step's
+# input, so that the decoder knows what it attended to before. (The papers differ in their
+# encoders as well: Bahdanau et al. read the source with a bidirectional RNN, Lecture 3's
+# $[\overrightarrow{s}_k ; \overleftarrow{s}_k]$; Luong et al. stack unidirectional LSTMs.)
+#
+# **The course's model follows Luong.** `Seq2Seq.step` in `course/models/seq2seq.py` first
+# runs the decoder's GRU on the previous token's embedding alone, then scores the encoder
+# states with the new $h_t$, and combines the context as
+# $\tilde h_t = \tanh(W_c [c_t ; h_t] + b_c)$ before the output layer. That is Luong's global
+# attention without input feeding, over a one-layer unidirectional GRU encoder. Its
+# "additive" score is Bahdanau's scoring function, applied to Luong's $h_t$, which is
+# Luong's "concat".
+
+# %% [markdown]
 # ### Weights and the context vector, with padding
 #
 # The weights and the context of {eq}`eq-attention` for a padded batch, against PyTorch's
