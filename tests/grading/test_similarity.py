@@ -24,8 +24,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from autograder import grade, judge, similarity
 from autograder import nbgrader_format as fmt
-from autograder import similarity
 from autograder.report import write_report
 from tests.grading.solution_loader import ROOT
 
@@ -257,3 +257,40 @@ def test_the_report_says_when_nothing_is_similar(parts, submissions, tmp_path):
     page = write_report([], {}, set(), {}, tmp_path / "r.html", "a1", result).read_text()
     assert "No pair is above the threshold." in page and result.compared == 3
 
+
+def test_the_grade_command_compares_the_graded_notebooks(release, submissions, tmp_path):
+    """What the grade command runs after grading: the canonical notebooks the judge wrote under
+    ``course/submitted``, read as files; a student without one is listed as not compared."""
+    course = tmp_path / "course"
+    for student in ("ben", "reordered", "ana"):
+        notebook = nbformat.from_dict(json.loads(json.dumps(release)))
+        for cell in notebook.cells:
+            if fmt.grade_id(cell) in submissions[student]:
+                cell.source = submissions[student][fmt.grade_id(cell)]
+        folder = course / "submitted" / student / ASSIGNMENT
+        folder.mkdir(parents=True)
+        nbformat.write(notebook, folder / f"{ASSIGNMENT}.ipynb")
+    specs = {ASSIGNMENT: judge.NotebookSpec(ASSIGNMENT, release, release)}
+    students = ["ana", "ben", "reordered", "invalid"]
+    result = grade.compare_solutions(course, ASSIGNMENT, specs, students, None, 0.6)
+    assert [(p.a, p.b) for p in result.pairs] == [("ben", "reordered")]
+    assert [(s.owner, s.why) for s in result.skipped] == [
+        ("invalid", f"no graded copy of {ASSIGNMENT}.ipynb")
+    ]
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (["--similarity-threshold", "1.5"], "threshold must be in (0, 1]"),
+        (["--similarity-threshold", "0"], "threshold must be in (0, 1]"),
+        (["--similar-to", "missing-folder"], "no such folder"),
+    ],
+)
+def test_the_grade_command_refuses_bad_similarity_options(options, message, tmp_path, capsys):
+    argv = ["grade", ASSIGNMENT, str(tmp_path), "--out", str(tmp_path / "out"), *options]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(tmp_path)
+        assert grade.main(argv) == grade.EXIT_FAILED
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()  # refused before anything is graded or written
