@@ -616,10 +616,16 @@ def grade(
         for name, spec in specs.items()
         if spec.kinds.get(column.split(":")[-1]) == "manual"
     }
-    similar = compare_solutions(
-        course, assignment, specs, [r["student"] for r in rows], similar_to, similarity_threshold
-    )
-    similarity.write_json(similar, out / "similarity.json")
+    students = [r["student"] for r in rows]
+    try:
+        similar = compare_solutions(
+            course, assignment, specs, students, similar_to, similarity_threshold
+        )
+        similarity.write_json(similar, out / "similarity.json")
+    except Exception as error:  # noqa: BLE001 - the grades stand; the report says what failed
+        similar = f"{type(error).__name__}: {error}"[:500]
+        (out / "similarity.json").unlink(missing_ok=True)  # no earlier run's pairs as this one's
+        print(f"similar solutions not compared: {similar}", file=sys.stderr)
     title = f"{assignment}: grading report"
     write_report(rows, part_points(specs), manual, records, out / "report.html", title, similar)
     state["sandbox"] = mode
@@ -638,10 +644,11 @@ def grade(
             )
             print(f"not notebooks or hidden, not graded: {len(collection.skipped)} ({names})")
         print(f"inputs: {out / 'inputs.csv'} (every file of the input, and what became of it)")
-        print(
-            f"similar solutions: {len(similar.pairs)} pair(s) at or above {similarity_threshold:g}"
-            f" ({out / 'similarity.json'}, and the report)"
-        )
+        if not isinstance(similar, str):
+            print(
+                f"similar solutions: {len(similar.pairs)} pair(s) at or above"
+                f" {similarity_threshold:g} ({out / 'similarity.json'}, and the report)"
+            )
         print(f"sandbox: {SANDBOX_WORDS[mode]}")
         print(f"memory: {state['memory']}")
     return exit_code(rows)

@@ -166,9 +166,11 @@ def _marked(text: str, spans: list[list[int]]) -> str:
     return f'<pre class="code">{"".join(out)}</pre>'
 
 
-def _similarity(result: Result | None) -> str:
+def _similarity(result: Result | str | None) -> str:
     if result is None:
         return "<p>Not run.</p>"
+    if isinstance(result, str):
+        return f"<p>The comparison failed: {_e(result)}</p>"
     lines = [
         f"<p>Each part's solution code is compared between every two submissions"
         f"{' and with each file of <code>' + _e(result.past) + '</code>' if result.past else ''}"
@@ -198,7 +200,8 @@ def _similarity(result: Result | None) -> str:
             )
             for match in pair.matches:
                 notes = [
-                    f"{_e(who)}'s code does not parse: compared as written"
+                    f"{_e(who)}'s code does not all parse: compared without the lines that"
+                    " do not (or as written, where nothing does)"
                     for who, parsed in zip((pair.a, pair.b), match.parsed, strict=True)
                     if not parsed
                 ]
@@ -237,11 +240,12 @@ def write_report(
     records: dict[str, dict],
     target: Path,
     title: str,
-    similarity: Result | None = None,
+    similarity: Result | str | None = None,
 ) -> Path:
     """Write the report of a batch: the CSV's ``rows``, ``parts`` (column -> points), the
     ``manual`` columns (written answers), the judge's ``records`` (failure messages) and the
-    ``similarity`` of the submissions' code (:mod:`autograder.similarity`)."""
+    ``similarity`` of the submissions' code (:mod:`autograder.similarity`; a string: why the
+    comparison failed)."""
     counts = Counter(r["status"] for r in rows)
     summary = "".join(
         f"<tr><td>{_e(status)}</td><td class=num>{counts[status]}</td></tr>"

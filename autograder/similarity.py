@@ -264,7 +264,8 @@ def graded_solutions(
         for name in notebooks:
             path = course / "submitted" / student / assignment / f"{name}.ipynb"
             if not path.is_file():
-                skipped.append(Skipped(student, "", f"no graded copy of {name}.ipynb"))
+                why = f"no graded copy of {name}.ipynb (its row in grades.csv says why)"
+                skipped.append(Skipped(student, "", why))
                 continue
             try:
                 notebook = nbformat.read(path, as_version=4)

@@ -257,6 +257,9 @@ def test_the_report_says_when_nothing_is_similar(parts, submissions, tmp_path):
     page = write_report([], {}, set(), {}, tmp_path / "r.html", "a1", result).read_text()
     assert "No pair is above the threshold." in page and result.compared == 3
 
+    failed = write_report([], {}, set(), {}, tmp_path / "f.html", "a1", "OSError: <b>disk</b>")
+    assert "The comparison failed: OSError: &lt;b&gt;disk&lt;/b&gt;" in failed.read_text()
+
 
 def test_the_grade_command_compares_the_graded_notebooks(release, submissions, tmp_path):
     """What the grade command runs after grading: the canonical notebooks the judge wrote under
@@ -275,7 +278,7 @@ def test_the_grade_command_compares_the_graded_notebooks(release, submissions, t
     result = grade.compare_solutions(course, ASSIGNMENT, specs, students, None, 0.6)
     assert [(p.a, p.b) for p in result.pairs] == [("ben", "reordered")]
     assert [(s.owner, s.why) for s in result.skipped] == [
-        ("invalid", f"no graded copy of {ASSIGNMENT}.ipynb")
+        ("invalid", f"no graded copy of {ASSIGNMENT}.ipynb (its row in grades.csv says why)")
     ]
 
 
