@@ -38,7 +38,7 @@ from pathlib import Path
 import nbformat
 from tqdm import tqdm
 
-from autograder import judge, markup, nbgrading
+from autograder import judge, markup, nbgrading, similarity
 from autograder import nbgrader_format as fmt
 from autograder.fingerprint import grading_fingerprint
 from autograder.recorder import Recorder
@@ -557,8 +557,13 @@ def grade(
     limits: Limits | None = None,
     force: bool = False,
     quiet: bool = False,
+    similar_to: Path | None = None,
+    similarity_threshold: float = similarity.THRESHOLD,
 ) -> int:
     limits = limits or Limits()
+    similarity.check_threshold(similarity_threshold)
+    if similar_to is not None and not similar_to.is_dir():
+        raise GradingError(f"--similar-to {similar_to}: no such folder")
     mode = check_sandbox_available()
     out.mkdir(parents=True, exist_ok=True)
     course = prepare_course(out, assignment)
@@ -611,8 +616,18 @@ def grade(
         for name, spec in specs.items()
         if spec.kinds.get(column.split(":")[-1]) == "manual"
     }
+    students = [r["student"] for r in rows]
+    try:
+        similar = compare_solutions(
+            course, assignment, specs, students, similar_to, similarity_threshold
+        )
+        similarity.write_json(similar, out / "similarity.json")
+    except Exception as error:  # noqa: BLE001 - the grades stand; the report says what failed
+        similar = f"{type(error).__name__}: {error}"[:500]
+        (out / "similarity.json").unlink(missing_ok=True)  # no earlier run's pairs as this one's
+        print(f"similar solutions not compared: {similar}", file=sys.stderr)
     title = f"{assignment}: grading report"
-    write_report(rows, part_points(specs), manual, records, out / "report.html", title)
+    write_report(rows, part_points(specs), manual, records, out / "report.html", title, similar)
     state["sandbox"] = mode
     state["memory"] = memory_cap(limits) if mode == ROOT else memory_cap_rootless(limits)
     state["timing"] = {
@@ -629,9 +644,35 @@ def grade(
             )
             print(f"not notebooks or hidden, not graded: {len(collection.skipped)} ({names})")
         print(f"inputs: {out / 'inputs.csv'} (every file of the input, and what became of it)")
+        if not isinstance(similar, str):
+            print(
+                f"similar solutions: {len(similar.pairs)} pair(s) at or above"
+                f" {similarity_threshold:g} ({out / 'similarity.json'}, and the report)"
+            )
         print(f"sandbox: {SANDBOX_WORDS[mode]}")
         print(f"memory: {state['memory']}")
     return exit_code(rows)
+
+
+def compare_solutions(
+    course: Path,
+    assignment: str,
+    specs: dict[str, judge.NotebookSpec],
+    students: list[str],
+    similar_to: Path | None,
+    threshold: float,
+) -> similarity.Result:
+    """The similarity of the graded notebooks' solution code (and of the past solutions in
+    ``similar_to``): reads the canonical notebooks the judge wrote; runs nothing."""
+    parts = similarity.parts_of({name: spec.release for name, spec in specs.items()})
+    sources, skipped = similarity.graded_solutions(course, assignment, students, parts)
+    past: dict[str, dict[str, str]] = {}
+    if similar_to is not None:
+        past, more = similarity.past_solutions(similar_to, parts)
+        skipped += more
+    result = similarity.compare(parts, sources, past, threshold, skipped)
+    result.past = str(similar_to or "")
+    return result
 
 
 def _finish_recording(
@@ -833,6 +874,19 @@ def main(argv: list[str] | None = None) -> int:
         default=4096,
         help="memory each grader process may allocate to read a submission (4096)",
     )
+    cmd.add_argument(
+        "--similar-to",
+        type=Path,
+        default=None,
+        metavar="FOLDER",
+        help="past or public solutions (.ipynb, .py) to compare every submission with",
+    )
+    cmd.add_argument(
+        "--similarity-threshold",
+        type=float,
+        default=similarity.THRESHOLD,
+        help=f"score from which two solutions are listed as similar ({similarity.THRESHOLD:g})",
+    )
     cmd.add_argument("--force", action="store_true", help="judge unchanged submissions again")
     cmd.add_argument("--quiet", action="store_true")
     try:
@@ -859,7 +913,9 @@ def main(argv: list[str] | None = None) -> int:
             limits=limits,
             force=args.force,
             quiet=args.quiet,
+            similar_to=args.similar_to.resolve() if args.similar_to else None,
+            similarity_threshold=args.similarity_threshold,
         )
-    except (GradingError, SandboxUnavailable) as error:
+    except (GradingError, SandboxUnavailable, similarity.SimilarityError) as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_FAILED

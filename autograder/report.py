@@ -2,8 +2,9 @@
 
 One self-contained page (inline CSS, no script, nothing fetched): the score distribution, the
 pass rate of every part, the most common failure messages of each part with the students who
-got them, and every submission that needs a look with its status and message. Everything that
-comes from a submission (messages, ids) is escaped.
+got them, every submission that needs a look with its status and message, and the pairs of
+submissions whose solution code is similar, side by side (:mod:`autograder.similarity`).
+Everything that comes from a submission (messages, ids, code) is escaped.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from autograder import judge
+from autograder.similarity import Result
 
 NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 TOP_MESSAGES = 5
@@ -29,7 +31,11 @@ th { background: #f3f3f3; } td.num { text-align: right; font-variant-numeric: ta
 .bar { display: inline-block; height: .9em; background: #4a7bb7; vertical-align: middle; }
 .fail { background: #c0504d; } .muted { color: #777; }
 code { font-size: 95%; }
+pre.code { margin: 0; font-size: 90%; white-space: pre-wrap; max-width: 34em; }
+mark { background: #ffe08a; }
 """
+SHOWN_PAIRS = 100  # pairs shown side by side in the report; similarity.json has them all
+SHOWN_CODE_CHARS = 20_000  # of each side of a match
 
 
 def _e(value: object) -> str:
@@ -145,6 +151,88 @@ def _look(rows: list[dict], target: Path) -> str:
     return text + f"<p>{manual} submission(s) wait only for written answers to be graded.</p>"
 
 
+def _marked(text: str, spans: list[list[int]]) -> str:
+    """``text`` escaped, its ``spans`` (matching code) in ``<mark>``, cut to SHOWN_CODE_CHARS."""
+    shown = text[:SHOWN_CODE_CHARS]
+    out, at = [], 0
+    for start, end in sorted(spans):
+        start, end = max(start, at), min(end, len(shown))
+        if end > start:
+            out.append(_e(shown[at:start]) + f"<mark>{_e(shown[start:end])}</mark>")
+            at = end
+    out.append(_e(shown[at:]))
+    if len(text) > len(shown):
+        out.append(_e("\n… (cut: the whole text is in similarity.json)"))
+    return f'<pre class="code">{"".join(out)}</pre>'
+
+
+def _similarity(result: Result | str | None) -> str:
+    if result is None:
+        return "<p>Not run.</p>"
+    if isinstance(result, str):
+        return f"<p>The comparison failed: {_e(result)}</p>"
+    lines = [
+        f"<p>Each part's solution code is compared between every two submissions"
+        f"{' and with each file of <code>' + _e(result.past) + '</code>' if result.past else ''}"
+        f", after removing the released skeleton, comments, docstrings, formatting and the names"
+        f" the code chose ({_e(result.settings.get('library', 'copydetect'))}). Listed: pairs"
+        f" with a part of score at least {result.threshold:g} (the share of one side's code found"
+        f" in the other). {result.compared} comparisons; the highest score not listed is"
+        f" {result.highest_below:.2f}. A high score is a reason to look, not a finding.</p>"
+    ]
+    if not result.pairs:
+        lines.append("<p>No pair is above the threshold.</p>")
+    else:
+        lines.append(
+            "<table><tr><th>first</th><th>second</th><th>highest score</th>"
+            "<th>parts above the threshold (score)</th></tr>"
+        )
+        for pair in result.pairs:
+            parts = ", ".join(f"<code>{_e(m.part)}</code> ({m.score:.2f})" for m in pair.matches)
+            lines.append(
+                f"<tr><td>{_e(pair.a)}</td><td>{_e(pair.b)}</td>"
+                f"<td class=num>{pair.score:.2f}</td><td>{parts}</td></tr>"
+            )
+        lines.append("</table>")
+        for pair in result.pairs[:SHOWN_PAIRS]:
+            lines.append(
+                f"<details><summary>{_e(pair.a)} and {_e(pair.b)}: {pair.score:.2f}</summary>"
+            )
+            for match in pair.matches:
+                notes = [
+                    f"{_e(who)}'s code does not all parse: compared without the lines that"
+                    " do not (or as written, where nothing does)"
+                    for who, parsed in zip((pair.a, pair.b), match.parsed, strict=True)
+                    if not parsed
+                ]
+                lines.append(
+                    f"<p><code>{_e(match.part)}</code>: {match.shares[0]:.0%} of"
+                    f" {_e(pair.a)}'s code is in {_e(pair.b)}'s, {match.shares[1]:.0%} the other"
+                    f" way. {'; '.join(notes)}</p>"
+                    f"<table><tr><th>{_e(pair.a)}</th><th>{_e(pair.b)}</th></tr><tr>"
+                    f"<td>{_marked(match.texts[0], match.spans[0])}</td>"
+                    f"<td>{_marked(match.texts[1], match.spans[1])}</td></tr></table>"
+                )
+            lines.append("</details>")
+        if len(result.pairs) > SHOWN_PAIRS:
+            lines.append(
+                f"<p class=muted>{len(result.pairs) - SHOWN_PAIRS} more pairs: see"
+                " similarity.json.</p>"
+            )
+    if result.skipped:
+        items = "".join(
+            f"<li>{_e(s.owner)}{': <code>' + _e(s.part) + '</code>' if s.part else ''}:"
+            f" {_e(s.why)}</li>"
+            for s in result.skipped[:200]
+        )
+        more = len(result.skipped) - 200
+        lines.append(
+            f"<p>Not compared:</p><ul>{items}"
+            f"{f'<li class=muted>{more} more: see similarity.json</li>' if more > 0 else ''}</ul>"
+        )
+    return "\n".join(lines)
+
+
 def write_report(
     rows: list[dict],
     parts: dict[str, float],
@@ -152,9 +240,12 @@ def write_report(
     records: dict[str, dict],
     target: Path,
     title: str,
+    similarity: Result | str | None = None,
 ) -> Path:
     """Write the report of a batch: the CSV's ``rows``, ``parts`` (column -> points), the
-    ``manual`` columns (written answers) and the judge's ``records`` (failure messages)."""
+    ``manual`` columns (written answers), the judge's ``records`` (failure messages) and the
+    ``similarity`` of the submissions' code (:mod:`autograder.similarity`; a string: why the
+    comparison failed)."""
     counts = Counter(r["status"] for r in rows)
     summary = "".join(
         f"<tr><td>{_e(status)}</td><td class=num>{counts[status]}</td></tr>"
@@ -179,6 +270,8 @@ def write_report(
 {_score_distribution(rows)}
 <h2 id="parts">Parts</h2>
 {_parts(rows, parts, manual, records)}
+<h2 id="similarity">Similar solutions</h2>
+{_similarity(similarity)}
 </body>
 </html>
 """

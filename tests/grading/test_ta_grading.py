@@ -281,6 +281,21 @@ def test_rerun_judges_nothing_and_changes_nothing(batch):
         assert sorted(s.student.id for s in submissions) == sorted(gradable)
 
 
+def test_the_similar_solutions_are_compared_after_grading(batch):
+    """similarity.json and the report's section, for every graded submission; the rerun's
+    copy is the same (nothing was judged again, and the comparison reads files only)."""
+    data = json.loads((batch["out"] / "similarity.json").read_text())
+    assert data["parts"] == ["rnn_forward", "classification_loss", "rnn_backward",
+                             "clip_by_global_norm"]  # fmt: skip
+    students = set(batch["rows"])
+    assert {p["a"] for p in data["pairs"]} | {p["b"] for p in data["pairs"]} <= students
+    assert all(p["score"] >= data["threshold"] for p in data["pairs"])
+    assert data["compared"] > 0
+    assert {s["owner"] for s in data["skipped"]} <= students
+    report = (batch["out"] / "report.html").read_text()
+    assert '<h2 id="similarity">' in report and "similar solutions" not in batch["second"].stderr
+
+
 def _outputs(batch, student: str) -> str:
     judged = batch["course"] / "judged" / student / ASSIGNMENT / f"{ASSIGNMENT}.json"
     return json.dumps(json.loads(judged.read_text()))
