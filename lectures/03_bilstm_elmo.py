@@ -690,8 +690,8 @@ print(f"(lecture ran in {time.perf_counter() - LECTURE_START:.0f} s)")
 # existing model for each of six tasks: question answering (SQuAD), textual entailment
 # (SNLI), semantic role labelling (SRL), coreference resolution (Coref), named entity
 # recognition (NER) and five-class sentiment (SST-5). Their Table 1, as quoted in lecture
-# slides this unit was rebuilt from (session 3 of the course "Understanding Large Language
-# Models"), gives for each task the previous state of the art, their baseline model, the same
+# slides this unit was rebuilt from (the third lecture of the course "Understanding Large
+# Language Models"), gives for each task the previous state of the art, their baseline model, the same
 # model with ELMo, and the increase, both absolute and as a **relative error reduction**: the
 # share of the baseline's remaining error that ELMo removes,
 #

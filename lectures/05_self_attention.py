@@ -92,8 +92,8 @@ LECTURE_START = time.perf_counter()
 # unit was rebuilt from (not part of the course). The two-word example, "Thinking Machines",
 # is in a SkillFactory lecture on the Transformer and BERT and in Seoul National University's
 # Deep Learning lecture 12 (it comes from Jay Alammar's blog post "The Illustrated
-# Transformer"); the four-word example, on the sentence "The brown dog ran", is in session 3 of
-# the course "Understanding Large Language Models". Both give raw scores with $d_k = 64$, so
+# Transformer"); the four-word example, on the sentence "The brown dog ran", is in the third
+# lecture of the course "Understanding Large Language Models". Both give raw scores with $d_k = 64$, so
 # $\sqrt{d_k} = 8$, and the weights they derive, to two decimals. "Thinking Machines" gives one
 # row, the scores $q_1 \cdot k_j$ of the first word. The four-word example gives two: the first
 # word's, $q_1 \cdot k_j$ (112, 96, 16, 8), and then the second word's, $q_2 \cdot k_j$ for
