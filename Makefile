@@ -12,8 +12,11 @@ all: $(STAMP)
 
 venv: $(STAMP)
 
+# pip is brought up to date first: Python 3.11's own (23.2) takes about twice as long to resolve
+# the requirements (57 s against 32 s for requirements-dev.txt on a course machine).
 $(STAMP): requirements-student.txt requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	set -o pipefail; $(PY) -m pip install --quiet --upgrade pip 2>&1 | { grep -v "WARNING: Location" || true; }
 	set -o pipefail; $(PY) -m pip install --quiet -r requirements-dev.txt 2>&1 | { grep -v "WARNING: Location" || true; }
 	set -o pipefail; $(PY) -m pip install --quiet --no-deps -e . 2>&1 | { grep -v "WARNING: Location" || true; }
 	touch $@

@@ -37,16 +37,21 @@ class Finding:
 
 
 def install_commands(system: str | None = None) -> list[str]:
-    """The bundle README's install lines for ``system`` (``platform.system()`` by default)."""
+    """The bundle README's install lines for ``system`` (``platform.system()`` by default):
+    make the environment, bring its pip up to date (pip before 24 takes about twice as long to
+    resolve the course's packages), install."""
     system = system or platform.system()
     if system == "Windows":
+        python = r".venv\Scripts\python"
         return [
             "py -3.11 -m venv .venv",
-            r".venv\Scripts\python -m pip install -r requirements-student.txt .",
+            f"{python} -m pip install --upgrade pip",
+            f"{python} -m pip install -r requirements-student.txt .",
         ]
     index = f" --extra-index-url {CPU_INDEX}" if system == "Linux" else ""
     return [
         "python3.11 -m venv .venv",
+        ".venv/bin/python -m pip install --upgrade pip",
         f".venv/bin/python -m pip install{index} -r requirements-student.txt .",
     ]
 

@@ -98,17 +98,28 @@ def readme_recipes(text: str) -> dict[str, list[str]]:
     }
 
 
-def readme_install_line(bundle: Path) -> list[str]:
-    """The pip arguments of the bundle README's Linux recipe (after ``pip install``), which must
-    name PyTorch's CPU wheel index: from PyPI alone, Linux gets the multi-GB CUDA build."""
+def readme_pip_steps(bundle: Path) -> list[list[str]]:
+    """The pip arguments (after ``pip install``) of each pip line of the bundle README's Linux
+    recipe, in order: bring pip up to date, then install the course. The install must name
+    PyTorch's CPU wheel index: from PyPI alone, Linux gets the multi-GB CUDA build."""
     recipe = readme_recipes((bundle / "README.md").read_text()).get("Linux", [])
-    lines = [line for line in recipe if "pip install" in line]
-    if len(lines) != 1:
-        raise StudentLabError(f"{bundle / 'README.md'}: no single pip install line for Linux")
-    arguments = shlex.split(lines[0].split("pip install", 1)[1])
-    if arguments[:2] != ["--extra-index-url", CPU_INDEX]:
-        raise StudentLabError(f"the README's Linux install does not use {CPU_INDEX}: {lines[0]}")
-    return arguments
+    steps = [
+        shlex.split(line.split("pip install", 1)[1]) for line in recipe if "pip install" in line
+    ]
+    if [step[:2] for step in steps[:-1]] != [["--upgrade", "pip"]] or not steps:
+        raise StudentLabError(
+            f"{bundle / 'README.md'}: the Linux recipe should update pip, then install the course"
+        )
+    if steps[-1][:2] != ["--extra-index-url", CPU_INDEX]:
+        raise StudentLabError(
+            f"the README's Linux install does not use {CPU_INDEX}: {' '.join(steps[-1])}"
+        )
+    return steps
+
+
+def readme_install_line(bundle: Path) -> list[str]:
+    """The pip arguments of the bundle README's Linux install line (its last pip line)."""
+    return readme_pip_steps(bundle)[-1]
 
 
 def install_bundle(bundle: Path, venv: Path, *, python: str = sys.executable) -> Installation:
@@ -118,17 +129,12 @@ def install_bundle(bundle: Path, venv: Path, *, python: str = sys.executable) ->
     if venv.exists():
         shutil.rmtree(venv)
     started = time.perf_counter()
-    arguments = readme_install_line(bundle)[2:]  # without --extra-index-url URL
+    *first, install = readme_pip_steps(bundle)
+    pip = [str(venv / ("Scripts" if os.name == "nt" else "bin") / "python"), "-m", "pip"]
     steps = [
         [python, "-m", "venv", str(venv)],
-        [
-            str(venv / ("Scripts" if os.name == "nt" else "bin") / "python"),
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            *arguments,
-        ],
+        *([*pip, "install", "--quiet", *arguments] for arguments in first),
+        [*pip, "install", "--quiet", *install[2:]],  # without --extra-index-url URL
     ]
     env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "VIRTUAL_ENV"}}
     for command in steps:

@@ -164,6 +164,7 @@ def installation(tmp_path_factory) -> Installation:
             install_seconds=round(installed.seconds, 1),
             install_megabytes=round(installed.megabytes),
             install_command="python3.11 -m venv .venv && .venv/bin/python -m pip install "
+            + "--upgrade pip && .venv/bin/python -m pip install "
             + " ".join(line[2:])
             + " (the README's Linux recipe, from this machine's wheels: without its "
             + " ".join(line[:2])

@@ -329,22 +329,23 @@ def test_replays_from_several_cells_do_not_clobber_each_other():
 
 
 def test_the_student_flow_installs_with_the_readmes_linux_recipe(tmp_path):
-    from tools.student_lab import StudentLabError, readme_install_line
+    from tools.student_lab import StudentLabError, readme_pip_steps
 
     (tmp_path / "README.md").write_text(build.STUDENT_README.read_text())
-    arguments = readme_install_line(tmp_path)
-    assert arguments == [
-        "--extra-index-url",
-        build.CPU_INDEX,
-        "-r",
-        "requirements-student.txt",
-        ".",
+    assert readme_pip_steps(tmp_path) == [
+        ["--upgrade", "pip"],
+        ["--extra-index-url", build.CPU_INDEX, "-r", "requirements-student.txt", "."],
     ]
     (tmp_path / "README.md").write_text(
         build.STUDENT_README.read_text().replace(f"--extra-index-url {build.CPU_INDEX} ", "")
     )
     with pytest.raises(StudentLabError, match="does not use https://download.pytorch.org/whl/cpu"):
-        readme_install_line(tmp_path)
+        readme_pip_steps(tmp_path)
+    (tmp_path / "README.md").write_text(
+        build.STUDENT_README.read_text().replace(" -m pip install --upgrade pip\n", " -V\n")
+    )
+    with pytest.raises(StudentLabError, match="should update pip, then install the course"):
+        readme_pip_steps(tmp_path)
 
 
 def test_the_students_environment_file_names_the_cpu_index():

@@ -42,18 +42,19 @@ def test_an_intel_mac_is_told_what_to_use_instead():
 def test_only_linux_is_sent_to_the_cpu_index():
     assert doctor.CPU_INDEX == CPU_INDEX
     linux, mac, windows = (doctor.install_commands(s) for s in ("Linux", "Darwin", "Windows"))
-    assert f"--extra-index-url {CPU_INDEX}" in linux[1]
-    assert "index" not in mac[1] and "index" not in windows[1]
-    assert windows[0].startswith("py -3.11") and "\\Scripts\\" in windows[1]
+    assert f"--extra-index-url {CPU_INDEX}" in linux[2]
+    assert "index" not in mac[2] and "index" not in windows[2]
+    assert windows[0].startswith("py -3.11") and "\\Scripts\\" in windows[2]
+    for commands in (linux, mac, windows):  # pip is brought up to date before the install
+        assert commands[1].endswith(" -m pip install --upgrade pip"), commands
 
 
 def test_the_bundle_readme_gives_the_doctors_recipe_for_each_system():
     blocks = readme_recipes(STUDENT_README.read_text())
     assert sorted(blocks) == ["Linux", "Windows", "macOS"]
     for system, key in (("Linux", "Linux"), ("macOS", "Darwin"), ("Windows", "Windows")):
-        venv, install = doctor.install_commands(key)
-        assert blocks[system][:2] == [venv, install], system
-        assert "course doctor" in blocks[system][2] and "jupyter lab" in blocks[system][3]
+        assert blocks[system][:3] == doctor.install_commands(key), system
+        assert "course doctor" in blocks[system][3] and "jupyter lab" in blocks[system][4]
 
 
 def test_the_doctor_in_the_course_teams_environment():
@@ -81,9 +82,9 @@ def test_the_doctor_before_anything_is_installed():
     assert result.returncode == 1, out + result.stderr
     assert "Traceback" not in out + result.stderr
     assert re.search(r"^  FAIL +PyTorch is not installed", out, re.M), out
-    assert doctor.install_commands()[1] in out, out
+    assert doctor.install_commands()[-1] in out, out
     # nothing after it: every later check would fail for the same reason
-    assert out.rstrip().endswith(f"{doctor.install_commands()[1]}\ncourse doctor: not ready: "
+    assert out.rstrip().endswith(f"{doctor.install_commands()[-1]}\ncourse doctor: not ready: "
                                  "fix the FAIL line(s), then run it again"), out  # fmt: skip
 
 
