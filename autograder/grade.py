@@ -1026,7 +1026,8 @@ def main(argv: list[str] | None = None) -> int:
         metavar="FILE",
         help="course policy (TOML): due dates, extensions, late days and the late penalty;"
         " applied to each total: grades.csv gains the columns 'raw total', 'late by',"
-        " 'late days used', 'penalty', 'final total' and 'policy' (why they differ)",
+        " 'late days used', 'penalty', 'final total' and 'policy' (why they differ);"
+        " the rules are in the TAs' guide and autograder/policy.py",
     )
     cmd.add_argument(
         "--submitted-at",
