@@ -38,7 +38,7 @@ from pathlib import Path
 import nbformat
 from tqdm import tqdm
 
-from autograder import judge, markup, nbgrading, similarity
+from autograder import exports, judge, markup, nbgrading, policy, regrades, similarity
 from autograder import nbgrader_format as fmt
 from autograder.fingerprint import grading_fingerprint
 from autograder.recorder import Recorder
@@ -559,11 +559,16 @@ def grade(
     quiet: bool = False,
     similar_to: Path | None = None,
     similarity_threshold: float = similarity.THRESHOLD,
+    policy_file: Path | None = None,
+    submitted_at: Path | None = None,
+    roster_file: Path | None = None,
 ) -> int:
     limits = limits or Limits()
     similarity.check_threshold(similarity_threshold)
     if similar_to is not None and not similar_to.is_dir():
         raise GradingError(f"--similar-to {similar_to}: no such folder")
+    course_policy, times = read_policy(assignment, policy_file, submitted_at)
+    roster, roster_fields = exports.load_roster(roster_file) if roster_file else ({}, set())
     mode = check_sandbox_available()
     out.mkdir(parents=True, exist_ok=True)
     course = prepare_course(out, assignment)
@@ -577,8 +582,13 @@ def grade(
     state_file = _state_path(out)
     state = json.loads(state_file.read_text()) if state_file.exists() else {}
     fingerprint = grading_fingerprint(assignment) + _settings(limits)
+    regrading = ""  # why every submission is judged again, if one reason covers them all
     if state.get("fingerprint") != fingerprint or state.get("assignment") != assignment:
+        if state.get("assignment") == assignment:
+            regrading = "grading changed (the assignment's tests or the limits)"
+        kept = state.get("scores", {}) if regrading else {}
         state = {"assignment": assignment, "fingerprint": fingerprint, "records": {}}
+        state["scores"] = kept
     records: dict[str, dict] = state["records"]
 
     with fmt.gradebook(course) as gradebook:
@@ -592,6 +602,7 @@ def grade(
         or records.get(e.student, {}).get("digest") != e.digest
         or not records[e.student].get("recorded")
     ]
+    judged_why = {e.student: regrading or _why_judged(e, records, force) for e in todo}
     started = time.monotonic()
     jobs = [Job(e, assignment, str(course), limits) for e in todo]
     import torch  # noqa: F401 - imported once here, inherited by every forked worker
@@ -609,7 +620,15 @@ def grade(
     judge_seconds = time.monotonic() - started
     record_seconds = _finish_recording(course, assignment, recorder, records)
     state_file.write_text(json.dumps(state))
-    rows = export_csv(course, assignment, specs, records, out / "grades.csv")
+    late = None
+    if course_policy is not None:
+        origins = {e.student: e.origin for e in entries}
+        late = LateColumns(course_policy, assignment, path, origins, times)
+    rows = export_csv(course, assignment, specs, records, out / "grades.csv", late)
+    regraded = log_regrades(state, rows, list(part_points(specs)), records, judged_why, late, out)
+    scores = {row["student"]: row["final total" if late else "total"] for row in rows}
+    exports.write_canvas(out / "canvas.csv", assignment, scores, roster)
+    exports.write_moodle(out / "moodle.csv", assignment, scores, roster)
     manual = {
         column
         for column in part_points(specs)
@@ -627,7 +646,16 @@ def grade(
         (out / "similarity.json").unlink(missing_ok=True)  # no earlier run's pairs as this one's
         print(f"similar solutions not compared: {similar}", file=sys.stderr)
     title = f"{assignment}: grading report"
-    write_report(rows, part_points(specs), manual, records, out / "report.html", title, similar)
+    write_report(
+        rows,
+        part_points(specs),
+        manual,
+        records,
+        out / "report.html",
+        title,
+        similar,
+        policy.COLUMNS if late else None,
+    )
     state["sandbox"] = mode
     state["memory"] = memory_cap(limits) if mode == ROOT else memory_cap_rootless(limits)
     state["timing"] = {
@@ -644,6 +672,10 @@ def grade(
             )
             print(f"not notebooks or hidden, not graded: {len(collection.skipped)} ({names})")
         print(f"inputs: {out / 'inputs.csv'} (every file of the input, and what became of it)")
+        print_policy_summary(rows, late is not None, regraded, out)
+        print(f"exports: {out / 'canvas.csv'}, {out / 'moodle.csv'} (final scores)")
+        for said in exports.empty_columns(roster_fields, roster, scores):
+            print(f"  {said}")
         if not isinstance(similar, str):
             print(
                 f"similar solutions: {len(similar.pairs)} pair(s) at or above"
@@ -652,6 +684,83 @@ def grade(
         print(f"sandbox: {SANDBOX_WORDS[mode]}")
         print(f"memory: {state['memory']}")
     return exit_code(rows)
+
+
+def read_policy(
+    assignment: str, policy_file: Path | None, submitted_at: Path | None
+) -> tuple[policy.Policy | None, dict[str, policy.SubmissionTime]]:
+    """The course policy and the ``--submitted-at`` times (by the CSV's student names), read and
+    checked before anything is graded."""
+    if policy_file is None:
+        if submitted_at is not None:
+            raise GradingError("--submitted-at needs --policy: the times only serve the policy")
+        return None, {}
+    course_policy = policy.load(policy_file)
+    if assignment not in course_policy.due:
+        raise policy.PolicyError(
+            f"--policy {policy_file}: assignments.{assignment}.due: missing (no due date for"
+            " the assignment being graded)"
+        )
+    return course_policy, policy.read_submitted_at(submitted_at) if submitted_at else {}
+
+
+def _why_judged(entry: Entry, records: dict[str, dict], force: bool) -> str:
+    """Why ``entry`` is judged in this run, in words, for the regrade log."""
+    old = records.get(entry.student)
+    if old is None:
+        return "first grading"
+    if old.get("digest") != entry.digest:
+        return "submission changed"
+    return "judged again (--force)" if force else "judged again (not recorded before)"
+
+
+class LateColumns:
+    """The policy's columns of a grades.csv row (:data:`policy.COLUMNS`), from the submission
+    times: ``--submitted-at`` first, then what the input gives (:func:`policy.input_times`).
+    ``terms`` keeps, per student, what decided its final score (for the regrade log)."""
+
+    UNKNOWN = policy.SubmissionTime(
+        None,
+        "not in --submitted-at, no nbgrader timestamp.txt, no zip member time;"
+        " a file's modification time is not trusted",
+    )
+
+    def __init__(self, course_policy, assignment, path, origins, submitted_at) -> None:
+        self.policy, self.assignment, self.terms = course_policy, assignment, {}
+        self.times = {student_id(name): when for name, when in submitted_at.items()}
+        zone = course_policy.zip_time_zone
+        words = f"read in zip_time_zone {zone}"
+        if zone is None:
+            zone = course_policy.due[assignment].tzinfo
+            words = f"read in the due date's zone {zone} (zip_time_zone is not set)"
+        rest = {s: o for s, o in origins.items() if s not in self.times}
+        self.times |= policy.input_times(path, rest, zone, words)
+
+    def __call__(self, row: dict) -> dict:
+        student = row["student"]
+        when = self.times.get(student, self.UNKNOWN)
+        outcome = policy.apply(self.policy, self.assignment, student, row["total"], when)
+        self.terms[student] = outcome.terms
+        return outcome.columns(self.policy.due_for(self.assignment, student)[0], when)
+
+
+def log_regrades(state, rows, parts, records, judged_why, late, out: Path) -> int:
+    """Append to ``OUT/regrades.csv`` every score that changed since the last run; keep this
+    run's scores in ``state`` for the next. The number of rows appended."""
+    current = {
+        row["student"]: regrades.kept(
+            row,
+            parts,
+            records.get(row["student"], {}).get("digest", ""),
+            late.terms.get(row["student"]) if late else None,
+        )
+        for row in rows
+    }
+    previous = state.get("scores", {})
+    changed = regrades.changes(previous, current, judged_why)
+    regrades.append(changed, out / "regrades.csv")
+    state["scores"] = previous | current
+    return len(changed)
 
 
 def compare_solutions(
@@ -716,8 +825,9 @@ def _tail(log: str) -> str:
 # -- results ----------------------------------------------------------------------------------------
 
 
-def export_csv(course, assignment, specs, records, target: Path) -> list[dict]:
-    """One row per submission: per-part scores, total, status, message, feedback file."""
+def export_csv(course, assignment, specs, records, target: Path, late=None) -> list[dict]:
+    """One row per submission: per-part scores, total, status, message, feedback file; and,
+    with ``late`` (:class:`LateColumns`), what the course policy made of the total."""
     from nbgrader.api import MissingEntry
 
     parts = [(name, g) for name, spec in specs.items() for g in spec.order if _graded(spec, g)]
@@ -761,8 +871,11 @@ def export_csv(course, assignment, specs, records, target: Path) -> list[dict]:
             row["message"] = " | ".join(dict.fromkeys(record["messages"]))[:1000]
             feedback = sorted((course / "feedback" / student / assignment).glob("*.html"))
             row["feedback"] = ";".join(str(p) for p in feedback)
+            if late is not None:
+                row |= late(row)
             rows.append(row)
-    columns = ["student", "file", "status", "total", "max", *part_columns, "flags", "message"]
+    columns = ["student", "file", "status", "total", "max"]
+    columns += [*(policy.COLUMNS if late is not None else []), *part_columns, "flags", "message"]
     columns.append("feedback")
     target.parent.mkdir(parents=True, exist_ok=True)
     with target.open("w", newline="", encoding="utf-8") as handle:
@@ -822,6 +935,25 @@ def print_summary(rows: list[dict], out: Path, judged: int, seconds: float) -> N
         f"manual grading: run `jupyter lab` in {out / 'course'} and open /formgrader"
         " (nbgrader's formgrader is a JupyterLab extension)"
     )
+
+
+def print_policy_summary(rows: list[dict], applied: bool, regraded: int, out: Path) -> None:
+    """What the policy did to the batch, and the regrade log's news."""
+    if applied:
+        penalised = [r for r in rows if r["penalty"] not in ("", 0, 0.0)]
+        spent = sum(r["late days used"] for r in rows if r["late days used"] != "")
+        print(
+            f"policy: {len(penalised)} submission(s) penalised, {spent} late day(s) spent"
+            " (grades.csv: 'final total', and why in 'policy')"
+        )
+        unknown = [r["student"] for r in rows if r["submitted at"] == ""]
+        if unknown:
+            names = ", ".join(unknown[:5]) + (", ..." if len(unknown) > 5 else "")
+            print(f"policy: submission time unknown, raw score kept: {len(unknown)} ({names})")
+    if regraded:
+        print(f"regrades: {regraded} score(s) changed since the last run ({out / 'regrades.csv'})")
+    else:
+        print("regrades: no recorded score changed")
 
 
 def command_line(assignment: str, path: Path, out: Path, *options: str) -> list[str]:
@@ -887,6 +1019,34 @@ def main(argv: list[str] | None = None) -> int:
         default=similarity.THRESHOLD,
         help=f"score from which two solutions are listed as similar ({similarity.THRESHOLD:g})",
     )
+    cmd.add_argument(
+        "--policy",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="course policy (TOML): due dates, extensions, late days and the late penalty;"
+        " applied to each total: grades.csv gains the columns 'raw total', 'late by',"
+        " 'late days used', 'penalty', 'final total' and 'policy' (why they differ);"
+        " the rules are in the TAs' guide and autograder/policy.py",
+    )
+    cmd.add_argument(
+        "--submitted-at",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="CSV with the columns student,timestamp (ISO 8601 with a time zone), as a learning"
+        " platform exports: when each student handed in (needs --policy; without a row, the"
+        " time is nbgrader's timestamp.txt or the zip member's, else unknown)",
+    )
+    cmd.add_argument(
+        "--roster",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="CSV with a column 'student' (the id in grades.csv) and any of "
+        + ", ".join(f for f in exports.ROSTER_FIELDS if f != "student")
+        + ": the names and ids of canvas.csv and moodle.csv",
+    )
     cmd.add_argument("--force", action="store_true", help="judge unchanged submissions again")
     cmd.add_argument("--quiet", action="store_true")
     try:
@@ -915,7 +1075,16 @@ def main(argv: list[str] | None = None) -> int:
             quiet=args.quiet,
             similar_to=args.similar_to.resolve() if args.similar_to else None,
             similarity_threshold=args.similarity_threshold,
+            policy_file=args.policy,
+            submitted_at=args.submitted_at,
+            roster_file=args.roster,
         )
-    except (GradingError, SandboxUnavailable, similarity.SimilarityError) as error:
+    except (
+        GradingError,
+        SandboxUnavailable,
+        similarity.SimilarityError,
+        policy.PolicyError,
+        exports.RosterError,
+    ) as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_FAILED

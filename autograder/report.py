@@ -233,6 +233,18 @@ def _similarity(result: Result | str | None) -> str:
     return "\n".join(lines)
 
 
+def _policy(rows: list[dict], columns: list[str]) -> str:
+    """Every row's late-policy columns (raw beside final total), late or penalised rows first."""
+    header = "".join(f"<th>{_e(column)}</th>" for column in ["student", *columns])
+    lines = [f"<table><tr>{header}</tr>"]
+    changed = sorted(rows, key=lambda r: (r["final total"] == r["raw total"], r["student"]))
+    for row in changed:
+        cells = "".join(f"<td>{_e(row[column])}</td>" for column in ["student", *columns])
+        lines.append(f"<tr>{cells}</tr>")
+    lines.append("</table>")
+    return "\n".join(lines)
+
+
 def write_report(
     rows: list[dict],
     parts: dict[str, float],
@@ -241,17 +253,25 @@ def write_report(
     target: Path,
     title: str,
     similarity: Result | str | None = None,
+    policy_columns: list[str] | None = None,
 ) -> Path:
     """Write the report of a batch: the CSV's ``rows``, ``parts`` (column -> points), the
-    ``manual`` columns (written answers), the judge's ``records`` (failure messages) and the
+    ``manual`` columns (written answers), the judge's ``records`` (failure messages), the
     ``similarity`` of the submissions' code (:mod:`autograder.similarity`; a string: why the
-    comparison failed)."""
+    comparison failed) and, under a course policy, its ``policy_columns`` of every row."""
     counts = Counter(r["status"] for r in rows)
     summary = "".join(
         f"<tr><td>{_e(status)}</td><td class=num>{counts[status]}</td></tr>"
         for status in judge.STATUSES
         if counts.get(status)
     )
+    late = ""
+    if policy_columns:
+        late = f"""<h2 id="policy">Late policy</h2>
+<p>The raw total, and the final total after the course policy (<code>--policy</code>), with
+where each submission time came from and why the two totals differ.</p>
+{_policy(rows, policy_columns)}
+"""
     page = f"""<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -266,7 +286,7 @@ def write_report(
 <table><tr><th>status</th><th>submissions</th></tr>{summary}</table>
 <h2 id="look">Submissions that need a look</h2>
 {_look(rows, target)}
-<h2 id="scores">Score distribution</h2>
+{late}<h2 id="scores">Score distribution</h2>
 {_score_distribution(rows)}
 <h2 id="parts">Parts</h2>
 {_parts(rows, parts, manual, records)}
