@@ -303,10 +303,10 @@ def test_student_bundle_installs_only_the_student_requirements():
 def test_student_bundle_turns_off_the_teacher_panels():
     import tomllib
 
-    data_files = tomllib.loads((DIST / "pyproject.toml").read_text())["tool"]["setuptools"][
-        "data-files"
-    ]
-    installed = {Path(f).name: DIST / f for files in data_files.values() for f in files}
+    wheel = tomllib.loads((DIST / "pyproject.toml").read_text())["tool"]["hatch"]["build"]
+    shared = wheel["targets"]["wheel"]["shared-data"]  # {bundle file: place in the environment}
+    assert all(target == source.split("/", 1)[1] for source, target in shared.items()), shared
+    installed = {Path(f).name: DIST / f for f in shared}
     assert all(path.is_file() for path in installed.values()), installed
     disabled = json.loads(installed["page_config.json"].read_text())["disabledExtensions"]
     for plugin in ("formgrader", "course-list", "create-assignment"):
@@ -320,7 +320,7 @@ def test_student_bundle_turns_off_the_teacher_panels():
     # loaded after nbgrader's own file, which turns everything on
     assert "seqcourse_student.json" > "nbgrader.json"
     # every kernel of the student's environment loads the first-cell hint (course.kernel_hints)
-    assert "etc/ipython" in data_files, data_files
+    assert "etc/ipython/ipython_kernel_config.json" in shared.values(), shared
     kernel = json.loads(installed["ipython_kernel_config.json"].read_text())
     assert kernel["IPKernelApp"]["extensions"] == ["course.kernel_hints"]
 

@@ -362,6 +362,9 @@ def test_the_bundle_installs_only_what_students_need(installation):
         assert installed_version(installation, tool) is None, f"the bundle installed {tool}"
     settings = installation.venv / "etc" / "jupyter" / "labconfig" / "page_config.json"
     assert settings.is_file(), "the bundle's JupyterLab settings were not installed"
+    # the install leaves the student's course folder as it was unpacked
+    left = [p.name for p in installation.bundle.glob("*") if p.name == "build" or ".egg" in p.name]
+    assert not left, f"the install left {left} in the course folder"
 
 
 # A test cell run before the first cell, in a kernel of the installed environment started as
@@ -504,6 +507,7 @@ def _check_widgets(page, lab, name: str) -> int:
     interacts = page.locator(f"{NOTEBOOK} .widget-interact")
     count = interacts.count()
     moved = 0
+    _wait_idle(page, lab)  # then each move below ends with the kernel idle again
     for i in range(count):
         interact = interacts.nth(i)
         interact.scroll_into_view_if_needed()
@@ -513,7 +517,6 @@ def _check_widgets(page, lab, name: str) -> int:
         for j in range(controls.count()):
             control = controls.nth(j)
             label = (control.locator(".widget-label").first.text_content() or f"{j}").strip()
-            _wait_idle(page, lab)
             before_html = _output_state(output)
             assert "<img" in before_html or len(before_html) > 200, (
                 f"{name}: widget {i} shows no figure before {label!r} is moved"
@@ -663,8 +666,12 @@ def test_assignment_with_the_reference_answers_passes_and_validates(context, lab
     page = _open_notebook(context, lab, path)
     assert not _teacher_panels_shown(page)
     _shot(page, f"{name}-opened")
-    untouched = _validate(page, f"{name}-untouched")  # Validate can fail: as released, it does
-    assert "Success!" not in untouched and "failed" in untouched.lower(), untouched
+    if assignment == ASSIGNMENTS[0]:
+        # Validate can fail: as released, it does. Once is enough here: that every released
+        # notebook fails its tests is the build's "blank" student, autograded by nbgrader
+        # (tests/grading/test_grading.py), and Validate runs the same tests.
+        untouched = _validate(page, f"{name}-untouched")
+        assert "Success!" not in untouched and "failed" in untouched.lower(), untouched
     cells = page.locator(f"{NOTEBOOK} .jp-Notebook .jp-Cell")
     assert cells.count() == len(released.cells)
     typed = {}
