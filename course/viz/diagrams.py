@@ -605,7 +605,7 @@ def transformer_diagram() -> Figure:
         [memory.right, (4.45, memory.y), (4.45, cross.y), cross.left],
         colour=ATTENTION,
     )
-    _label(ax, 4.35, cross.y + 0.45, "keys and values\nfrom $M$", ATTENTION, ha="right")
+    _label(ax, 3.85, memory.y + 0.35, "keys and values from $M$", ATTENTION)
     out = _box(ax, dec_x, dec_top + 0.65, r"linear, $\mathrm{softmax}$", kind="output", w=2.3)
     _arrow(ax, (dec_x, dec_top), out.bottom)
     _arrow(ax, out.top, (dec_x, out.top[1] + 0.45))
