@@ -44,6 +44,7 @@ from course.data.code import CharVocab, load_python_source
 from course.metrics import record
 from course.models.recurrent import CharRNN, rescale_spectral_radius_, spectral_radius
 from course.train import train_language_model
+from course.viz.diagrams import rnn_unrolled_diagram
 from course.viz.gradients import (
     interact_gradient_norms,
     plot_bptt_terms,
@@ -74,7 +75,12 @@ LECTURE_START = time.perf_counter()
 # character, so $D = K = |\mathcal{V}|$, the size of the vocabulary $\mathcal{V}$. (The
 # course's notation is collected on its notation page.) *Unrolling* the loop over $T$ steps gives an ordinary, if deep,
 # feed-forward network in which every layer shares the same weights.
-#
+
+# %% mystnb={"image": {"alt": "Diagram of an RNN unrolled over four steps: inputs x_1 to x_4 at the bottom feed hidden states h_1 to h_4 through U, each state feeds the next through W starting from h_0, and each h_t feeds a prediction p_t through V, with a loss L_t above it. Red dashed arrows run the other way: down from each p_t to h_t, labelled V-transpose delta-o_t, and back from h_(t+1) to h_t, labelled W-transpose delta-a_(t+1)."}}
+rnn_unrolled_diagram()
+plt.show()
+
+# %% [markdown]
 # For language modelling the target $y_t$ is the next character, as a one-hot vector.
 # The loss of the whole sequence is the cross-entropy summed over the steps:
 #
@@ -83,7 +89,8 @@ LECTURE_START = time.perf_counter()
 #     = -\sum_{t=1}^{T} \log p_{t,\,\text{target}_t}.$$ (eq-rnn-loss)
 #
 # We write the cell in float64 on a toy text, so that later comparisons are exact to many
-# digits.
+# digits. The loop in `rnn_forward` below walks the black arrows of the diagram from left to
+# right, one column per step.
 
 # %%
 toy_text = "to be or not to be"
@@ -160,8 +167,10 @@ assert difference < 1e-12
 #   \delta^a_t := \frac{\partial L}{\partial a_t}
 #   = \frac{\partial L}{\partial h_t} \odot \left(1 - h_t^{2}\right),$$ (eq-bptt-recursion)
 #
-# starting from $\delta^a_{T+1} = 0$ (nothing comes after the last step). Each weight's
-# gradient then sums one term per step:
+# starting from $\delta^a_{T+1} = 0$ (nothing comes after the last step). The two terms are
+# the red dashed arrows of the diagram in section 1: `local` below is the one that comes down
+# from $p_t$, and `carried` the one that comes back from $h_{t+1}$. Each weight's gradient then
+# sums one term per step:
 #
 # $$\frac{\partial L}{\partial V} = \sum_t \delta^o_t h_t^\top, \quad
 #   \frac{\partial L}{\partial c} = \sum_t \delta^o_t, \quad

@@ -58,6 +58,7 @@ from course.metrics import record
 from course.models.recurrent import CharLSTM, CharRNN, SequenceTagger
 from course.train import train_language_model
 from course.viz.cells import cell_activation_html, interact_cell_activations
+from course.viz.diagrams import lstm_cell_diagram
 from course.viz.gradients import plot_cell_gradient_norms
 from course.viz.recall import plot_recall
 from course.viz.training import plot_bits_per_char
@@ -102,6 +103,15 @@ LECTURE_START = time.perf_counter()
 # $[W_g\; U_g]\,[h_{t-1}; x_t] = W_g h_{t-1} + U_g x_t$. PyTorch's documentation calls the
 # candidate $g_t$ instead of $\tilde c_t$; it is the same cell. Each of the four blocks has
 # $H(H + D) + H$ parameters, four times as many as a vanilla RNN layer.
+
+# %% mystnb={"image": {"alt": "Diagram of one LSTM step: the stacked input [h_(t-1); x_t] runs along the bottom into four boxes, the forget gate f_t, the input gate i_t and the output gate o_t (sigmoids) and the candidate c-tilde_t (tanh). Along the top the cell state runs from c_(t-1) to c_t: multiplied element-wise by f_t, then added to i_t times c-tilde_t. On the right, tanh(c_t) is multiplied by o_t to give h_t."}}
+lstm_cell_diagram()
+plt.show()
+
+# %% [markdown]
+# `lstm_cell` below reads the diagram from the bottom up: `hx` is the input along the bottom,
+# the next four lines are the four boxes, and its last two lines are the cell state's path
+# along the top and the read-out on the right.
 
 # %%
 D, H, T = 3, 4, 6

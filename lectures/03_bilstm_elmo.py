@@ -63,6 +63,7 @@ from course.data.words import WordVocab, sentence_tokens, token_windows
 from course.metrics import record
 from course.models.bilm import BiLM
 from course.train import fit
+from course.viz.diagrams import bilm_diagram
 from course.viz.elmo import interact_layer_choice, plot_layer_choice, plot_similarity_by_layer
 from course.viz.training import plot_training_histories
 
@@ -320,7 +321,12 @@ for D_, H_, L_, bi in (
 # and training maximises the sum of both log-likelihoods,
 #
 # $$\sum_{k} \Big(\log p(t_k \mid t_1, \dots, t_{k-1}) + \log p(t_k \mid t_{k+1}, \dots, t_N)\Big).$$ (eq-bilm-loss)
-#
+
+# %% mystnb={"image": {"alt": "Diagram of a two-layer bidirectional LSTM language model over three tokens t_(k-1), t_k and t_(k+1): each token's vector x_k from the token layer feeds a forward LSTM state and a backward LSTM state in layer 1, and each of those feeds the same direction's state in layer 2; forward states pass left to right and backward states right to left. On the right, for the shaded token k, the three representations h_(k,0) = [x_k; x_k], h_(k,1) and h_(k,2), each a forward and a backward state concatenated, are mixed with the weights s_0, s_1 and s_2 into ELMo_k = gamma times the sum over j of s_j h_(k,j)."}}
+bilm_diagram()
+plt.show()
+
+# %% [markdown]
 # The model is `course.models.bilm.BiLM` (about a hundred lines, with this notation in its
 # docstring). The backward LSTMs read each sentence reversed **within its own length**, with
 # packed sequences, exactly as section 1 requires. The corpus is the course's English prose
@@ -533,7 +539,7 @@ for j, name in enumerate(LAYER_NAMES):
 #   \qquad s^{\text{task}} = \operatorname{softmax}\big(w^{\text{task}}\big).$$ (eq-elmo)
 #
 # The biLM stays frozen; only $w$, $\gamma$ and the task's own classifier are trained.
-# Written out, the mix is three lines; `course.analysis.elmo.ScalarMix` is the same thing as
+# Written out, the mix, the right half of the diagram in section 3, is three lines; `course.analysis.elmo.ScalarMix` is the same thing as
 # a module with $w$ and $\gamma$ as parameters:
 
 

@@ -62,6 +62,7 @@ from course.decoding import beam_search, greedy_search
 from course.metrics import record
 from course.models.seq2seq import SCORES, Attention, Seq2Seq, masked_softmax
 from course.train import fit
+from course.viz.diagrams import seq2seq_attention_diagram
 from course.viz.seq2seq import (
     interact_alignment,
     plot_accuracy_by_length,
@@ -247,7 +248,12 @@ print(
 #
 # $$\tilde h_t = \tanh\big(W_c [c_t ; h_t] + b_c\big), \qquad
 #   p(y_t \mid y_{<t}, x) = \operatorname{softmax}(W_o \tilde h_t + b_o).$$ (eq-attentional)
-#
+
+# %% mystnb={"image": {"alt": "Diagram of an encoder-decoder with attention: source words x_1 to x_4 feed encoder states s_1 to s_4 in a row, the last state starts the decoder (h_0 = s_m), and decoder states h_1 to h_t read the previous output tokens. Purple arrows labelled a_(t,1) to a_(t,4) run from each encoder state to the context box c_t = sum over k of a_(t,k) s_k; a dashed purple arrow from h_t, labelled e_(t,k) = score(h_t, s_k), points to it too. The context and h_t feed the attentional state h-tilde_t, which gives p(y_t given y before t and x)."}}
+seq2seq_attention_diagram()
+plt.show()
+
+# %% [markdown]
 # **A worked step as published.** Lecture 24 of Harvard's CS109B, one of the slide decks this
 # unit was rebuilt from (not part of the course), draws the first decoder step attending to
 # four encoder states with the softmax'd weights 0.51, 0.28, 0.14 and 0.07, and weights each
@@ -258,7 +264,8 @@ print(
 # $e_{1,k} = \log a_{1,k} + C$, for any $C$, are the scores that give exactly these weights
 # (exactly, because the four published weights sum to 1; were they rounded so that their sum
 # missed 1, the softmax would return them rescaled). The four encoder states, of size 3, are
-# made up.
+# made up. The cell computes the purple part of the diagram above for $t = 1$: the weights
+# $a_{1,k}$ and the context $c_1$.
 
 # %%
 published_weights = torch.tensor([0.51, 0.28, 0.14, 0.07], dtype=torch.float64)

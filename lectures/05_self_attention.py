@@ -66,6 +66,7 @@ from course.viz.attention import (
     plot_positions,
     word_vectors,
 )
+from course.viz.diagrams import multi_head_diagram, self_attention_diagram
 
 torch.manual_seed(0)
 torch.set_num_threads(1)  # small tensors: one thread is as fast, and robust on a busy 2-core CPU
@@ -191,6 +192,14 @@ print(f"z_1 = {z1.numpy().round(4)}")
 # `torch.nn.functional.scaled_dot_product_attention` on a padded batch (keys past each
 # sentence's length are masked) and with a causal mask.
 
+# %% mystnb={"image": {"alt": "Diagram of self-attention in matrix form: the input X of shape (n, d_model) is projected into Q = X W^(Q transpose), K = X W^(K transpose) and V = X W^(V transpose); Q and K give the scores s_ij = q_i dot k_j divided by the square root of d_k, an n by n matrix; a softmax over j after adding the mask M gives the weights a_ij, each row summing to 1; and the weights times V give z_i = sum over j of a_ij v_j, that is Z = AV."}}
+self_attention_diagram()
+plt.show()
+
+# %% [markdown]
+# The first line below computes the three boxes on the left of the diagram; `attention` does
+# the rest, from the scores to $Z$.
+
 # %%
 Q, K, V = X @ W_Q.T, X @ W_K.T, X @ W_V.T
 Z, A = attention(Q, K, V)
@@ -295,9 +304,16 @@ print(causal_mask(5).int())
 #   \qquad \operatorname{MultiHead}(X) = [\operatorname{head}_1; \dots; \operatorname{head}_h]\, W^{O\top},$$ (eq-multi-head)
 #
 # where $Q_r$ holds columns $r d_k, \dots, (r+1) d_k - 1$ of $Q$. The cost is that of one head
-# of width $d_{\text{model}}$. `course.models.attention.MultiHeadAttention` does this with four
-# `nn.Linear` layers; PyTorch's `nn.MultiheadAttention` stores $W^Q, W^K, W^V$ stacked in one
-# matrix. Copy the weights across and compare, with a padding mask:
+# of width $d_{\text{model}}$.
+
+# %% mystnb={"image": {"alt": "Diagram of multi-head attention: the input X at the bottom feeds h heads side by side (head 1, head 2 and head h shown); each head takes its own slices Q_r, K_r, V_r and computes head_r = softmax(Q_r K_r-transpose over the square root of d_k plus M) V_r; the heads' outputs are concatenated and multiplied by W^(O transpose) to give MultiHead(X). A note says that each head has d_k = d_model / h."}}
+multi_head_diagram()
+plt.show()
+
+# %% [markdown]
+# `course.models.attention.MultiHeadAttention` does this with four `nn.Linear` layers, the
+# diagram's projections below the heads and $W^O$ above them; PyTorch's
+# `nn.MultiheadAttention` stores $W^Q, W^K, W^V$ stacked in one matrix. Copy the weights across and compare, with a padding mask:
 
 # %%
 torch.manual_seed(2)

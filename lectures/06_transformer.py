@@ -68,6 +68,7 @@ from course.models.transformer import (
 )
 from course.train import fit, linear_warmup_decay, transformer_schedule
 from course.viz.attention_views import head_view, model_view
+from course.viz.diagrams import transformer_diagram
 from course.viz.training import plot_training_histories
 from course.viz.transformer import (
     HeadMaps,
@@ -95,6 +96,13 @@ LECTURE_START = time.perf_counter()
 # $$h = \operatorname{LN}_1\big(x + \operatorname{MultiHead}(x)\big), \qquad
 #   y = \operatorname{LN}_2\big(h + \operatorname{FFN}(h)\big).$$ (eq-post-norm)
 #
+# The whole model is drawn below: this section builds the left column, section 3 the right one.
+
+# %% mystnb={"image": {"alt": "Diagram of the Transformer, post-norm. Left, the encoder: source tokens, an embedding plus positions p_i, then a block repeated N times of multi-head self-attention, add and norm, a feed-forward network FFN, add and norm, each sublayer with a residual path around it, ending in the memory M. Right, the decoder: target tokens shifted right, an embedding plus positions, then a block repeated N times of masked self-attention, cross-attention that takes its keys and values from M, and a feed-forward network, each followed by add and norm with a residual path, then a linear layer and a softmax giving next-token probabilities."}}
+transformer_diagram()
+plt.show()
+
+# %% [markdown]
 # ### LayerNorm
 #
 # LayerNorm standardises each vector over its own $d$ features, then rescales each feature
@@ -329,8 +337,8 @@ plt.show()
 # %% [markdown]
 # ## 3. The decoder block
 #
-# The decoder writes the output one token at a time, like Lecture 4's. Its block has three
-# sublayers, each with a residual and a LayerNorm:
+# The decoder writes the output one token at a time, like Lecture 4's. Its block, the right
+# column of the diagram in section 1, has three sublayers, each with a residual and a LayerNorm:
 #
 # 1. **masked self-attention** over the output so far: queries, keys and values all come
 #    from the previous decoder layer, and position $i$ may look only at positions $j \le i$,

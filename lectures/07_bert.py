@@ -97,6 +97,7 @@ from course.models.bert import (
 from course.train import fit, linear_warmup_decay
 from course.viz.attention_views import head_view, model_view
 from course.viz.bert import interact_fill_mask, plot_anisotropy, plot_feature_choice, plot_fill_mask
+from course.viz.diagrams import bert_input_diagram
 from course.viz.training import plot_training_histories
 
 torch.manual_seed(0)
@@ -238,10 +239,17 @@ print(
 #
 # $$e_t = \operatorname{LN}\big(E_{\text{tok}}[w_t] + E_{\text{seg}}[s_t] + E_{\text{pos}}[t]
 #   \big).$$ (eq-bert-input)
-#
+
+# %% mystnb={"image": {"alt": "Diagram of BERT's input for the ten tokens [CLS] let there be light [SEP] it was good [SEP]: for each position, a token embedding, a segment embedding (A up to and including the first [SEP], B after it) and a position embedding (0 to 9) are added, and a LayerNorm of the sum gives the input vectors e_0 to e_9."}}
+bert_input_diagram()
+plt.show()
+
+# %% [markdown]
 # From here on we use the checkpoint's vocabulary: 4,000 tokens from the `tokenizers`
 # trainer on the same training text (frequency merges: fewer tokens per word, so more text
-# fits in a 64-token input).
+# fits in a 64-token input). The cell below frames a pair of sentences that way, then adds
+# the diagram's three rows by hand (`by_hand`) and compares the sum with the model's own
+# embedding layer.
 
 # %%
 bert_ckpt, meta = load_checkpoint("bert_english")

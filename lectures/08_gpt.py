@@ -92,6 +92,7 @@ from course.models.gpt import (
     save_for_transformers,
 )
 from course.train import fit, linear_warmup_decay
+from course.viz.diagrams import causal_mask_diagram, decoding_tree_diagram
 from course.viz.generation import (
     example_logits,
     interact_model_samples,
@@ -140,9 +141,14 @@ LECTURE_START = time.perf_counter()
 # %%
 print(inspect.getsource(GPT.forward))
 
+# %% mystnb={"image": {"alt": "Diagram of the causal mask for the six tokens the cat sat on the mat: a six by six grid with query positions i in rows and key positions j in columns; the squares on and below the diagonal, where j is at most i, are shaded and hold 0, and those above it hold minus infinity."}}
+causal_mask_diagram()
+plt.show()
+
 # %% [markdown]
-# The causal mask of a 6-token window (row $t$: the positions it may read), and a check that
-# the mask does what it says: changing the last token changes no prediction before it.
+# The causal mask of a 6-token window (row $t$: the positions it may read; 1 where the grid
+# above holds 0), and a check that the mask does what it says: changing the last token changes
+# no prediction before it.
 
 # %%
 print(causal_mask(6).int())
@@ -315,6 +321,14 @@ with tempfile.TemporaryDirectory() as folder, torch.no_grad():
 #
 # $$\operatorname{score}(y) = \frac{1}{|y|^{\alpha}} \sum_{t=1}^{|y|} \log p(y_t \mid y_{<t}).$$ (eq-gpt-beam)
 #
+# On a tree of two steps with made-up probabilities the two can disagree: greedy search
+# commits to the best first word and misses a text that beam search keeps.
+
+# %% mystnb={"image": {"alt": "Diagram of a two-step decoding tree after the word The, with made-up probabilities: cat 0.5, dog 0.4 and man 0.1, then sat 0.4 or ran 0.35 after cat and barked 0.7 or slept 0.3 after dog, each leaf with the product of its two probabilities. Greedy search, in blue, follows The cat sat (0.200); beam search with k = 2 keeps cat and dog, drops man, and finds The dog barked (0.280), in orange."}}
+decoding_tree_diagram()
+plt.show()
+
+# %% [markdown]
 # The most probable text is a poor text, though: it is bland and it loops. **Sampling** draws
 # $y_t \sim p$ instead, after reshaping the logits $z$ so that the tail, where the nonsense
 # lives, is cut. Three filters, applied in this order (the order of `transformers`'
@@ -408,7 +422,9 @@ controls = interact_model_samples(gpt_ckpt, vocab)
 # - the model's own **log-likelihood** of its output, per character (high: what the model
 #   finds most probable).
 #
-# $n$-grams of words, $n = 2$ for distinct-$n$ and $n = 2$ for repetition.
+# $n$-grams of words, $n = 2$ for distinct-$n$ and $n = 2$ for repetition. The function
+# `search` below runs the two paths of the tree diagram on the GPT: greedy (beam size 1) and
+# beam search, which keeps $k = 4$ prefixes where the diagram kept 2.
 
 # %%
 STOP, SPACE, LENGTH = vocab.encode(".")[0].item(), vocab.encode(" ")[0].item(), 80

@@ -1,0 +1,749 @@
+"""Architecture diagrams, drawn with matplotlib, one pure function per diagram (Units 1 to 8).
+
+- :func:`rnn_unrolled_diagram`: an RNN unrolled in time, with BPTT's backward arrows (Lecture 1);
+- :func:`lstm_cell_diagram`: the LSTM cell, its gates and the cell state (Lecture 2);
+- :func:`bilm_diagram`: a stacked, bidirectional language model and ELMo's mix (Lecture 3);
+- :func:`seq2seq_attention_diagram`: an encoder–decoder with attention (Lecture 4);
+- :func:`self_attention_diagram`, :func:`multi_head_diagram`: queries, keys, values and heads
+  (Lecture 5);
+- :func:`transformer_diagram`: the encoder and decoder blocks (Lecture 6);
+- :func:`bert_input_diagram`: BERT's input, three embeddings summed (Lecture 7);
+- :func:`causal_mask_diagram`, :func:`decoding_tree_diagram`: the causal mask, and greedy
+  against beam search on a small tree (Lecture 8).
+
+Every function returns a new Figure and never closes it. The symbols are those of the course's
+notation page. Lengths are in inches: each figure has one axes that fills it, with data units
+of one inch, so that a box of width 1 is one inch wide whatever the figure's size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # imported for type hints only
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+__all__ = [
+    "rnn_unrolled_diagram",
+    "lstm_cell_diagram",
+    "bilm_diagram",
+    "seq2seq_attention_diagram",
+    "self_attention_diagram",
+    "multi_head_diagram",
+    "transformer_diagram",
+    "bert_input_diagram",
+    "causal_mask_diagram",
+    "decoding_tree_diagram",
+]
+
+FONT = 11  # text inside boxes
+SMALL = 10  # labels on arrows, legends, row names
+INK = "#333333"  # box edges and the forward computation's arrows
+GRADIENT = "#c0392b"  # the backward pass
+ATTENTION = "#7b3fa0"  # attention weights and queries
+GREEDY = "#1f77b4"
+BEAM = "#e67e22"
+FILL = {
+    "input": "#eeeeee",
+    "state": "#d6e6f5",
+    "output": "#dcefd6",
+    "gate": "#fde3c8",
+    "attention": "#eadcf3",
+    "norm": "#fff3bf",
+    "segment A": "#fde3c8",
+    "segment B": "#dcefd6",
+    "masked": "#ffffff",
+}
+
+
+@dataclass(frozen=True)
+class Box:
+    """A drawn box: its centre (x, y) and its size (w, h), in inches."""
+
+    x: float
+    y: float
+    w: float
+    h: float
+
+    @property
+    def top(self) -> tuple[float, float]:
+        return self.x, self.y + self.h / 2
+
+    @property
+    def bottom(self) -> tuple[float, float]:
+        return self.x, self.y - self.h / 2
+
+    @property
+    def left(self) -> tuple[float, float]:
+        return self.x - self.w / 2, self.y
+
+    @property
+    def right(self) -> tuple[float, float]:
+        return self.x + self.w / 2, self.y
+
+
+def _canvas(width: float, height: float) -> tuple[Figure, Axes]:
+    """A figure of width x height inches whose one axes fills it, one data unit per inch."""
+    import matplotlib.pyplot as plt
+
+    fig = plt.figure(figsize=(width, height))
+    ax = fig.add_axes((0, 0, 1, 1))
+    ax.set_xlim(0, width)
+    ax.set_ylim(0, height)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    return fig, ax
+
+
+def _box(
+    ax: Axes,
+    x: float,
+    y: float,
+    text: str,
+    kind: str = "state",
+    w: float = 0.9,
+    h: float = 0.5,
+    fontsize: float = FONT,
+    edge: str = INK,
+    lw: float = 1.0,
+) -> Box:
+    """A rounded box centred on (x, y), filled by ``kind``, with ``text`` in its middle."""
+    from matplotlib.patches import FancyBboxPatch
+
+    pad = min(0.08, w / 4, h / 4)
+    ax.add_patch(
+        FancyBboxPatch(
+            (x - w / 2 + pad, y - h / 2 + pad),
+            w - 2 * pad,
+            h - 2 * pad,
+            boxstyle=f"round,pad={pad}",
+            facecolor=FILL[kind],
+            edgecolor=edge,
+            linewidth=lw,
+        )
+    )
+    if text:
+        ax.text(x, y, text, ha="center", va="center", fontsize=fontsize, color="black")
+    return Box(x, y, w, h)
+
+
+def _node(ax: Axes, x: float, y: float, symbol: str, r: float = 0.17) -> Box:
+    """A small circle with an operator in it (⊙, +)."""
+    from matplotlib.patches import Circle
+
+    ax.add_patch(Circle((x, y), r, facecolor="white", edgecolor=INK, linewidth=1.0))
+    ax.text(x, y, symbol, ha="center", va="center", fontsize=FONT)
+    return Box(x, y, 2 * r, 2 * r)
+
+
+def _arrow(
+    ax: Axes,
+    start: tuple[float, float],
+    end: tuple[float, float],
+    colour: str = INK,
+    dashed: bool = False,
+    rad: float = 0.0,
+    lw: float = 1.3,
+) -> None:
+    """An arrow from ``start`` to ``end``, straight or bent by ``rad`` (matplotlib's arc3)."""
+    from matplotlib.patches import FancyArrowPatch
+
+    ax.add_patch(
+        FancyArrowPatch(
+            start,
+            end,
+            arrowstyle="-|>",
+            mutation_scale=11,
+            connectionstyle=f"arc3,rad={rad}",
+            color=colour,
+            linewidth=lw,
+            linestyle=(0, (4, 3)) if dashed else "-",
+            shrinkA=0,
+            shrinkB=0,
+        )
+    )
+
+
+def _path(
+    ax: Axes, points: Sequence[tuple[float, float]], colour: str = INK, lw: float = 1.3
+) -> None:
+    """A polyline through ``points`` with an arrow head on its last segment (for elbows)."""
+    xs, ys = zip(*points[:-1], strict=True)
+    ax.plot(xs, ys, color=colour, linewidth=lw, solid_capstyle="butt")
+    _arrow(ax, points[-2], points[-1], colour=colour, lw=lw)
+
+
+def _label(
+    ax: Axes,
+    x: float,
+    y: float,
+    text: str,
+    colour: str = "black",
+    ha: str = "center",
+    fontsize: float = SMALL,
+) -> None:
+    ax.text(x, y, text, ha=ha, va="center", fontsize=fontsize, color=colour)
+
+
+def _edge_label(
+    ax: Axes,
+    start: tuple[float, float],
+    end: tuple[float, float],
+    text: str,
+    colour: str,
+    at: float = 0.5,
+    offset: float = 0.2,
+) -> None:
+    """``text`` beside the line from ``start`` to ``end``, ``at`` of the way along, on its
+    upper side, ``offset`` inches from the line."""
+    import math
+
+    dx, dy = end[0] - start[0], end[1] - start[1]
+    length = math.hypot(dx, dy)
+    nx, ny = -dy / length, dx / length
+    if ny < 0:
+        nx, ny = -nx, -ny
+    x, y = start[0] + at * dx + offset * nx, start[1] + at * dy + offset * ny
+    _label(ax, x, y, text, colour)
+
+
+def _legend(ax: Axes, x: float, y: float, entries: Sequence[tuple[str, str, bool]]) -> None:
+    """One line per (text, colour, dashed) entry from (x, y) down: a short arrow, then text."""
+    for row, (text, colour, dashed) in enumerate(entries):
+        yy = y - 0.32 * row
+        _arrow(ax, (x, yy), (x + 0.45, yy), colour=colour, dashed=dashed)
+        _label(ax, x + 0.55, yy, text, colour=colour, ha="left")
+
+
+def rnn_unrolled_diagram(steps: int = 4) -> Figure:
+    """An RNN unrolled over ``steps`` steps: x_t -> h_t -> p_t, with h_{t-1} -> h_t.
+
+    The same U, W and V label every step. Red dashed arrows are BPTT's two terms of dL/dh_t:
+    V^T delta^o_t from the step's own loss, and W^T delta^a_{t+1} carried back from step t + 1.
+    """
+    if steps < 2:
+        raise ValueError(f"steps: expected at least 2 to show the recurrence, got {steps}")
+    gap = 2.0
+    width, height = 1.3 + gap * steps + 0.4, 5.3
+    fig, ax = _canvas(width, height)
+    y_x, y_h, y_p, y_loss = 0.55, 2.15, 3.55, 4.35
+    h0 = _box(ax, 0.8, y_h, "$h_0$")
+    previous = h0
+    for t in range(1, steps + 1):
+        cx = 0.8 + gap * t
+        x = _box(ax, cx, y_x, f"$x_{{{t}}}$", kind="input")
+        h = _box(ax, cx, y_h, f"$h_{{{t}}}$")
+        p = _box(ax, cx, y_p, f"$p_{{{t}}}$", kind="output")
+        _label(ax, cx, y_loss, f"$L_{{{t}}}$")
+        _arrow(ax, p.top, (cx, y_loss - 0.17))
+        _arrow(ax, x.top, h.bottom)
+        _label(ax, cx - 0.16, (y_x + y_h) / 2, "$U$", ha="right")
+        _arrow(ax, (cx - 0.12, h.top[1]), (cx - 0.12, p.bottom[1]))
+        _label(ax, cx - 0.24, (y_h + y_p) / 2, "$V$", ha="right")
+        # forward: h_{t-1} -> h_t, just above the middle; backward: h_t -> h_{t-1}, just below
+        _arrow(ax, (previous.right[0], y_h + 0.09), (h.left[0], y_h + 0.09))
+        _label(ax, (previous.right[0] + h.left[0]) / 2, y_h + 0.3, "$W$")
+        _arrow(ax, (cx + 0.12, p.bottom[1]), (cx + 0.12, h.top[1]), colour=GRADIENT, dashed=True)
+        _label(ax, cx + 0.22, (y_h + y_p) / 2, rf"$V^\top\delta^o_{{{t}}}$", GRADIENT, ha="left")
+        _arrow(
+            ax,
+            (h.left[0], y_h - 0.11),
+            (previous.right[0], y_h - 0.11),
+            colour=GRADIENT,
+            dashed=True,
+        )
+        _label(
+            ax,
+            (previous.right[0] + h.left[0]) / 2,
+            y_h - 0.36,
+            rf"$W^\top\delta^a_{{{t}}}$",
+            GRADIENT,
+        )
+        previous = h
+    _legend(
+        ax,
+        0.35,
+        height - 0.3,
+        [
+            ("forward: the same $U$, $W$, $V$ at every step", INK, False),
+            (r"backward: the two terms of $\partial L / \partial h_t$", GRADIENT, True),
+        ],
+    )
+    return fig
+
+
+def lstm_cell_diagram() -> Figure:
+    """One LSTM step: the gates f_t, i_t, o_t and the candidate, the cell state c_{t-1} -> c_t
+    along the top, and h_t = o_t ⊙ tanh(c_t) out on the right.
+
+    The four boxes read the same stacked input [h_{t-1}; x_t] (one matrix [W_g U_g] each).
+    """
+    fig, ax = _canvas(9.6, 5.6)
+    y_cell, y_gate, y_bus = 4.45, 2.45, 1.05
+    gates = [  # centre x, label, name
+        (2.1, r"$f_t = \sigma(\cdot)$", "forget gate"),
+        (3.65, r"$i_t = \sigma(\cdot)$", "input gate"),
+        (5.2, r"$\tilde c_t = \tanh(\cdot)$", "candidate"),
+        (6.75, r"$o_t = \sigma(\cdot)$", "output gate"),
+    ]
+    boxes = []
+    for gx, text, name in gates:
+        kind = "state" if name == "candidate" else "gate"
+        boxes.append(_box(ax, gx, y_gate, f"{name}\n{text}", kind=kind, w=1.4, h=0.8))
+        _arrow(ax, (gx, y_bus), (gx, y_gate - 0.4))
+    f, i, c_tilde, o = boxes
+    # the input bus: h_{t-1} from the left, x_t from below
+    _label(ax, 0.45, y_bus, "$h_{t-1}$")
+    ax.plot([0.8, o.x], [y_bus, y_bus], color=INK, linewidth=1.3)
+    _label(ax, 1.2, 0.25, "$x_t$")
+    _arrow(ax, (1.2, 0.42), (1.2, y_bus))
+    _label(ax, 4.45, y_bus - 0.3, "$[h_{t-1}; x_t]$")
+    # the cell state along the top
+    _label(ax, 0.45, y_cell, "$c_{t-1}$")
+    forget = _node(ax, f.x, y_cell, r"$\odot$")
+    add = _node(ax, 4.45, y_cell, "$+$")
+    _arrow(ax, (0.8, y_cell), forget.left)
+    _arrow(ax, forget.right, add.left)
+    _arrow(ax, add.right, (8.75, y_cell))
+    _label(ax, 9.1, y_cell, "$c_t$")
+    _label(ax, 5.6, y_cell + 0.45, r"cell state: $c_t = f_t \odot c_{t-1} + i_t \odot \tilde c_t$")
+    _arrow(ax, f.top, forget.bottom)
+    write = _node(ax, add.x, 3.55, r"$\odot$")
+    _arrow(ax, (i.x + 0.25, i.top[1]), (write.x - 0.12, write.y - 0.12))
+    _arrow(ax, (c_tilde.x - 0.25, c_tilde.top[1]), (write.x + 0.12, write.y - 0.12))
+    _arrow(ax, write.top, add.bottom)
+    # the read-out: h_t = o_t ⊙ tanh(c_t)
+    squash = _box(ax, 8.0, 3.7, r"$\tanh$", kind="state", w=0.7, h=0.4)
+    _arrow(ax, (8.0, y_cell), squash.top)
+    read = _node(ax, 8.0, 2.45, r"$\odot$")
+    _arrow(ax, squash.bottom, read.top)
+    _arrow(ax, o.right, read.left)
+    _arrow(ax, read.bottom, (8.0, 1.35))
+    _label(ax, 8.0, 1.15, "$h_t$")
+    _label(ax, 8.0, 0.75, r"$h_t = o_t \odot \tanh(c_t)$")
+    return fig
+
+
+def bilm_diagram() -> Figure:
+    """A 2-layer bidirectional LSTM language model over three tokens, and ELMo's mix.
+
+    Left: the token layer x_k, then per layer a forward LSTM (reads left to right) and a
+    backward LSTM (right to left), each with its own stack. Right: for the shaded token k, the
+    three representations h_{k,j} (forward and backward states concatenated) mixed with the
+    weights s_j and the scale gamma.
+    """
+    from matplotlib.patches import FancyBboxPatch
+
+    fig, ax = _canvas(12.0, 5.6)
+    columns = {-1: 2.0, 0: 4.0, 1: 6.0}  # token k-1, k, k+1
+    names = {-1: "k-1", 0: "k", 1: "k+1"}
+    y_token, y_x = 0.35, 1.15
+    rows = {1: (2.2, 2.85), 2: (3.95, 4.6)}  # layer: (forward y, backward y)
+    ax.add_patch(
+        FancyBboxPatch(
+            (columns[0] - 0.95, 0.1),
+            1.9,
+            4.9,
+            boxstyle="round,pad=0.05",
+            facecolor="#f6f6f6",
+            edgecolor="none",
+        )
+    )
+    _label(ax, 0.1, y_x, "token layer", ha="left")
+    for layer, (y_f, y_b) in rows.items():
+        _label(ax, 0.1, (y_f + y_b) / 2, f"layer {layer}", ha="left")
+    boxes: dict[tuple[int, int, str], Box] = {}
+    for offset, cx in columns.items():
+        k = names[offset]
+        _label(ax, cx, y_token, f"$t_{{{k}}}$")
+        x = _box(ax, cx, y_x, f"$x_{{{k}}}$", kind="input", w=0.8)
+        _arrow(ax, (cx, y_token + 0.17), x.bottom)
+        below = {"f": x, "b": x}
+        for layer, (y_f, y_b) in rows.items():
+            fwd = _box(ax, cx - 0.45, y_f, rf"$\overrightarrow{{h}}_{{{k},{layer}}}$", w=0.85)
+            bwd = _box(ax, cx + 0.45, y_b, rf"$\overleftarrow{{h}}_{{{k},{layer}}}$", w=0.85)
+            if layer == 1:
+                _arrow(ax, (cx - 0.2, x.top[1]), (fwd.x + 0.05, fwd.bottom[1]))
+                _arrow(ax, (cx + 0.2, x.top[1]), (bwd.x - 0.05, bwd.bottom[1]))
+            else:
+                _arrow(ax, below["f"].top, fwd.bottom)
+                _arrow(ax, below["b"].top, bwd.bottom)
+            below = {"f": fwd, "b": bwd}
+            boxes[offset, layer, "f"], boxes[offset, layer, "b"] = fwd, bwd
+    for layer in rows:
+        for offset in (-1, 0):
+            _arrow(ax, boxes[offset, layer, "f"].right, boxes[offset + 1, layer, "f"].left)
+            _arrow(ax, boxes[offset + 1, layer, "b"].left, boxes[offset, layer, "b"].right)
+    _label(ax, columns[0], 5.3, "forward LSTMs read left to right, backward LSTMs right to left")
+    # ELMo's mix for token k
+    reps = [
+        (y_x, "$h_{k,0} = [x_k; x_k]$"),
+        (sum(rows[1]) / 2, r"$h_{k,1} = [\overrightarrow{h}_{k,1}; \overleftarrow{h}_{k,1}]$"),
+        (sum(rows[2]) / 2, r"$h_{k,2} = [\overrightarrow{h}_{k,2}; \overleftarrow{h}_{k,2}]$"),
+    ]
+    mix = _box(ax, 11.0, 2.9, r"$\gamma \sum_j s_j h_{k,j}$", kind="output", w=1.6, h=0.6)
+    _label(ax, mix.x, mix.y + 0.6, r"ELMo$_k$")
+    for j, (y, text) in enumerate(reps):
+        rep = _box(ax, 8.25, y, text, kind="state", w=2.4, h=0.5)
+        _arrow(ax, rep.right, mix.left, colour=ATTENTION)
+        _label(ax, 9.75, y + (mix.y - y) * 0.3 + 0.2, f"$s_{j}$", ATTENTION)
+    _label(ax, 8.25, 5.3, "for the shaded token $k$, layers $j = 0, 1, 2$")
+    return fig
+
+
+def seq2seq_attention_diagram(source_length: int = 4) -> Figure:
+    """An encoder over x_1..x_m (states s_k) and a decoder step h_t that attends to every s_k.
+
+    Purple arrows carry the weights a_{t,k} (a softmax over the scores e_{t,k} = score(h_t,
+    s_k)) into the context c_t = sum_k a_{t,k} s_k; c_t and h_t make the attentional state.
+    """
+    m = source_length
+    if m < 2:
+        raise ValueError(f"source_length: expected at least 2 source words, got {m}")
+    gap = 1.3
+    right = 1.0 + gap * (m - 1)
+    width, height = right + 7.0, 5.7
+    fig, ax = _canvas(width, height)
+    y_in, y_state = 0.4, 1.6
+    states = []
+    for k in range(1, m + 1):
+        cx = 1.0 + gap * (k - 1)
+        s = _box(ax, cx, y_state, f"$s_{{{k}}}$", w=0.8)
+        _label(ax, cx, y_in, f"$x_{{{k}}}$")
+        _arrow(ax, (cx, y_in + 0.17), s.bottom)
+        if states:
+            _arrow(ax, states[-1].right, s.left)
+        states.append(s)
+    _label(ax, (1.0 + right) / 2, 0.95, f"encoder, $m = {m}$", fontsize=SMALL - 1)
+    first = _box(ax, right + 1.7, y_state, "$h_1$", w=0.8)
+    _arrow(ax, states[-1].right, first.left)
+    _label(ax, (states[-1].right[0] + first.left[0]) / 2, y_state + 0.25, "$h_0 = s_m$")
+    _label(ax, first.x, y_in, r"$\langle s\rangle$")
+    _arrow(ax, (first.x, y_in + 0.17), first.bottom)
+    _label(ax, right + 2.85, y_state, r"$\cdots$")
+    h = _box(ax, right + 4.0, y_state, "$h_t$", w=0.8)
+    _arrow(ax, first.right, (right + 2.55, y_state))
+    _arrow(ax, (right + 3.15, y_state), h.left)
+    _label(ax, h.x, y_in, "$y_{t-1}$")
+    _arrow(ax, (h.x, y_in + 0.17), h.bottom)
+    _label(ax, (first.x + h.x) / 2, 0.95, "decoder", fontsize=SMALL - 1)
+    context = _box(ax, right + 2.4, 4.0, r"$c_t = \sum_k a_{t,k}\, s_k$", "attention", w=2.0)
+    for k, s in enumerate(states, start=1):
+        _arrow(ax, s.top, context.left, colour=ATTENTION, rad=-0.25)
+        _label(ax, s.x - 0.3, s.top[1] + 0.3, f"$a_{{t,{k}}}$", ATTENTION)
+    query_end = (context.right[0] - 0.3, context.bottom[1])
+    _arrow(ax, (h.x - 0.2, h.top[1]), query_end, ATTENTION, dashed=True)
+    _label(ax, h.x - 0.75, 2.75, r"$e_{t,k} = \mathrm{score}(h_t, s_k)$", ATTENTION, ha="right")
+    attentional = _box(ax, h.x, 4.0, r"$\tilde h_t$", kind="output", w=0.8)
+    _arrow(ax, context.right, attentional.left)
+    _arrow(ax, (h.x + 0.1, h.top[1]), (h.x + 0.1, attentional.bottom[1]))
+    _label(ax, h.x + 0.5, 4.0, r"$= \tanh(W_c [c_t; h_t] + b_c)$", ha="left")
+    _arrow(ax, attentional.top, (h.x, 5.05))
+    _label(ax, h.x, 5.3, r"$p(y_t \mid y_{<t}, x) = \mathrm{softmax}(W_o \tilde h_t + b_o)$")
+    return fig
+
+
+def self_attention_diagram() -> Figure:
+    """Self-attention in matrix form: X projected to Q, K and V, the scaled scores, the softmax
+    (after the mask M) and the weighted sum Z = A V. Shapes are for n positions."""
+    fig, ax = _canvas(11.2, 4.6)
+    x = _box(ax, 0.85, 2.3, "$X$", kind="input", w=0.9, h=0.6)
+    _label(ax, 0.85, 1.75, r"$(n, d_{\mathrm{model}})$", fontsize=SMALL - 1)
+    projections = {}
+    for name, y, matrix in (
+        ("Q", 3.7, "W^{Q\\top}"),
+        ("K", 2.3, "W^{K\\top}"),
+        ("V", 0.9, "W^{V\\top}"),
+    ):
+        box = _box(ax, 3.3, y, f"${name} = X{matrix}$", w=1.6, h=0.55)
+        _label(
+            ax, 3.3, y - 0.45, r"$(n, d_k)$" if name != "V" else r"$(n, d_v)$", fontsize=SMALL - 1
+        )
+        _arrow(ax, x.right, box.left)
+        projections[name] = box
+    scores = _box(
+        ax, 6.0, 3.0, r"$s_{ij} = q_i \cdot k_j / \sqrt{d_k}$", kind="attention", w=2.3, h=0.6
+    )
+    _arrow(ax, projections["Q"].right, (scores.left[0], scores.y + 0.12))
+    _arrow(ax, projections["K"].right, (scores.left[0], scores.y - 0.12))
+    _label(ax, 6.0, 3.55, "scores $(n, n)$", fontsize=SMALL - 1)
+    weights = _box(
+        ax, 9.3, 3.0, r"$a_{ij} = \mathrm{softmax}_j(s_{ij} + M_{ij})$", "attention", w=3.2, h=0.6
+    )
+    _arrow(ax, scores.right, weights.left)
+    _label(ax, 9.3, 3.55, "weights $A$, each row sums to 1", fontsize=SMALL - 1)
+    total = _box(ax, 9.3, 0.9, r"$z_i = \sum_j a_{ij} v_j$", kind="output", w=2.2, h=0.6)
+    _label(ax, 9.3, 0.35, r"$Z = AV$, $(n, d_v)$", fontsize=SMALL - 1)
+    _arrow(ax, weights.bottom, total.top)
+    _arrow(ax, projections["V"].right, total.left)
+    return fig
+
+
+def multi_head_diagram(heads: int = 3) -> Figure:
+    """Multi-head attention: h heads side by side on slices of Q, K and V, their outputs
+    concatenated and projected by W^O. With ``heads`` = 3 the columns are heads 1, 2 and h."""
+    if heads < 2:
+        raise ValueError(f"heads: expected at least 2, got {heads}")
+    spacing = 2.3
+    width, height = 1.4 + spacing * heads + 1.2, 5.8
+    fig, ax = _canvas(width, height)
+    centre = width / 2
+    x = _box(ax, centre, 0.45, "$X$", kind="input", w=0.9)
+    names = [str(r) for r in range(1, heads)] + ["h"]
+    tops = []
+    for column, r in enumerate(names):
+        cx = 1.8 + spacing * column
+        qkv = _box(ax, cx, 1.85, f"$Q_{r},\\ K_{r},\\ V_{r}$", w=1.8, h=0.55)
+        _arrow(ax, x.top, qkv.bottom)
+        head = _box(ax, cx, 3.15, rf"$\mathrm{{head}}_{r}$", kind="attention", w=1.5, h=0.55)
+        _arrow(ax, qkv.top, head.bottom)
+        tops.append(head)
+        if column == heads - 2 and heads > 2:
+            _label(ax, cx + spacing / 2, 2.5, r"$\cdots$")
+    _label(
+        ax,
+        width - 0.15,
+        0.45,
+        r"$\mathrm{head}_r = \mathrm{softmax}(Q_r K_r^\top/\sqrt{d_k} + M)\, V_r$",
+        ha="right",
+        fontsize=SMALL - 1,
+    )
+    concat = _box(
+        ax,
+        centre,
+        4.45,
+        r"$[\mathrm{head}_1; \dots; \mathrm{head}_h]\, W^{O\top}$",
+        kind="output",
+        w=3.6,
+        h=0.6,
+    )
+    for head in tops:
+        _arrow(ax, head.top, concat.bottom)
+    _arrow(ax, concat.top, (centre, 5.3))
+    _label(ax, centre, 5.5, r"$\mathrm{MultiHead}(X)$")
+    _label(
+        ax, 0.15, 0.45, r"each head: $d_k = d_{\mathrm{model}}/h$", ha="left", fontsize=SMALL - 1
+    )
+    return fig
+
+
+def _sublayer_stack(
+    ax: Axes, x: float, y: float, sublayers: Sequence[tuple[str, str]], side: int
+) -> tuple[float, list[Box]]:
+    """Sublayers from y up, each followed by "add & norm", with a residual path around it on
+    the left (side = -1) or right (side = +1). Returns the y above the stack and the boxes."""
+    w, gap = 2.3, 0.3
+    rail = x + side * (w / 2 + 0.3)
+    boxes = []
+    for text, kind in sublayers:
+        start = y  # where the sublayer's input branches off
+        sub = _box(ax, x, y + gap + 0.25, text, kind=kind, w=w)
+        norm = _box(ax, x, sub.y + 0.75, r"add & norm", kind="norm", w=w, h=0.45)
+        _arrow(ax, (x, start), sub.bottom)
+        _arrow(ax, sub.top, norm.bottom)
+        edge = x + side * w / 2
+        _path(ax, [(x, start + 0.12), (rail, start + 0.12), (rail, norm.y), (edge, norm.y)])
+        boxes += [sub, norm]
+        y = norm.top[1]
+    return y, boxes
+
+
+def transformer_diagram() -> Figure:
+    """The Transformer, post-norm as in the paper: an encoder block (self-attention, add & norm,
+    feed-forward, add & norm) and a decoder block (masked self-attention, cross-attention to
+    the memory M, feed-forward, each with add & norm), each repeated N times."""
+    from matplotlib.patches import FancyBboxPatch
+
+    fig, ax = _canvas(9.2, 8.3)
+    enc_x, dec_x = 2.3, 6.6
+    for cx, text in ((enc_x, "source tokens"), (dec_x, "target tokens, shifted right")):
+        _label(ax, cx, 0.3, text)
+        emb = _box(ax, cx, 1.05, r"embedding $+\ p_i$", kind="input", w=2.3, h=0.45)
+        _arrow(ax, (cx, 0.47), emb.bottom)
+    enc_top, enc_boxes = _sublayer_stack(
+        ax,
+        enc_x,
+        1.275,
+        [("multi-head self-attention", "attention"), (r"feed-forward $\mathrm{FFN}$", "state")],
+        side=-1,
+    )
+    dec_top, dec_boxes = _sublayer_stack(
+        ax,
+        dec_x,
+        1.275,
+        [
+            ("masked self-attention", "attention"),
+            ("cross-attention", "attention"),
+            (r"feed-forward $\mathrm{FFN}$", "state"),
+        ],
+        side=1,
+    )
+    for cx, top, name, label_x, ha in (
+        (enc_x, enc_top, "encoder", enc_x - 1.55, "right"),
+        (dec_x, dec_top, "decoder", dec_x + 1.55, "left"),
+    ):
+        ax.add_patch(
+            FancyBboxPatch(
+                (cx - 1.4, 1.45),
+                2.8,
+                top - 1.4,
+                boxstyle="round,pad=0.05",
+                facecolor="none",
+                edgecolor="#888888",
+                linestyle=(0, (4, 3)),
+            )
+        )
+        _label(ax, label_x, 1.75, f"{name}\n" + r"$\times N$", ha=ha)
+    memory = _box(ax, enc_x, enc_top + 0.65, "memory $M$", kind="output", w=1.6, h=0.45)
+    _arrow(ax, (enc_x, enc_top), memory.bottom)
+    cross = dec_boxes[2]
+    _path(
+        ax,
+        [memory.right, (4.45, memory.y), (4.45, cross.y), cross.left],
+        colour=ATTENTION,
+    )
+    _label(ax, 3.85, memory.y + 0.35, "keys and values from $M$", ATTENTION)
+    out = _box(ax, dec_x, dec_top + 0.65, r"linear, $\mathrm{softmax}$", kind="output", w=2.3)
+    _arrow(ax, (dec_x, dec_top), out.bottom)
+    _arrow(ax, out.top, (dec_x, out.top[1] + 0.45))
+    _label(ax, dec_x, out.top[1] + 0.65, "next-token probabilities")
+    _label(
+        ax,
+        0.15,
+        8.0,
+        r"add & norm: $\mathrm{LN}(x + F(x))$ around each sublayer $F$ (post-norm)",
+        ha="left",
+    )
+    return fig
+
+
+def bert_input_diagram(
+    tokens: Sequence[str] = (
+        "[CLS]", "let", "there", "be", "light", "[SEP]", "it", "was", "good", "[SEP]",
+    ),
+) -> Figure:  # fmt: skip
+    """BERT's input: for each position t, E_tok[w_t] + E_seg[s_t] + E_pos[t], then LayerNorm.
+
+    Segment A runs up to and including the first [SEP], segment B after it. Positions count
+    from 0, as in the code (torch.arange).
+    """
+    tokens = list(tokens)
+    if "[SEP]" not in tokens:
+        raise ValueError("tokens: expected a [SEP] that ends segment A")
+    end_a = tokens.index("[SEP]")
+    spacing, left = 0.95, 2.85
+    width, height = left + spacing * len(tokens) + 0.1, 4.0
+    fig, ax = _canvas(width, height)
+    rows = {  # y: (row name)
+        "token": (0.45, r"token $E_{\mathrm{tok}}[w_t]$"),
+        "segment": (1.45, r"segment $E_{\mathrm{seg}}[s_t]$"),
+        "position": (2.45, r"position $E_{\mathrm{pos}}[t]$"),
+    }
+    for y, name in rows.values():
+        _label(ax, 0.1, y, name, ha="left")
+    _label(ax, 0.1, 3.65, r"$e_t = \mathrm{LN}(\mathrm{sum})$", ha="left")
+    for t, token in enumerate(tokens):
+        cx = left + spacing * t
+        segment = "A" if t <= end_a else "B"
+        _box(ax, cx, rows["token"][0], token, kind="input", w=0.85, h=0.45, fontsize=SMALL - 1)
+        _box(ax, cx, rows["segment"][0], segment, kind=f"segment {segment}", w=0.85, h=0.45)
+        _box(ax, cx, rows["position"][0], str(t), kind="state", w=0.85, h=0.45)
+        for y in (0.95, 1.95):
+            _label(ax, cx, y, "$+$", fontsize=FONT)
+        _arrow(ax, (cx, 2.675), (cx, 3.425))
+        _box(ax, cx, 3.65, f"$e_{{{t}}}$", kind="output", w=0.85, h=0.45)
+    return fig
+
+
+def causal_mask_diagram(
+    tokens: Sequence[str] = ("the", "cat", "sat", "on", "the", "mat"),
+) -> Figure:
+    """The causal mask M for the tokens: query i (rows) may read key j (columns) when j <= i.
+
+    Allowed cells are shaded and hold 0; the others hold -inf, which the softmax turns into a
+    weight of 0.
+    """
+    from matplotlib.patches import Rectangle
+
+    n = len(tokens)
+    if n < 2:
+        raise ValueError(f"tokens: expected at least 2, got {n}")
+    cell, left, bottom = 0.6, 1.9, 0.35
+    width, height = left + cell * n + 0.4, bottom + cell * n + 1.6
+    fig, ax = _canvas(width, height)
+    top = bottom + cell * n
+    for i in range(n):  # query i, row i from the top
+        y = top - cell * (i + 1)
+        _label(ax, left - 0.12, y + cell / 2, f"{i + 1} {tokens[i]}", ha="right")
+        for j in range(n):
+            x = left + cell * j
+            allowed = j <= i
+            face = FILL["state"] if allowed else FILL["masked"]
+            ax.add_patch(Rectangle((x, y), cell, cell, facecolor=face, edgecolor="#999999"))
+            text = "0" if allowed else r"$-\infty$"
+            _label(ax, x + cell / 2, y + cell / 2, text, fontsize=SMALL - 1)
+    for j in range(n):
+        _label(ax, left + cell * (j + 0.5), top + 0.22, tokens[j], fontsize=SMALL - 1)
+    _label(ax, left + cell * n / 2, top + 0.6, "key position $j$ (what is read)")
+    _label(ax, left - 0.12, top + 0.22, "query $i$", ha="right")
+    _label(
+        ax, left + cell * n / 2, top + 1.05, r"mask $M_{ij}$: 0 if $j \leq i$, $-\infty$ if $j > i$"
+    )
+    return fig
+
+
+def decoding_tree_diagram() -> Figure:
+    """A two-step decoding tree with made-up next-token probabilities after "The".
+
+    Greedy search takes the best token at each step (The cat sat, 0.5 x 0.4 = 0.20); beam
+    search with k = 2 keeps the two best prefixes and finds The dog barked (0.4 x 0.7 = 0.28).
+    """
+    fig, ax = _canvas(9.0, 5.4)
+    root = _box(ax, 0.8, 2.9, "The", kind="input", w=0.9, h=0.45)
+    first = {  # word: (y, p)
+        "cat": (4.3, 0.5),
+        "dog": (2.45, 0.4),
+        "man": (0.75, 0.1),
+    }
+    second = {  # (parent, word): (y, p)
+        ("cat", "sat"): (4.85, 0.4),
+        ("cat", "ran"): (3.95, 0.35),
+        ("dog", "barked"): (2.95, 0.7),
+        ("dog", "slept"): (2.05, 0.3),
+    }
+    greedy = {("The", "cat"), ("cat", "sat")}
+    beam_kept = {"cat", "dog"}
+    best = {("The", "dog"), ("dog", "barked")}
+
+    def colour(edge: tuple[str, str]) -> str:
+        return GREEDY if edge in greedy else BEAM if edge in best else "#999999"
+
+    boxes = {}
+    for word, (y, p) in first.items():
+        edge = "#999999" if word not in beam_kept else INK
+        box = _box(ax, 3.1, y, word, kind="state", w=0.9, h=0.45, edge=edge)
+        c = colour(("The", word))
+        _arrow(ax, root.right, box.left, colour=c, lw=2.2 if c != "#999999" else 1.0)
+        _edge_label(ax, root.right, box.left, f"{p}", c, at=0.55)
+        boxes[word] = box
+    _label(ax, 3.1, 0.35, "not kept by the beam", "#999999", fontsize=SMALL - 1)
+    for (parent, word), (y, p) in second.items():
+        box = _box(ax, 5.5, y, word, kind="output", w=1.0, h=0.45)
+        c = colour((parent, word))
+        _arrow(ax, boxes[parent].right, box.left, colour=c, lw=2.2 if c != "#999999" else 1.0)
+        _edge_label(ax, boxes[parent].right, box.left, f"{p}", c)
+        total = first[parent][1] * p
+        _label(ax, 6.15, y, f"{first[parent][1]} × {p} = {total:.3f}", c, ha="left")
+    _legend(
+        ax,
+        4.4,
+        1.2,
+        [
+            ("greedy: the best next token at each step", GREEDY, False),
+            ("beam search, $k = 2$: the most probable text it keeps", BEAM, False),
+        ],
+    )
+    return fig

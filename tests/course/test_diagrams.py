@@ -1,0 +1,193 @@
+"""Tests for course.viz.diagrams: each diagram is a Figure with the lesson's symbols, renders to
+PNG, and has no two labels on top of each other and nothing outside the figure."""
+
+from __future__ import annotations
+
+import io
+from itertools import combinations
+
+import matplotlib
+
+matplotlib.use("Agg")  # headless; must come before pyplot is imported
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+from matplotlib.spines import Spine  # noqa: E402
+from matplotlib.text import Text  # noqa: E402
+
+from course.viz import diagrams  # noqa: E402
+
+# Each diagram and the labels (exact strings, as written in mathtext) its lecture needs.
+REQUIRED = {
+    "rnn_unrolled_diagram": [
+        "$x_{1}$", "$h_0$", "$h_{1}$", "$p_{1}$", "$U$", "$W$", "$V$",
+        r"$V^\top\delta^o_{1}$", r"$W^\top\delta^a_{2}$",
+    ],
+    "lstm_cell_diagram": [
+        "$c_{t-1}$", "$c_t$", "$h_{t-1}$", "$h_t$", "$x_t$", r"$\odot$", "$+$",
+        "forget gate\n" r"$f_t = \sigma(\cdot)$", "input gate\n" r"$i_t = \sigma(\cdot)$",
+        "output gate\n" r"$o_t = \sigma(\cdot)$", "candidate\n" r"$\tilde c_t = \tanh(\cdot)$",
+    ],
+    "bilm_diagram": [
+        "$t_{k}$", "$x_{k}$", r"$\overrightarrow{h}_{k,1}$", r"$\overleftarrow{h}_{k,1}$",
+        r"$\overrightarrow{h}_{k,2}$", r"$\overleftarrow{h}_{k,2}$", "$h_{k,0} = [x_k; x_k]$",
+        "$s_0$", "$s_1$", "$s_2$", r"$\gamma \sum_j s_j h_{k,j}$",
+    ],
+    "seq2seq_attention_diagram": [
+        "$x_{1}$", "$s_{1}$", "$s_{4}$", "$h_t$", "$h_0 = s_m$", "$a_{t,1}$", "$a_{t,4}$",
+        r"$c_t = \sum_k a_{t,k}\, s_k$", r"$e_{t,k} = \mathrm{score}(h_t, s_k)$", r"$\tilde h_t$",
+    ],
+    "self_attention_diagram": [
+        "$X$", r"$Q = XW^{Q\top}$", r"$K = XW^{K\top}$", r"$V = XW^{V\top}$",
+        r"$s_{ij} = q_i \cdot k_j / \sqrt{d_k}$", r"$a_{ij} = \mathrm{softmax}_j(s_{ij} + M_{ij})$",
+        r"$z_i = \sum_j a_{ij} v_j$",
+    ],
+    "multi_head_diagram": [
+        "$X$", r"$\mathrm{head}_1$", r"$\mathrm{head}_h$", r"$Q_1,\ K_1,\ V_1$",
+        r"$[\mathrm{head}_1; \dots; \mathrm{head}_h]\, W^{O\top}$", r"$\mathrm{MultiHead}(X)$",
+    ],
+    "transformer_diagram": [
+        "multi-head self-attention", "masked self-attention", "cross-attention", "add & norm",
+        r"feed-forward $\mathrm{FFN}$", "memory $M$", "encoder\n" r"$\times N$",
+        "decoder\n" r"$\times N$",
+    ],
+    "bert_input_diagram": [
+        r"token $E_{\mathrm{tok}}[w_t]$", r"segment $E_{\mathrm{seg}}[s_t]$",
+        r"position $E_{\mathrm{pos}}[t]$", r"$e_t = \mathrm{LN}(\mathrm{sum})$", "[CLS]", "[SEP]",
+        "A", "B", "$+$", "$e_{0}$",
+    ],
+    "causal_mask_diagram": ["0", r"$-\infty$", "query $i$", "key position $j$ (what is read)"],
+    "decoding_tree_diagram": [
+        "The", "0.5 × 0.4 = 0.200", "0.4 × 0.7 = 0.280",
+        "greedy: the best next token at each step",
+    ],
+}  # fmt: skip
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    plt.close("all")
+
+
+def texts(fig: Figure) -> list[Text]:
+    """The visible, non-empty text artists of ``fig``."""
+    return [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
+
+
+def overlapping_labels(fig: Figure, tolerance: float = 0.5) -> list[tuple[str, str]]:
+    """Pairs of labels whose drawn extents overlap by more than ``tolerance`` pixels."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in texts(fig)]
+    pairs = []
+    for (a, box_a), (b, box_b) in combinations(boxes, 2):
+        dx = min(box_a.x1, box_b.x1) - max(box_a.x0, box_b.x0)
+        dy = min(box_a.y1, box_b.y1) - max(box_a.y0, box_b.y0)
+        if dx > tolerance and dy > tolerance:
+            pairs.append((a, b))
+    return pairs
+
+
+def drawn_outside(fig: Figure, tolerance: float = 1.0) -> list[str]:
+    """The texts, patches and lines of ``fig`` that reach past its edges."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    page = fig.bbox
+    outside = []
+    for ax in fig.axes:
+        for artist in ax.get_children():
+            if not artist.get_visible() or artist is ax.patch:
+                continue
+            if isinstance(artist, Spine) and not ax.axison:
+                continue  # the axes' frame, not drawn when its axis is off
+            if isinstance(artist, Text) and not artist.get_text().strip():
+                continue
+            if not isinstance(artist, Text | Patch | Line2D):
+                continue
+            box = artist.get_window_extent(renderer)
+            if (
+                box.x0 < page.x0 - tolerance
+                or box.y0 < page.y0 - tolerance
+                or box.x1 > page.x1 + tolerance
+                or box.y1 > page.y1 + tolerance
+            ):
+                outside.append(f"{type(artist).__name__} {getattr(artist, 'get_text', str)()!r}")
+    return outside
+
+
+def test_every_diagram_is_tested():
+    assert sorted(REQUIRED) == sorted(diagrams.__all__)
+
+
+@pytest.fixture(params=sorted(REQUIRED))
+def diagram(request):
+    return request.param, getattr(diagrams, request.param)()
+
+
+def test_a_diagram_is_a_figure_with_its_labels(diagram):
+    name, fig = diagram
+    assert isinstance(fig, Figure)
+    shown = {t.get_text() for t in texts(fig)}
+    missing = [label for label in REQUIRED[name] if label not in shown]
+    assert not missing, f"{name}: labels missing: {missing}; it shows {sorted(shown)}"
+
+
+def test_a_diagram_renders_to_png(diagram):
+    name, fig = diagram
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=60)
+    assert buffer.getvalue()[:8] == b"\x89PNG\r\n\x1a\n", f"{name}: not a PNG"
+
+
+def test_no_two_labels_of_a_diagram_overlap(diagram):
+    name, fig = diagram
+    pairs = overlapping_labels(fig)
+    assert not pairs, f"{name}: labels drawn on top of each other: {pairs}"
+
+
+def test_nothing_is_drawn_outside_a_diagram(diagram):
+    name, fig = diagram
+    outside = drawn_outside(fig)
+    assert not outside, f"{name}: drawn past the figure's edges: {outside}"
+
+
+def test_the_checks_see_overlapping_labels_and_a_label_outside():
+    fig, ax = diagrams._canvas(3.0, 2.0)
+    diagrams._label(ax, 1.0, 1.0, "$h_t$")
+    diagrams._label(ax, 1.05, 1.0, "$h_t$")  # on top of the first
+    diagrams._label(ax, 2.95, 1.0, "a long label that runs off the page")
+    assert ("$h_t$", "$h_t$") in overlapping_labels(fig)
+    assert any("runs off" in entry for entry in drawn_outside(fig))
+
+
+def test_the_outside_check_sees_a_box_past_the_edge():
+    fig, ax = diagrams._canvas(3.0, 2.0)
+    diagrams._box(ax, 2.9, 1.0, "", w=1.0)
+    assert any("FancyBboxPatch" in entry for entry in drawn_outside(fig))
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: diagrams.rnn_unrolled_diagram(steps=1),
+        lambda: diagrams.seq2seq_attention_diagram(source_length=1),
+        lambda: diagrams.multi_head_diagram(heads=1),
+        lambda: diagrams.bert_input_diagram(["[CLS]", "no", "separator"]),
+        lambda: diagrams.causal_mask_diagram(["alone"]),
+    ],
+)
+def test_diagrams_refuse_sizes_they_cannot_draw(call):
+    with pytest.raises(ValueError, match="expected"):
+        call()
+
+
+@pytest.mark.parametrize("steps", [2, 6])
+def test_the_unrolled_rnn_has_one_column_per_step(steps):
+    fig = diagrams.rnn_unrolled_diagram(steps=steps)
+    shown = {t.get_text() for t in texts(fig)}
+    assert f"$h_{{{steps}}}$" in shown and f"$h_{{{steps + 1}}}$" not in shown
+    assert not overlapping_labels(fig) and not drawn_outside(fig)
