@@ -60,7 +60,7 @@ FILL = {
 
 
 @dataclass(frozen=True)
-class Box:
+class _Box:
     """A drawn box: its centre (x, y) and its size (w, h), in inches."""
 
     x: float
@@ -109,7 +109,7 @@ def _box(
     fontsize: float = FONT,
     edge: str = INK,
     lw: float = 1.0,
-) -> Box:
+) -> _Box:
     """A rounded box centred on (x, y), filled by ``kind``, with ``text`` in its middle."""
     from matplotlib.patches import FancyBboxPatch
 
@@ -127,16 +127,16 @@ def _box(
     )
     if text:
         ax.text(x, y, text, ha="center", va="center", fontsize=fontsize, color="black")
-    return Box(x, y, w, h)
+    return _Box(x, y, w, h)
 
 
-def _node(ax: Axes, x: float, y: float, symbol: str, r: float = 0.17) -> Box:
+def _node(ax: Axes, x: float, y: float, symbol: str, r: float = 0.17) -> _Box:
     """A small circle with an operator in it (⊙, +)."""
     from matplotlib.patches import Circle
 
     ax.add_patch(Circle((x, y), r, facecolor="white", edgecolor=INK, linewidth=1.0))
     ax.text(x, y, symbol, ha="center", va="center", fontsize=FONT)
-    return Box(x, y, 2 * r, 2 * r)
+    return _Box(x, y, 2 * r, 2 * r)
 
 
 def _arrow(
@@ -355,7 +355,7 @@ def bilm_diagram() -> Figure:
     _label(ax, 0.1, y_x, "token layer", ha="left")
     for layer, (y_f, y_b) in rows.items():
         _label(ax, 0.1, (y_f + y_b) / 2, f"layer {layer}", ha="left")
-    boxes: dict[tuple[int, int, str], Box] = {}
+    boxes: dict[tuple[int, int, str], _Box] = {}
     for offset, cx in columns.items():
         k = names[offset]
         _label(ax, cx, y_token, f"$t_{{{k}}}$")
@@ -532,7 +532,7 @@ def multi_head_diagram(heads: int = 3) -> Figure:
 
 def _sublayer_stack(
     ax: Axes, x: float, y: float, sublayers: Sequence[tuple[str, str]], side: int
-) -> tuple[float, list[Box]]:
+) -> tuple[float, list[_Box]]:
     """Sublayers from y up, each followed by "add & norm", with a residual path around it on
     the left (side = -1) or right (side = +1). Returns the y above the stack and the boxes."""
     w, gap = 2.3, 0.3

@@ -673,6 +673,11 @@ def test_assignment_with_the_reference_answers_passes_and_validates(context, lab
         untouched = _validate(page, f"{name}-untouched")
         assert "Success!" not in untouched and "failed" in untouched.lower(), untouched
     cells = page.locator(f"{NOTEBOOK} .jp-Notebook .jp-Cell")
+    page.wait_for_function(  # JupyterLab adds a long notebook's cells to the page in batches
+        "([sel, n]) => document.querySelectorAll(sel).length >= n",
+        arg=[f"{NOTEBOOK} .jp-Notebook .jp-Cell", len(released.cells)],
+        timeout=60_000,
+    )
     assert cells.count() == len(released.cells)
     typed = {}
     for index, cell in enumerate(released.cells):
