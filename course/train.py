@@ -48,6 +48,7 @@ from tqdm.auto import tqdm
 
 from course.checks import expect_dtype, expect_shape
 from course.data.code import random_windows
+from course.fit_records import RECORD_VARIABLE, REPLAY_VARIABLE
 
 __all__ = [
     "TrainingHistory",
@@ -244,9 +245,6 @@ def fit(
 
 
 # -- recording and replaying runs (see the module's docstring) ------------------------------
-
-RECORD_VARIABLE = "COURSE_FIT_RECORD"
-REPLAY_VARIABLE = "COURSE_FIT_REPLAY"
 
 
 class _NoKey(Exception):

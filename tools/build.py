@@ -40,6 +40,7 @@ import nbformat
 from autograder import nbgrader_format as nbg
 from autograder.fingerprint import files_digest, grading_fingerprint
 from course.doctor import CPU_INDEX  # PyTorch's index of CPU-only wheels
+from course.fit_records import RECORD_VARIABLE
 from tools import lab_markdown
 from tools.notebooks import (
     REPO,
@@ -56,7 +57,6 @@ BOOK = REPO / "jupyter_book"
 DIST = REPO / "dist" / "sequence-models"  # the bundle; dist/student.zip holds this one folder
 METRICS = BUILD / "metrics"
 FITS = BUILD / "fits"  # each lecture's training runs, recorded for its JupyterLab run to replay
-RECORD_VARIABLE = "COURSE_FIT_RECORD"  # course.train's (not imported here: that imports torch)
 TIMINGS = BUILD / "timings.json"
 COMMON_INPUTS = (REPO / "course", REPO / "requirements.txt", REPO / "requirements-student.txt")
 JOBS_VARIABLE = "COURSE_BUILD_JOBS"

@@ -35,6 +35,7 @@ from pathlib import Path
 import nbformat
 
 from course.doctor import CPU_INDEX
+from course.fit_records import REPLAY_VARIABLE
 from tools.notebooks import REPO
 
 BUNDLE_ZIP = REPO / "dist" / "student.zip"
@@ -203,9 +204,6 @@ class Lab:
         status, body = self.request("/api/sessions")
         for session in json.loads(body) if status == 200 else []:
             self.request(f"/api/sessions/{session['id']}", method="DELETE")
-
-
-REPLAY_VARIABLE = "COURSE_FIT_REPLAY"  # course.train's (not imported here: that imports torch)
 
 
 def lab_environment(

@@ -566,10 +566,13 @@ def test_a_recorded_run_whose_first_loss_differs_is_not_replayed(tmp_path, monke
 
 
 def test_the_build_records_and_the_students_lab_replays_under_these_names(tmp_path, monkeypatch):
+    from course import fit_records
     from tools import build, student_lab
 
-    assert build.RECORD_VARIABLE == train_module.RECORD_VARIABLE
-    assert student_lab.REPLAY_VARIABLE == train_module.REPLAY_VARIABLE
+    # one definition, imported by the training loop, the build and the lab (torch-free)
+    assert build.RECORD_VARIABLE is train_module.RECORD_VARIABLE is fit_records.RECORD_VARIABLE
+    assert student_lab.REPLAY_VARIABLE is train_module.REPLAY_VARIABLE
+    assert fit_records.REPLAY_VARIABLE == "COURSE_FIT_REPLAY"
     monkeypatch.setenv(train_module.RECORD_VARIABLE, "/somewhere")  # never passed on to a lab
     installation = student_lab.Installation(tmp_path / "course", tmp_path / "venv", 0.0, 0.0)
     plain = student_lab.lab_environment(installation, tmp_path / "home")
