@@ -118,11 +118,6 @@ def readme_pip_steps(bundle: Path) -> list[list[str]]:
     return steps
 
 
-def readme_install_line(bundle: Path) -> list[str]:
-    """The pip arguments of the bundle README's Linux install line (its last pip line)."""
-    return readme_pip_steps(bundle)[-1]
-
-
 def install_bundle(bundle: Path, venv: Path, *, python: str = sys.executable) -> Installation:
     """Create a fresh venv and install the bundle into it with the README's Linux recipe, but
     from the wheels on this machine: offline, without the CPU index it names (pip's own

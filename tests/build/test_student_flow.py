@@ -46,7 +46,7 @@ from tools.student_lab import (
     filled_in_answers,
     install_bundle,
     installed_version,
-    readme_install_line,
+    readme_pip_steps,
     running_lab,
     unpack_bundle,
 )
@@ -159,7 +159,7 @@ def installation(tmp_path_factory) -> Installation:
             old.unlink()
         bundle = unpack_bundle(BUNDLE_ZIP, shared / "course")
         installed = install_bundle(bundle, shared / "venv")
-        line = readme_install_line(bundle)
+        line = readme_pip_steps(bundle)[-1]  # the README's Linux install line
         _record(
             install_seconds=round(installed.seconds, 1),
             install_megabytes=round(installed.megabytes),
@@ -506,8 +506,7 @@ def _check_widgets(page, lab, name: str) -> int:
     """Move every control of every interact widget; each must redraw its output."""
     interacts = page.locator(f"{NOTEBOOK} .widget-interact")
     count = interacts.count()
-    moved = 0
-    _wait_idle(page, lab)  # then each move below ends with the kernel idle again
+    moved = 0  # the caller ran every cell and waited for the kernel; each move below waits again
     for i in range(count):
         interact = interacts.nth(i)
         interact.scroll_into_view_if_needed()
