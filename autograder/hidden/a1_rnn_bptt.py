@@ -38,6 +38,7 @@ from autograder.hidden.shortcuts import snapshot as _snapshot
 from autograder.hidden.shortcuts import strided as _strided
 from autograder.hidden.shortcuts import unpack as _unpack
 from course.checks import assert_close
+from course.checks.rules import RULES
 
 __all__ = [
     "ShortcutUsed",
@@ -62,23 +63,7 @@ CLIP_DUTY = "compute the global norm and the scaling by hand"
 # Traps
 # --------------------------------------------------------------------------------------------
 
-_TORCH_SHORTCUTS = (
-    ("torch.autograd", ("backward", "grad")),
-    ("torch.Tensor", ("backward",)),
-    ("torch.nn", ("RNN",)),
-    ("torch.nn.modules.rnn", ("RNN",)),
-    (
-        "torch.nn.utils",
-        ("clip_grad_norm_", "clip_grad_norm", "get_total_norm", "clip_grads_with_norm_"),
-    ),
-    (
-        "torch.nn.utils.clip_grad",
-        ("clip_grad_norm_", "clip_grad_norm", "_get_total_norm", "_clip_grads_with_norm_"),
-    ),
-)
-
-
-TRAPS = shortcuts.Traps(_TORCH_SHORTCUTS)
+TRAPS = shortcuts.Traps(RULES["a1_rnn_bptt"].library)
 shortcut_targets, no_shortcuts, _call_by_hand = TRAPS.methods()
 
 

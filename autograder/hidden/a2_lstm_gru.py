@@ -37,6 +37,7 @@ from autograder.hidden.shortcuts import snapshot as _snapshot
 from autograder.hidden.shortcuts import strided as _strided
 from autograder.hidden.shortcuts import unpack as _unpack
 from course.checks import assert_close
+from course.checks.rules import RULES
 
 __all__ = [
     "ShortcutUsed",
@@ -56,17 +57,7 @@ SELECT_BY_HAND = "compute the correlations by hand with NumPy"
 # Traps
 # --------------------------------------------------------------------------------------------
 
-_TORCH_SHORTCUTS = (
-    ("torch.nn", ("LSTM", "LSTMCell", "GRU", "GRUCell", "RNN", "RNNCell", "RNNBase")),
-    ("torch.nn.modules.rnn", ("LSTM", "LSTMCell", "GRU", "GRUCell", "RNN", "RNNCell", "RNNBase")),
-    ("torch", ("lstm", "lstm_cell", "gru", "gru_cell")),
-    ("torch._VF", ("lstm", "lstm_cell", "gru", "gru_cell")),
-    ("torch.autograd", ("backward", "grad")),
-    ("torch.Tensor", ("backward",)),
-)
-
-
-TRAPS = shortcuts.Traps(_TORCH_SHORTCUTS)
+TRAPS = shortcuts.Traps(RULES["a2_lstm_gru"].library)
 shortcut_targets, no_shortcuts, _call_by_hand = TRAPS.methods()
 
 

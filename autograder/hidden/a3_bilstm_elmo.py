@@ -38,6 +38,7 @@ from autograder.hidden.shortcuts import expect_unchanged as _expect_unchanged
 from autograder.hidden.shortcuts import snapshot as _snapshot
 from autograder.hidden.shortcuts import strided as _strided
 from course.checks import assert_close
+from course.checks.rules import RULES
 
 __all__ = [
     "ShortcutUsed",
@@ -59,35 +60,7 @@ PROBE_BY_HAND = "compute the centroids and the accuracies by hand with NumPy"
 # Traps
 # --------------------------------------------------------------------------------------------
 
-_RECURRENT = ("LSTM", "LSTMCell", "GRU", "GRUCell", "RNN", "RNNCell", "RNNBase")
-_TORCH_SHORTCUTS = (
-    ("torch.nn", (*_RECURRENT, "LayerNorm", "Softmax", "CosineSimilarity")),
-    ("torch.nn.modules.rnn", _RECURRENT),
-    (
-        "torch",
-        (
-            "lstm",
-            "lstm_cell",
-            "gru",
-            "gru_cell",
-            "softmax",
-            "log_softmax",
-            "layer_norm",
-            "cosine_similarity",
-        ),
-    ),
-    ("torch._VF", ("lstm", "lstm_cell", "gru", "gru_cell")),
-    (
-        "torch.nn.functional",
-        ("softmax", "log_softmax", "layer_norm", "cosine_similarity", "normalize"),
-    ),
-    ("torch.nn.utils.rnn", ("pack_padded_sequence", "pad_packed_sequence")),
-    ("torch.autograd", ("backward", "grad")),
-    ("torch.Tensor", ("backward", "softmax")),
-)
-
-
-TRAPS = shortcuts.Traps(_TORCH_SHORTCUTS)
+TRAPS = shortcuts.Traps(RULES["a3_bilstm_elmo"].library)
 shortcut_targets, no_shortcuts, _call_by_hand = TRAPS.methods()
 
 

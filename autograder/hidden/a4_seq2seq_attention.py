@@ -50,6 +50,7 @@ from autograder.hidden.shortcuts import snapshot as _snapshot
 from autograder.hidden.shortcuts import strided as _strided
 from autograder.hidden.shortcuts import unpack as _unpack
 from course.checks import assert_close
+from course.checks.rules import RULES
 
 __all__ = [
     "ShortcutUsed",
@@ -77,34 +78,7 @@ KINDS = ("dot", "scaled_dot", "bilinear", "additive")
 # Traps
 # --------------------------------------------------------------------------------------------
 
-_SOFTMAXES = ("softmax", "log_softmax", "logsumexp")
-_SHORTCUTS = (
-    ("torch.nn", ("MultiheadAttention", "Softmax", "LogSoftmax", "Softmin", "Bilinear")),
-    (
-        "torch.nn.functional",
-        (
-            "scaled_dot_product_attention",
-            "multi_head_attention_forward",
-            "softmax",
-            "log_softmax",
-            "softmin",
-            "bilinear",
-        ),
-    ),
-    ("torch", (*_SOFTMAXES, "bilinear")),
-    ("torch.special", _SOFTMAXES),
-    ("torch.Tensor", (*_SOFTMAXES, "backward")),
-    ("torch.autograd", ("backward", "grad")),
-    ("scipy.special", _SOFTMAXES),
-    # Lecture 4's helpers, by name (every other public callable of `course` is trapped too).
-    ("course.decoding", ("greedy_search", "beam_search")),
-    (
-        "course.models.seq2seq",
-        ("Encoder", "Decoder", "Attention", "Seq2Seq", "attention_scores", "score"),
-    ),
-)
-
-TRAPS = shortcuts.Traps(_SHORTCUTS)
+TRAPS = shortcuts.Traps(RULES["a4_seq2seq_attention"].library)
 shortcut_targets, no_shortcuts, _call_by_hand = TRAPS.methods()
 
 

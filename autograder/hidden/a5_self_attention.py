@@ -41,6 +41,7 @@ from autograder.hidden.shortcuts import snapshot as _snapshot
 from autograder.hidden.shortcuts import strided as _strided
 from autograder.hidden.shortcuts import unpack as _unpack
 from course.checks import assert_close
+from course.checks.rules import RULES
 
 __all__ = [
     "ShortcutUsed",
@@ -61,40 +62,7 @@ ROTATE_BY_HAND = "rotate the pairs of features by hand with NumPy"
 # Traps
 # --------------------------------------------------------------------------------------------
 
-# Lecture 5's module, trapped by name as well: the walk over the ``course`` package traps every
-# public callable it finds, and these names are trapped even if the module is imported by a
-# path that the walk skips. Names the module does not define are ignored.
-COURSE_ATTENTION = tuple(
-    "attention scaled_dot_product_attention causal_mask padding_mask MultiHeadAttention "
-    "multi_head_attention sinusoidal_encoding LearnedPositions alibi_slopes alibi_bias rope "
-    "apply_rope".split()
-)
-_SOFTMAX = ("softmax", "log_softmax", "softmin")
-_LAYERS = tuple(
-    "MultiheadAttention Transformer TransformerEncoder TransformerDecoder "
-    "TransformerEncoderLayer TransformerDecoderLayer".split()
-)
-_LIBRARY = (
-    ("torch.nn", (*_LAYERS, "Softmax", "LogSoftmax", "Softmin")),
-    ("torch.nn.modules.activation", ("MultiheadAttention",)),
-    (
-        "torch.nn.functional",
-        ("scaled_dot_product_attention", "multi_head_attention_forward", *_SOFTMAX),
-    ),
-    ("torch._C._nn", ("scaled_dot_product_attention",)),
-    (
-        "torch",
-        ("softmax", "log_softmax", "_softmax", "_native_multi_head_attention"),
-    ),
-    ("torch.Tensor", ("softmax", "log_softmax", "backward")),
-    ("torch.autograd", ("backward", "grad")),
-    ("torch.special", ("softmax", "log_softmax")),
-    ("scipy.special", ("softmax", "log_softmax")),
-    ("course.models.attention", COURSE_ATTENTION),
-)
-
-
-TRAPS = shortcuts.Traps(_LIBRARY)
+TRAPS = shortcuts.Traps(RULES["a5_self_attention"].library)
 shortcut_targets, no_shortcuts, _call_by_hand = TRAPS.methods()
 
 

@@ -44,6 +44,7 @@ from autograder.hidden.shortcuts import snapshot as _snapshot
 from autograder.hidden.shortcuts import strided as _strided
 from autograder.hidden.shortcuts import unpack as _unpack
 from course.checks import assert_close
+from course.checks.rules import RULES
 
 __all__ = [
     "ShortcutUsed",
@@ -64,61 +65,7 @@ COUNT_BY_HAND = "count the parameters with the formulas, without building module
 # Traps
 # --------------------------------------------------------------------------------------------
 
-# Lecture 5's and Lecture 6's modules, trapped by name as well: the walk over the ``course``
-# package traps every public callable it finds, and these names are trapped even if a module
-# is imported by a path that the walk skips. Names a module does not define are ignored.
-COURSE_ATTENTION = tuple(
-    "attention scaled_dot_product_attention causal_mask padding_mask MultiHeadAttention "
-    "multi_head_attention sinusoidal_encoding LearnedPositions alibi_slopes alibi_bias rope "
-    "apply_rope".split()
-)
-COURSE_TRANSFORMER = tuple(
-    "FeedForward EncoderLayer DecoderLayer Transformer Seq2SeqTransformer copy_to_torch "
-    "key_mask layer_norm LayerNorm decoder_mask count_parameters".split()
-)
-COURSE_PARAMETERS = tuple(
-    "attention_parameters feed_forward_parameters count_transformer TransformerCount "
-    "count_parameters layer_norm_parameters".split()
-)
-_TRANSFORMER_LAYERS = tuple(
-    "Transformer TransformerEncoder TransformerDecoder TransformerEncoderLayer "
-    "TransformerDecoderLayer".split()
-)
-_NORMS = ("LayerNorm", "GroupNorm", "RMSNorm")
-_SOFTMAX = ("softmax", "log_softmax", "softmin")
-_LIBRARY = (
-    (
-        "torch.nn",
-        (*_TRANSFORMER_LAYERS, *_NORMS, "MultiheadAttention", "Linear", "Embedding")
-        + ("Softmax", "LogSoftmax", "Softmin"),
-    ),
-    ("torch.nn.modules.transformer", _TRANSFORMER_LAYERS),
-    ("torch.nn.modules.normalization", _NORMS),
-    ("torch.nn.modules.activation", ("MultiheadAttention",)),
-    ("torch.nn.modules.linear", ("Linear",)),
-    ("torch.nn.modules.sparse", ("Embedding",)),
-    (
-        "torch.nn.functional",
-        ("layer_norm", "group_norm", "rms_norm", "scaled_dot_product_attention")
-        + ("multi_head_attention_forward", *_SOFTMAX),
-    ),
-    ("torch._C._nn", ("scaled_dot_product_attention",)),
-    (
-        "torch",
-        ("layer_norm", "native_layer_norm", "group_norm", "softmax", "log_softmax", "_softmax")
-        + ("_native_multi_head_attention", "_transformer_encoder_layer_fwd"),
-    ),
-    ("torch.Tensor", ("softmax", "log_softmax", "backward")),
-    ("torch.autograd", ("backward", "grad")),
-    ("torch.special", ("softmax", "log_softmax")),
-    ("scipy.special", ("softmax", "log_softmax")),
-    ("course.models.attention", COURSE_ATTENTION),
-    ("course.models.transformer", COURSE_TRANSFORMER),
-    ("course.analysis.parameters", COURSE_PARAMETERS),
-)
-
-
-TRAPS = shortcuts.Traps(_LIBRARY)
+TRAPS = shortcuts.Traps(RULES["a6_transformer"].library)
 shortcut_targets, no_shortcuts, _call_by_hand = TRAPS.methods()
 
 

@@ -42,6 +42,7 @@ from autograder.hidden.shortcuts import snapshot as _snapshot
 from autograder.hidden.shortcuts import strided as _strided
 from autograder.hidden.shortcuts import unpack as _unpack
 from course.checks import assert_close
+from course.checks.rules import RULES
 
 __all__ = [
     "ShortcutUsed",
@@ -64,37 +65,7 @@ IGNORED = -100
 # Traps
 # --------------------------------------------------------------------------------------------
 
-# Unit 7's course modules, trapped by name as well (the walk over ``course`` finds them too).
-COURSE_BERT_INPUTS = tuple(
-    "frame_pair frame_words pad_batch mask_tokens make_nsp_pairs pretraining_batch".split()
-)
-COURSE_WORDPIECE = tuple(
-    "pre_tokenize count_words WordPiece learn_wordpiece tokenizers_tokenize "
-    "train_tokenizers_wordpiece compare_with_tokenizers".split()
-)
-COURSE_BERT = tuple("BertEmbeddings BertModel BertForPreTraining fill_mask".split())
-_COLLATORS = ("DataCollatorForLanguageModeling", "DataCollatorForWholeWordMask")
-_LIBRARY = (
-    ("torch", ("bernoulli",)),
-    ("torch.Tensor", ("bernoulli", "bernoulli_")),
-    ("transformers", (*_COLLATORS, "BertTokenizer", "BertTokenizerFast", "AutoTokenizer")),
-    ("transformers.data.data_collator", _COLLATORS),
-    (
-        "transformers.data.data_collator.DataCollatorForLanguageModeling",
-        ("torch_mask_tokens", "numpy_mask_tokens"),
-    ),
-    (
-        "transformers.models.bert.tokenization_bert",
-        ("BertTokenizer", "WordpieceTokenizer", "BasicTokenizer"),
-    ),
-    ("tokenizers", ("Tokenizer",)),
-    ("tokenizers.models", ("WordPiece",)),
-    ("course.data.bert_inputs", COURSE_BERT_INPUTS),
-    ("course.data.wordpiece", COURSE_WORDPIECE),
-    ("course.models.bert", COURSE_BERT),
-)
-
-TRAPS = shortcuts.Traps(_LIBRARY)
+TRAPS = shortcuts.Traps(RULES["a7_bert"].library)
 shortcut_targets, no_shortcuts, _call_by_hand = TRAPS.methods()
 
 

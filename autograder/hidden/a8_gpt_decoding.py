@@ -48,6 +48,7 @@ from autograder.hidden.shortcuts import snapshot as _snapshot
 from autograder.hidden.shortcuts import strided as _strided
 from autograder.hidden.shortcuts import unpack as _unpack
 from course.checks import assert_close
+from course.checks.rules import RULES
 
 __all__ = [
     "ShortcutUsed",
@@ -71,39 +72,7 @@ INF = float("inf")
 # Traps
 # --------------------------------------------------------------------------------------------
 
-# Unit 8's course modules, trapped by name as well (the walk over ``course`` finds them too).
-COURSE_DECODING = tuple(
-    "greedy_search beam_search map_state temperature_scale top_k_filter top_p_filter "
-    "filter_logits sample".split()
-)
-COURSE_GPT = tuple(
-    "GPT block_with_cache to_gpt2_state_dict load_gpt2_state_dict load_openai_gpt_state_dict "
-    "save_for_transformers".split()
-)
-_WARPERS = tuple(
-    "TemperatureLogitsWarper TopKLogitsWarper TopPLogitsWarper MinPLogitsWarper "
-    "TypicalLogitsWarper EpsilonLogitsWarper EtaLogitsWarper LogitsProcessorList".split()
-)
-_TORCH_WORK = ("softmax", "log_softmax", "topk", "sort", "argsort", "multinomial", "searchsorted")
-_LIBRARY = (
-    ("torch", (*_TORCH_WORK, "_softmax", "kthvalue")),
-    ("torch.Tensor", (*_TORCH_WORK[:6], "kthvalue")),
-    (
-        "torch.nn.functional",
-        ("softmax", "log_softmax", "softmin", "gumbel_softmax")
-        + ("scaled_dot_product_attention", "multi_head_attention_forward"),
-    ),
-    ("torch.special", ("softmax", "log_softmax", "logsumexp")),
-    ("torch._C._nn", ("scaled_dot_product_attention",)),
-    ("torch.nn", ("Softmax", "LogSoftmax", "Softmin", "Softmax2d", "MultiheadAttention")),
-    ("transformers", _WARPERS),
-    ("transformers.generation.logits_process", _WARPERS),
-    ("scipy.special", ("softmax", "log_softmax", "logsumexp")),
-    ("course.decoding", COURSE_DECODING),
-    ("course.models.gpt", COURSE_GPT),
-)
-
-TRAPS = shortcuts.Traps(_LIBRARY)
+TRAPS = shortcuts.Traps(RULES["a8_gpt_decoding"].library)
 shortcut_targets, no_shortcuts, _call_by_hand = TRAPS.methods()
 
 

@@ -8,7 +8,9 @@ as ``shortcut_targets``, ``no_shortcuts`` and ``_call_by_hand``::
     shortcut_targets, no_shortcuts, _call_by_hand = TRAPS.methods()
 
 Every public callable of the ``course`` package (every module and subpackage, recursively)
-except ``course.checks`` is added to every list. While a student's function runs under
+except ``course.checks`` is added to every list. The lists, the walk over ``course`` and the
+traps themselves live in ``course.checks.rules``, which the visible tests use to apply the
+same rule: the two cannot drift apart. While a student's function runs under
 ``no_shortcuts``, each target is replaced by a trap that raises :class:`ShortcutUsed`. The
 TA grading command sets the same traps in the student's kernel, through ``shortcut_targets()``.
 
@@ -20,170 +22,37 @@ bad input is refused with a ValueError (and, optionally, a message that says wha
 from __future__ import annotations
 
 import contextlib
-import importlib
-import pkgutil
 import re
-import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
 
-Target = tuple[Any, str, str]  # (owner, attribute, label)
+from course.checks.rules import Target, collect_targets, trapped
 
 
 class ShortcutUsed(AssertionError):
     """A checked function called a library routine that does its work for it."""
 
 
-def _resolve(dotted: str) -> Any:
-    """Import ``dotted`` as a module, or as an attribute of its parent module (torch.Tensor)."""
-    try:
-        return importlib.import_module(dotted)
-    except ImportError:
-        parent, _, attribute = dotted.rpartition(".")
-        return getattr(importlib.import_module(parent), attribute)
-
-
-def _allowed(module_name: str) -> bool:
-    """True for ``course.checks`` (and anything below it) and for private modules."""
-    parts = module_name.split(".")
-    return parts[:2] == ["course", "checks"] or any(part.startswith("_") for part in parts)
-
-
-def _course_modules() -> list[Any]:
-    """``course`` and every module and subpackage below it, recursively, except the allowed
-    ones (``course.checks``, private modules): their callables are off limits."""
-    import course
-
-    modules = [course]
-    found = pkgutil.walk_packages(course.__path__, prefix="course.", onerror=lambda name: None)
-    for name in sorted(info.name for info in found):
-        if _allowed(name):
-            continue
-        try:
-            modules.append(importlib.import_module(name))
-        except Exception:  # noqa: BLE001 - a helper that does not import cannot be called either
-            continue
-    return modules
-
-
-def collect_targets(library: Iterable[tuple[str, Iterable[str]]]) -> list[Target]:
-    """(owner, attribute, label) for each named library routine that exists, then for every
-    public callable of the ``course`` package outside ``course.checks``. Each (owner,
-    attribute) is listed once, with its first label: a ``course`` routine named in ``library``
-    is found again by the walk over the package.
-
-    ``library`` pairs a dotted owner (a module, or a class such as ``torch.Tensor``) with the
-    attribute names to trap. A leading underscore is dropped from labels, so messages name the
-    public routine.
-    """
-    targets = []
-    for owner_name, attributes in library:
-        try:
-            owner = _resolve(owner_name)
-        except (ImportError, AttributeError):
-            continue
-        for attribute in attributes:
-            if hasattr(owner, attribute):
-                targets.append((owner, attribute, f"{owner_name}.{attribute.lstrip('_')}"))
-    targets += _course_targets()
-    seen: set[tuple[int, str]] = set()
-    unique = []
-    for owner, attribute, label in targets:
-        if (id(owner), attribute) not in seen:
-            seen.add((id(owner), attribute))
-            unique.append((owner, attribute, label))
-    return unique
-
-
-_COURSE_TARGETS: dict[tuple, list[Target]] = {}
-
-
-def _course_targets() -> list[Target]:
-    """Every public callable of the ``course`` package outside ``course.checks``.
-
-    Walking the package and scanning its modules costs milliseconds, and a hidden check traps
-    hundreds of calls: the list is made again only when the package's path or the set of loaded
-    modules changed (a module imported since is then covered too).
-    """
-    import course
-
-    key = (tuple(course.__path__), len(sys.modules))
-    if key not in _COURSE_TARGETS:
-        found = []
-        for module in _course_modules():
-            for attribute, value in sorted(vars(module).items()):
-                origin = getattr(value, "__module__", None) or ""
-                if (
-                    not attribute.startswith("_")
-                    and callable(value)
-                    and origin.split(".")[0] == "course"
-                    and not _allowed(origin)
-                ):
-                    found.append((module, attribute, f"{module.__name__}.{attribute}"))
-        _COURSE_TARGETS.clear()
-        _COURSE_TARGETS[(tuple(course.__path__), len(sys.modules))] = found  # after the walk
-        key = (tuple(course.__path__), len(sys.modules))
-    return list(_COURSE_TARGETS[key])
-
-
 def function_name(function: Any) -> str:
     return getattr(function, "__name__", None) or type(function).__name__
 
 
-@contextlib.contextmanager
 def no_shortcuts(
     function: Callable[..., Any], duty: str, targets: list[Target]
-) -> Iterator[list[str]]:
+) -> contextlib.AbstractContextManager[list[str]]:
     """Replace every target by a trap inside the ``with`` block; yield the list of trapped calls.
 
     Both the owners' attributes (``torch.autograd.grad``) and the names in ``function``'s
     globals bound to a target (``from torch.autograd import grad`` in a notebook) are replaced.
     A trap records its label and raises ShortcutUsed("<name> must <duty>; it called <label>").
-    Everything is restored on exit, even after an error.
+    Everything is restored on exit, even after an error (:func:`course.checks.rules.trapped`).
     """
     name = function_name(function)
-    calls: list[str] = []
-
-    def make_trap(label: str) -> Callable[..., Any]:
-        def trap(*args: Any, **kwargs: Any) -> Any:
-            calls.append(label)
-            raise ShortcutUsed(f"{name} must {duty}; it called {label}")
-
-        trap.__name__ = f"trapped_{label.rpartition('.')[2]}"
-        return trap
-
-    namespace = getattr(function, "__globals__", None)
-    bound: dict[int, list[str]] = {}  # id of a value in the function's globals -> its names
-    if isinstance(namespace, dict):
-        for key, value in namespace.items():
-            bound.setdefault(id(value), []).append(key)
-    with contextlib.ExitStack() as stack:
-        for owner, attribute, label in targets:
-            original = getattr(owner, attribute)
-            trap = make_trap(label)
-            stack.callback(_restore, owner, attribute, vars(owner).get(attribute, _ABSENT))
-            setattr(owner, attribute, trap)
-            for key in bound.get(id(original), ()):
-                if namespace[key] is original:
-                    namespace[key] = trap
-                    stack.callback(namespace.__setitem__, key, original)
-        yield calls
-
-
-_ABSENT = object()
-
-
-def _restore(owner: Any, attribute: str, own: Any) -> None:
-    """Put back ``owner.attribute`` as it was: its own value, or, if it had none (a method a
-    class inherits), no attribute of its own, so the inherited one shows again. (What
-    ``mock.patch.object`` does, without its cost per target: hundreds of targets per call.)"""
-    if own is _ABSENT:
-        with contextlib.suppress(AttributeError):
-            delattr(owner, attribute)
-    else:
-        setattr(owner, attribute, own)
+    return trapped(
+        function, targets, lambda label: ShortcutUsed(f"{name} must {duty}; it called {label}")
+    )
 
 
 def call_by_hand(function: Callable[..., Any], duty: str, targets: list[Target], *args: Any) -> Any:

@@ -77,7 +77,9 @@
 # * Use NumPy. During the hidden tests torch's recurrent layers (`torch.nn.GRU`, `LSTM`, their
 #   cells and functions), its softmax, layer norm and cosine similarity, autograd and the
 #   helpers of the `course` package are replaced by traps: calling them from your functions
-#   fails the test. (`course.checks` is allowed.)
+#   fails the test. (`course.checks` is allowed.) The visible tests run your functions under
+#   the same rule and say so when one of them calls a forbidden routine; their data and
+#   expected values are in `course/checks/a3_bilstm_elmo.py`.
 #
 # Autograded: 13 points. Written: 2 points.
 #
@@ -88,7 +90,7 @@
 # %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
 import numpy as np
 
-from course.checks import assert_close
+from course.checks.a3_bilstm_elmo import check_part_a, check_part_b, check_part_c, check_part_d
 
 np.set_printoptions(precision=4, suppress=True)
 
@@ -222,93 +224,7 @@ def bidirectional_gru(
 # `bidirectional=True` on packed sequences.
 
 # %% nbgrader={"grade": true, "grade_id": "test_bidirectional_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-params_fwd_a = {
-    "U": np.linspace(-1.0, 1.0, 6 * 3).reshape(6, 3),  # H=2, D=3
-    "W": np.linspace(0.5, -0.5, 6 * 2).reshape(6, 2),
-    "b_in": np.array([0.1, 0.2, -0.1, 0.0, 0.3, -0.3]),
-    "b_rec": np.array([0.0, -0.2, 0.1, 0.1, 0.5, 0.5]),
-}
-params_bwd_a = {
-    "U": np.linspace(0.9, -0.7, 6 * 3).reshape(6, 3),
-    "W": np.linspace(-0.4, 0.6, 6 * 2).reshape(6, 2),
-    "b_in": np.array([0.0, 0.1, 0.2, -0.2, 0.1, 0.0]),
-    "b_rec": np.array([0.3, 0.0, -0.1, 0.2, 0.0, 0.1]),
-}
-xs_a = np.array(
-    [
-        [[1.0, 0.0, -1.0], [0.0, 1.0, 0.0], [-0.5, 0.5, 1.0]],
-        [[0.2, -0.3, 0.4], [1.0, 1.0, -1.0], [9.0, -9.0, 9.0]],  # the last position is padding
-    ]
-)  # (B=2, T=3, D=3)
-lengths_a = np.array([3, 2])
-out_a = bidirectional_gru(xs_a, lengths_a, params_fwd_a, params_bwd_a)
-assert isinstance(out_a, dict) and {"states", "final_fwd", "final_bwd"} <= set(out_a), (
-    "bidirectional_gru should return a dict with the keys 'states', 'final_fwd', 'final_bwd'"
-)
-
-# Sequence 1 read alone (B=1, T=2, no padding) must get the same states as in the batch.
-alone_a = bidirectional_gru(xs_a[1:, :2], np.array([2]), params_fwd_a, params_bwd_a)
-for key_a, got_a, want_a in [
-    ("final_bwd", out_a["final_bwd"][1], alone_a["final_bwd"][0]),
-    ("states", out_a["states"][1, :2], alone_a["states"][0]),
-    ("final_fwd", out_a["final_fwd"][1], alone_a["final_fwd"][0]),
-]:
-    try:
-        assert_close(
-            f"{key_a} of sequence 1 (length 2) in the padded batch",
-            got_a,
-            want_a,
-            atol=1e-10,
-            against="the same sequence read alone",
-        )
-    except AssertionError as error_a:
-        raise AssertionError(
-            f"{error_a}. The padding at position 2 changed this sequence: the backward reader "
-            "must start at its last real token (position lengths[b] - 1 = 1), never at the "
-            "padding, and the forward reader must stop there."
-        ) from None
-
-assert_close(
-    "states",
-    out_a["states"],
-    [
-        [
-            [0.1483471616, -0.1638273910, -0.0313722276, -0.1648837708],
-            [0.5866234670, 0.3820701040, -0.1405846761, -0.3454555028],
-            [0.7083785076, 0.5285622525, -0.0963992356, -0.2310736585],
-        ],
-        [
-            [0.3330531028, 0.1358541836, -0.0198415449, -0.1403671311],
-            [0.5414950636, 0.3462801772, -0.0075906133, -0.1072341573],
-            [0.0, 0.0, 0.0, 0.0],
-        ],
-    ],
-    atol=1e-8,
-    against="torch.nn.GRU (bidirectional, packed)",
-)
-assert_close(
-    "final_fwd",
-    out_a["final_fwd"],
-    [[0.7083785076, 0.5285622525], [0.5414950636, 0.3462801772]],
-    atol=1e-8,
-    against="torch.nn.GRU (bidirectional, packed)",
-)
-assert_close(
-    "final_bwd",
-    out_a["final_bwd"],
-    [[-0.0313722276, -0.1648837708], [-0.0198415449, -0.1403671311]],
-    atol=1e-8,
-    against="torch.nn.GRU (bidirectional, packed)",
-)
-for bad_lengths_a in ([3, 0], [4, 2]):
-    try:
-        bidirectional_gru(xs_a, np.array(bad_lengths_a), params_fwd_a, params_bwd_a)
-    except ValueError:
-        continue
-    raise AssertionError(
-        f"bidirectional_gru should raise ValueError for lengths {bad_lengths_a} with T = 3"
-    )
-print("Part A, visible test: passed.")
+check_part_a(bidirectional_gru)
 
 # %% nbgrader={"grade": true, "grade_id": "test_bidirectional_hidden", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 # Hidden test (3 points): bidirectional_gru against torch.nn.GRU (bidirectional, on packed
@@ -473,69 +389,7 @@ def scalar_mix(
 # the padded token holds large numbers.
 
 # %% nbgrader={"grade": true, "grade_id": "test_scalar_mix_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-assert_close(
-    "mix_weights([0, 1, 2])",
-    mix_weights(np.array([0.0, 1.0, 2.0])),
-    [0.0900305732, 0.2447284711, 0.6652409558],
-    atol=1e-9,
-    against="the expected value",
-)
-assert_close(
-    "mix_weights([1000, 1001, 999])",
-    mix_weights(np.array([1000.0, 1001.0, 999.0])),
-    [0.2447284711, 0.6652409558, 0.0900305732],
-    atol=1e-9,
-    against="the expected value (subtract the largest weight before exp)",
-)
-try:
-    mix_weights(np.zeros((2, 3)))
-except ValueError:
-    pass
-else:
-    raise AssertionError("mix_weights should raise ValueError for w of shape (2, 3), not 1-D")
-layers_b = (
-    np.sin(np.arange(36.0)).reshape(3, 2, 3, 2) * np.array([1.0, 2.0, 3.0])[:, None, None, None]
-)
-layers_b[:, 1, 2] = 50.0  # the padded token of sequence 1
-mask_b = np.array([[1, 1, 1], [1, 1, 0]])
-real_b = mask_b.astype(bool)
-assert_close(
-    "scalar_mix(layers, w, gamma=0.5)",
-    scalar_mix(layers_b, np.array([0.0, 1.0, 2.0]), 0.5),
-    [
-        [
-            [-1.0349563924, 0.0086371869],
-            [1.0442897765, 1.1198271615],
-            [0.1658006186, -0.9406622484],
-        ],
-        [[-1.1822845823, -0.3369199236], [0.8182073591, 1.2210785692], [25.0, 25.0]],
-    ],
-    atol=1e-8,
-    against="the expected value",
-)
-normed_b = scalar_mix(layers_b, np.array([0.0, 1.0, 2.0]), 0.5, mask=mask_b, layer_norm=True)
-assert_close(
-    "scalar_mix(layers, w, gamma=0.5, mask, layer_norm=True) at the real tokens",
-    np.asarray(normed_b)[real_b],
-    [
-        [-0.5687818203, 0.0121824209],
-        [0.5276528556, 0.5037083435],
-        [-0.0376366415, -0.5986720167],
-        [-0.6635844455, -0.1726937402],
-        [0.4226774486, 0.5751475956],
-    ],
-    atol=1e-8,
-    against="the expected value (mean and variance over the real tokens only)",
-)
-for bad_b in (np.zeros(2), np.zeros((1, 3))):
-    try:
-        scalar_mix(layers_b, bad_b, 1.0)
-    except ValueError:
-        continue
-    raise AssertionError(
-        f"scalar_mix should raise ValueError for 3 layers and w of shape {bad_b.shape}"
-    )
-print("Part B, visible test: passed.")
+check_part_b(scalar_mix, mix_weights)
 
 # %% nbgrader={"grade": true, "grade_id": "test_scalar_mix_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 # Hidden test (2 points): mix_weights for huge positive and negative weights and a single
@@ -655,45 +509,7 @@ def mean_context_similarity(vectors_by_layer: np.ndarray) -> list[float]:
 # ### Visible test for Part C
 
 # %% nbgrader={"grade": true, "grade_id": "test_context_similarity_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-vectors_c = np.array([[1.0, 0.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.0, 2.0], [1.0, 1.0, 1.0]])
-assert_close(
-    "cosine_similarity_matrix(vectors)",
-    cosine_similarity_matrix(vectors_c),
-    [
-        [1.0, 0.7071067812, 0.0, 0.5773502692],
-        [0.7071067812, 1.0, 0.0, 0.8164965809],
-        [0.0, 0.0, 1.0, 0.5773502692],
-        [0.5773502692, 0.8164965809, 0.5773502692, 1.0],
-    ],
-    atol=1e-9,
-    against="the expected value",
-)
-try:
-    cosine_similarity_matrix(np.array([[1.0, 2.0], [0.0, 0.0]]))
-except ValueError:
-    pass
-else:
-    raise AssertionError("cosine_similarity_matrix should raise ValueError for a zero vector")
-
-layers_c = np.stack([np.tile([[2.0, -1.0, 0.5]], (4, 1)), vectors_c])  # (L=2, N=4, D=3)
-means_c = mean_context_similarity(layers_c)
-assert isinstance(means_c, list) and len(means_c) == 2, (
-    f"mean_context_similarity should return a list of 2 floats, got {type(means_c).__name__}"
-)
-assert_close(
-    "mean_context_similarity (layer 0: a type embedding, layer 1: the vectors above)",
-    means_c,
-    [1.0, 0.4463839834],
-    atol=1e-9,
-    against="the expected value (the mean over pairs of different occurrences)",
-)
-try:
-    mean_context_similarity(np.ones((2, 1, 3)))
-except ValueError:
-    pass
-else:
-    raise AssertionError("mean_context_similarity should raise ValueError for N = 1")
-print("Part C, visible test: passed.")
+check_part_c(cosine_similarity_matrix, mean_context_similarity)
 
 # %% nbgrader={"grade": true, "grade_id": "test_context_similarity_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 # Hidden test (2 points): cosine_similarity_matrix against torch's cosine similarity and
@@ -814,35 +630,7 @@ def best_layer(vectors_by_layer: np.ndarray, senses: list | np.ndarray) -> int:
 # In layer 1 a centroid that kept the held-out vector would look perfect.
 
 # %% nbgrader={"grade": true, "grade_id": "test_sense_separation_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-senses_d = ["river", "river", "river", "money", "money", "money"]
-layers_d = np.array(
-    [
-        [[1.04, 0.24], [0.87, 0.06], [0.9, 0.05], [0.89, 0.32], [0.88, 0.14], [0.92, 0.13]],
-        [[-0.3, -0.2], [0.5, -0.9], [-0.5, 0.4], [-0.7, 0.8], [0.6, -0.2], [0.8, -0.1]],
-        [[1.0, 0.1], [0.9, 0.3], [1.0, -0.2], [0.1, 1.0], [-0.2, 1.0], [0.3, 0.8]],
-    ]
-)  # (L=3, N=6, D=2)
-accuracy_d = sense_separation(layers_d, senses_d)
-assert isinstance(accuracy_d, list) and len(accuracy_d) == 3, (
-    f"sense_separation should return a list of 3 floats, got {type(accuracy_d).__name__}"
-)
-assert_close(
-    "sense_separation accuracies by layer",
-    accuracy_d,
-    [0.5, 0.1666666667, 1.0],
-    atol=1e-9,
-    against="the expected value (leave-one-out centroids)",
-)
-for bad_senses_d in (senses_d[:5], ["river"] * 6, ["river"] * 5 + ["money"]):
-    try:
-        sense_separation(layers_d, bad_senses_d)
-    except ValueError:
-        continue
-    raise AssertionError(f"sense_separation should raise ValueError for senses {bad_senses_d}")
-chosen_d = best_layer(layers_d, senses_d)
-assert isinstance(chosen_d, int), f"best_layer should return an int, got {type(chosen_d).__name__}"
-assert chosen_d == 2, f"best_layer chose layer {chosen_d}, expected layer 2"
-print("Part D, visible test: passed.")
+check_part_d(sense_separation, best_layer)
 
 # %% nbgrader={"grade": true, "grade_id": "test_sense_separation_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 # Hidden test (2 points): sense_separation against a direct leave-one-out loop and best_layer,

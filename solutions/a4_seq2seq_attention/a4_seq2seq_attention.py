@@ -67,7 +67,10 @@
 #   (`torch.nn.functional.scaled_dot_product_attention`, `torch.nn.MultiheadAttention`), the
 #   softmax, log-softmax and log-sum-exp of torch and SciPy, autograd, and the helpers of the
 #   `course` package (among them `course.decoding` and `course.models.seq2seq`) are replaced by
-#   traps: calling them from your functions fails the test. (`course.checks` is allowed.)
+#   traps: calling them from your functions fails the test. (`course.checks` is allowed.) The
+#   visible tests run your functions under the same rule and say so when one of them calls a
+#   forbidden routine; their data and expected values are in
+#   `course/checks/a4_seq2seq_attention.py`.
 #
 # Autograded: 14 points. Written: 2 points.
 #
@@ -80,7 +83,12 @@ from collections.abc import Callable
 
 import numpy as np
 
-from course.checks import assert_close
+from course.checks.a4_seq2seq_attention import (
+    check_part_a,
+    check_part_b,
+    check_part_c,
+    check_part_d,
+)
 
 np.set_printoptions(precision=4, suppress=True)
 
@@ -178,58 +186,7 @@ def attention_scores(
 # (`torch.einsum` and `torch.tanh`).
 
 # %% nbgrader={"grade": true, "grade_id": "test_attention_scores_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-h_a = np.array([[1.0, -0.5], [0.3, 0.8]])  # (B=2, H=2)
-S_a = np.array(
-    [
-        [[0.5, 1.0], [-1.0, 0.2], [0.7, -0.3]],
-        [[0.1, 0.4], [0.9, -0.6], [-0.2, 0.5]],
-    ]
-)  # (B=2, m=3, H=2)
-params_a = {
-    "W_a": np.array([[0.6, -0.2], [0.9, 0.3]]),
-    "W_1": np.array([[0.4, -0.3, 0.8, 0.1], [-0.6, 0.5, 0.2, -0.7], [0.3, 0.9, -0.4, 0.5]]),
-    "w_2": np.array([1.0, -0.8, 0.6]),
-}
-expected_a = {
-    "dot": [[0.0, -1.1, 0.85], [0.35, -0.21, 0.34]],
-    "scaled_dot": [
-        [0.0, -0.7778174593, 0.6010407640],
-        [0.2474873734, -0.1484924240, 0.2404163056],
-    ],
-    "bilinear": [[-0.275, -0.22, 0.21], [0.162, 0.702, -0.09]],
-    "additive": [
-        [1.5876916769, 0.6402600692, 0.8492935651],
-        [0.4812055164, 0.0422630870, 0.3973249407],
-    ],
-}
-for kind_a, want_a in expected_a.items():
-    assert_close(
-        f'attention_scores("{kind_a}", h, S, params)',
-        attention_scores(kind_a, h_a, S_a, params_a),
-        want_a,
-        atol=1e-8,
-        against="torch",
-    )
-# W_a is not symmetric: h^T W_a s is not s^T W_a h.
-assert not np.allclose(
-    attention_scores("bilinear", h_a, S_a, params_a),
-    attention_scores("bilinear", h_a, S_a, {"W_a": params_a["W_a"].T}),
-), "the bilinear score should change when W_a is transposed"
-try:
-    attention_scores("cosine", h_a, S_a, params_a)
-except ValueError as error_a:
-    assert "cosine" in str(error_a), f"the ValueError should name the kind: {error_a}"
-else:
-    raise AssertionError('attention_scores("cosine", ...) should raise ValueError')
-try:
-    attention_scores("dot", h_a, S_a[:, :, :1], params_a)
-except ValueError:
-    pass
-else:
-    raise AssertionError(
-        "attention_scores should raise ValueError for S with H = 1 and h with H = 2"
-    )
-print("Part A, visible test: passed.")
+check_part_a(attention_scores)
 
 # %% nbgrader={"grade": true, "grade_id": "test_attention_scores_hidden", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 # Hidden test (3 points): attention_scores against torch for every kind, B = 1, m = 1, H = 1,
@@ -312,44 +269,7 @@ def attend(scores: np.ndarray, lengths: np.ndarray, S: np.ndarray) -> tuple[np.n
 # padding, and the first has scores near 1000.
 
 # %% nbgrader={"grade": true, "grade_id": "test_attend_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-scores_b = np.array([[1000.0, 1001.0, 999.0], [0.5, -0.5, 800.0]])  # 800 sits in the padding
-lengths_b = np.array([3, 2])
-S_b = np.array(
-    [
-        [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]],
-        [[2.0, -1.0], [0.0, 3.0], [50.0, 50.0]],  # the last position is padding
-    ]
-)  # (B=2, m=3, H=2)
-result_b = attend(scores_b, lengths_b, S_b)
-assert isinstance(result_b, tuple) and len(result_b) == 2, (
-    "attend should return a tuple (weights, context)"
-)
-weights_b, context_b = result_b
-assert_close(
-    "weights",
-    weights_b,
-    [[0.2447284711, 0.6652409558, 0.0900305732], [0.7310585786, 0.2689414214, 0.0]],
-    atol=1e-9,
-    against="torch.softmax over the real positions",
-)
-assert np.asarray(weights_b)[1, 2] == 0.0, (
-    f"the weight of a padded position must be exactly 0, got {np.asarray(weights_b)[1, 2]!r}"
-)
-assert_close("the sum of each row of weights", np.sum(weights_b, axis=1), [1.0, 1.0], atol=1e-12)
-assert_close(
-    "context",
-    context_b,
-    [[0.3347590442, 0.7552715289], [1.4621171573, 0.0757656855]],
-    atol=1e-9,
-    against="the weighted sum of the real encoder states",
-)
-for bad_lengths_b in ([3, 0], [4, 2], [3]):
-    try:
-        attend(scores_b, np.array(bad_lengths_b), S_b)
-    except ValueError:
-        continue
-    raise AssertionError(f"attend should raise ValueError for lengths {bad_lengths_b} with m = 3")
-print("Part B, visible test: passed.")
+check_part_b(attend)
 
 # %% nbgrader={"grade": true, "grade_id": "test_attend_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 # Hidden test (2 points): attend against torch.softmax over the real positions for B = 1,
@@ -469,60 +389,7 @@ def decoder_output(
 # second call adds 1000 to one output bias: the log-probabilities must stay finite.
 
 # %% nbgrader={"grade": true, "grade_id": "test_decoder_output_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-h_c = np.array([[1.0, -0.5], [0.3, 0.8]])  # Part A's inputs, (B=2, H=2)
-S_c = np.array(
-    [
-        [[0.5, 1.0], [-1.0, 0.2], [0.7, -0.3]],
-        [[0.1, 0.4], [0.9, -0.6], [-0.2, 0.5]],
-    ]
-)  # (B=2, m=3, H=2)
-params_c = {
-    "W_c": np.array([[0.5, -0.4, 0.3, 0.8], [-0.7, 0.2, 0.6, -0.1]]),  # (H=2, 2H=4)
-    "b_c": np.array([0.1, -0.2]),
-    "W_o": np.array([[1.0, -1.0], [0.5, 0.5], [-0.3, 0.9], [0.0, -0.6]]),  # (vocab_size=4, H=2)
-    "b_o": np.array([0.0, 0.2, -0.1, 0.3]),
-}
-lengths_c = np.array([3, 2])
-result_c = decoder_output("dot", h_c, S_c, lengths_c, params_c)
-assert isinstance(result_c, tuple) and len(result_c) == 2, (
-    "decoder_output should return a tuple (log_probs, weights)"
-)
-log_probs_c, weights_c = result_c
-assert_close(
-    "weights",
-    weights_c,
-    [[0.2722927478, 0.0906383820, 0.6370688702], [0.6364525403, 0.3635474597, 0.0]],
-    atol=1e-9,
-    against="torch (dot score, lengths 3 and 2)",
-)
-assert_close(
-    "log_probs",
-    log_probs_c,
-    [
-        [-1.4749990926, -1.1887995732, -1.6012413984, -1.3280694269],
-        [-0.7925376910, -1.5017134092, -2.5548991918, -1.3989451509],
-    ],
-    atol=1e-9,
-    against="torch.log_softmax",
-)
-loud_c = dict(params_c, b_o=params_c["b_o"] + np.array([1000.0, 0.0, 0.0, 0.0]))
-assert_close(
-    "log_probs with b_o[0] = 1000",
-    decoder_output("dot", h_c, S_c, lengths_c, loud_c)[0],
-    [
-        [0.0, -999.7138004806, -1000.1262423058, -999.8530703343],
-        [0.0, -1000.7091757182, -1001.7623615007, -1000.6064074598],
-    ],
-    atol=1e-9,
-    against="torch.log_softmax",
-)
-try:
-    decoder_output("dot", h_c, S_c, lengths_c, dict(params_c, W_c=params_c["W_c"][:, :2]))
-except ValueError:
-    pass
-else:
-    raise AssertionError("decoder_output should raise ValueError for W_c of shape (2, 2)")
-print("Part C, visible test: passed.")
+check_part_c(decoder_output)
 
 # %% nbgrader={"grade": true, "grade_id": "test_decoder_output_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 # Hidden test (2 points): decoder_output against torch (torch.log_softmax of Luong's
@@ -703,33 +570,7 @@ table_d = {prefix: np.log(p) for prefix, p in probabilities_d.items()}
 # ### Visible test for Part D
 
 # %% nbgrader={"grade": true, "grade_id": "test_beam_search_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-for beam_d, max_len_d, alpha_d, tokens_d, prob_d, normalised_d in [
-    (1, 3, 0.0, [1, 1, 0], 0.0925, -2.3805466345),  # greedy: yes yes </s>
-    (2, 3, 0.0, [2, 2, 0], 0.144, -1.9379419794),  # ok ok </s>
-    (3, 3, 0.0, [1, 0], 0.175, -1.7429693051),  # yes </s>: short and probable
-    (3, 3, 1.0, [2, 2, 0], 0.144, -0.6459806598),  # per token, ok ok </s> is better
-    (2, 2, 0.0, [2, 2], 0.32, -1.1394342832),  # cut at max_len = 2: no </s>
-]:
-    call_d = f"beam_search(beam_size={beam_d}, max_len={max_len_d}, alpha={alpha_d})"
-    result_d = beam_search_on_table(table_d, 3, 0, beam_d, max_len_d, alpha_d)
-    assert isinstance(result_d, tuple) and len(result_d) == 3, (
-        f"{call_d} should return a tuple (tokens, log_prob, normalised)"
-    )
-    got_d = [int(t) for t in result_d[0]]
-    assert got_d == tokens_d, (
-        f"{call_d} found {' '.join(words_d[t] for t in got_d)!r}; expected "
-        f"{' '.join(words_d[t] for t in tokens_d)!r}"
-    )
-    assert_close(f"log_prob of {call_d}", result_d[1], np.log(prob_d), atol=1e-9)
-    assert_close(f"normalised score of {call_d}", result_d[2], normalised_d, atol=1e-9)
-for bad_d in ({"beam_size": 0}, {"max_len": 0}, {"alpha": -1.0}):
-    arguments_d = {"beam_size": 2, "max_len": 3, "alpha": 0.0} | bad_d
-    try:
-        beam_search_on_table(table_d, 3, 0, **arguments_d)
-    except ValueError:
-        continue
-    raise AssertionError(f"beam_search should raise ValueError for {bad_d}")
-print("Part D, visible test: passed.")
+check_part_d(beam_search_on_table, table_d, words_d)
 
 # %% nbgrader={"grade": true, "grade_id": "test_beam_search_hidden", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 # Hidden test (3 points): beam_search against exhaustive search on tiny random models (a beam

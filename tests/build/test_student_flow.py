@@ -745,7 +745,7 @@ def test_a_failing_check_shows_its_message_first_and_briefly(context, lab):
         assert lines[0].startswith(
             "AssertionError: hs differs from the expected value by 9.0e-02 at [0, 1]"
         ), lines
-        assert len(lines) <= 3 and "checks.py" not in error.inner_text(), lines
+        assert len(lines) <= 3 and "checks/" not in error.inner_text(), lines
         page.close()
     finally:
         lab.shut_down_kernels()

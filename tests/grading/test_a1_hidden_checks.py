@@ -10,6 +10,8 @@ them; and Lecture 1's backward pass, adapted to a padded batch, still fails Part
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 import torch
@@ -27,7 +29,7 @@ from tests.grading.bug_injection import (
     run_visible,
     solution,
 )
-from tests.grading.solution_loader import ROOT, as_student, lecture_functions, run_cell
+from tests.grading.solution_loader import ROOT, as_student, lecture_functions
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
@@ -494,12 +496,14 @@ def test_the_lecture_bptt_cell_pasted_in_fails_part_b(lecture):
 
 
 def test_the_lecture_bptt_cell_looped_over_the_batch_fails_part_b(reference, lecture):
-    namespace = dict(reference)
-    run_cell(  # the visible test's data, without its assertions
-        solution(ASSIGNMENT).test_cells["test_backward_visible"].source.split("with ")[0],
-        namespace,
-    )
-    data = [namespace[f"{name}_b"] for name in ("xs", "lengths", "labels", "h0", "params")]
+    given = []  # the visible test's data: the arguments it passes to rnn_backward
+
+    def recording(*args):
+        given.append(copy.deepcopy(args))
+        return reference["rnn_backward"](*args)
+
+    run_visible(ASSIGNMENT, "test_backward_visible", rnn_backward=recording)
+    data = list(given[0])
 
     # The adapter is faithful: it gives the exact gradients of the lecture's loss, a class
     # prediction at every real step, averaged over the batch ...
@@ -619,3 +623,18 @@ REQUIRED_TRAPS = {
 
 def test_traps_cover_the_routines_that_would_do_the_work():
     expect_traps(hidden, REQUIRED_TRAPS)
+
+
+def test_each_visible_cell_is_one_call_of_its_check_and_the_reference_passes_it(reference, capsys):
+    from course.checks.a1_rnn_bptt import check_part_a, check_part_b, check_part_c
+
+    cells = solution(ASSIGNMENT).test_cells
+    assert cells["test_forward_visible"].visible_source.strip() == (
+        "check_part_a(rnn_forward, classification_loss)"
+    )
+    assert cells["test_backward_visible"].visible_source.strip() == "check_part_b(rnn_backward)"
+    assert cells["test_clip_visible"].visible_source.strip() == "check_part_c(clip_by_global_norm)"
+    check_part_a(reference["rnn_forward"], reference["classification_loss"])
+    check_part_b(reference["rnn_backward"])
+    check_part_c(reference["clip_by_global_norm"])
+    assert capsys.readouterr().out.count("visible test: passed.") == 3

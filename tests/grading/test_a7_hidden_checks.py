@@ -356,10 +356,28 @@ def test_check_layer_features_rejects_bug(bugs, failure):
 
 
 def course_style_nsp(documents, seed, p_next=0.5):
-    """The course's make_nsp_pairs, adapted to the signature: labels 0 = IsNext, 1 = NotNext."""
+    """The course's make_nsp_pairs pasted in and adapted to the signature: its labels are
+    0 = IsNext and 1 = NotNext, not booleans."""
+    rng = random.Random(seed)
+    others = [i for i, d in enumerate(documents) if d]
+    pairs = []
+    for i, sentences in enumerate(documents):
+        for a, b in zip(sentences[:-1], sentences[1:], strict=True):
+            if rng.random() < p_next:
+                pairs.append((a, b, 0))
+                continue
+            j = i
+            while j == i:
+                j = rng.choice(others)
+            pairs.append((a, rng.choice(documents[j]), 1))
+    return pairs
+
+
+def calling_the_course(documents, seed, p_next=0.5):
+    """The course's make_nsp_pairs, called and adapted to the signature."""
     from course.data.bert_inputs import make_nsp_pairs
 
-    return [(p.a, p.b, p.label) for p in make_nsp_pairs(documents, seed, p_next)]
+    return [(p.a, p.b, p.label == 0) for p in make_nsp_pairs(documents, seed, p_next)]
 
 
 test_visible_tests_name_the_mistake = visible_mistake_tests(
@@ -400,6 +418,15 @@ test_visible_tests_name_the_mistake = visible_mistake_tests(
             "nsp_pairs_visible",
             {"nsp_pairs": course_style_nsp},
             Failure(None, "^pair 0: is_next should be a bool, got [01]"),
+        ),
+        (
+            "nsp_pairs_visible",
+            {"nsp_pairs": as_student(calling_the_course, "nsp_pairs")},
+            Failure(
+                None,
+                r"^nsp_pairs called course\.data\.bert_inputs\.make_nsp_pairs \(a course "
+                r"helper\): this part's hidden tests forbid the course's helpers and",
+            ),
         ),
         (
             "layer_features_visible",

@@ -401,10 +401,17 @@ def test_check_kv_attention_step_rejects_bug(bugs, failure):
 
 
 def course_style_top_k(logits, k):
-    """The lecture's torch filter pasted in: it returns filtered logits, not probabilities."""
-    from course.decoding import top_k_filter
+    """The lecture's filter pasted in, in NumPy: it returns filtered logits, not probabilities."""
+    scores = np.asarray(logits, dtype=np.float64)
+    kth = np.sort(scores, axis=-1)[..., -k:][..., :1]  # the k-th best score
+    return np.where(scores < kth, -np.inf, scores)
 
-    return top_k_filter(torch.tensor(np.asarray(logits, dtype=np.float64)), k).numpy()
+
+def lecture_top_k(logits, k):
+    """The lecture's torch filter called as it is: torch's topk does the work."""
+    scores = torch.tensor(np.asarray(logits, dtype=np.float64))
+    kth = scores.topk(k, dim=-1).values[..., -1:]
+    return scores.masked_fill(scores < kth, float("-inf")).numpy()
 
 
 test_visible_tests_name_the_mistake = visible_mistake_tests(
@@ -434,6 +441,15 @@ test_visible_tests_name_the_mistake = visible_mistake_tests(
             "top_k_probs_visible",
             {"top_k_probs": course_style_top_k},
             Failure(None, r"^top_k_probs\(logits_c, 2\) .* contains -inf"),
+        ),
+        (
+            "top_k_probs_visible",
+            {"top_k_probs": as_student(lecture_top_k, "top_k_probs")},
+            Failure(
+                None,
+                r"^top_k_probs called torch\.Tensor\.topk \(a routine this part forbids\): "
+                r"this part's hidden tests forbid the course's helpers and .*topk",
+            ),
         ),
         (
             "top_p_probs_visible",

@@ -6,7 +6,12 @@ reads "dW differs from autograd by 3.1e-02 at [1, 4]" instead of a bare Assertio
 The errors are ordinary AssertionError, ValueError and TypeError (subclasses of them, so
 ``except``/``pytest.raises`` work as usual). In IPython and Jupyter they display briefly: the
 message first, then the line of the cell that ran the check, instead of a long traceback
-through this module.
+through this package.
+
+Each assignment's visible tests live in a module of this package (``course.checks.a1_rnn_bptt``
+...): a visible test cell calls one check with the student's functions. The check runs them
+under the rule of the part's hidden tests (:mod:`course.checks.rules`): no course helper and
+none of the library routines that would do the work.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ __all__ = [
     "TypeMismatch",
 ]
 
-_COURSE_DIR = os.path.dirname(os.path.abspath(__file__))
+_COURSE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # course/
 _RED, _BOLD, _DIM, _RESET = "\x1b[31m", "\x1b[1m", "\x1b[2m", "\x1b[0m"
 
 

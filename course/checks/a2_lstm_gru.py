@@ -1,0 +1,140 @@
+"""The visible tests of Assignment 2 (LSTM and GRU cells, a padded LSTM, the quote cell).
+
+Each test cell of the notebook calls one check with the student's functions, which run under
+the rule of the part's hidden tests (:func:`course.checks.rules.by_hand`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from course.checks import CheckFailed, assert_close
+from course.checks.rules import by_hand
+
+__all__ = ["check_part_a", "check_part_b", "check_part_c", "check_part_d"]
+
+ASSIGNMENT = "a2_lstm_gru"
+
+
+def check_part_a(lstm_cell_forward: Callable[..., Any]) -> None:
+    """Part A's visible test (lstm_cell_forward)."""
+    params_a = {
+        "U": np.linspace(-1.0, 1.0, 8 * 3).reshape(8, 3),  # H=2, D=3
+        "W": np.linspace(0.5, -0.5, 8 * 2).reshape(8, 2),
+        "b": np.array([1.0, 1.0, 0.0, 0.0, 0.1, -0.1, 0.2, -0.2]),
+    }
+    x_a = np.array([[1.0, 0.0, -1.0], [0.5, 2.0, -0.5]])  # B=2
+    h_a = np.array([[0.1, -0.2], [0.0, 0.3]])
+    c_a = np.array([[1.0, -1.0], [0.5, 0.0]])
+    h_out_a, c_out_a = by_hand(ASSIGNMENT, lstm_cell_forward, x_a, h_a, c_a, params_a)
+    assert_close(
+        "c",
+        c_out_a,
+        [[0.6617367116, -0.7999818711], [0.2299893446, 0.2006958032]],
+        atol=1e-8,
+        against="the expected value",
+    )
+    assert_close(
+        "h",
+        h_out_a,
+        [[0.2998125534, -0.2797856128], [0.1778936009, 0.1585249303]],
+        atol=1e-8,
+        against="the expected value",
+    )
+    print("Part A, visible test: passed.")
+
+
+def check_part_b(lstm_sequence_forward: Callable[..., Any]) -> None:
+    """Part B's visible test (lstm_sequence_forward)."""
+    xs_b = np.array(
+        [
+            [[1.0, 0.0, -1.0], [0.0, 1.0, 0.0], [-0.5, 0.5, 1.0]],
+            [[0.2, -0.3, 0.4], [99.0, 99.0, 99.0], [-99.0, 99.0, -99.0]],
+        ]
+    )  # (B=2, T=3, D=3)
+    mask_b = np.array([[True, True, True], [True, False, False]])
+    params_b = {  # the weights of Part A's visible test
+        "U": np.linspace(-1.0, 1.0, 8 * 3).reshape(8, 3),
+        "W": np.linspace(0.5, -0.5, 8 * 2).reshape(8, 2),
+        "b": np.array([1.0, 1.0, 0.0, 0.0, 0.1, -0.1, 0.2, -0.2]),
+    }
+    h0_b, c0_b = np.zeros((2, 2)), np.array([[0.0, 0.0], [0.5, -0.5]])
+    hs_b, (h_last_b, c_last_b) = by_hand(
+        ASSIGNMENT, lstm_sequence_forward, xs_b, mask_b, h0_b, c0_b, params_b
+    )
+    assert_close(
+        "hs",
+        hs_b,
+        [
+            [
+                [-0.0170580788, -0.0494975788],
+                [0.0531580160, 0.0456738580],
+                [0.1370996199, 0.1582869936],
+            ],
+            [[0.2351310474, -0.1665763527], [0.0, 0.0], [0.0, 0.0]],
+        ],
+        atol=1e-8,
+        against="the expected value",
+    )
+    assert_close(
+        "h_last",
+        h_last_b,
+        [[0.1370996199, 0.1582869936], [0.2351310474, -0.1665763527]],
+        atol=1e-8,
+        against="the expected value",
+    )
+    assert_close(
+        "c_last",
+        c_last_b,
+        [[0.1924681157, 0.2337464574], [0.4126277920, -0.3301073503]],
+        atol=1e-8,
+        against="the expected value",
+    )
+    print("Part B, visible test: passed.")
+
+
+def check_part_c(gru_cell_forward: Callable[..., Any]) -> None:
+    """Part C's visible test (gru_cell_forward)."""
+    params_c = {
+        "U": np.linspace(-0.8, 0.8, 6 * 3).reshape(6, 3),  # H=2, D=3
+        "W": np.linspace(0.6, -0.6, 6 * 2).reshape(6, 2),
+        "b_in": np.array([0.1, 0.2, -0.1, 0.0, 0.3, -0.3]),
+        "b_rec": np.array([0.0, -0.2, 0.1, 0.1, 0.5, 0.5]),
+    }
+    x_c = np.array([[1.0, 0.0, -1.0], [0.5, 2.0, -0.5]])  # B=2
+    h_prev_c = np.array([[0.1, -0.2], [0.0, 0.3]])
+    h_out_c = by_hand(ASSIGNMENT, gru_cell_forward, x_c, h_prev_c, params_c)
+    assert_close(
+        "h",
+        h_out_c,
+        [[0.2309497710, -0.2046181292], [0.6519069214, 0.6741948541]],
+        atol=1e-8,
+        against="the expected value",
+    )
+    print("Part C, visible test: passed.")
+
+
+def check_part_d(select_quote_cell: Callable[..., Any]) -> None:
+    """Part D's visible test (select_quote_cell)."""
+    line_d = 'x = "a, b" + f(1)'
+    labels_d = np.array([0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0], dtype=bool)
+    steps_d = np.arange(len(line_d))
+    activations_d = np.stack(
+        [
+            np.sin(steps_d),  # a wiggle
+            steps_d / len(line_d),  # position in the line
+            np.zeros(len(line_d)),  # a dead cell
+            0.9 * labels_d - 0.1 * np.cos(3 * steps_d),  # the quote cell
+            np.array([ch in "()" for ch in line_d], dtype=float),  # brackets
+        ],
+        axis=1,
+    )  # (N=17, H=5)
+    chosen_d = by_hand(ASSIGNMENT, select_quote_cell, activations_d, labels_d)
+    if not (isinstance(chosen_d, int)):
+        raise CheckFailed(f"select_quote_cell should return an int, got {type(chosen_d)}")
+    if not (chosen_d == 3):
+        raise CheckFailed(f"select_quote_cell chose cell {chosen_d}, expected cell 3")
+    print("Part D, visible test: passed.")

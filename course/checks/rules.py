@@ -1,0 +1,519 @@
+"""The rule of each assignment's hidden tests, stated and applied by its visible tests.
+
+While an assignment's hidden tests run a student's function, every public callable of the
+``course`` package (outside ``course.checks``) and the library routines that would do the
+part's work (:data:`RULES`) are replaced by traps. The visible checks run the student's
+functions under the same rule (:func:`by_hand`), so a function built on a course helper fails
+its visible test with the rule, instead of passing it and losing every hidden point::
+
+    attention called course.models.attention.attention (a course helper): this part's hidden
+    tests forbid the course's helpers and torch.nn.functional.scaled_dot_product_attention...;
+    write the computation by hand
+
+The hidden tests build their traps from this module (the lists of :data:`RULES`,
+:func:`collect_targets` and :func:`trapped`), so that the two sides apply one rule.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import pkgutil
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from course.checks import CheckFailed
+
+__all__ = ["Rule", "RULES", "HelperForbidden", "collect_targets", "trapped", "by_hand"]
+
+Target = tuple[Any, str, str]  # (owner, attribute, label)
+Library = tuple[tuple[str, tuple[str, ...]], ...]  # (dotted owner, attribute names)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """What an assignment's hidden tests forbid besides the course's helpers.
+
+    ``library`` pairs a dotted owner (a module, or a class such as ``torch.Tensor``) with the
+    names of the routines to trap; ``summary`` names them for a student, in a few words.
+    """
+
+    library: Library
+    summary: str
+
+
+_RECURRENT_LAYERS = ("LSTM", "LSTMCell", "GRU", "GRUCell", "RNN", "RNNCell", "RNNBase")
+_TRANSFORMER_LAYERS = tuple(
+    "Transformer TransformerEncoder TransformerDecoder TransformerEncoderLayer "
+    "TransformerDecoderLayer".split()
+)
+_NORMS = ("LayerNorm", "GroupNorm", "RMSNorm")
+_SOFTMAXES = ("softmax", "log_softmax", "softmin")
+
+# The lectures' modules, trapped by name as well: the walk over the ``course`` package traps
+# every public callable it finds, and these names are trapped even if a module is imported by
+# a path that the walk skips. Names a module does not define are ignored.
+_COURSE_ATTENTION = tuple(
+    "attention scaled_dot_product_attention causal_mask padding_mask MultiHeadAttention "
+    "multi_head_attention sinusoidal_encoding LearnedPositions alibi_slopes alibi_bias rope "
+    "apply_rope".split()
+)
+_COURSE_TRANSFORMER = tuple(
+    "FeedForward EncoderLayer DecoderLayer Transformer Seq2SeqTransformer copy_to_torch "
+    "key_mask layer_norm LayerNorm decoder_mask count_parameters".split()
+)
+_COURSE_PARAMETERS = tuple(
+    "attention_parameters feed_forward_parameters count_transformer TransformerCount "
+    "count_parameters layer_norm_parameters".split()
+)
+
+# Unit 7's course modules, trapped by name as well (the walk over ``course`` finds them too).
+_A7_COURSE_BERT_INPUTS = tuple(
+    "frame_pair frame_words pad_batch mask_tokens make_nsp_pairs pretraining_batch".split()
+)
+_A7_COURSE_WORDPIECE = tuple(
+    "pre_tokenize count_words WordPiece learn_wordpiece tokenizers_tokenize "
+    "train_tokenizers_wordpiece compare_with_tokenizers".split()
+)
+_A7_COURSE_BERT = tuple("BertEmbeddings BertModel BertForPreTraining fill_mask".split())
+_A7_COLLATORS = ("DataCollatorForLanguageModeling", "DataCollatorForWholeWordMask")
+
+# Unit 8's course modules, trapped by name as well (the walk over ``course`` finds them too).
+_A8_COURSE_DECODING = tuple(
+    "greedy_search beam_search map_state temperature_scale top_k_filter top_p_filter "
+    "filter_logits sample".split()
+)
+_A8_COURSE_GPT = tuple(
+    "GPT block_with_cache to_gpt2_state_dict load_gpt2_state_dict load_openai_gpt_state_dict "
+    "save_for_transformers".split()
+)
+_A8_WARPERS = tuple(
+    "TemperatureLogitsWarper TopKLogitsWarper TopPLogitsWarper MinPLogitsWarper "
+    "TypicalLogitsWarper EpsilonLogitsWarper EtaLogitsWarper LogitsProcessorList".split()
+)
+_A8_TORCH_WORK = (
+    "softmax",
+    "log_softmax",
+    "topk",
+    "sort",
+    "argsort",
+    "multinomial",
+    "searchsorted",
+)
+
+_A4_SOFTMAXES = ("softmax", "log_softmax", "logsumexp")
+
+RULES: dict[str, Rule] = {
+    "a1_rnn_bptt": Rule(
+        library=(
+            ("torch.autograd", ("backward", "grad")),
+            ("torch.Tensor", ("backward",)),
+            ("torch.nn", ("RNN",)),
+            ("torch.nn.modules.rnn", ("RNN",)),
+            (
+                "torch.nn.utils",
+                ("clip_grad_norm_", "clip_grad_norm", "get_total_norm", "clip_grads_with_norm_"),
+            ),
+            (
+                "torch.nn.utils.clip_grad",
+                ("clip_grad_norm_", "clip_grad_norm", "_get_total_norm", "_clip_grads_with_norm_"),
+            ),
+        ),
+        summary="torch.autograd, Tensor.backward, torch.nn.RNN and torch.nn.utils.clip_grad_norm_",
+    ),
+    "a2_lstm_gru": Rule(
+        library=(
+            ("torch.nn", _RECURRENT_LAYERS),
+            ("torch.nn.modules.rnn", _RECURRENT_LAYERS),
+            ("torch", ("lstm", "lstm_cell", "gru", "gru_cell")),
+            ("torch._VF", ("lstm", "lstm_cell", "gru", "gru_cell")),
+            ("torch.autograd", ("backward", "grad")),
+            ("torch.Tensor", ("backward",)),
+        ),
+        summary=(
+            "torch's recurrent layers and routines (torch.nn.LSTM, LSTMCell, GRU, GRUCell...) "
+            "and autograd"
+        ),
+    ),
+    "a3_bilstm_elmo": Rule(
+        library=(
+            ("torch.nn", (*_RECURRENT_LAYERS, "LayerNorm", "Softmax", "CosineSimilarity")),
+            ("torch.nn.modules.rnn", _RECURRENT_LAYERS),
+            (
+                "torch",
+                (
+                    "lstm",
+                    "lstm_cell",
+                    "gru",
+                    "gru_cell",
+                    "softmax",
+                    "log_softmax",
+                    "layer_norm",
+                    "cosine_similarity",
+                ),
+            ),
+            ("torch._VF", ("lstm", "lstm_cell", "gru", "gru_cell")),
+            (
+                "torch.nn.functional",
+                ("softmax", "log_softmax", "layer_norm", "cosine_similarity", "normalize"),
+            ),
+            ("torch.nn.utils.rnn", ("pack_padded_sequence", "pad_packed_sequence")),
+            ("torch.autograd", ("backward", "grad")),
+            ("torch.Tensor", ("backward", "softmax")),
+        ),
+        summary=(
+            "torch's recurrent layers (torch.nn.GRU, LSTM, their cells and functions), its "
+            "softmax, layer norm and cosine similarity, and autograd"
+        ),
+    ),
+    "a4_seq2seq_attention": Rule(
+        library=(
+            ("torch.nn", ("MultiheadAttention", "Softmax", "LogSoftmax", "Softmin", "Bilinear")),
+            (
+                "torch.nn.functional",
+                (
+                    "scaled_dot_product_attention",
+                    "multi_head_attention_forward",
+                    "softmax",
+                    "log_softmax",
+                    "softmin",
+                    "bilinear",
+                ),
+            ),
+            ("torch", (*_A4_SOFTMAXES, "bilinear")),
+            ("torch.special", _A4_SOFTMAXES),
+            ("torch.Tensor", (*_A4_SOFTMAXES, "backward")),
+            ("torch.autograd", ("backward", "grad")),
+            ("scipy.special", _A4_SOFTMAXES),
+            # Lecture 4's helpers, by name (every other public callable of `course` is trapped too).
+            ("course.decoding", ("greedy_search", "beam_search")),
+            (
+                "course.models.seq2seq",
+                ("Encoder", "Decoder", "Attention", "Seq2Seq", "attention_scores", "score"),
+            ),
+        ),
+        summary=(
+            "torch's attention (torch.nn.functional.scaled_dot_product_attention, "
+            "torch.nn.MultiheadAttention), the softmaxes and log-sum-exp of torch and SciPy, and "
+            "autograd"
+        ),
+    ),
+    "a5_self_attention": Rule(
+        library=(
+            (
+                "torch.nn",
+                ("MultiheadAttention", *_TRANSFORMER_LAYERS, "Softmax", "LogSoftmax", "Softmin"),
+            ),
+            ("torch.nn.modules.activation", ("MultiheadAttention",)),
+            (
+                "torch.nn.functional",
+                ("scaled_dot_product_attention", "multi_head_attention_forward", *_SOFTMAXES),
+            ),
+            ("torch._C._nn", ("scaled_dot_product_attention",)),
+            (
+                "torch",
+                ("softmax", "log_softmax", "_softmax", "_native_multi_head_attention"),
+            ),
+            ("torch.Tensor", ("softmax", "log_softmax", "backward")),
+            ("torch.autograd", ("backward", "grad")),
+            ("torch.special", ("softmax", "log_softmax")),
+            ("scipy.special", ("softmax", "log_softmax")),
+            ("course.models.attention", _COURSE_ATTENTION),
+        ),
+        summary=(
+            "torch.nn.functional.scaled_dot_product_attention, torch.nn.MultiheadAttention and "
+            "its kin, the softmaxes of torch and SciPy, and autograd"
+        ),
+    ),
+    "a6_transformer": Rule(
+        library=(
+            (
+                "torch.nn",
+                (*_TRANSFORMER_LAYERS, *_NORMS, "MultiheadAttention", "Linear", "Embedding")
+                + ("Softmax", "LogSoftmax", "Softmin"),
+            ),
+            ("torch.nn.modules.transformer", _TRANSFORMER_LAYERS),
+            ("torch.nn.modules.normalization", _NORMS),
+            ("torch.nn.modules.activation", ("MultiheadAttention",)),
+            ("torch.nn.modules.linear", ("Linear",)),
+            ("torch.nn.modules.sparse", ("Embedding",)),
+            (
+                "torch.nn.functional",
+                ("layer_norm", "group_norm", "rms_norm", "scaled_dot_product_attention")
+                + ("multi_head_attention_forward", *_SOFTMAXES),
+            ),
+            ("torch._C._nn", ("scaled_dot_product_attention",)),
+            (
+                "torch",
+                (
+                    "layer_norm",
+                    "native_layer_norm",
+                    "group_norm",
+                    "softmax",
+                    "log_softmax",
+                    "_softmax",
+                )
+                + ("_native_multi_head_attention", "_transformer_encoder_layer_fwd"),
+            ),
+            ("torch.Tensor", ("softmax", "log_softmax", "backward")),
+            ("torch.autograd", ("backward", "grad")),
+            ("torch.special", ("softmax", "log_softmax")),
+            ("scipy.special", ("softmax", "log_softmax")),
+            ("course.models.attention", _COURSE_ATTENTION),
+            ("course.models.transformer", _COURSE_TRANSFORMER),
+            ("course.analysis.parameters", _COURSE_PARAMETERS),
+        ),
+        summary=(
+            "torch's Transformer layers and attention, its layer norms (torch.nn.LayerNorm, "
+            "F.layer_norm...), Linear and Embedding, the softmaxes of torch and SciPy, and "
+            "autograd"
+        ),
+    ),
+    "a7_bert": Rule(
+        library=(
+            ("torch", ("bernoulli",)),
+            ("torch.Tensor", ("bernoulli", "bernoulli_")),
+            (
+                "transformers",
+                (*_A7_COLLATORS, "BertTokenizer", "BertTokenizerFast", "AutoTokenizer"),
+            ),
+            ("transformers.data.data_collator", _A7_COLLATORS),
+            (
+                "transformers.data.data_collator.DataCollatorForLanguageModeling",
+                ("torch_mask_tokens", "numpy_mask_tokens"),
+            ),
+            (
+                "transformers.models.bert.tokenization_bert",
+                ("BertTokenizer", "WordpieceTokenizer", "BasicTokenizer"),
+            ),
+            ("tokenizers", ("Tokenizer",)),
+            ("tokenizers.models", ("WordPiece",)),
+            ("course.data.bert_inputs", _A7_COURSE_BERT_INPUTS),
+            ("course.data.wordpiece", _A7_COURSE_WORDPIECE),
+            ("course.models.bert", _A7_COURSE_BERT),
+        ),
+        summary=(
+            "transformers' DataCollatorForLanguageModeling and BERT tokenisers, the tokenizers "
+            "library and torch.bernoulli"
+        ),
+    ),
+    "a8_gpt_decoding": Rule(
+        library=(
+            ("torch", (*_A8_TORCH_WORK, "_softmax", "kthvalue")),
+            ("torch.Tensor", (*_A8_TORCH_WORK[:6], "kthvalue")),
+            (
+                "torch.nn.functional",
+                ("softmax", "log_softmax", "softmin", "gumbel_softmax")
+                + ("scaled_dot_product_attention", "multi_head_attention_forward"),
+            ),
+            ("torch.special", ("softmax", "log_softmax", "logsumexp")),
+            ("torch._C._nn", ("scaled_dot_product_attention",)),
+            ("torch.nn", ("Softmax", "LogSoftmax", "Softmin", "Softmax2d", "MultiheadAttention")),
+            ("transformers", _A8_WARPERS),
+            ("transformers.generation.logits_process", _A8_WARPERS),
+            ("scipy.special", ("softmax", "log_softmax", "logsumexp")),
+            ("course.decoding", _A8_COURSE_DECODING),
+            ("course.models.gpt", _A8_COURSE_GPT),
+        ),
+        summary=(
+            "transformers' logits warpers, torch's softmaxes, topk, sort, multinomial and "
+            "attention, and scipy.special's softmaxes and logsumexp"
+        ),
+    ),
+}
+
+
+class HelperForbidden(CheckFailed):
+    """A student's function called a routine that the part's hidden tests forbid."""
+
+
+# -- the targets: named library routines, and every public callable of `course` ---------------
+
+
+def _resolve(dotted: str) -> Any:
+    """Import ``dotted`` as a module, or as an attribute of its parent module (torch.Tensor)."""
+    try:
+        return importlib.import_module(dotted)
+    except ImportError:
+        parent, _, attribute = dotted.rpartition(".")
+        return getattr(importlib.import_module(parent), attribute)
+
+
+def _allowed(module_name: str) -> bool:
+    """True for ``course.checks`` (and anything below it) and for private modules."""
+    parts = module_name.split(".")
+    return parts[:2] == ["course", "checks"] or any(part.startswith("_") for part in parts)
+
+
+def _course_modules() -> list[Any]:
+    """``course`` and every module and subpackage below it, recursively, except the allowed
+    ones (``course.checks``, private modules): their callables are off limits."""
+    import course
+
+    modules = [course]
+    found = pkgutil.walk_packages(course.__path__, prefix="course.", onerror=lambda name: None)
+    for name in sorted(info.name for info in found):
+        if _allowed(name):
+            continue
+        try:
+            modules.append(importlib.import_module(name))
+        except Exception:  # noqa: BLE001 - a helper that does not import cannot be called either
+            continue
+    return modules
+
+
+_COURSE_TARGETS: dict[tuple, list[Target]] = {}
+
+
+def _course_targets() -> list[Target]:
+    """Every public callable of the ``course`` package outside ``course.checks``.
+
+    Walking the package and scanning its modules costs milliseconds, and a hidden check traps
+    hundreds of calls: the list is made again only when the package's path or the set of loaded
+    modules changed (a module imported since is then covered too).
+    """
+    import course
+
+    key = (tuple(course.__path__), len(sys.modules))
+    if key not in _COURSE_TARGETS:
+        found = []
+        for module in _course_modules():
+            for attribute, value in sorted(vars(module).items()):
+                origin = getattr(value, "__module__", None) or ""
+                if (
+                    not attribute.startswith("_")
+                    and callable(value)
+                    and origin.split(".")[0] == "course"
+                    and not _allowed(origin)
+                ):
+                    found.append((module, attribute, f"{module.__name__}.{attribute}"))
+        _COURSE_TARGETS.clear()
+        _COURSE_TARGETS[(tuple(course.__path__), len(sys.modules))] = found  # after the walk
+        key = (tuple(course.__path__), len(sys.modules))
+    return list(_COURSE_TARGETS[key])
+
+
+def collect_targets(library: Iterable[tuple[str, Iterable[str]]]) -> list[Target]:
+    """(owner, attribute, label) for each named library routine that exists, then for every
+    public callable of the ``course`` package outside ``course.checks``. Each (owner,
+    attribute) is listed once, with its first label: a ``course`` routine named in ``library``
+    is found again by the walk over the package.
+
+    ``library`` pairs a dotted owner (a module, or a class such as ``torch.Tensor``) with the
+    attribute names to trap. A leading underscore is dropped from labels, so messages name the
+    public routine.
+    """
+    targets = []
+    for owner_name, attributes in library:
+        try:
+            owner = _resolve(owner_name)
+        except (ImportError, AttributeError):
+            continue
+        for attribute in attributes:
+            if hasattr(owner, attribute):
+                targets.append((owner, attribute, f"{owner_name}.{attribute.lstrip('_')}"))
+    targets += _course_targets()
+    seen: set[tuple[int, str]] = set()
+    unique = []
+    for owner, attribute, label in targets:
+        if (id(owner), attribute) not in seen:
+            seen.add((id(owner), attribute))
+            unique.append((owner, attribute, label))
+    return unique
+
+
+# -- the traps --------------------------------------------------------------------------------
+
+
+_ABSENT = object()
+
+
+def _restore(owner: Any, attribute: str, own: Any) -> None:
+    """Put back ``owner.attribute`` as it was: its own value, or, if it had none (a method a
+    class inherits), no attribute of its own, so the inherited one shows again. (What
+    ``mock.patch.object`` does, without its cost per target: hundreds of targets per call.)"""
+    if own is _ABSENT:
+        with contextlib.suppress(AttributeError):
+            delattr(owner, attribute)
+    else:
+        setattr(owner, attribute, own)
+
+
+@contextlib.contextmanager
+def trapped(
+    function: Callable[..., Any],
+    targets: list[Target],
+    refusal: Callable[[str], BaseException],
+) -> Iterator[list[str]]:
+    """Replace every target by a trap inside the ``with`` block; yield the list of trapped calls.
+
+    Both the owners' attributes (``torch.autograd.grad``) and the names in ``function``'s
+    globals bound to a target (``from torch.autograd import grad`` in a notebook) are replaced.
+    A trap records its label and raises ``refusal(label)``. Everything is restored on exit,
+    even after an error.
+    """
+    calls: list[str] = []
+
+    def make_trap(label: str) -> Callable[..., Any]:
+        def trap(*args: Any, **kwargs: Any) -> Any:
+            calls.append(label)
+            raise refusal(label)
+
+        trap.__name__ = f"trapped_{label.rpartition('.')[2]}"
+        return trap
+
+    namespace = getattr(function, "__globals__", None)
+    bound: dict[int, list[str]] = {}  # id of a value in the function's globals -> its names
+    if isinstance(namespace, dict):
+        for key, value in namespace.items():
+            bound.setdefault(id(value), []).append(key)
+    with contextlib.ExitStack() as stack:
+        for owner, attribute, label in targets:
+            original = getattr(owner, attribute)
+            trap = make_trap(label)
+            stack.callback(_restore, owner, attribute, vars(owner).get(attribute, _ABSENT))
+            setattr(owner, attribute, trap)
+            for key in bound.get(id(original), ()):
+                if namespace[key] is original:
+                    namespace[key] = trap
+                    stack.callback(namespace.__setitem__, key, original)
+        yield calls
+
+
+# -- the visible checks' side -----------------------------------------------------------------
+
+
+def _function_name(function: Any) -> str:
+    return getattr(function, "__name__", None) or type(function).__name__
+
+
+def by_hand(assignment: str, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``function(*args, **kwargs)`` under the rule of ``assignment``'s hidden tests.
+
+    A call to a course helper or to a routine of the rule's library, even one whose error the
+    function catches, raises :class:`HelperForbidden` naming the routine and stating the rule.
+    """
+    rule = RULES[assignment]
+    name = _function_name(function)
+
+    def refusal(label: str) -> HelperForbidden:
+        kind = "a course helper" if label.startswith("course.") else "a routine this part forbids"
+        return HelperForbidden(
+            f"{name} called {label} ({kind}): this part's hidden tests forbid the course's "
+            f"helpers and {rule.summary}; write the computation by hand"
+        )
+
+    with trapped(function, collect_targets(rule.library), refusal) as calls:
+        try:
+            returned = function(*args, **kwargs)
+        except HelperForbidden:
+            raise
+        except Exception as error:
+            if calls:
+                raise refusal(calls[0]) from error
+            raise
+    if calls:
+        raise refusal(calls[0])
+    return returned
