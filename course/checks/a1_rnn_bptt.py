@@ -1,7 +1,9 @@
 """The visible tests of Assignment 1 (an RNN over a padded batch, BPTT, clipping).
 
 Each test cell of the notebook calls one check with the student's functions, which run under
-the rule of the part's hidden tests (:func:`course.checks.rules.by_hand`).
+the rule of the part's hidden tests (:func:`course.checks.rules.by_hand`). Every function
+here sets ``__tracebackhide__``: when a student's own code raises, IPython shows the cell's
+call and the student's frames, not this module's.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ def check_part_a(rnn_forward: Callable[..., Any], classification_loss: Callable[
     with an independent implementation. The second sequence has one real step and the third
     two; their padding holds large numbers that must not leak into the result.
     """
+    __tracebackhide__ = True
     xs_a = np.array(
         [
             [[1.0, -1.0], [0.5, 2.0], [-1.5, 0.0]],
@@ -94,6 +97,7 @@ def check_part_b(rnn_backward: Callable[..., Any]) -> None:
     steps only, and lets autograd differentiate it. The sequences have lengths 2, 5 and 3, and
     their padding holds large numbers.
     """
+    __tracebackhide__ = True
     import torch
 
     rng_b = np.random.default_rng(2024)
@@ -136,6 +140,7 @@ def check_part_b(rnn_backward: Callable[..., Any]) -> None:
 
 def check_part_c(clip_by_global_norm: Callable[..., Any]) -> None:
     """Part C: clipping by the global norm, above and below the threshold."""
+    __tracebackhide__ = True
     grads_c = {"W": np.array([[3.0, 0.0], [0.0, 4.0]]), "b": np.array([12.0])}  # global norm 13
     clipped_c, norm_c = by_hand(ASSIGNMENT, clip_by_global_norm, grads_c, max_norm=6.5)
     assert_close("total_norm", norm_c, 13.0, atol=1e-9, against="the expected value")

@@ -1,7 +1,9 @@
 """The visible tests of Assignment 2 (LSTM and GRU cells, a padded LSTM, the quote cell).
 
 Each test cell of the notebook calls one check with the student's functions, which run under
-the rule of the part's hidden tests (:func:`course.checks.rules.by_hand`).
+the rule of the part's hidden tests (:func:`course.checks.rules.by_hand`). Every function
+here sets ``__tracebackhide__``: when a student's own code raises, IPython shows the cell's
+call and the student's frames, not this module's.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ ASSIGNMENT = "a2_lstm_gru"
 
 def check_part_a(lstm_cell_forward: Callable[..., Any]) -> None:
     """Part A's visible test (lstm_cell_forward)."""
+    __tracebackhide__ = True
     params_a = {
         "U": np.linspace(-1.0, 1.0, 8 * 3).reshape(8, 3),  # H=2, D=3
         "W": np.linspace(0.5, -0.5, 8 * 2).reshape(8, 2),
@@ -49,6 +52,7 @@ def check_part_a(lstm_cell_forward: Callable[..., Any]) -> None:
 
 def check_part_b(lstm_sequence_forward: Callable[..., Any]) -> None:
     """Part B's visible test (lstm_sequence_forward)."""
+    __tracebackhide__ = True
     xs_b = np.array(
         [
             [[1.0, 0.0, -1.0], [0.0, 1.0, 0.0], [-0.5, 0.5, 1.0]],
@@ -98,6 +102,7 @@ def check_part_b(lstm_sequence_forward: Callable[..., Any]) -> None:
 
 def check_part_c(gru_cell_forward: Callable[..., Any]) -> None:
     """Part C's visible test (gru_cell_forward)."""
+    __tracebackhide__ = True
     params_c = {
         "U": np.linspace(-0.8, 0.8, 6 * 3).reshape(6, 3),  # H=2, D=3
         "W": np.linspace(0.6, -0.6, 6 * 2).reshape(6, 2),
@@ -119,6 +124,7 @@ def check_part_c(gru_cell_forward: Callable[..., Any]) -> None:
 
 def check_part_d(select_quote_cell: Callable[..., Any]) -> None:
     """Part D's visible test (select_quote_cell)."""
+    __tracebackhide__ = True
     line_d = 'x = "a, b" + f(1)'
     labels_d = np.array([0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0], dtype=bool)
     steps_d = np.arange(len(line_d))

@@ -1,7 +1,9 @@
 """The visible tests of Assignment 3 (a bidirectional GRU, ELMo's scalar mix, context similarity, senses).
 
 Each test cell of the notebook calls one check with the student's functions, which run under
-the rule of the part's hidden tests (:func:`course.checks.rules.by_hand`).
+the rule of the part's hidden tests (:func:`course.checks.rules.by_hand`). Every function
+here sets ``__tracebackhide__``: when a student's own code raises, IPython shows the cell's
+call and the student's frames, not this module's.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ ASSIGNMENT = "a3_bilstm_elmo"
 
 def check_part_a(bidirectional_gru: Callable[..., Any]) -> None:
     """Part A's visible test (bidirectional_gru)."""
+    __tracebackhide__ = True
     params_fwd_a = {
         "U": np.linspace(-1.0, 1.0, 6 * 3).reshape(6, 3),  # H=2, D=3
         "W": np.linspace(0.5, -0.5, 6 * 2).reshape(6, 2),
@@ -122,6 +125,7 @@ def check_part_a(bidirectional_gru: Callable[..., Any]) -> None:
 
 def check_part_b(scalar_mix: Callable[..., Any], mix_weights: Callable[..., Any]) -> None:
     """Part B's visible test (scalar_mix, mix_weights)."""
+    __tracebackhide__ = True
     assert_close(
         "mix_weights([0, 1, 2])",
         by_hand(ASSIGNMENT, mix_weights, np.array([0.0, 1.0, 2.0])),
@@ -199,6 +203,7 @@ def check_part_c(
     cosine_similarity_matrix: Callable[..., Any], mean_context_similarity: Callable[..., Any]
 ) -> None:
     """Part C's visible test (cosine_similarity_matrix, mean_context_similarity)."""
+    __tracebackhide__ = True
     vectors_c = np.array([[1.0, 0.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.0, 2.0], [1.0, 1.0, 1.0]])
     assert_close(
         "cosine_similarity_matrix(vectors)",
@@ -243,6 +248,7 @@ def check_part_c(
 
 def check_part_d(sense_separation: Callable[..., Any], best_layer: Callable[..., Any]) -> None:
     """Part D's visible test (sense_separation, best_layer)."""
+    __tracebackhide__ = True
     senses_d = ["river", "river", "river", "money", "money", "money"]
     layers_d = np.array(
         [

@@ -1,7 +1,9 @@
 """The visible tests of Assignment 4 (attention scores, attend, the decoder's output, beam search).
 
 Each test cell of the notebook calls one check with the student's functions, which run under
-the rule of the part's hidden tests (:func:`course.checks.rules.by_hand`).
+the rule of the part's hidden tests (:func:`course.checks.rules.by_hand`). Every function
+here sets ``__tracebackhide__``: when a student's own code raises, IPython shows the cell's
+call and the student's frames, not this module's.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ ASSIGNMENT = "a4_seq2seq_attention"
 
 def check_part_a(attention_scores: Callable[..., Any]) -> None:
     """Part A's visible test (attention_scores)."""
+    __tracebackhide__ = True
     h_a = np.array([[1.0, -0.5], [0.3, 0.8]])  # (B=2, H=2)
     S_a = np.array(
         [
@@ -81,6 +84,7 @@ def check_part_a(attention_scores: Callable[..., Any]) -> None:
 
 def check_part_b(attend: Callable[..., Any]) -> None:
     """Part B's visible test (attend)."""
+    __tracebackhide__ = True
     scores_b = np.array([[1000.0, 1001.0, 999.0], [0.5, -0.5, 800.0]])  # 800 sits in the padding
     lengths_b = np.array([3, 2])
     S_b = np.array(
@@ -125,6 +129,7 @@ def check_part_b(attend: Callable[..., Any]) -> None:
 
 def check_part_c(decoder_output: Callable[..., Any]) -> None:
     """Part C's visible test (decoder_output)."""
+    __tracebackhide__ = True
     h_c = np.array([[1.0, -0.5], [0.3, 0.8]])  # Part A's inputs, (B=2, H=2)
     S_c = np.array(
         [
@@ -195,6 +200,7 @@ def check_part_d(
 ) -> None:
     """Part D's visible test (beam_search_on_table), on the notebook's tiny model: its table
     of log-probabilities and its words."""
+    __tracebackhide__ = True
     for beam_d, max_len_d, alpha_d, tokens_d, prob_d, normalised_d in [
         (1, 3, 0.0, [1, 1, 0], 0.0925, -2.3805466345),  # greedy: yes yes </s>
         (2, 3, 0.0, [2, 2, 0], 0.144, -1.9379419794),  # ok ok </s>

@@ -1,7 +1,9 @@
 """The visible tests of Assignment 5 (scaled dot-product attention, multi-head attention, positions).
 
 Each test cell of the notebook calls one check with the student's functions, which run under
-the rule of the part's hidden tests (:func:`course.checks.rules.by_hand`).
+the rule of the part's hidden tests (:func:`course.checks.rules.by_hand`). Every function
+here sets ``__tracebackhide__``: when a student's own code raises, IPython shows the cell's
+call and the student's frames, not this module's.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ def check_part_a(
     attention: Callable[..., Any], causal_mask: Callable[..., Any], padding_mask: Callable[..., Any]
 ) -> None:
     """Part A's visible test (attention, causal_mask, padding_mask)."""
+    __tracebackhide__ = True
     Q_a = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])  # (n=3, d_k=2)
     K_a = np.array([[1.0, 2.0], [0.5, -1.0], [-1.0, 0.0], [2.0, 1.0]])  # (m=4, d_k=2)
     V_a = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [1.0, 1.0, 1.0]])  # (4, 3)
@@ -156,6 +159,7 @@ def check_part_a(
 
 def check_part_b(multi_head_attention: Callable[..., Any]) -> None:
     """Part B's visible test (multi_head_attention)."""
+    __tracebackhide__ = True
     X_b = np.array([[1.0, 0.0, -1.0, 0.5], [0.0, 2.0, 1.0, -1.0], [0.5, -0.5, 0.0, 1.0]])  # (3, 4)
     params_b = {
         "in_proj_weight": 0.8 * np.sin(np.arange(48.0)).reshape(12, 4),  # [W^Q; W^K; W^V]
@@ -254,6 +258,7 @@ def check_part_c(
     shift_matrix: Callable[..., Any],
 ) -> None:
     """Part C's visible test (sinusoidal_encoding, relative_dot, shift_matrix)."""
+    __tracebackhide__ = True
     encoding_c = by_hand(ASSIGNMENT, sinusoidal_encoding, 3, 4)
     if not (isinstance(encoding_c, np.ndarray)):
         raise CheckFailed(
@@ -323,6 +328,7 @@ def check_part_c(
 
 def check_part_d(apply_rope: Callable[..., Any]) -> None:
     """Part D's visible test (apply_rope)."""
+    __tracebackhide__ = True
     x_d = np.array(
         [[1.0, 0.0, 0.5, -1.0], [0.0, 1.0, 2.0, 0.0], [1.0, 1.0, 1.0, 1.0]]
     )  # (n=3, d=4)

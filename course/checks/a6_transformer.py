@@ -1,7 +1,9 @@
 """The visible tests of Assignment 6 (layer norm, an encoder layer, the decoder's mask, parameter counts).
 
 Each test cell of the notebook calls one check with the student's functions, which run under
-the rule of the part's hidden tests (:func:`course.checks.rules.by_hand`).
+the rule of the part's hidden tests (:func:`course.checks.rules.by_hand`). Every function
+here sets ``__tracebackhide__``: when a student's own code raises, IPython shows the cell's
+call and the student's frames, not this module's.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ ASSIGNMENT = "a6_transformer"
 
 def check_part_a(layer_norm: Callable[..., Any]) -> None:
     """Part A's visible test (layer_norm)."""
+    __tracebackhide__ = True
     x_a = np.array([[1.0, 2.0, 4.0, 7.0], [0.5, -1.5, 2.5, 0.0]])  # two rows, D = 4
     gamma_a = np.array([1.0, 0.5, 2.0, -1.0])
     beta_a = np.array([0.0, 0.1, -0.2, 0.3])
@@ -124,9 +127,11 @@ def check_part_a(layer_norm: Callable[..., Any]) -> None:
 
 def check_part_b(encoder_layer: Callable[..., Any]) -> None:
     """Part B's visible test (encoder_layer)."""
+    __tracebackhide__ = True
 
     def wave_b(shape: tuple[int, ...] | int, start: int, scale: float) -> np.ndarray:
         """scale * sin(start, start + 1, ...) in the given shape: fixed weights for the test."""
+        __tracebackhide__ = True
         return scale * np.sin(start + np.arange(np.prod(shape))).reshape(shape)
 
     params_b = {
@@ -215,6 +220,7 @@ def check_part_b(encoder_layer: Callable[..., Any]) -> None:
 
 def check_part_c(decoder_mask_and_positions: Callable[..., Any]) -> None:
     """Part C's visible test (decoder_mask_and_positions)."""
+    __tracebackhide__ = True
     expected_c = "the expected mask (1 = may attend)"
     result_c = by_hand(ASSIGNMENT, decoder_mask_and_positions, np.array([3, 1]), 3)
     if not (isinstance(result_c, tuple) and len(result_c) == 2):
@@ -295,9 +301,11 @@ def check_part_c(decoder_mask_and_positions: Callable[..., Any]) -> None:
 
 def check_part_d(count_parameters: Callable[..., Any]) -> None:
     """Part D's visible test (count_parameters)."""
+    __tracebackhide__ = True
 
     def expect_counts_d(label: str, config: dict, expected: dict[str, int]) -> None:
         """Compare count_parameters(config) with the expected counts, one part at a time."""
+        __tracebackhide__ = True
         got = by_hand(ASSIGNMENT, count_parameters, config)
         if not (isinstance(got, dict)):
             raise CheckFailed(f"count_parameters should return a dict, got {type(got).__name__}")

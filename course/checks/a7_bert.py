@@ -1,7 +1,9 @@
 """The visible tests of Assignment 7 (BERT's masking, WordPiece, next-sentence pairs, layer features).
 
 Each test cell of the notebook calls one check with the student's functions, which run under
-the rule of the part's hidden tests (:func:`course.checks.rules.by_hand`).
+the rule of the part's hidden tests (:func:`course.checks.rules.by_hand`). Every function
+here sets ``__tracebackhide__``: when a student's own code raises, IPython shows the cell's
+call and the student's frames, not this module's.
 """
 
 from __future__ import annotations
@@ -21,9 +23,11 @@ ASSIGNMENT = "a7_bert"
 
 def check_part_a(mlm_mask: Callable[..., Any]) -> None:
     """Part A's visible test (mlm_mask)."""
+    __tracebackhide__ = True
 
     def share_within_a(name: str, hits: int, trials: int, probability: float) -> None:
         """hits / trials must lie within 5 binomial standard deviations of probability."""
+        __tracebackhide__ = True
         sd = np.sqrt(probability * (1 - probability) / trials)
         share = hits / trials
         if not (abs(share - probability) <= 5 * sd + 1e-12):
@@ -145,12 +149,14 @@ def check_part_a(mlm_mask: Callable[..., Any]) -> None:
 
 def check_part_b(wordpiece: Callable[..., Any]) -> None:
     """Part B's visible test (wordpiece)."""
+    __tracebackhide__ = True
     vocab_b = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "un", "unaff", "##aff", "##able",
                "##a", "##b", "##le", "play", "##ing", "##ed", "##s", "p", "##l", "##ay", "a",
                "ab", "##c", "##bc", "##bd"]  # fmt: skip
 
     def expect_pieces_b(word: str, expected: list[str], *options) -> None:
         """Compare wordpiece(word, vocab_b, *options) with the expected pieces."""
+        __tracebackhide__ = True
         got = by_hand(ASSIGNMENT, wordpiece, word, vocab_b, *options)
         if not (isinstance(got, list)):
             raise CheckFailed(f"wordpiece should return a list, got {type(got).__name__}")
@@ -204,6 +210,7 @@ def check_part_b(wordpiece: Callable[..., Any]) -> None:
 
 def check_part_c(nsp_pairs: Callable[..., Any]) -> None:
     """Part C's visible test (nsp_pairs)."""
+    __tracebackhide__ = True
     documents_c = [[f"doc {d}, sentence {s}." for s in range(5)] for d in range(40)]
     home_c = {s: (d, i) for d, doc in enumerate(documents_c) for i, s in enumerate(doc)}
     with inputs_kept("nsp_pairs", documents=documents_c) as before_c:
@@ -272,6 +279,7 @@ def check_part_c(nsp_pairs: Callable[..., Any]) -> None:
 
 def check_part_d(layer_features: Callable[..., Any]) -> None:
     """Part D's visible test (layer_features)."""
+    __tracebackhide__ = True
     states_d = (
         100.0 * np.arange(6)[:, None, None] + 10.0 * np.arange(2)[:, None] + np.arange(3)
     )  # (L+1, T, H) = (6, 2, 3)

@@ -1,7 +1,9 @@
 """The visible tests of Assignment 8 (temperature, sampling, top-k, top-p, a cached attention step).
 
 Each test cell of the notebook calls one check with the student's functions, which run under
-the rule of the part's hidden tests (:func:`course.checks.rules.by_hand`).
+the rule of the part's hidden tests (:func:`course.checks.rules.by_hand`). Every function
+here sets ``__tracebackhide__``: when a student's own code raises, IPython shows the cell's
+call and the student's frames, not this module's.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ ASSIGNMENT = "a8_gpt_decoding"
 
 def check_part_a(temperature_probs: Callable[..., Any]) -> None:
     """Part A's visible test (temperature_probs)."""
+    __tracebackhide__ = True
     logits_a = np.array(
         [[2.0, 1.0, 0.0, -1.0], [0.5, 0.5, 0.5, 0.5], [1000.0, 1001.0, 999.0, -np.inf]]
     )
@@ -78,6 +81,7 @@ def check_part_a(temperature_probs: Callable[..., Any]) -> None:
 
 def check_part_b(sample_tokens: Callable[..., Any]) -> None:
     """Part B's visible test (sample_tokens)."""
+    __tracebackhide__ = True
     row_b = [
         0.25,
         0.5,
@@ -146,11 +150,13 @@ def check_part_b(sample_tokens: Callable[..., Any]) -> None:
 
 def check_part_c(top_k_probs: Callable[..., Any]) -> None:
     """Part C's visible test (top_k_probs)."""
+    __tracebackhide__ = True
     logits_c = np.array([[3.0, 1.0, 2.0, 2.0, 0.0], [0.1, 0.4, 0.3, 0.2, 0.0]])
     copy_c = logits_c.copy()
 
     def expected_c(kept: list[list[int]]) -> np.ndarray:
         """softmax(logits_c) kept at the listed tokens of each row, renormalised."""
+        __tracebackhide__ = True
         weights = np.zeros_like(logits_c)
         for row, tokens in enumerate(kept):
             weights[row, tokens] = np.exp(logits_c[row, tokens])
@@ -194,12 +200,14 @@ def check_part_c(top_k_probs: Callable[..., Any]) -> None:
 
 def check_part_d(top_p_probs: Callable[..., Any]) -> None:
     """Part D's visible test (top_p_probs)."""
+    __tracebackhide__ = True
     pi_d = np.array([[0.5, 0.2, 0.2, 0.1], [0.05, 0.55, 0.3, 0.1]])
     logits_d = np.log(pi_d)
     copy_d = logits_d.copy()
 
     def expected_d(kept: list[list[int]]) -> np.ndarray:
         """pi_d kept at the listed tokens of each row, renormalised."""
+        __tracebackhide__ = True
         mass = np.zeros_like(pi_d)
         for row, tokens in enumerate(kept):
             mass[row, tokens] = pi_d[row, tokens]
@@ -244,6 +252,7 @@ def check_part_d(top_p_probs: Callable[..., Any]) -> None:
 
 def check_part_e(kv_attention_step: Callable[..., Any]) -> None:
     """Part E's visible test (kv_attention_step)."""
+    __tracebackhide__ = True
     q_e = np.array([[1.0, -1.0, 0.5, 2.0], [2 * np.log(3.0), 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]])
     k_e = np.array([[0.0, 0.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0], [0.3, -0.2, 0.7, 1.0]])
     v_e = np.array([[1.0, 2.0, 3.0], [-1.0, 0.0, 5.0], [4.0, -2.0, 0.0]])

@@ -495,6 +495,7 @@ def by_hand(assignment: str, function: Callable[..., Any], *args: Any, **kwargs:
     A call to a course helper or to a routine of the rule's library, even one whose error the
     function catches, raises :class:`HelperForbidden` naming the routine and stating the rule.
     """
+    __tracebackhide__ = True  # a student's own error shows their frames, not this one
     rule = RULES[assignment]
     name = _function_name(function)
 

@@ -133,3 +133,19 @@ def test_a_failing_assignment_check_in_a_jupyter_kernel_shows_its_message_first_
         "computation by hand",
         "  at Cell In[3], line 4: check_part_c(clip_by_global_norm)",
     ]
+
+
+def test_a_students_own_error_in_a_check_shows_the_students_frames_and_not_the_checks():
+    """The blank notebook's NotImplementedError (or any error of the student's code) reads as
+    the cell's call and the student's lines: the check's and by_hand's frames are hidden."""
+    cells = [
+        "from course.checks.a1_rnn_bptt import check_part_c",
+        "def clip_by_global_norm(grads, max_norm):\n    raise NotImplementedError\n\n"
+        "check_part_c(clip_by_global_norm)",
+    ]
+    (error,) = kernel_errors(cells)
+    text = "\n".join(error)
+    assert "----> 4 check_part_c(clip_by_global_norm)" in text, text
+    assert "----> 2     raise NotImplementedError" in text, text
+    assert "course/checks" not in text and "by_hand" not in text, text
+    assert error[-1].startswith("NotImplementedError"), error[-1]
