@@ -13,9 +13,11 @@ import ast
 import importlib
 import re
 
+import numpy as np
 import pytest
 
 import tests.grading.test_assignments as assignments
+from course.checks import CheckFailed
 from course.checks.rules import RULES, HelperForbidden, collect_targets
 from tests.grading.solution_loader import run_cell
 
@@ -113,3 +115,21 @@ def test_each_check_of_the_assignments_module_is_called_by_one_visible_cell(assi
         assert callable(getattr(module, call.func.id)), call.func.id
         called.append(call.func.id)
     assert sorted(called) == sorted(module.__all__) == sorted(CHECKS[assignment])
+
+
+def test_an_attention_that_scales_its_queries_in_place_fails_with_the_mutation_named():
+    """Assignment 5 Part A: right values, but the caller's Q rewritten."""
+    part = next(
+        p for p in SHORT_PARTS if p.assignment == "a5_self_attention" and "attention" in p.functions
+    )
+    good = assignments.reference(part.assignment)
+
+    def attention(Q, K, V, mask=None):
+        result = good["attention"](Q, K, V, mask)
+        if isinstance(Q, np.ndarray):
+            Q *= 2.0
+        return result
+
+    visible = assignments.solution(part.assignment).test_cells[part.visible_id].source
+    with pytest.raises(CheckFailed, match=r"attention changed its input in place: Q at \[0, 0\]"):
+        run_cell(visible, {**good, "attention": attention}, part.visible_id)
