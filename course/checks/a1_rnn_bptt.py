@@ -47,7 +47,8 @@ def check_part_a(rnn_forward: Callable[..., Any], classification_loss: Callable[
     }
     labels_a = np.array([2, 0, 3])
 
-    hs_a, probs_a = by_hand(ASSIGNMENT, rnn_forward, xs_a, lengths_a, h0_a, params_a)
+    with inputs_kept("rnn_forward", xs=xs_a, lengths=lengths_a, h0=h0_a, params=params_a):
+        hs_a, probs_a = by_hand(ASSIGNMENT, rnn_forward, xs_a, lengths_a, h0_a, params_a)
     assert_close(
         "hs",
         hs_a,
@@ -81,9 +82,11 @@ def check_part_a(rnn_forward: Callable[..., Any], classification_loss: Callable[
         against="the expected value",
     )
     assert_close("sum of each row of probs", probs_a.sum(axis=1), np.ones(3), atol=1e-9)
+    with inputs_kept("classification_loss", probs=probs_a):
+        loss_a = by_hand(ASSIGNMENT, classification_loss, probs_a, labels_a)
     assert_close(
         "classification_loss",
-        by_hand(ASSIGNMENT, classification_loss, probs_a, labels_a),
+        loss_a,
         1.8641229357,
         against="the expected value",
     )
@@ -142,7 +145,8 @@ def check_part_c(clip_by_global_norm: Callable[..., Any]) -> None:
     """Part C: clipping by the global norm, above and below the threshold."""
     __tracebackhide__ = True
     grads_c = {"W": np.array([[3.0, 0.0], [0.0, 4.0]]), "b": np.array([12.0])}  # global norm 13
-    clipped_c, norm_c = by_hand(ASSIGNMENT, clip_by_global_norm, grads_c, max_norm=6.5)
+    with inputs_kept("clip_by_global_norm", grads=grads_c):
+        clipped_c, norm_c = by_hand(ASSIGNMENT, clip_by_global_norm, grads_c, max_norm=6.5)
     assert_close("total_norm", norm_c, 13.0, atol=1e-9, against="the expected value")
     assert_close(
         "clipped['W']", clipped_c["W"], [[1.5, 0.0], [0.0, 2.0]], against="the expected value"

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from course.checks import CheckFailed, assert_close
+from course.checks import CheckFailed, assert_close, inputs_kept
 from course.checks.rules import by_hand
 
 __all__ = ["check_part_a", "check_part_b", "check_part_c", "check_part_d"]
@@ -32,7 +32,8 @@ def check_part_a(lstm_cell_forward: Callable[..., Any]) -> None:
     x_a = np.array([[1.0, 0.0, -1.0], [0.5, 2.0, -0.5]])  # B=2
     h_a = np.array([[0.1, -0.2], [0.0, 0.3]])
     c_a = np.array([[1.0, -1.0], [0.5, 0.0]])
-    h_out_a, c_out_a = by_hand(ASSIGNMENT, lstm_cell_forward, x_a, h_a, c_a, params_a)
+    with inputs_kept("lstm_cell_forward", x=x_a, h_prev=h_a, c_prev=c_a, params=params_a):
+        h_out_a, c_out_a = by_hand(ASSIGNMENT, lstm_cell_forward, x_a, h_a, c_a, params_a)
     assert_close(
         "c",
         c_out_a,
@@ -66,9 +67,12 @@ def check_part_b(lstm_sequence_forward: Callable[..., Any]) -> None:
         "b": np.array([1.0, 1.0, 0.0, 0.0, 0.1, -0.1, 0.2, -0.2]),
     }
     h0_b, c0_b = np.zeros((2, 2)), np.array([[0.0, 0.0], [0.5, -0.5]])
-    hs_b, (h_last_b, c_last_b) = by_hand(
-        ASSIGNMENT, lstm_sequence_forward, xs_b, mask_b, h0_b, c0_b, params_b
-    )
+    with inputs_kept(
+        "lstm_sequence_forward", xs=xs_b, mask=mask_b, h0=h0_b, c0=c0_b, params=params_b
+    ):
+        hs_b, (h_last_b, c_last_b) = by_hand(
+            ASSIGNMENT, lstm_sequence_forward, xs_b, mask_b, h0_b, c0_b, params_b
+        )
     assert_close(
         "hs",
         hs_b,
@@ -111,7 +115,8 @@ def check_part_c(gru_cell_forward: Callable[..., Any]) -> None:
     }
     x_c = np.array([[1.0, 0.0, -1.0], [0.5, 2.0, -0.5]])  # B=2
     h_prev_c = np.array([[0.1, -0.2], [0.0, 0.3]])
-    h_out_c = by_hand(ASSIGNMENT, gru_cell_forward, x_c, h_prev_c, params_c)
+    with inputs_kept("gru_cell_forward", x=x_c, h_prev=h_prev_c, params=params_c):
+        h_out_c = by_hand(ASSIGNMENT, gru_cell_forward, x_c, h_prev_c, params_c)
     assert_close(
         "h",
         h_out_c,
@@ -138,7 +143,8 @@ def check_part_d(select_quote_cell: Callable[..., Any]) -> None:
         ],
         axis=1,
     )  # (N=17, H=5)
-    chosen_d = by_hand(ASSIGNMENT, select_quote_cell, activations_d, labels_d)
+    with inputs_kept("select_quote_cell", activations=activations_d, inside_quotes=labels_d):
+        chosen_d = by_hand(ASSIGNMENT, select_quote_cell, activations_d, labels_d)
     if not (isinstance(chosen_d, int)):
         raise CheckFailed(f"select_quote_cell should return an int, got {type(chosen_d)}")
     if not (chosen_d == 3):

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from course.checks import CheckFailed, assert_close
+from course.checks import CheckFailed, assert_close, inputs_kept
 from course.checks.rules import by_hand
 
 __all__ = ["check_part_a", "check_part_b", "check_part_c", "check_part_d"]
@@ -43,7 +43,14 @@ def check_part_a(bidirectional_gru: Callable[..., Any]) -> None:
         ]
     )  # (B=2, T=3, D=3)
     lengths_a = np.array([3, 2])
-    out_a = by_hand(ASSIGNMENT, bidirectional_gru, xs_a, lengths_a, params_fwd_a, params_bwd_a)
+    with inputs_kept(
+        "bidirectional_gru",
+        xs=xs_a,
+        lengths=lengths_a,
+        params_fwd=params_fwd_a,
+        params_bwd=params_bwd_a,
+    ):
+        out_a = by_hand(ASSIGNMENT, bidirectional_gru, xs_a, lengths_a, params_fwd_a, params_bwd_a)
     if not (isinstance(out_a, dict) and {"states", "final_fwd", "final_bwd"} <= set(out_a)):
         raise CheckFailed(
             "bidirectional_gru should return a dict with the keys 'states', 'final_fwd', 'final_bwd'"
@@ -126,9 +133,12 @@ def check_part_a(bidirectional_gru: Callable[..., Any]) -> None:
 def check_part_b(scalar_mix: Callable[..., Any], mix_weights: Callable[..., Any]) -> None:
     """Part B's visible test (scalar_mix, mix_weights)."""
     __tracebackhide__ = True
+    w_b = np.array([0.0, 1.0, 2.0])
+    with inputs_kept("mix_weights", w=w_b):
+        weights_b = by_hand(ASSIGNMENT, mix_weights, w_b)
     assert_close(
         "mix_weights([0, 1, 2])",
-        by_hand(ASSIGNMENT, mix_weights, np.array([0.0, 1.0, 2.0])),
+        weights_b,
         [0.0900305732, 0.2447284711, 0.6652409558],
         atol=1e-9,
         against="the expected value",
@@ -152,9 +162,12 @@ def check_part_b(scalar_mix: Callable[..., Any], mix_weights: Callable[..., Any]
     layers_b[:, 1, 2] = 50.0  # the padded token of sequence 1
     mask_b = np.array([[1, 1, 1], [1, 1, 0]])
     real_b = mask_b.astype(bool)
+    w_mix_b = np.array([0.0, 1.0, 2.0])
+    with inputs_kept("scalar_mix", layers=layers_b, w=w_mix_b):
+        mixed_b = by_hand(ASSIGNMENT, scalar_mix, layers_b, w_mix_b, 0.5)
     assert_close(
         "scalar_mix(layers, w, gamma=0.5)",
-        by_hand(ASSIGNMENT, scalar_mix, layers_b, np.array([0.0, 1.0, 2.0]), 0.5),
+        mixed_b,
         [
             [
                 [-1.0349563924, 0.0086371869],
@@ -166,15 +179,17 @@ def check_part_b(scalar_mix: Callable[..., Any], mix_weights: Callable[..., Any]
         atol=1e-8,
         against="the expected value",
     )
-    normed_b = by_hand(
-        ASSIGNMENT,
-        scalar_mix,
-        layers_b,
-        np.array([0.0, 1.0, 2.0]),
-        0.5,
-        mask=mask_b,
-        layer_norm=True,
-    )
+    w_norm_b = np.array([0.0, 1.0, 2.0])
+    with inputs_kept("scalar_mix", layers=layers_b, w=w_norm_b, mask=mask_b):
+        normed_b = by_hand(
+            ASSIGNMENT,
+            scalar_mix,
+            layers_b,
+            w_norm_b,
+            0.5,
+            mask=mask_b,
+            layer_norm=True,
+        )
     assert_close(
         "scalar_mix(layers, w, gamma=0.5, mask, layer_norm=True) at the real tokens",
         np.asarray(normed_b)[real_b],
@@ -205,9 +220,11 @@ def check_part_c(
     """Part C's visible test (cosine_similarity_matrix, mean_context_similarity)."""
     __tracebackhide__ = True
     vectors_c = np.array([[1.0, 0.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.0, 2.0], [1.0, 1.0, 1.0]])
+    with inputs_kept("cosine_similarity_matrix", vectors=vectors_c):
+        similarity_c = by_hand(ASSIGNMENT, cosine_similarity_matrix, vectors_c)
     assert_close(
         "cosine_similarity_matrix(vectors)",
-        by_hand(ASSIGNMENT, cosine_similarity_matrix, vectors_c),
+        similarity_c,
         [
             [1.0, 0.7071067812, 0.0, 0.5773502692],
             [0.7071067812, 1.0, 0.0, 0.8164965809],
@@ -225,7 +242,8 @@ def check_part_c(
         raise CheckFailed("cosine_similarity_matrix should raise ValueError for a zero vector")
 
     layers_c = np.stack([np.tile([[2.0, -1.0, 0.5]], (4, 1)), vectors_c])  # (L=2, N=4, D=3)
-    means_c = by_hand(ASSIGNMENT, mean_context_similarity, layers_c)
+    with inputs_kept("mean_context_similarity", vectors_by_layer=layers_c):
+        means_c = by_hand(ASSIGNMENT, mean_context_similarity, layers_c)
     if not (isinstance(means_c, list) and len(means_c) == 2):
         raise CheckFailed(
             f"mean_context_similarity should return a list of 2 floats, got {type(means_c).__name__}"
@@ -257,7 +275,8 @@ def check_part_d(sense_separation: Callable[..., Any], best_layer: Callable[...,
             [[1.0, 0.1], [0.9, 0.3], [1.0, -0.2], [0.1, 1.0], [-0.2, 1.0], [0.3, 0.8]],
         ]
     )  # (L=3, N=6, D=2)
-    accuracy_d = by_hand(ASSIGNMENT, sense_separation, layers_d, senses_d)
+    with inputs_kept("sense_separation", vectors_by_layer=layers_d, senses=senses_d):
+        accuracy_d = by_hand(ASSIGNMENT, sense_separation, layers_d, senses_d)
     if not (isinstance(accuracy_d, list) and len(accuracy_d) == 3):
         raise CheckFailed(
             f"sense_separation should return a list of 3 floats, got {type(accuracy_d).__name__}"
@@ -275,7 +294,8 @@ def check_part_d(sense_separation: Callable[..., Any], best_layer: Callable[...,
         except ValueError:
             continue
         raise CheckFailed(f"sense_separation should raise ValueError for senses {bad_senses_d}")
-    chosen_d = by_hand(ASSIGNMENT, best_layer, layers_d, senses_d)
+    with inputs_kept("best_layer", vectors_by_layer=layers_d, senses=senses_d):
+        chosen_d = by_hand(ASSIGNMENT, best_layer, layers_d, senses_d)
     if not (isinstance(chosen_d, int)):
         raise CheckFailed(f"best_layer should return an int, got {type(chosen_d).__name__}")
     if not (chosen_d == 2):

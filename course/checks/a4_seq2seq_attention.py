@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from course.checks import CheckFailed, assert_close
+from course.checks import CheckFailed, assert_close, inputs_kept
 from course.checks.rules import by_hand
 
 __all__ = ["check_part_a", "check_part_b", "check_part_c", "check_part_d"]
@@ -49,9 +49,11 @@ def check_part_a(attention_scores: Callable[..., Any]) -> None:
         ],
     }
     for kind_a, want_a in expected_a.items():
+        with inputs_kept("attention_scores", h=h_a, S=S_a, params=params_a):
+            scores_a = by_hand(ASSIGNMENT, attention_scores, kind_a, h_a, S_a, params_a)
         assert_close(
             f'attention_scores("{kind_a}", h, S, params)',
-            by_hand(ASSIGNMENT, attention_scores, kind_a, h_a, S_a, params_a),
+            scores_a,
             want_a,
             atol=1e-8,
             against="torch",
@@ -93,7 +95,8 @@ def check_part_b(attend: Callable[..., Any]) -> None:
             [[2.0, -1.0], [0.0, 3.0], [50.0, 50.0]],  # the last position is padding
         ]
     )  # (B=2, m=3, H=2)
-    result_b = by_hand(ASSIGNMENT, attend, scores_b, lengths_b, S_b)
+    with inputs_kept("attend", scores=scores_b, lengths=lengths_b, S=S_b):
+        result_b = by_hand(ASSIGNMENT, attend, scores_b, lengths_b, S_b)
     if not (isinstance(result_b, tuple) and len(result_b) == 2):
         raise CheckFailed("attend should return a tuple (weights, context)")
     weights_b, context_b = result_b
@@ -144,7 +147,8 @@ def check_part_c(decoder_output: Callable[..., Any]) -> None:
         "b_o": np.array([0.0, 0.2, -0.1, 0.3]),
     }
     lengths_c = np.array([3, 2])
-    result_c = by_hand(ASSIGNMENT, decoder_output, "dot", h_c, S_c, lengths_c, params_c)
+    with inputs_kept("decoder_output", h=h_c, S=S_c, lengths=lengths_c, params=params_c):
+        result_c = by_hand(ASSIGNMENT, decoder_output, "dot", h_c, S_c, lengths_c, params_c)
     if not (isinstance(result_c, tuple) and len(result_c) == 2):
         raise CheckFailed("decoder_output should return a tuple (log_probs, weights)")
     log_probs_c, weights_c = result_c
@@ -209,9 +213,10 @@ def check_part_d(
         (2, 2, 0.0, [2, 2], 0.32, -1.1394342832),  # cut at max_len = 2: no </s>
     ]:
         call_d = f"beam_search(beam_size={beam_d}, max_len={max_len_d}, alpha={alpha_d})"
-        result_d = by_hand(
-            ASSIGNMENT, beam_search_on_table, table_d, 3, 0, beam_d, max_len_d, alpha_d
-        )
+        with inputs_kept("beam_search_on_table", table=table_d):
+            result_d = by_hand(
+                ASSIGNMENT, beam_search_on_table, table_d, 3, 0, beam_d, max_len_d, alpha_d
+            )
         if not (isinstance(result_d, tuple) and len(result_d) == 3):
             raise CheckFailed(f"{call_d} should return a tuple (tokens, log_prob, normalised)")
         got_d = [int(t) for t in result_d[0]]

@@ -73,7 +73,8 @@ def check_part_a(
     )
     if not (isinstance(causal_a, np.ndarray) and causal_a.dtype == bool):
         raise CheckFailed("causal_mask should return a NumPy array of booleans")
-    Z_ac, A_ac = by_hand(ASSIGNMENT, attention, Q_a, K_a[:3], V_a[:3], causal_a)
+    with inputs_kept("attention", Q=Q_a, K=K_a, V=V_a, mask=causal_a):
+        Z_ac, A_ac = by_hand(ASSIGNMENT, attention, Q_a, K_a[:3], V_a[:3], causal_a)
     expected_ac = [
         [1.0, 0.0, 0.0],
         [0.8929581985, 0.1070418015, 0.0],
@@ -82,7 +83,9 @@ def check_part_a(
     assert_close("A with the causal mask", A_ac, expected_ac, atol=1e-9, against=torch_a)
     assert_close("Z with the causal mask", Z_ac, expected_ac, atol=1e-9, against=torch_a)
 
-    padding_a = by_hand(ASSIGNMENT, padding_mask, np.array([4, 2]), 4)
+    lengths_a = np.array([4, 2])
+    with inputs_kept("padding_mask", lengths=lengths_a):
+        padding_a = by_hand(ASSIGNMENT, padding_mask, lengths_a, 4)
     assert_close(
         "padding_mask([4, 2], 4)",
         np.asarray(padding_a, dtype=float),
@@ -169,7 +172,8 @@ def check_part_b(multi_head_attention: Callable[..., Any]) -> None:
         "out_proj_bias": np.array([0.1, -0.2, 0.0, 0.3]),
     }
     torch_b = "torch.nn.MultiheadAttention"
-    result_b = by_hand(ASSIGNMENT, multi_head_attention, X_b, params_b, 2)
+    with inputs_kept("multi_head_attention", X=X_b, params=params_b):
+        result_b = by_hand(ASSIGNMENT, multi_head_attention, X_b, params_b, 2)
     if not (isinstance(result_b, tuple) and len(result_b) == 2):
         raise CheckFailed("multi_head_attention should return (out, weights)")
     out_b, weights_b = result_b
@@ -214,7 +218,8 @@ def check_part_b(multi_head_attention: Callable[..., Any]) -> None:
         against=torch_b,
     )
     lower_b = np.tril(np.ones((3, 3), dtype=bool))  # True = may attend
-    out_bc, weights_bc = by_hand(ASSIGNMENT, multi_head_attention, X_b, params_b, 2, lower_b)
+    with inputs_kept("multi_head_attention", X=X_b, params=params_b, mask=lower_b):
+        out_bc, weights_bc = by_hand(ASSIGNMENT, multi_head_attention, X_b, params_b, 2, lower_b)
     assert_close(
         "the weights of both heads with a causal mask",
         weights_bc,
@@ -333,7 +338,9 @@ def check_part_d(apply_rope: Callable[..., Any]) -> None:
     x_d = np.array(
         [[1.0, 0.0, 0.5, -1.0], [0.0, 1.0, 2.0, 0.0], [1.0, 1.0, 1.0, 1.0]]
     )  # (n=3, d=4)
-    rotated_d = by_hand(ASSIGNMENT, apply_rope, x_d, np.array([0, 1, 2]))
+    positions_d = np.array([0, 1, 2])
+    with inputs_kept("apply_rope", x=x_d, positions=positions_d):
+        rotated_d = by_hand(ASSIGNMENT, apply_rope, x_d, positions_d)
     if not (isinstance(rotated_d, np.ndarray)):
         raise CheckFailed(f"apply_rope should return a NumPy array, got {type(rotated_d).__name__}")
     assert_close(

@@ -155,7 +155,8 @@ def check_part_b(encoder_layer: Callable[..., Any]) -> None:
     x_b = np.array([[1.0, 0.0, -1.0, 0.5], [0.0, 2.0, 1.0, -1.0], [0.5, -0.5, 0.0, 1.0]])  # (3, 4)
     torch_b = "torch.nn.TransformerEncoderLayer"
 
-    y_b = by_hand(ASSIGNMENT, encoder_layer, x_b, params_b, 2)
+    with inputs_kept("encoder_layer", x=x_b, params=params_b):
+        y_b = by_hand(ASSIGNMENT, encoder_layer, x_b, params_b, 2)
     if not (isinstance(y_b, np.ndarray)):
         raise CheckFailed(f"encoder_layer should return a NumPy array, got {type(y_b)}")
     assert_close(
@@ -182,7 +183,9 @@ def check_part_b(encoder_layer: Callable[..., Any]) -> None:
     )
     # A batch of two: x and x with its rows reversed, whose last token is padding.
     mask_b = np.array([[[True, True, True]], [[True, True, False]]])  # (B=2, 1, n=3)
-    y_bp = by_hand(ASSIGNMENT, encoder_layer, np.stack([x_b, x_b[::-1]]), params_b, 2, mask=mask_b)
+    x_bp = np.stack([x_b, x_b[::-1]])
+    with inputs_kept("encoder_layer", x=x_bp, params=params_b, mask=mask_b):
+        y_bp = by_hand(ASSIGNMENT, encoder_layer, x_bp, params_b, 2, mask=mask_b)
     assert_close(
         "y of sequence 0 (no padding) in the batch",
         y_bp[0],
@@ -222,7 +225,9 @@ def check_part_c(decoder_mask_and_positions: Callable[..., Any]) -> None:
     """Part C's visible test (decoder_mask_and_positions)."""
     __tracebackhide__ = True
     expected_c = "the expected mask (1 = may attend)"
-    result_c = by_hand(ASSIGNMENT, decoder_mask_and_positions, np.array([3, 1]), 3)
+    lengths_c = np.array([3, 1])
+    with inputs_kept("decoder_mask_and_positions", lengths=lengths_c):
+        result_c = by_hand(ASSIGNMENT, decoder_mask_and_positions, lengths_c, 3)
     if not (isinstance(result_c, tuple) and len(result_c) == 2):
         raise CheckFailed("decoder_mask_and_positions should return (mask, positions)")
     mask_c, positions_c = result_c
@@ -306,7 +311,8 @@ def check_part_d(count_parameters: Callable[..., Any]) -> None:
     def expect_counts_d(label: str, config: dict, expected: dict[str, int]) -> None:
         """Compare count_parameters(config) with the expected counts, one part at a time."""
         __tracebackhide__ = True
-        got = by_hand(ASSIGNMENT, count_parameters, config)
+        with inputs_kept("count_parameters", config=config):
+            got = by_hand(ASSIGNMENT, count_parameters, config)
         if not (isinstance(got, dict)):
             raise CheckFailed(f"count_parameters should return a dict, got {type(got).__name__}")
         if not (set(got) == set(expected)):

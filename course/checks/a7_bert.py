@@ -44,7 +44,8 @@ def check_part_a(mlm_mask: Callable[..., Any]) -> None:
     specials_a = [0, 1, 2, 3, 4]
     copy_a = ids_a.copy()
 
-    result_a = by_hand(ASSIGNMENT, mlm_mask, ids_a, specials_a, 1000, 4, seed=7)
+    with inputs_kept("mlm_mask", ids=ids_a, special_ids=specials_a):
+        result_a = by_hand(ASSIGNMENT, mlm_mask, ids_a, specials_a, 1000, 4, seed=7)
     if not (isinstance(result_a, tuple) and len(result_a) == 2):
         raise CheckFailed("mlm_mask should return the tuple (corrupted, labels)")
     corrupted_a, labels_a = result_a
@@ -296,7 +297,8 @@ def check_part_d(layer_features: Callable[..., Any]) -> None:
         ],
     }
     for strategy_d, wanted_d in expected_d.items():
-        got_d = by_hand(ASSIGNMENT, layer_features, states_d, strategy_d)
+        with inputs_kept("layer_features", hidden_states=states_d):
+            got_d = by_hand(ASSIGNMENT, layer_features, states_d, strategy_d)
         if not (isinstance(got_d, np.ndarray)):
             raise CheckFailed(
                 f"layer_features(..., {strategy_d!r}) should return a NumPy array, got {type(got_d)}"

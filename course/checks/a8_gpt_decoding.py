@@ -40,7 +40,8 @@ def check_part_a(temperature_probs: Callable[..., Any]) -> None:
               [0.326495835800, 0.419228951610, 0.254275212590, 0.0]],
     }  # fmt: skip
     for tau_a, wanted_a in expected_a.items():
-        got_a = by_hand(ASSIGNMENT, temperature_probs, logits_a, tau_a)
+        with inputs_kept("temperature_probs", logits=logits_a):
+            got_a = by_hand(ASSIGNMENT, temperature_probs, logits_a, tau_a)
         if not (isinstance(got_a, np.ndarray) and got_a.dtype == np.float64):
             raise CheckFailed(
                 f"temperature_probs should return a float64 NumPy array, got {type(got_a).__name__} "
@@ -91,7 +92,8 @@ def check_part_b(sample_tokens: Callable[..., Any]) -> None:
     u_b = np.array([0.0, 0.2499, 0.25, 0.5, 0.7499, 0.75, 0.9999999])
     probs_b = np.array([row_b] * len(u_b))
     copy_b = probs_b.copy()
-    tokens_b = by_hand(ASSIGNMENT, sample_tokens, probs_b, u_b)
+    with inputs_kept("sample_tokens", probs=probs_b, u=u_b):
+        tokens_b = by_hand(ASSIGNMENT, sample_tokens, probs_b, u_b)
     if not (isinstance(tokens_b, np.ndarray) and tokens_b.shape == (len(u_b),)):
         raise CheckFailed(
             f"sample_tokens should return a NumPy array of shape ({len(u_b)},), got "
@@ -170,7 +172,8 @@ def check_part_c(top_k_probs: Callable[..., Any]) -> None:
         (9, [[0, 1, 2, 3, 4]] * 2, "k = 9 > |V|"),
     ]
     for k_c, kept_c, label_c in cases_c:
-        got_c = by_hand(ASSIGNMENT, top_k_probs, logits_c, k_c)
+        with inputs_kept("top_k_probs", logits=logits_c):
+            got_c = by_hand(ASSIGNMENT, top_k_probs, logits_c, k_c)
         if not (isinstance(got_c, np.ndarray) and got_c.shape == logits_c.shape):
             raise CheckFailed(
                 f"top_k_probs should return a NumPy array of shape {logits_c.shape}, got "
@@ -226,7 +229,8 @@ def check_part_d(top_p_probs: Callable[..., Any]) -> None:
         (1e-9, [[0], [1]], "p = 1e-9: at least one token is kept"),
     ]
     for p_d, kept_d, label_d in cases_d:
-        got_d = by_hand(ASSIGNMENT, top_p_probs, logits_d, p_d)
+        with inputs_kept("top_p_probs", logits=logits_d):
+            got_d = by_hand(ASSIGNMENT, top_p_probs, logits_d, p_d)
         if not (isinstance(got_d, np.ndarray) and got_d.shape == logits_d.shape):
             raise CheckFailed(
                 f"top_p_probs should return a NumPy array of shape {logits_d.shape}, got "

@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import ast
 import importlib
+import inspect
 import re
+from typing import Any
 
 import numpy as np
 import pytest
+import torch
 
 import tests.grading.test_assignments as assignments
 from course.checks import CheckFailed
@@ -117,19 +120,102 @@ def test_each_check_of_the_assignments_module_is_called_by_one_visible_cell(assi
     assert sorted(called) == sorted(module.__all__) == sorted(CHECKS[assignment])
 
 
-def test_an_attention_that_scales_its_queries_in_place_fails_with_the_mutation_named():
-    """Assignment 5 Part A: right values, but the caller's Q rewritten."""
-    part = next(
-        p for p in SHORT_PARTS if p.assignment == "a5_self_attention" and "attention" in p.functions
-    )
-    good = assignments.reference(part.assignment)
+# -- a function that rewrites an input it must keep fails its visible test, naming it -----------
 
-    def attention(Q, K, V, mask=None):
-        result = good["attention"](Q, K, V, mask)
-        if isinstance(Q, np.ndarray):
-            Q *= 2.0
+
+def _names(node: ast.expr, assigned: dict[str, list[ast.expr]]) -> list[str]:
+    """The input names of the mapping that a hidden check gives ``_expect_unchanged``: the
+    constant keys of its dicts and the keywords of ``_inputs(...)``, through the names the
+    check assigns it to. (Keys made at run time, like a7's ``hidden_states[k]`` for a list of
+    arrays, are left out: a list of arrays is one input of the visible test.)"""
+    if isinstance(node, ast.Name):
+        return [name for value in assigned.get(node.id, []) for name in _names(value, assigned)]
+    names = []
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Dict):
+            names += [key.value for key in sub.keys if isinstance(key, ast.Constant)]
+        elif isinstance(sub, ast.Call) and getattr(sub.func, "id", None) == "_inputs":
+            names += [keyword.arg for keyword in sub.keywords]
+    return names
+
+
+def _kept_inputs(assignment: str) -> list[tuple[str, str, str]]:
+    """(hidden check, student's function, input) for each input that a hidden check of
+    ``assignment`` expects its function to leave unchanged (``_expect_unchanged``)."""
+    tree = ast.parse(inspect.getsource(assignments.hidden_module(assignment)))
+    found = []
+    for check in (node for node in tree.body if isinstance(node, ast.FunctionDef)):
+        assigned: dict[str, list[ast.expr]] = {}
+        for sub in ast.walk(check):
+            if isinstance(sub, ast.Assign):
+                for target in (t for t in sub.targets if isinstance(t, ast.Name)):
+                    assigned.setdefault(target.id, []).append(sub.value)
+        functions = [argument.arg for argument in check.args.args]
+        for sub in ast.walk(check):
+            if isinstance(sub, ast.Call) and getattr(sub.func, "id", None) == "_expect_unchanged":
+                label = sub.args[0].value  # beam_search names beam_search_on_table
+                function = label if label in functions else functions[0]
+                found += [(check.name, function, name) for name in _names(sub.args[1], assigned)]
+    return found
+
+
+KEPT_INPUTS = [
+    pytest.param(part, function, name, id=f"{part}:{function}:{name}")
+    for assignment in sorted({part.assignment for part in SHORT_PARTS})
+    for check, function, name in _kept_inputs(assignment)
+    for part in SHORT_PARTS
+    if part.assignment == assignment and part.check == check
+]
+
+
+def test_the_kept_inputs_of_every_assignment_are_found():
+    assert {part.assignment for part, _, _ in (case.values for case in KEPT_INPUTS)} == {
+        part.assignment for part in SHORT_PARTS
+    }
+    assert len(KEPT_INPUTS) == sum(
+        len(_kept_inputs(assignment)) for assignment in {part.assignment for part in SHORT_PARTS}
+    ), "a hidden check with _expect_unchanged has no visible part"
+
+
+def _rewrite(value: Any) -> bool:
+    """Change ``value`` in place (its first entry, a new item or key); False if it cannot be."""
+    if isinstance(value, dict):
+        value["rewritten in place"] = 0
+        return True
+    if isinstance(value, list):
+        value.append(value[-1] if value else 0)
+        return True
+    if isinstance(value, tuple):
+        return any(_rewrite(item) for item in value)
+    if isinstance(value, torch.Tensor) and value.numel():
+        with torch.no_grad():
+            first = (0,) * value.dim()
+            value[first] = ~value[first] if value.dtype == torch.bool else value[first] + 1
+        return True
+    if isinstance(value, np.ndarray) and value.size and value.flags.writeable:
+        first = (0,) * value.ndim
+        new = ~value[first] if value.dtype == bool else (12345 if value[first] != 12345 else 54321)
+        value[first] = new
+        return True
+    return False
+
+
+@pytest.mark.parametrize(("part", "function", "name"), KEPT_INPUTS)
+def test_a_function_that_rewrites_an_input_fails_the_visible_test_naming_it(part, function, name):
+    """The reference, rewriting one input after computing its (right) result: the visible test
+    reports it as the hidden test would, not as a wrong value under another heading."""
+    good = assignments.reference(part.assignment)
+    signature = inspect.signature(good[function])
+    rewritten = []
+
+    def rewriting(*args, **kwargs):
+        result = good[function](*args, **kwargs)
+        given = signature.bind(*args, **kwargs).arguments
+        rewritten.append(name in given and _rewrite(given[name]))
         return result
 
+    rewriting.__name__ = function
     visible = assignments.solution(part.assignment).test_cells[part.visible_id].source
-    with pytest.raises(CheckFailed, match=r"attention changed its input in place: Q at \[0, 0\]"):
-        run_cell(visible, {**good, "attention": attention}, part.visible_id)
+    with pytest.raises(CheckFailed, match=rf"^{function} changed its input in place: "):
+        run_cell(visible, {**good, function: rewriting}, part.visible_id)
+    assert any(rewritten), f"the visible test never gives {function} an {name} it could change"
