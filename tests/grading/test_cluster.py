@@ -1,0 +1,215 @@
+"""Grading on several machines: ``grade --shard I/N`` then ``grade --merge`` (autograder.cluster).
+
+The partition and the merge's checks are pure and fast; one run of the real command (marked
+``sandbox``) grades three Assignment 1 submissions (two honest, one blank) on one machine and
+as two shards and a merge, and finds every score and status the same.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import random
+import shutil
+import subprocess
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder import cluster, grade
+from autograder.grade import command_line
+from tests.grading.solution_loader import ROOT
+from tools.submissions import honest_submission
+
+ASSIGNMENT = "a1_rnn_bptt"
+
+
+# -- the partition -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 7])
+@pytest.mark.parametrize("size", [0, 1, 5, 23])
+def test_shards_partition_the_students_whatever_their_order(count, size):
+    students = [f"s{n:03d}" for n in range(size)]
+    shards = [cluster.shard_of(students, index, count) for index in range(count)]
+    assert sorted(s for shard in shards for s in shard) == students  # all of them, once each
+    assert max(map(len, shards)) - min(map(len, shards)) <= 1
+    shuffled = list(students)
+    random.Random(size * 10 + count).shuffle(shuffled)
+    assert [cluster.shard_of(shuffled, index, count) for index in range(count)] == shards
+
+
+def test_a_shard_is_every_nth_student_by_sorted_id():
+    assert cluster.shard_of(["dan", "ada", "cy", "bob", "eve"], 0, 2) == ["ada", "cy", "eve"]
+    assert cluster.shard_of(["dan", "ada", "cy", "bob", "eve"], 1, 2) == ["bob", "dan"]
+
+
+@pytest.mark.parametrize("text, expected", [("0/1", (0, 1)), ("3/4", (3, 4)), (" 1 / 2 ", (1, 2))])
+def test_a_shard_is_i_of_n_counted_from_zero(text, expected):
+    assert cluster.parse_shard(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("2/2", "counted from 0, so I must be 0 to 1"),
+        ("0/0", "at least 1"),
+        ("1", "expected I/N"),
+        ("-1/2", "expected I/N"),
+        ("a/b", "expected I/N"),
+    ],
+)
+def test_a_wrong_shard_is_refused_with_why(text, words):
+    with pytest.raises(cluster.ShardError, match=words):
+        cluster.parse_shard(text)
+
+
+def test_the_command_refuses_a_wrong_shard_before_grading(tmp_path, capsys):
+    code = grade.main(["grade", ASSIGNMENT, str(tmp_path), "--out", str(tmp_path / "o"),
+                       "--shard", "2/2"])  # fmt: skip
+    assert code == grade.EXIT_FAILED
+    assert "must be 0 to 1" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+def test_the_inputs_digest_depends_on_every_submission_not_on_order():
+    digest = cluster.inputs_digest({"ada": "1", "bob": "2"})
+    assert cluster.inputs_digest({"bob": "2", "ada": "1"}) == digest
+    assert cluster.inputs_digest({"ada": "1", "bob": "3"}) != digest
+    assert cluster.inputs_digest({"ada": "1"}) != digest
+
+
+# -- the merge's checks ----------------------------------------------------------------------
+
+
+def _shards(tmp_path: Path, count: int, **changes) -> Path:
+    folder = tmp_path / "shards"
+    for index in range(count):
+        manifest = {"assignment": ASSIGNMENT, "shard": [index, count], "fingerprint": "F",
+                    "inputs": "I", "records": {}, "sandbox": "root", "judge_seconds": 1.0}  # fmt: skip
+        manifest |= changes.get(str(index), {})
+        target = cluster.shard_folder(folder, index, count)
+        target.mkdir(parents=True)
+        cluster.write_manifest(target, manifest)
+    return folder
+
+
+def test_complete_shards_are_read_in_order(tmp_path):
+    manifests = cluster.read_shards(_shards(tmp_path, 3), ASSIGNMENT, "F", "I")
+    assert [m["shard"] for m in manifests] == [[0, 3], [1, 3], [2, 3]]
+    assert manifests[2]["folder"].endswith("2-of-3")
+
+
+def test_the_merge_names_a_missing_shard(tmp_path):
+    folder = _shards(tmp_path, 3)
+    (cluster.shard_folder(folder, 1, 3) / cluster.MANIFEST).unlink()
+    with pytest.raises(cluster.ShardError, match=r"shard\(s\) 1/3 missing"):
+        cluster.read_shards(folder, ASSIGNMENT, "F", "I")
+    shutil.rmtree(cluster.shard_folder(folder, 1, 3))
+    with pytest.raises(cluster.ShardError, match=r"shard\(s\) 1/3 missing"):
+        cluster.read_shards(folder, ASSIGNMENT, "F", "I")
+
+
+@pytest.mark.parametrize(
+    "changes, words",
+    [
+        ({"fingerprint": "G"}, "shard 1/2 .* other grading settings"),
+        ({"inputs": "J"}, "shard 1/2 .* other submissions"),
+        ({"assignment": "a2_lstm"}, "shard 1/2 .* graded a2_lstm, not a1_rnn_bptt"),
+    ],
+)
+def test_the_merge_refuses_a_shard_made_otherwise(tmp_path, changes, words):
+    with pytest.raises(cluster.ShardError, match=words):
+        cluster.read_shards(_shards(tmp_path, 2, **{"1": changes}), ASSIGNMENT, "F", "I")
+
+
+def test_the_merge_refuses_shards_of_two_splits_and_an_empty_folder(tmp_path):
+    folder = _shards(tmp_path, 2)
+    (folder / "0-of-3").mkdir()
+    with pytest.raises(cluster.ShardError, match=r"different splits \(2 shards, 3 shards\)"):
+        cluster.read_shards(folder, ASSIGNMENT, "F", "I")
+    with pytest.raises(cluster.ShardError, match="no shard folder"):
+        cluster.read_shards(tmp_path / "none", ASSIGNMENT, "F", "I")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(cluster.ShardError, match="no shard in"):
+        cluster.read_shards(tmp_path / "empty", ASSIGNMENT, "F", "I")
+
+
+# -- the real command: one machine against two shards and a merge --------------------------------
+
+
+def _grades(out: Path) -> dict[str, dict]:
+    """grades.csv by student, without the feedback files' paths (they name the output folder)."""
+    with (out / "grades.csv").open(newline="") as handle:
+        return {row["student"]: row | {"feedback": ""} for row in csv.DictReader(handle)}
+
+
+def _timeless(records: dict[str, dict]) -> dict[str, dict]:
+    return {s: {k: v for k, v in r.items() if k != "seconds"} for s, r in records.items()}
+
+
+def _run(folder: Path, out: Path, *options: str) -> subprocess.CompletedProcess:
+    result = subprocess.run(command_line(ASSIGNMENT, folder, out, "--workers", "1", *options),
+                            cwd=ROOT, capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert result.returncode in (0, 1, 2), result.stdout[-3000:] + result.stderr[-3000:]
+    return result
+
+
+def three_submissions(tmp_path: Path) -> Path:
+    """Two honest submissions of Assignment 1 and a blank one (its release), in a folder."""
+    course = grade.prepare_course(tmp_path / "release", ASSIGNMENT)
+    source, release = (
+        nbformat.read(course / kind / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
+        for kind in ("source", "release")
+    )
+    folder = tmp_path / "in"
+    folder.mkdir()
+    nbformat.write(honest_submission(source, release), folder / "ada.ipynb")
+    nbformat.write(honest_submission(source, release), folder / "bob.ipynb")
+    nbformat.write(release, folder / "cy.ipynb")
+    return folder
+
+
+@pytest.mark.sandbox
+def test_two_shards_and_a_merge_grade_as_one_machine_does(tmp_path):
+    folder = three_submissions(tmp_path)
+    whole, split = tmp_path / "whole", tmp_path / "split"
+    one = _run(folder, whole)
+    for index in (0, 1):
+        said = _run(folder, split, "--shard", f"{index}/2").stdout
+        assert f"shard {index}/2: judged {2 - index} of its {2 - index} submission(s)" in said
+        assert not (split / "course").exists() and not (split / "grades.csv").exists()
+    merged = _run(folder, split, "--merge")
+    assert merged.returncode == one.returncode
+    expected = _grades(whole)
+    assert set(expected) == {"ada", "bob", "cy"}
+    assert (
+        float(expected["ada"]["total"]) > 0 and expected["ada"]["status"] == "needs manual grading"
+    )
+    assert expected["cy"]["total"] != expected["ada"]["total"]
+    assert _grades(split) == expected  # every score, status, flag and message
+    for name in ("canvas.csv", "moodle.csv", "inputs.csv"):
+        assert (split / name).read_text() == (whole / name).read_text()
+    assert sorted(p.name for p in (split / "course" / "feedback").iterdir()) == ["ada", "bob", "cy"]
+    state = json.loads((split / "state.json").read_text())
+    assert state["timing"]["judged"] == 3 and state["sandbox"] == "root"
+    one_state = json.loads((whole / "state.json").read_text())
+    assert _timeless(state["records"]) == _timeless(one_state["records"])
+
+    again = _run(folder, split)  # a plain run after the merge judges nothing twice
+    assert json.loads((split / "state.json").read_text())["timing"]["judged"] == 0
+    assert _grades(split) == expected and again.returncode == one.returncode
+
+    # a missing shard, and a shard of other grading settings, are refused by name
+    shards = split / "shards"
+    (shards / "1-of-2" / cluster.MANIFEST).rename(tmp_path / "kept.json")
+    result = subprocess.run(command_line(ASSIGNMENT, folder, split, "--merge"), cwd=ROOT,
+                            capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert result.returncode == grade.EXIT_FAILED
+    assert "shard(s) 1/2 missing" in result.stderr
+    (tmp_path / "kept.json").rename(shards / "1-of-2" / cluster.MANIFEST)
+    result = subprocess.run(command_line(ASSIGNMENT, folder, split, "--merge", "--timeout", "31"),
+                            cwd=ROOT, capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert result.returncode == grade.EXIT_FAILED
+    assert "shard 0/2" in result.stderr and "other grading settings" in result.stderr
