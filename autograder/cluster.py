@@ -21,6 +21,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import shutil
 from pathlib import Path
 
@@ -146,3 +147,83 @@ def take_judged(shard_course: Path, course: Path, student: str, assignment: str)
         if source.is_dir():
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copytree(source, target)
+
+
+# -- job scripts for a cluster ---------------------------------------------------------------------
+
+
+def grading_argv(argv: list[str], drop: tuple[str, ...]) -> list[str]:
+    """``argv`` (the grade command's arguments) without the options in ``drop`` and their values
+    (``--slurm 4`` and ``--slurm=4`` alike): what every shard and the merge run with."""
+    kept, skip = [], False
+    for token in argv:
+        if skip:
+            skip = False
+            continue
+        name = token.split("=", 1)[0]
+        if name in drop:
+            skip = "=" not in token
+            continue
+        kept.append(token)
+    return kept
+
+
+def _shell(command: list[str]) -> str:
+    return " ".join(shlex.quote(part) for part in command)
+
+
+def slurm_scripts(
+    target: Path,
+    command: list[str],
+    assignment: str,
+    count: int,
+    workers: int,
+    workdir: Path,
+    pythonpath: Path,
+) -> list[Path]:
+    """Write ``shards.sbatch`` (a job array, task I runs ``command --shard I/count``),
+    ``merge.sbatch`` (``command --merge``) and ``submit.sh`` (submits the array, then the merge
+    as a job that starts once every task has ended, whatever its exit) into ``target``."""
+    target.mkdir(parents=True, exist_ok=True)
+    head = [
+        "set -eu",
+        f"cd {shlex.quote(str(workdir))}",
+        f'export PYTHONPATH={shlex.quote(str(pythonpath))}"${{PYTHONPATH:+:$PYTHONPATH}}"',
+    ]
+    shards = [
+        "#!/bin/bash",
+        f"#SBATCH --job-name=grade-{assignment}",
+        f"#SBATCH --array=0-{count - 1}",
+        "#SBATCH --ntasks=1",
+        f"#SBATCH --cpus-per-task={workers}",
+        f"#SBATCH --output={target}/shard-%a.log",
+        f"# shard I of {count} (counted from 0) in array task I; then merge.sbatch",
+        *head,
+        f'exec {_shell(command)} --shard "$SLURM_ARRAY_TASK_ID/{count}"',
+    ]
+    merge = [
+        "#!/bin/bash",
+        f"#SBATCH --job-name=grade-{assignment}-merge",
+        "#SBATCH --ntasks=1",
+        "#SBATCH --cpus-per-task=1",
+        f"#SBATCH --output={target}/merge.log",
+        f"# records the {count} shards' results; refuses, naming it, a shard that did not finish",
+        *head,
+        f"exec {_shell(command)} --merge",
+    ]
+    submit = [
+        "#!/bin/sh",
+        f"# sbatch the {count} shards as a job array, then the merge once all of them have ended",
+        "set -eu",
+        f"cd {shlex.quote(str(target))}",
+        'array=$(sbatch --parsable shards.sbatch | cut -d";" -f1)',
+        'merge=$(sbatch --parsable --dependency="afterany:$array" merge.sbatch | cut -d";" -f1)',
+        'echo "shards: job $array; merge: job $merge"',
+    ]
+    written = []
+    for name, lines in (("shards.sbatch", shards), ("merge.sbatch", merge), ("submit.sh", submit)):
+        path = target / name
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        path.chmod(0o755)
+        written.append(path)
+    return written

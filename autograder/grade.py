@@ -1089,6 +1089,34 @@ def command_line(assignment: str, path: Path, out: Path, *options: str) -> list[
     ] + [*options]
 
 
+def write_slurm(args: argparse.Namespace, argv: list[str]) -> int:
+    """``--slurm N``: write the Slurm scripts that grade in N shards and merge; grade nothing."""
+    if args.slurm < 1:
+        raise cluster.ShardError(f"--slurm {args.slurm}: the number of shards must be at least 1")
+    if args.shard is not None or args.merge:
+        raise GradingError("--slurm writes the scripts that run --shard and --merge: not with them")
+    out = args.out.resolve()
+    command = [sys.executable, "-m", "autograder", "grade"]
+    command += cluster.grading_argv(argv[1:], ("--slurm",))  # argv[0] is "grade"
+    written = cluster.slurm_scripts(
+        out / "slurm",
+        command,
+        args.assignment,
+        args.slurm,
+        max(1, args.workers),
+        Path.cwd(),
+        Path(__file__).resolve().parent.parent,
+    )
+    print(f"Slurm: {len(written)} files in {out / 'slurm'}; submit with")
+    print(f"  sh {written[-1]}")
+    print(
+        f"({args.slurm} array tasks of --shard I/{args.slurm}, then --merge once all have ended;"
+        " the nodes need this checkout, its venv and the folders at the same paths, and the"
+        " sandbox: root, or user namespaces for an ordinary user)"
+    )
+    return EXIT_OK
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m autograder",
@@ -1186,6 +1214,14 @@ def main(argv: list[str] | None = None) -> int:
         metavar="FOLDER",
         help="where --shard writes and --merge reads the shards (OUT/shards)",
     )
+    cmd.add_argument(
+        "--slurm",
+        type=int,
+        default=None,
+        metavar="N",
+        help="grade nothing: write OUT/slurm/ (shards.sbatch, a job array of N shards with this"
+        " command's options; merge.sbatch; submit.sh, which submits both) and say how to run it",
+    )
     cmd.add_argument("--force", action="store_true", help="judge unchanged submissions again")
     cmd.add_argument("--quiet", action="store_true")
     try:
@@ -1204,6 +1240,8 @@ def main(argv: list[str] | None = None) -> int:
         grader_memory_mb=args.grader_memory_mb,
     )
     try:
+        if args.slurm is not None:
+            return write_slurm(args, sys.argv[1:] if argv is None else argv)
         shard = cluster.parse_shard(args.shard) if args.shard is not None else None
         return grade(
             args.assignment,

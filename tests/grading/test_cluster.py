@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import random
 import shutil
 import subprocess
@@ -20,6 +21,7 @@ import pytest
 from autograder import cluster, grade
 from autograder.grade import command_line
 from tests.grading.solution_loader import ROOT
+from tools import slurm
 from tools.submissions import honest_submission
 
 ASSIGNMENT = "a1_rnn_bptt"
@@ -78,6 +80,62 @@ def test_the_inputs_digest_depends_on_every_submission_not_on_order():
     assert cluster.inputs_digest({"bob": "2", "ada": "1"}) == digest
     assert cluster.inputs_digest({"ada": "1", "bob": "3"}) != digest
     assert cluster.inputs_digest({"ada": "1"}) != digest
+
+
+# -- the Slurm scripts ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "argv, kept",
+    [
+        (["a1", "in", "--slurm", "4", "--workers", "2"], ["a1", "in", "--workers", "2"]),
+        (["a1", "--slurm=4", "in", "--force"], ["a1", "in", "--force"]),
+        (["a1", "in"], ["a1", "in"]),
+    ],
+)
+def test_the_scripts_run_the_command_without_the_slurm_option(argv, kept):
+    assert cluster.grading_argv(argv, ("--slurm",)) == kept
+
+
+def test_the_command_writes_a_job_array_and_a_dependent_merge(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    argv = ["grade", ASSIGNMENT, "in", "--out", "o", "--workers", "3", "--timeout", "20",
+            "--slurm", "4"]  # fmt: skip
+    assert grade.main(argv) == grade.EXIT_OK
+    folder = tmp_path / "o" / "slurm"
+    assert f"sh {folder / 'submit.sh'}" in capsys.readouterr().out
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "merge.sbatch",
+        "shards.sbatch",
+        "submit.sh",
+    ]
+    shards, merge, submit = (
+        (folder / name).read_text() for name in ("shards.sbatch", "merge.sbatch", "submit.sh")
+    )
+    options = f"grade {ASSIGNMENT} in --out o --workers 3 --timeout 20"
+    assert "#SBATCH --array=0-3\n" in shards and "#SBATCH --cpus-per-task=3\n" in shards
+    assert f'{options} --shard "$SLURM_ARRAY_TASK_ID/4"\n' in shards
+    assert merge.endswith(f"{options} --merge\n") and "--slurm" not in shards + merge
+    for script in (shards, merge):
+        assert f"cd {tmp_path}\n" in script and f"export PYTHONPATH={ROOT}" in script
+    assert '--dependency="afterany:$array" merge.sbatch' in submit
+    for path in folder.iterdir():
+        assert subprocess.run(["bash", "-n", str(path)]).returncode == 0
+        assert os.access(path, os.X_OK)
+
+
+@pytest.mark.parametrize(
+    "options, words",
+    [
+        (["--slurm", "0"], "--slurm 0: the number of shards must be at least 1"),
+        (["--slurm", "2", "--merge"], "--slurm writes the scripts that run --shard and --merge"),
+        (["--shard", "0/2", "--merge"], "--shard and --merge: one or the other"),
+    ],
+)
+def test_contradictory_cluster_options_are_refused(tmp_path, capsys, options, words):
+    code = grade.main(["grade", ASSIGNMENT, str(tmp_path), "--out", str(tmp_path / "o"), *options])
+    assert code == grade.EXIT_FAILED
+    assert words in capsys.readouterr().err
 
 
 # -- the merge's checks ----------------------------------------------------------------------
@@ -171,17 +229,24 @@ def three_submissions(tmp_path: Path) -> Path:
     return folder
 
 
-@pytest.mark.sandbox
-def test_two_shards_and_a_merge_grade_as_one_machine_does(tmp_path):
+@pytest.fixture(scope="module")
+def one_machine(tmp_path_factory) -> tuple[Path, Path, int]:
+    """The three submissions, graded by one run on this machine: (input, output, exit code)."""
+    tmp_path = tmp_path_factory.mktemp("one-machine")
     folder = three_submissions(tmp_path)
-    whole, split = tmp_path / "whole", tmp_path / "split"
-    one = _run(folder, whole)
+    return folder, tmp_path / "whole", _run(folder, tmp_path / "whole").returncode
+
+
+@pytest.mark.sandbox
+def test_two_shards_and_a_merge_grade_as_one_machine_does(tmp_path, one_machine):
+    folder, whole, code = one_machine
+    split = tmp_path / "split"
     for index in (0, 1):
         said = _run(folder, split, "--shard", f"{index}/2").stdout
         assert f"shard {index}/2: judged {2 - index} of its {2 - index} submission(s)" in said
         assert not (split / "course").exists() and not (split / "grades.csv").exists()
     merged = _run(folder, split, "--merge")
-    assert merged.returncode == one.returncode
+    assert merged.returncode == code
     expected = _grades(whole)
     assert set(expected) == {"ada", "bob", "cy"}
     assert (
@@ -199,7 +264,7 @@ def test_two_shards_and_a_merge_grade_as_one_machine_does(tmp_path):
 
     again = _run(folder, split)  # a plain run after the merge judges nothing twice
     assert json.loads((split / "state.json").read_text())["timing"]["judged"] == 0
-    assert _grades(split) == expected and again.returncode == one.returncode
+    assert _grades(split) == expected and again.returncode == code
 
     # a missing shard, and a shard of other grading settings, are refused by name
     shards = split / "shards"
@@ -213,3 +278,28 @@ def test_two_shards_and_a_merge_grade_as_one_machine_does(tmp_path):
                             cwd=ROOT, capture_output=True, text=True, timeout=300)  # fmt: skip
     assert result.returncode == grade.EXIT_FAILED
     assert "shard 0/2" in result.stderr and "other grading settings" in result.stderr
+
+
+@pytest.mark.sandbox
+def test_the_slurm_job_array_on_one_node_grades_as_one_machine_does(tmp_path, one_machine):
+    folder, whole, code = one_machine
+    out = tmp_path / "out"
+    written = subprocess.run(command_line(ASSIGNMENT, folder, out, "--workers", "1", "--slurm",
+                                          "2"), cwd=ROOT, capture_output=True, text=True,
+                             timeout=120)  # fmt: skip
+    assert written.returncode == 0, written.stderr
+    assert not (out / "course").exists()  # nothing graded yet
+    with slurm.one_node(tmp_path / "slurm") as node:
+        submitted = subprocess.run(["sh", str(out / "slurm" / "submit.sh")], env=node.env,
+                                   capture_output=True, text=True, timeout=60)  # fmt: skip
+        assert submitted.returncode == 0, submitted.stderr + node.logs()
+        node.wait_idle(600)
+        logs = node.logs() + "".join(
+            f"\n--- {p.name}\n{p.read_text()[-2000:]}"
+            for p in sorted((out / "slurm").glob("*.log"))
+        )
+    assert (out / "grades.csv").exists(), logs
+    assert _grades(out) == _grades(whole), logs
+    assert sorted(p.name for p in (out / "shards").iterdir()) == ["0-of-2", "1-of-2"]
+    state = json.loads((out / "state.json").read_text())
+    assert state["timing"]["judged"] == 3 and len(state["records"]) == 3
