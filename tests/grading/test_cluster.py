@@ -15,14 +15,13 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import nbformat
 import pytest
 
 from autograder import cluster, grade
 from autograder.grade import command_line
 from tests.grading.solution_loader import ROOT
 from tools import slurm
-from tools.submissions import honest_submission
+from tools.submissions import honest_folder
 
 ASSIGNMENT = "a1_rnn_bptt"
 
@@ -217,16 +216,7 @@ def _run(folder: Path, out: Path, *options: str) -> subprocess.CompletedProcess:
 def three_submissions(tmp_path: Path) -> Path:
     """Two honest submissions of Assignment 1 and a blank one (its release), in a folder."""
     course = grade.prepare_course(tmp_path / "release", ASSIGNMENT)
-    source, release = (
-        nbformat.read(course / kind / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
-        for kind in ("source", "release")
-    )
-    folder = tmp_path / "in"
-    folder.mkdir()
-    nbformat.write(honest_submission(source, release), folder / "ada.ipynb")
-    nbformat.write(honest_submission(source, release), folder / "bob.ipynb")
-    nbformat.write(release, folder / "cy.ipynb")
-    return folder
+    return honest_folder(course, ASSIGNMENT, tmp_path / "in", ["ada", "bob"], blank=["cy"])
 
 
 @pytest.fixture(scope="module")
