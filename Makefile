@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: all venv test test-fast browser bench checkpoints lab lint clean
+.PHONY: all venv test test-fast browser slurm bench checkpoints lab lint clean
 
 all: $(STAMP)
 	$(PY) -m tools.build all
@@ -31,7 +31,7 @@ $(STAMP): requirements-student.txt requirements.txt requirements-dev.txt pyproje
 # Groups (tools/xdist_groups.py): a module's tests in one worker, each JupyterLab of the student
 # flow and each attack batch in its own. TEST_WORKERS=0 runs it in this process alone.
 TEST_WORKERS ?= 3
-test: all browser
+test: all browser slurm
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
 # For people who change code: every test that needs no browser, no sandboxed grading and nothing
@@ -48,6 +48,16 @@ browser:
 	  echo "make: installing chromium for the website tests (apt-get)"; \
 	  $(SUDO) apt-get update -qq && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
+# The grading's job-array test (tests/grading/test_cluster.py) runs a one-node Slurm cluster:
+# Debian's munge, slurmctld and slurmd. Install them if absent.
+slurm:
+	@command -v slurmd >/dev/null 2>&1 && command -v slurmctld >/dev/null 2>&1 && \
+	  command -v munged >/dev/null 2>&1 || { \
+	  echo "make: installing slurmd, slurmctld and munge for the Slurm test (apt-get)"; \
+	  $(SUDO) apt-get update -qq && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurmd slurmctld munge \
+	    >/dev/null; }
 
 bench: $(STAMP)
 	$(PY) -m tools.bench

@@ -10,6 +10,10 @@ per-part scores, total and status, and a summary is printed.
 A re-run skips submissions whose file (and the grading settings) did not change, so running
 twice on the same folder neither duplicates nor loses anything; ``--force`` judges all again.
 
+On several machines: ``--shard I/N`` (I from 0) on each judges one shard of the batch and
+records nothing; ``--merge`` then records every shard's results as one run would have
+(:mod:`autograder.cluster`).
+
 Exit code: 0 all graded, nothing for a human; 1 only written answers wait for manual
 grading; 2 some submission needs a look (see its status); 3 the command itself failed.
 """
@@ -38,7 +42,7 @@ from pathlib import Path
 import nbformat
 from tqdm import tqdm
 
-from autograder import exports, judge, markup, nbgrading, policy, regrades, similarity
+from autograder import cluster, exports, judge, markup, nbgrading, policy, regrades, similarity
 from autograder import nbgrader_format as fmt
 from autograder.fingerprint import grading_fingerprint
 from autograder.recorder import Recorder
@@ -562,14 +566,29 @@ def grade(
     policy_file: Path | None = None,
     submitted_at: Path | None = None,
     roster_file: Path | None = None,
+    shard: tuple[int, int] | None = None,
+    shards: Path | None = None,
+    merge: bool = False,
 ) -> int:
+    """Grade the submissions in ``path`` into ``out``; the exit code (module docstring).
+
+    With ``shard`` (I, N): judge only shard I of N (:mod:`autograder.cluster`) into
+    ``shards/I-of-N`` (``shards``: ``out/shards`` unless given) and record nothing. With
+    ``merge``: judge nothing, take every shard's judged submissions from ``shards`` and record
+    them, as a run on one machine would have.
+    """
     limits = limits or Limits()
+    if shard is not None and merge:
+        raise GradingError("--shard and --merge: one or the other (judge a shard, or merge them)")
+    shards = shards or out / "shards"
+    if shard is not None:
+        return grade_shard(assignment, path, out, shard, shards, workers, limits, force, quiet)
     similarity.check_threshold(similarity_threshold)
     if similar_to is not None and not similar_to.is_dir():
         raise GradingError(f"--similar-to {similar_to}: no such folder")
     course_policy, times = read_policy(assignment, policy_file, submitted_at)
     roster, roster_fields = exports.load_roster(roster_file) if roster_file else ({}, set())
-    mode = check_sandbox_available()
+    mode = "" if merge else check_sandbox_available()
     out.mkdir(parents=True, exist_ok=True)
     course = prepare_course(out, assignment)
     specs = load_specs(course, assignment)
@@ -580,37 +599,46 @@ def grade(
         raise GradingError(f"no notebooks (*.ipynb) found in {path}")
 
     state_file = _state_path(out)
-    state = json.loads(state_file.read_text()) if state_file.exists() else {}
-    fingerprint = grading_fingerprint(assignment) + _settings(limits)
-    regrading = ""  # why every submission is judged again, if one reason covers them all
-    if state.get("fingerprint") != fingerprint or state.get("assignment") != assignment:
-        if state.get("assignment") == assignment:
-            regrading = "grading changed (the assignment's tests or the limits)"
-        kept = state.get("scores", {}) if regrading else {}
-        state = {"assignment": assignment, "fingerprint": fingerprint, "records": {}}
-        state["scores"] = kept
+    state, regrading = _read_state(state_file, assignment, limits)
     records: dict[str, dict] = state["records"]
+    taken: dict[str, tuple[dict, Path]] = {}  # merged: student -> (record, its shard's course)
+    if merge:
+        manifests = cluster.read_shards(
+            shards, assignment, state["fingerprint"], _inputs_digest(entries)
+        )
+        modes = {manifest["sandbox"] for manifest in manifests}
+        mode = ROOTLESS if ROOTLESS in modes else ROOT  # the weaker one, if the nodes differ
+        for manifest in manifests:
+            for student, record in manifest["records"].items():
+                taken[student] = (record, Path(manifest["folder"]) / "course")
 
     with fmt.gradebook(course) as gradebook:
         for entry in entries:
             gradebook.update_or_create_student(entry.student)
 
-    todo = [
-        e
-        for e in entries
-        if force
-        or records.get(e.student, {}).get("digest") != e.digest
-        or not records[e.student].get("recorded")
-    ]
+    todo = _todo(entries, records, force)
     judged_why = {e.student: regrading or _why_judged(e, records, force) for e in todo}
     started = time.monotonic()
-    jobs = [Job(e, assignment, str(course), limits) for e in todo]
-    import torch  # noqa: F401 - imported once here, inherited by every forked worker
+    if merge:
+        lacking = [e.student for e in todo if e.student not in taken]
+        if lacking:
+            raise GradingError(
+                f"--merge: no shard judged {', '.join(lacking[:5])}"
+                f"{', ...' if len(lacking) > 5 else ''}, which this run must record (were the"
+                " shards run with the same --force and state.json as this merge?)"
+            )
+        judged = ((e, taken[e.student][0]) for e in todo)
+    else:
+        jobs = [Job(e, assignment, str(course), limits) for e in todo]
+        import torch  # noqa: F401 - imported once here, inherited by every forked worker
 
+        judged = run_parallel(jobs, workers)
     # forked before the workers: records as they finish, each within its own deadline
     recorder = Recorder(course, assignment, limits.record_timeout, limits.grader_memory_mb)
-    with tqdm(total=len(jobs), desc="grading", unit="nb", disable=quiet or None) as bar:
-        for entry, record in run_parallel(jobs, workers):
+    with tqdm(total=len(todo), desc="grading", unit="nb", disable=quiet or None) as bar:
+        for entry, record in judged:
+            if merge:
+                cluster.take_judged(taken[entry.student][1], course, entry.student, assignment)
             record["recorded"] = False
             records[entry.student] = record
             state_file.write_text(json.dumps(state))
@@ -618,6 +646,8 @@ def grade(
             recorder.record(entry.student, gradable, keep="grader error" in record["flags"])
             bar.update(1)
     judge_seconds = time.monotonic() - started
+    if merge:  # the shards judged in parallel: the longest of them is the judging's time
+        judge_seconds = max(manifest["judge_seconds"] for manifest in manifests)
     record_seconds = _finish_recording(course, assignment, recorder, records)
     state_file.write_text(json.dumps(state))
     late = None
@@ -684,6 +714,95 @@ def grade(
         print(f"sandbox: {SANDBOX_WORDS[mode]}")
         print(f"memory: {state['memory']}")
     return exit_code(rows)
+
+
+def _read_state(state_file: Path, assignment: str, limits: Limits) -> tuple[dict, str]:
+    """The state of the last run (a fresh one if grading changed), and why every submission
+    is judged again if the grading changed (else "")."""
+    state = json.loads(state_file.read_text()) if state_file.exists() else {}
+    fingerprint = grading_fingerprint(assignment) + _settings(limits)
+    regrading = ""  # why every submission is judged again, if one reason covers them all
+    if state.get("fingerprint") != fingerprint or state.get("assignment") != assignment:
+        if state.get("assignment") == assignment:
+            regrading = "grading changed (the assignment's tests or the limits)"
+        kept = state.get("scores", {}) if regrading else {}
+        state = {"assignment": assignment, "fingerprint": fingerprint, "records": {}}
+        state["scores"] = kept
+    return state, regrading
+
+
+def _todo(entries: list[Entry], records: dict[str, dict], force: bool) -> list[Entry]:
+    """The entries to judge: changed, never recorded, or all of them with ``force``."""
+    return [
+        e
+        for e in entries
+        if force
+        or records.get(e.student, {}).get("digest") != e.digest
+        or not records[e.student].get("recorded")
+    ]
+
+
+def _inputs_digest(entries: list[Entry]) -> str:
+    return cluster.inputs_digest({e.student: e.digest for e in entries})
+
+
+def grade_shard(
+    assignment: str,
+    path: Path,
+    out: Path,
+    shard: tuple[int, int],
+    shards: Path,
+    workers: int,
+    limits: Limits,
+    force: bool,
+    quiet: bool,
+) -> int:
+    """Judge shard ``shard`` = (I, N) of the submissions in ``path`` into ``shards/I-of-N``
+    (its own course folder and ``shard.json``); nothing is recorded. Reads ``out/state.json``,
+    if there is one, only to skip what the last merged run recorded unchanged."""
+    index, count = shard
+    mode = check_sandbox_available()
+    folder = cluster.shard_folder(shards, index, count)
+    (folder / cluster.MANIFEST).unlink(missing_ok=True)  # an earlier run's is not this one's
+    folder.mkdir(parents=True, exist_ok=True)
+    course = prepare_course(folder, assignment)
+    specs = load_specs(course, assignment)
+    entries = collect(path, list(specs), folder / "inbox").entries
+    if not entries:
+        raise GradingError(f"no notebooks (*.ipynb) found in {path}")
+    state, _ = _read_state(_state_path(out), assignment, limits)
+    mine = set(cluster.shard_of([e.student for e in entries], index, count))
+    todo = [e for e in _todo(entries, state["records"], force) if e.student in mine]
+    started = time.monotonic()
+    jobs = [Job(e, assignment, str(course), limits) for e in todo]
+    import torch  # noqa: F401 - imported once here, inherited by every forked worker
+
+    records = {}
+    with tqdm(total=len(jobs), desc=f"shard {index}/{count}", unit="nb",
+              disable=quiet or None) as bar:  # fmt: skip
+        for entry, record in run_parallel(jobs, workers):
+            records[entry.student] = record
+            bar.update(1)
+    seconds = time.monotonic() - started
+    manifest = {
+        "assignment": assignment,
+        "shard": [index, count],
+        "fingerprint": state["fingerprint"],
+        "inputs": _inputs_digest(entries),
+        "students": sorted(mine),
+        "records": records,
+        "sandbox": mode,
+        "judge_seconds": seconds,
+    }
+    target = cluster.write_manifest(folder, manifest)
+    if not quiet:
+        print(
+            f"shard {index}/{count}: judged {len(todo)} of its {len(mine)} submission(s)"
+            f" ({len(entries)} in all) in {seconds:.0f} s; {target}"
+        )
+        print(f"sandbox: {SANDBOX_WORDS[mode]}")
+        print("when every shard is done: the same command with --merge instead of --shard")
+    return EXIT_OK
 
 
 def read_policy(
@@ -970,6 +1089,34 @@ def command_line(assignment: str, path: Path, out: Path, *options: str) -> list[
     ] + [*options]
 
 
+def write_slurm(args: argparse.Namespace, argv: list[str]) -> int:
+    """``--slurm N``: write the Slurm scripts that grade in N shards and merge; grade nothing."""
+    if args.slurm < 1:
+        raise cluster.ShardError(f"--slurm {args.slurm}: the number of shards must be at least 1")
+    if args.shard is not None or args.merge:
+        raise GradingError("--slurm writes the scripts that run --shard and --merge: not with them")
+    out = args.out.resolve()
+    command = [sys.executable, "-m", "autograder", "grade"]
+    command += cluster.grading_argv(argv[1:], ("--slurm",))  # argv[0] is "grade"
+    written = cluster.slurm_scripts(
+        out / "slurm",
+        command,
+        args.assignment,
+        args.slurm,
+        max(1, args.workers),
+        Path.cwd(),
+        Path(__file__).resolve().parent.parent,
+    )
+    print(f"Slurm: {len(written)} files in {out / 'slurm'}; submit with")
+    print(f"  sh {written[-1]}")
+    print(
+        f"({args.slurm} array tasks of --shard I/{args.slurm}, then --merge once all have ended;"
+        " the nodes need this checkout, its venv and the folders at the same paths, and the"
+        " sandbox: root, or user namespaces for an ordinary user)"
+    )
+    return EXIT_OK
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m autograder",
@@ -1047,6 +1194,34 @@ def main(argv: list[str] | None = None) -> int:
         + ", ".join(f for f in exports.ROSTER_FIELDS if f != "student")
         + ": the names and ids of canvas.csv and moodle.csv",
     )
+    cmd.add_argument(
+        "--shard",
+        default=None,
+        metavar="I/N",
+        help="judge only shard I of N (counted from 0: 0/N ... N-1/N; every N-th submission by"
+        " student id) into SHARDS/I-of-N, without recording; then run --merge once",
+    )
+    cmd.add_argument(
+        "--merge",
+        action="store_true",
+        help="judge nothing: record every shard's results in the gradebook and write grades.csv,"
+        " the report and the exports as one run would (all N shards must be done)",
+    )
+    cmd.add_argument(
+        "--shards",
+        type=Path,
+        default=None,
+        metavar="FOLDER",
+        help="where --shard writes and --merge reads the shards (OUT/shards)",
+    )
+    cmd.add_argument(
+        "--slurm",
+        type=int,
+        default=None,
+        metavar="N",
+        help="grade nothing: write OUT/slurm/ (shards.sbatch, a job array of N shards with this"
+        " command's options; merge.sbatch; submit.sh, which submits both) and say how to run it",
+    )
     cmd.add_argument("--force", action="store_true", help="judge unchanged submissions again")
     cmd.add_argument("--quiet", action="store_true")
     try:
@@ -1065,6 +1240,9 @@ def main(argv: list[str] | None = None) -> int:
         grader_memory_mb=args.grader_memory_mb,
     )
     try:
+        if args.slurm is not None:
+            return write_slurm(args, sys.argv[1:] if argv is None else argv)
+        shard = cluster.parse_shard(args.shard) if args.shard is not None else None
         return grade(
             args.assignment,
             args.path.resolve(),
@@ -1078,9 +1256,13 @@ def main(argv: list[str] | None = None) -> int:
             policy_file=args.policy,
             submitted_at=args.submitted_at,
             roster_file=args.roster,
+            shard=shard,
+            shards=args.shards.resolve() if args.shards else None,
+            merge=args.merge,
         )
     except (
         GradingError,
+        cluster.ShardError,
         SandboxUnavailable,
         similarity.SimilarityError,
         policy.PolicyError,

@@ -8,6 +8,11 @@ in a plain kernel and summing the per-cell timings nbclient records.
 
     .venv/bin/python -m tools.grading_bench [--n 50] [--out build/grading_bench] [--workers 1,2]
 
+With ``--shards 1,2`` it times, instead, the batch graded as N shards run side by side on this
+machine (``--shard I/N --workers 1`` each) and then ``--merge``: the wall seconds of each N.
+
+    .venv/bin/python -m tools.grading_bench --n 4 --shards 1,2
+
 Not part of the test suite: it takes several minutes.
 """
 
@@ -102,12 +107,51 @@ def _progress(method: str, results: dict[str, float]) -> list[float]:
     return load
 
 
+def time_shards(folder: Path, out: Path, counts: list[int]) -> dict[int, float]:
+    """Grade ``folder`` as N shards side by side (one worker each), then merge, for each N of
+    ``counts``; print and return the wall seconds of each (shards and merge together)."""
+    seconds = {}
+    for count in counts:
+        target = out / f"shards_{count}"
+        started = time.monotonic()
+        shards = [
+            subprocess.Popen(
+                command_line(
+                    ASSIGNMENT,
+                    folder,
+                    target,
+                    "--workers",
+                    "1",
+                    "--quiet",
+                    "--shard",
+                    f"{index}/{count}",
+                ),
+                cwd=REPO,
+            )  # fmt: skip
+            for index in range(count)
+        ]
+        codes = [shard.wait() for shard in shards]
+        merged = subprocess.run(
+            command_line(ASSIGNMENT, folder, target, "--quiet", "--merge"), cwd=REPO, check=False
+        )
+        seconds[count] = time.monotonic() - started
+        if any(codes) or merged.returncode == 3:
+            raise SystemExit(f"{count} shard(s): exit codes {codes}, merge {merged.returncode}")
+        print(f"{count} shard(s) and the merge: {seconds[count]:.1f} s wall")
+    return seconds
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=50)
     parser.add_argument("--out", type=Path, default=REPO / "build" / "grading_bench")
     parser.add_argument(
         "--workers", default="1,2", help="worker counts to run the command with (1,2)"
+    )
+    parser.add_argument(
+        "--shards",
+        default="",
+        help="shard counts to time (e.g. 1,2): N shards side by side, then --merge; only that",
     )
     args = parser.parse_args()
     out = args.out.resolve()
@@ -121,6 +165,9 @@ def main() -> None:
     folder.mkdir(parents=True)
     for name, content in submissions.items():
         (folder / f"{name}.ipynb").write_bytes(content)
+    if args.shards:
+        time_shards(folder, out, [int(n) for n in args.shards.split(",")])
+        return
 
     results = {}
     for name, content in submissions.items():

@@ -42,6 +42,23 @@ def honest_submission(
     return answered
 
 
+def honest_folder(course: Path, assignment: str, folder: Path, honest: list[str],
+                  blank: list[str] = ()) -> Path:  # fmt: skip
+    """``folder`` (made here) with ``NAME.ipynb`` for each student of ``honest`` (an honest
+    submission) and of ``blank`` (the student version untouched), from ``course``'s source and
+    release of ``assignment`` (an nbgrader course folder)."""
+    source, release = (
+        nbformat.read(course / kind / assignment / f"{assignment}.ipynb", as_version=4)
+        for kind in ("source", "release")
+    )
+    folder.mkdir(parents=True)
+    for name in honest:
+        nbformat.write(honest_submission(source, release), folder / f"{name}.ipynb")
+    for name in blank:
+        nbformat.write(release, folder / f"{name}.ipynb")
+    return folder
+
+
 def defined_functions(code: str) -> list[str]:
     """Names of the top-level functions that ``code`` defines."""
     return [node.name for node in ast.parse(code).body if isinstance(node, ast.FunctionDef)]

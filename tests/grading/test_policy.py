@@ -16,13 +16,12 @@ import zipfile
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
-import nbformat
 import pytest
 
 from autograder import exports, grade, policy, regrades
 from autograder.grade import command_line
 from tests.grading.solution_loader import ROOT
-from tools.submissions import honest_submission
+from tools.submissions import honest_folder
 
 ASSIGNMENT = "a1_rnn_bptt"
 PLUS_ONE = timezone(timedelta(hours=1))
@@ -320,14 +319,7 @@ def test_the_regrade_log_says_why_and_adds_nothing_when_nothing_changed(tmp_path
 def test_the_command_applies_the_policy_exports_and_logs_regrades(tmp_path):
     out = tmp_path / "out"
     course = grade.prepare_course(out, ASSIGNMENT)
-    source, release = (
-        nbformat.read(course / kind / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
-        for kind in ("source", "release")
-    )
-    folder = tmp_path / "in"
-    folder.mkdir()
-    nbformat.write(honest_submission(source, release), folder / "ada.ipynb")
-    nbformat.write(honest_submission(source, release), folder / "bob.ipynb")
+    folder = honest_folder(course, ASSIGNMENT, tmp_path / "in", ["ada", "bob"])
     (tmp_path / "times.csv").write_text(
         "student,timestamp\nada,2026-03-06T23:00:00+01:00\nbob,2026-03-09T00:30:00+01:00\n"
     )

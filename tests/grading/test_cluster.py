@@ -1,0 +1,295 @@
+"""Grading on several machines: ``grade --shard I/N`` then ``grade --merge`` (autograder.cluster).
+
+The partition and the merge's checks are pure and fast; one run of the real command (marked
+``sandbox``) grades three Assignment 1 submissions (two honest, one blank) on one machine and
+as two shards and a merge, and finds every score and status the same.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import random
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from autograder import cluster, grade
+from autograder.grade import command_line
+from tests.grading.solution_loader import ROOT
+from tools import slurm
+from tools.submissions import honest_folder
+
+ASSIGNMENT = "a1_rnn_bptt"
+
+
+# -- the partition -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 7])
+@pytest.mark.parametrize("size", [0, 1, 5, 23])
+def test_shards_partition_the_students_whatever_their_order(count, size):
+    students = [f"s{n:03d}" for n in range(size)]
+    shards = [cluster.shard_of(students, index, count) for index in range(count)]
+    assert sorted(s for shard in shards for s in shard) == students  # all of them, once each
+    assert max(map(len, shards)) - min(map(len, shards)) <= 1
+    shuffled = list(students)
+    random.Random(size * 10 + count).shuffle(shuffled)
+    assert [cluster.shard_of(shuffled, index, count) for index in range(count)] == shards
+
+
+def test_a_shard_is_every_nth_student_by_sorted_id():
+    assert cluster.shard_of(["dan", "ada", "cy", "bob", "eve"], 0, 2) == ["ada", "cy", "eve"]
+    assert cluster.shard_of(["dan", "ada", "cy", "bob", "eve"], 1, 2) == ["bob", "dan"]
+
+
+@pytest.mark.parametrize("text, expected", [("0/1", (0, 1)), ("3/4", (3, 4)), (" 1 / 2 ", (1, 2))])
+def test_a_shard_is_i_of_n_counted_from_zero(text, expected):
+    assert cluster.parse_shard(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("2/2", "counted from 0, so I must be 0 to 1"),
+        ("0/0", "at least 1"),
+        ("1", "expected I/N"),
+        ("-1/2", "expected I/N"),
+        ("a/b", "expected I/N"),
+    ],
+)
+def test_a_wrong_shard_is_refused_with_why(text, words):
+    with pytest.raises(cluster.ShardError, match=words):
+        cluster.parse_shard(text)
+
+
+def test_the_command_refuses_a_wrong_shard_before_grading(tmp_path, capsys):
+    code = grade.main(["grade", ASSIGNMENT, str(tmp_path), "--out", str(tmp_path / "o"),
+                       "--shard", "2/2"])  # fmt: skip
+    assert code == grade.EXIT_FAILED
+    assert "must be 0 to 1" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+def test_the_inputs_digest_depends_on_every_submission_not_on_order():
+    digest = cluster.inputs_digest({"ada": "1", "bob": "2"})
+    assert cluster.inputs_digest({"bob": "2", "ada": "1"}) == digest
+    assert cluster.inputs_digest({"ada": "1", "bob": "3"}) != digest
+    assert cluster.inputs_digest({"ada": "1"}) != digest
+
+
+# -- the Slurm scripts ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "argv, kept",
+    [
+        (["a1", "in", "--slurm", "4", "--workers", "2"], ["a1", "in", "--workers", "2"]),
+        (["a1", "--slurm=4", "in", "--force"], ["a1", "in", "--force"]),
+        (["a1", "in"], ["a1", "in"]),
+    ],
+)
+def test_the_scripts_run_the_command_without_the_slurm_option(argv, kept):
+    assert cluster.grading_argv(argv, ("--slurm",)) == kept
+
+
+def test_the_command_writes_a_job_array_and_a_dependent_merge(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    argv = ["grade", ASSIGNMENT, "in", "--out", "o", "--workers", "3", "--timeout", "20",
+            "--slurm", "4"]  # fmt: skip
+    assert grade.main(argv) == grade.EXIT_OK
+    folder = tmp_path / "o" / "slurm"
+    assert f"sh {folder / 'submit.sh'}" in capsys.readouterr().out
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "merge.sbatch",
+        "shards.sbatch",
+        "submit.sh",
+    ]
+    shards, merge, submit = (
+        (folder / name).read_text() for name in ("shards.sbatch", "merge.sbatch", "submit.sh")
+    )
+    options = f"grade {ASSIGNMENT} in --out o --workers 3 --timeout 20"
+    assert "#SBATCH --array=0-3\n" in shards and "#SBATCH --cpus-per-task=3\n" in shards
+    assert f'{options} --shard "$SLURM_ARRAY_TASK_ID/4"\n' in shards
+    assert merge.endswith(f"{options} --merge\n") and "--slurm" not in shards + merge
+    for script in (shards, merge):
+        assert f"cd {tmp_path}\n" in script and f"export PYTHONPATH={ROOT}" in script
+    assert '--dependency="afterany:$array" merge.sbatch' in submit
+    for path in folder.iterdir():
+        assert subprocess.run(["bash", "-n", str(path)]).returncode == 0
+        assert os.access(path, os.X_OK)
+
+
+@pytest.mark.parametrize(
+    "options, words",
+    [
+        (["--slurm", "0"], "--slurm 0: the number of shards must be at least 1"),
+        (["--slurm", "2", "--merge"], "--slurm writes the scripts that run --shard and --merge"),
+        (["--shard", "0/2", "--merge"], "--shard and --merge: one or the other"),
+    ],
+)
+def test_contradictory_cluster_options_are_refused(tmp_path, capsys, options, words):
+    code = grade.main(["grade", ASSIGNMENT, str(tmp_path), "--out", str(tmp_path / "o"), *options])
+    assert code == grade.EXIT_FAILED
+    assert words in capsys.readouterr().err
+
+
+# -- the merge's checks ----------------------------------------------------------------------
+
+
+def _shards(tmp_path: Path, count: int, **changes) -> Path:
+    folder = tmp_path / "shards"
+    for index in range(count):
+        manifest = {"assignment": ASSIGNMENT, "shard": [index, count], "fingerprint": "F",
+                    "inputs": "I", "records": {}, "sandbox": "root", "judge_seconds": 1.0}  # fmt: skip
+        manifest |= changes.get(str(index), {})
+        target = cluster.shard_folder(folder, index, count)
+        target.mkdir(parents=True)
+        cluster.write_manifest(target, manifest)
+    return folder
+
+
+def test_complete_shards_are_read_in_order(tmp_path):
+    manifests = cluster.read_shards(_shards(tmp_path, 3), ASSIGNMENT, "F", "I")
+    assert [m["shard"] for m in manifests] == [[0, 3], [1, 3], [2, 3]]
+    assert manifests[2]["folder"].endswith("2-of-3")
+
+
+def test_the_merge_names_a_missing_shard(tmp_path):
+    folder = _shards(tmp_path, 3)
+    (cluster.shard_folder(folder, 1, 3) / cluster.MANIFEST).unlink()
+    with pytest.raises(cluster.ShardError, match=r"shard\(s\) 1/3 missing"):
+        cluster.read_shards(folder, ASSIGNMENT, "F", "I")
+    shutil.rmtree(cluster.shard_folder(folder, 1, 3))
+    with pytest.raises(cluster.ShardError, match=r"shard\(s\) 1/3 missing"):
+        cluster.read_shards(folder, ASSIGNMENT, "F", "I")
+
+
+@pytest.mark.parametrize(
+    "changes, words",
+    [
+        ({"fingerprint": "G"}, "shard 1/2 .* other grading settings"),
+        ({"inputs": "J"}, "shard 1/2 .* other submissions"),
+        ({"assignment": "a2_lstm"}, "shard 1/2 .* graded a2_lstm, not a1_rnn_bptt"),
+    ],
+)
+def test_the_merge_refuses_a_shard_made_otherwise(tmp_path, changes, words):
+    with pytest.raises(cluster.ShardError, match=words):
+        cluster.read_shards(_shards(tmp_path, 2, **{"1": changes}), ASSIGNMENT, "F", "I")
+
+
+def test_the_merge_refuses_shards_of_two_splits_and_an_empty_folder(tmp_path):
+    folder = _shards(tmp_path, 2)
+    (folder / "0-of-3").mkdir()
+    with pytest.raises(cluster.ShardError, match=r"different splits \(2 shards, 3 shards\)"):
+        cluster.read_shards(folder, ASSIGNMENT, "F", "I")
+    with pytest.raises(cluster.ShardError, match="no shard folder"):
+        cluster.read_shards(tmp_path / "none", ASSIGNMENT, "F", "I")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(cluster.ShardError, match="no shard in"):
+        cluster.read_shards(tmp_path / "empty", ASSIGNMENT, "F", "I")
+
+
+# -- the real command: one machine against two shards and a merge --------------------------------
+
+
+def _grades(out: Path) -> dict[str, dict]:
+    """grades.csv by student, without the feedback files' paths (they name the output folder)."""
+    with (out / "grades.csv").open(newline="") as handle:
+        return {row["student"]: row | {"feedback": ""} for row in csv.DictReader(handle)}
+
+
+def _timeless(records: dict[str, dict]) -> dict[str, dict]:
+    return {s: {k: v for k, v in r.items() if k != "seconds"} for s, r in records.items()}
+
+
+def _run(folder: Path, out: Path, *options: str) -> subprocess.CompletedProcess:
+    result = subprocess.run(command_line(ASSIGNMENT, folder, out, "--workers", "1", *options),
+                            cwd=ROOT, capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert result.returncode in (0, 1, 2), result.stdout[-3000:] + result.stderr[-3000:]
+    return result
+
+
+def three_submissions(tmp_path: Path) -> Path:
+    """Two honest submissions of Assignment 1 and a blank one (its release), in a folder."""
+    course = grade.prepare_course(tmp_path / "release", ASSIGNMENT)
+    return honest_folder(course, ASSIGNMENT, tmp_path / "in", ["ada", "bob"], blank=["cy"])
+
+
+@pytest.fixture(scope="module")
+def one_machine(tmp_path_factory) -> tuple[Path, Path, int]:
+    """The three submissions, graded by one run on this machine: (input, output, exit code)."""
+    tmp_path = tmp_path_factory.mktemp("one-machine")
+    folder = three_submissions(tmp_path)
+    return folder, tmp_path / "whole", _run(folder, tmp_path / "whole").returncode
+
+
+@pytest.mark.sandbox
+def test_two_shards_and_a_merge_grade_as_one_machine_does(tmp_path, one_machine):
+    folder, whole, code = one_machine
+    split = tmp_path / "split"
+    for index in (0, 1):
+        said = _run(folder, split, "--shard", f"{index}/2").stdout
+        assert f"shard {index}/2: judged {2 - index} of its {2 - index} submission(s)" in said
+        assert not (split / "course").exists() and not (split / "grades.csv").exists()
+    merged = _run(folder, split, "--merge")
+    assert merged.returncode == code
+    expected = _grades(whole)
+    assert set(expected) == {"ada", "bob", "cy"}
+    assert (
+        float(expected["ada"]["total"]) > 0 and expected["ada"]["status"] == "needs manual grading"
+    )
+    assert expected["cy"]["total"] != expected["ada"]["total"]
+    assert _grades(split) == expected  # every score, status, flag and message
+    for name in ("canvas.csv", "moodle.csv", "inputs.csv"):
+        assert (split / name).read_text() == (whole / name).read_text()
+    assert sorted(p.name for p in (split / "course" / "feedback").iterdir()) == ["ada", "bob", "cy"]
+    state = json.loads((split / "state.json").read_text())
+    assert state["timing"]["judged"] == 3 and state["sandbox"] == "root"
+    one_state = json.loads((whole / "state.json").read_text())
+    assert _timeless(state["records"]) == _timeless(one_state["records"])
+
+    again = _run(folder, split)  # a plain run after the merge judges nothing twice
+    assert json.loads((split / "state.json").read_text())["timing"]["judged"] == 0
+    assert _grades(split) == expected and again.returncode == code
+
+    # a missing shard, and a shard of other grading settings, are refused by name
+    shards = split / "shards"
+    (shards / "1-of-2" / cluster.MANIFEST).rename(tmp_path / "kept.json")
+    result = subprocess.run(command_line(ASSIGNMENT, folder, split, "--merge"), cwd=ROOT,
+                            capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert result.returncode == grade.EXIT_FAILED
+    assert "shard(s) 1/2 missing" in result.stderr
+    (tmp_path / "kept.json").rename(shards / "1-of-2" / cluster.MANIFEST)
+    result = subprocess.run(command_line(ASSIGNMENT, folder, split, "--merge", "--timeout", "31"),
+                            cwd=ROOT, capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert result.returncode == grade.EXIT_FAILED
+    assert "shard 0/2" in result.stderr and "other grading settings" in result.stderr
+
+
+@pytest.mark.sandbox
+def test_the_slurm_job_array_on_one_node_grades_as_one_machine_does(tmp_path, one_machine):
+    folder, whole, code = one_machine
+    out = tmp_path / "out"
+    written = subprocess.run(command_line(ASSIGNMENT, folder, out, "--workers", "1", "--slurm",
+                                          "2"), cwd=ROOT, capture_output=True, text=True,
+                             timeout=120)  # fmt: skip
+    assert written.returncode == 0, written.stderr
+    assert not (out / "course").exists()  # nothing graded yet
+    with slurm.one_node(tmp_path / "slurm") as node:
+        submitted = subprocess.run(["sh", str(out / "slurm" / "submit.sh")], env=node.env,
+                                   capture_output=True, text=True, timeout=60)  # fmt: skip
+        assert submitted.returncode == 0, submitted.stderr + node.logs()
+        node.wait_idle(600)
+        logs = node.logs() + "".join(
+            f"\n--- {p.name}\n{p.read_text()[-2000:]}"
+            for p in sorted((out / "slurm").glob("*.log"))
+        )
+    assert (out / "grades.csv").exists(), logs
+    assert _grades(out) == _grades(whole), logs
+    assert sorted(p.name for p in (out / "shards").iterdir()) == ["0-of-2", "1-of-2"]
+    state = json.loads((out / "state.json").read_text())
+    assert state["timing"]["judged"] == 3 and len(state["records"]) == 3
