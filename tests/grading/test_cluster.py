@@ -1,8 +1,9 @@
 """Grading on several machines: ``grade --shard I/N`` then ``grade --merge`` (autograder.cluster).
 
 The partition and the merge's checks are pure and fast; one run of the real command (marked
-``sandbox``) grades three Assignment 1 submissions (two honest, one blank) on one machine and
-as two shards and a merge, and finds every score and status the same.
+``sandbox``) grades three Assignment 1 submissions (two honest, one blank) on one machine, then
+as a Slurm job array of two shards and a merge on a one-node Slurm cluster, and finds every
+score, status and record the same; the merge then refuses a missing shard and other settings.
 """
 
 from __future__ import annotations
@@ -193,7 +194,7 @@ def test_the_merge_refuses_shards_of_two_splits_and_an_empty_folder(tmp_path):
         cluster.read_shards(tmp_path / "empty", ASSIGNMENT, "F", "I")
 
 
-# -- the real command: one machine against two shards and a merge --------------------------------
+# -- the real command: one machine against a Slurm job array of two shards and a merge ----
 
 
 def _grades(out: Path) -> dict[str, dict]:
@@ -228,49 +229,6 @@ def one_machine(tmp_path_factory) -> tuple[Path, Path, int]:
 
 
 @pytest.mark.sandbox
-def test_two_shards_and_a_merge_grade_as_one_machine_does(tmp_path, one_machine):
-    folder, whole, code = one_machine
-    split = tmp_path / "split"
-    for index in (0, 1):
-        said = _run(folder, split, "--shard", f"{index}/2").stdout
-        assert f"shard {index}/2: judged {2 - index} of its {2 - index} submission(s)" in said
-        assert not (split / "course").exists() and not (split / "grades.csv").exists()
-    merged = _run(folder, split, "--merge")
-    assert merged.returncode == code
-    expected = _grades(whole)
-    assert set(expected) == {"ada", "bob", "cy"}
-    assert (
-        float(expected["ada"]["total"]) > 0 and expected["ada"]["status"] == "needs manual grading"
-    )
-    assert expected["cy"]["total"] != expected["ada"]["total"]
-    assert _grades(split) == expected  # every score, status, flag and message
-    for name in ("canvas.csv", "moodle.csv", "inputs.csv"):
-        assert (split / name).read_text() == (whole / name).read_text()
-    assert sorted(p.name for p in (split / "course" / "feedback").iterdir()) == ["ada", "bob", "cy"]
-    state = json.loads((split / "state.json").read_text())
-    assert state["timing"]["judged"] == 3 and state["sandbox"] == "root"
-    one_state = json.loads((whole / "state.json").read_text())
-    assert _timeless(state["records"]) == _timeless(one_state["records"])
-
-    again = _run(folder, split)  # a plain run after the merge judges nothing twice
-    assert json.loads((split / "state.json").read_text())["timing"]["judged"] == 0
-    assert _grades(split) == expected and again.returncode == code
-
-    # a missing shard, and a shard of other grading settings, are refused by name
-    shards = split / "shards"
-    (shards / "1-of-2" / cluster.MANIFEST).rename(tmp_path / "kept.json")
-    result = subprocess.run(command_line(ASSIGNMENT, folder, split, "--merge"), cwd=ROOT,
-                            capture_output=True, text=True, timeout=300)  # fmt: skip
-    assert result.returncode == grade.EXIT_FAILED
-    assert "shard(s) 1/2 missing" in result.stderr
-    (tmp_path / "kept.json").rename(shards / "1-of-2" / cluster.MANIFEST)
-    result = subprocess.run(command_line(ASSIGNMENT, folder, split, "--merge", "--timeout", "31"),
-                            cwd=ROOT, capture_output=True, text=True, timeout=300)  # fmt: skip
-    assert result.returncode == grade.EXIT_FAILED
-    assert "shard 0/2" in result.stderr and "other grading settings" in result.stderr
-
-
-@pytest.mark.sandbox
 def test_the_slurm_job_array_on_one_node_grades_as_one_machine_does(tmp_path, one_machine):
     folder, whole, code = one_machine
     out = tmp_path / "out"
@@ -289,7 +247,35 @@ def test_the_slurm_job_array_on_one_node_grades_as_one_machine_does(tmp_path, on
             for p in sorted((out / "slurm").glob("*.log"))
         )
     assert (out / "grades.csv").exists(), logs
-    assert _grades(out) == _grades(whole), logs
+    expected = _grades(whole)
+    assert set(expected) == {"ada", "bob", "cy"}
+    assert (
+        float(expected["ada"]["total"]) > 0 and expected["ada"]["status"] == "needs manual grading"
+    )
+    assert expected["cy"]["total"] != expected["ada"]["total"]
+    assert _grades(out) == expected, logs  # every score, status, flag and message
+    for name in ("canvas.csv", "moodle.csv", "inputs.csv"):
+        assert (out / name).read_text() == (whole / name).read_text()
+    assert sorted(p.name for p in (out / "course" / "feedback").iterdir()) == ["ada", "bob", "cy"]
     assert sorted(p.name for p in (out / "shards").iterdir()) == ["0-of-2", "1-of-2"]
     state = json.loads((out / "state.json").read_text())
-    assert state["timing"]["judged"] == 3 and len(state["records"]) == 3
+    assert state["timing"]["judged"] == 3 and state["sandbox"] == "root"
+    one_state = json.loads((whole / "state.json").read_text())
+    assert _timeless(state["records"]) == _timeless(one_state["records"])
+
+    again = _run(folder, out)  # a plain run after the merge judges nothing twice
+    assert json.loads((out / "state.json").read_text())["timing"]["judged"] == 0
+    assert _grades(out) == expected and again.returncode == code
+
+    # the merge again, with a shard missing, and with other grading settings: refused by name
+    shards = out / "shards"
+    (shards / "1-of-2" / cluster.MANIFEST).rename(tmp_path / "kept.json")
+    result = subprocess.run(command_line(ASSIGNMENT, folder, out, "--merge"), cwd=ROOT,
+                            capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert result.returncode == grade.EXIT_FAILED
+    assert "shard(s) 1/2 missing" in result.stderr
+    (tmp_path / "kept.json").rename(shards / "1-of-2" / cluster.MANIFEST)
+    result = subprocess.run(command_line(ASSIGNMENT, folder, out, "--merge", "--timeout", "31"),
+                            cwd=ROOT, capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert result.returncode == grade.EXIT_FAILED
+    assert "shard 0/2" in result.stderr and "other grading settings" in result.stderr
