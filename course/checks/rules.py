@@ -367,6 +367,14 @@ def _course_modules() -> list[Any]:
 _COURSE_TARGETS: dict[tuple, list[Target]] = {}
 
 
+def _course_key() -> tuple:
+    """What the lists of targets are made from: the package's path and the loaded modules (a
+    module imported, or replaced in ``sys.modules``, since the last list makes a new one)."""
+    import course
+
+    return (tuple(course.__path__), tuple(map(id, sys.modules.values())))
+
+
 def _course_targets() -> list[Target]:
     """Every public callable of the ``course`` package outside ``course.checks``.
 
@@ -374,9 +382,7 @@ def _course_targets() -> list[Target]:
     hundreds of calls: the list is made again only when the package's path or the set of loaded
     modules changed (a module imported since is then covered too).
     """
-    import course
-
-    key = (tuple(course.__path__), len(sys.modules))
+    key = _course_key()
     if key not in _COURSE_TARGETS:
         found = []
         for module in _course_modules():
@@ -390,8 +396,8 @@ def _course_targets() -> list[Target]:
                 ):
                     found.append((module, attribute, f"{module.__name__}.{attribute}"))
         _COURSE_TARGETS.clear()
-        _COURSE_TARGETS[(tuple(course.__path__), len(sys.modules))] = found  # after the walk
-        key = (tuple(course.__path__), len(sys.modules))
+        key = _course_key()  # after the walk, which may import
+        _COURSE_TARGETS[key] = found
     return list(_COURSE_TARGETS[key])
 
 
@@ -405,6 +411,19 @@ def collect_targets(library: Iterable[tuple[str, Iterable[str]]]) -> list[Target
     attribute names to trap. A leading underscore is dropped from labels, so messages name the
     public routine.
     """
+    library = tuple((owner, tuple(attributes)) for owner, attributes in library)
+    course_targets = _course_targets()  # first: it may import, which changes the key below
+    key = (library, _course_key())
+    if key not in _TARGETS:
+        _TARGETS.clear()
+        _TARGETS[key] = _collect(library, course_targets)
+    return list(_TARGETS[key])
+
+
+_TARGETS: dict[tuple, list[Target]] = {}  # the last list of targets, by what it was made from
+
+
+def _collect(library: tuple[tuple[str, tuple[str, ...]], ...], course_targets: list[Target]):
     targets = []
     for owner_name, attributes in library:
         try:
@@ -414,7 +433,7 @@ def collect_targets(library: Iterable[tuple[str, Iterable[str]]]) -> list[Target
         for attribute in attributes:
             if hasattr(owner, attribute):
                 targets.append((owner, attribute, f"{owner_name}.{attribute.lstrip('_')}"))
-    targets += _course_targets()
+    targets += course_targets
     seen: set[tuple[int, str]] = set()
     unique = []
     for owner, attribute, label in targets:
@@ -439,6 +458,22 @@ def _restore(owner: Any, attribute: str, own: Any) -> None:
             delattr(owner, attribute)
     else:
         setattr(owner, attribute, own)
+
+
+def _undo(undo: list[tuple[str, Any, Any, Any]], namespace: Any) -> None:
+    """Undo the traps, newest first; every one is undone even if one fails (its error is
+    raised afterwards)."""
+    failure = None
+    for kind, first, second, third in reversed(undo):
+        try:
+            if kind == "attribute":
+                _restore(first, second, third)
+            else:
+                namespace[first] = second
+        except Exception as error:  # noqa: BLE001 - raised once everything else is back
+            failure = failure or error
+    if failure is not None:
+        raise failure
 
 
 @contextlib.contextmanager
@@ -469,17 +504,23 @@ def trapped(
     if isinstance(namespace, dict):
         for key, value in namespace.items():
             bound.setdefault(id(value), []).append(key)
-    with contextlib.ExitStack() as stack:
+    # What to undo, newest last: ("attribute", owner, name, own value) or ("global", name,
+    # value). A plain list, not an ExitStack's callbacks: hundreds of targets per call, and
+    # the visible and hidden checks set the traps for every call of a student's function.
+    undo: list[tuple[str, Any, Any, Any]] = []
+    try:
         for owner, attribute, label in targets:
             original = getattr(owner, attribute)
             trap = make_trap(label)
-            stack.callback(_restore, owner, attribute, vars(owner).get(attribute, _ABSENT))
+            undo.append(("attribute", owner, attribute, vars(owner).get(attribute, _ABSENT)))
             setattr(owner, attribute, trap)
             for key in bound.get(id(original), ()):
                 if namespace[key] is original:
                     namespace[key] = trap
-                    stack.callback(namespace.__setitem__, key, original)
+                    undo.append(("global", key, original, None))
         yield calls
+    finally:
+        _undo(undo, namespace)
 
 
 # -- the visible checks' side -----------------------------------------------------------------
