@@ -12,7 +12,8 @@ twice on the same folder neither duplicates nor loses anything; ``--force`` judg
 
 On several machines: ``--shard I/N`` (I from 0) on each judges one shard of the batch and
 records nothing; ``--merge`` then records every shard's results as one run would have
-(:mod:`autograder.cluster`).
+(:mod:`autograder.cluster`). ``--slurm N`` and ``--kubernetes N`` grade nothing: they write the
+jobs that run both on a Slurm or Kubernetes cluster.
 
 Exit code: 0 all graded, nothing for a human; 1 only written answers wait for manual
 grading; 2 some submission needs a look (see its status); 3 the command itself failed.
@@ -1089,18 +1090,38 @@ def command_line(assignment: str, path: Path, out: Path, *options: str) -> list[
     ] + [*options]
 
 
+# the options that write a cluster's jobs: every shard and the merge run the command without them
+JOB_OPTIONS = (
+    "--slurm",
+    "--kubernetes",
+    "--kubernetes-claim",
+    "--kubernetes-mount",
+    "--kubernetes-image",
+)
+
+
+def job_command(argv: list[str], python: str) -> list[str]:
+    """The grade command each shard and the merge of a cluster run: ``argv`` (this command's
+    arguments, ``grade`` first) without :data:`JOB_OPTIONS`, run by ``python``."""
+    return [python, "-m", "autograder", "grade", *cluster.grading_argv(argv[1:], JOB_OPTIONS)]
+
+
+def _check_jobs(args: argparse.Namespace, option: str, count: int, what: str) -> None:
+    if count < 1:
+        raise cluster.ShardError(f"{option} {count}: the number of shards must be at least 1")
+    if args.shard is not None or args.merge:
+        raise GradingError(
+            f"{option} writes the {what} that run --shard and --merge: not with them"
+        )
+
+
 def write_slurm(args: argparse.Namespace, argv: list[str]) -> int:
     """``--slurm N``: write the Slurm scripts that grade in N shards and merge; grade nothing."""
-    if args.slurm < 1:
-        raise cluster.ShardError(f"--slurm {args.slurm}: the number of shards must be at least 1")
-    if args.shard is not None or args.merge:
-        raise GradingError("--slurm writes the scripts that run --shard and --merge: not with them")
+    _check_jobs(args, "--slurm", args.slurm, "scripts")
     out = args.out.resolve()
-    command = [sys.executable, "-m", "autograder", "grade"]
-    command += cluster.grading_argv(argv[1:], ("--slurm",))  # argv[0] is "grade"
     written = cluster.slurm_scripts(
         out / "slurm",
-        command,
+        job_command(argv, sys.executable),
         args.assignment,
         args.slurm,
         max(1, args.workers),
@@ -1117,7 +1138,65 @@ def write_slurm(args: argparse.Namespace, argv: list[str]) -> int:
     return EXIT_OK
 
 
-def main(argv: list[str] | None = None) -> int:
+def write_kubernetes(args: argparse.Namespace, argv: list[str]) -> int:
+    """``--kubernetes N``: write the Kubernetes Jobs that grade in N shards and merge; grade
+    nothing. Every folder the command names must lie in the claim's mount."""
+    _check_jobs(args, "--kubernetes", args.kubernetes, "Jobs")
+    workdir = Path.cwd()
+    mount = (args.kubernetes_mount or workdir).resolve()
+    claim = args.kubernetes_claim or cluster.KUBERNETES_CLAIM
+    image = args.kubernetes_image or cluster.KUBERNETES_IMAGE
+    named = [
+        ("the current directory", workdir),
+        ("the submissions", args.path),
+        ("--out", args.out),
+        ("--shards", args.shards),
+        ("--similar-to", args.similar_to),
+        ("--policy", args.policy),
+        ("--submitted-at", args.submitted_at),
+        ("--roster", args.roster),
+    ]
+    for what, path in named:
+        if path is not None and not path.resolve().is_relative_to(mount):
+            raise GradingError(
+                f"--kubernetes: {what} ({path}) is not in {mount}, where the pods mount the claim"
+                f" {claim!r}: run the command from inside the claim's folder, with every folder in"
+                " it, and give --kubernetes-mount the folder where the claim is mounted here"
+            )
+    out = args.out.resolve()
+    checkout = Path(__file__).resolve().parent.parent
+    written = cluster.kubernetes_jobs(
+        out / "kubernetes",
+        job_command(argv, "python"),
+        args.assignment,
+        args.kubernetes,
+        max(1, args.workers),
+        workdir,
+        checkout,
+        claim,
+        mount,
+        image,
+    )
+    print(f"Kubernetes: {len(written)} files in {out / 'kubernetes'}; run with")
+    print(f"  sh {written[-1]}    (kubectl options after it, e.g. --namespace NAME)")
+    print(
+        f"(an Indexed Job of {args.kubernetes} pods, --shard I/{args.kubernetes}, then the merge"
+        f" Job once it has ended; the claim {claim!r} mounted at {mount}; the pods need user"
+        " namespaces: hostUsers false, procMount Unmasked, no seccomp or AppArmor profile, the"
+        " namespace's Pod Security level 'privileged'; the TAs' guide, Kubernetes)"
+    )
+    if not checkout.is_relative_to(mount):
+        print(f"note: the pods import autograder from {checkout}: the image must hold it there")
+    if image == cluster.KUBERNETES_IMAGE:
+        print(
+            f"note: the image is the placeholder {image}: give --kubernetes-image with an image"
+            " of this course's environment (python, its packages, util-linux)"
+        )
+    return EXIT_OK
+
+
+def command_parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m autograder``."""
     parser = argparse.ArgumentParser(
         prog="python -m autograder",
         description="Grade student notebooks with nbgrader, in parallel, safely.",
@@ -1222,8 +1301,44 @@ def main(argv: list[str] | None = None) -> int:
         help="grade nothing: write OUT/slurm/ (shards.sbatch, a job array of N shards with this"
         " command's options; merge.sbatch; submit.sh, which submits both) and say how to run it",
     )
+    cmd.add_argument(
+        "--kubernetes",
+        type=int,
+        default=None,
+        metavar="N",
+        help="grade nothing: write OUT/kubernetes/ (shards.yaml, an Indexed Job of N pods, each"
+        " a shard with this command's options; merge.yaml, the merge Job; submit.sh, which"
+        " applies the first, waits until it has ended, then applies the second)",
+    )
+    cmd.add_argument(
+        "--kubernetes-claim",
+        default=None,
+        metavar="NAME",
+        help=f"with --kubernetes: the PersistentVolumeClaim that holds the folders"
+        f" ({cluster.KUBERNETES_CLAIM})",
+    )
+    cmd.add_argument(
+        "--kubernetes-mount",
+        type=Path,
+        default=None,
+        metavar="FOLDER",
+        help="with --kubernetes: where the claim is mounted here and in the pods; the current"
+        " directory and every folder of the command lie in it (the current directory)",
+    )
+    cmd.add_argument(
+        "--kubernetes-image",
+        default=None,
+        metavar="IMAGE",
+        help="with --kubernetes: the pods' container image, the course's environment"
+        f" (a placeholder: {cluster.KUBERNETES_IMAGE})",
+    )
     cmd.add_argument("--force", action="store_true", help="judge unchanged submissions again")
     cmd.add_argument("--quiet", action="store_true")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = command_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as stop:
@@ -1240,8 +1355,24 @@ def main(argv: list[str] | None = None) -> int:
         grader_memory_mb=args.grader_memory_mb,
     )
     try:
+        given = sys.argv[1:] if argv is None else argv
+        kubernetes_only = [
+            option
+            for option, value in (
+                ("--kubernetes-claim", args.kubernetes_claim),
+                ("--kubernetes-mount", args.kubernetes_mount),
+                ("--kubernetes-image", args.kubernetes_image),
+            )
+            if value is not None
+        ]
+        if kubernetes_only and args.kubernetes is None:
+            raise GradingError(f"{', '.join(kubernetes_only)}: only with --kubernetes N")
+        if args.slurm is not None and args.kubernetes is not None:
+            raise GradingError("--slurm and --kubernetes: one or the other")
         if args.slurm is not None:
-            return write_slurm(args, sys.argv[1:] if argv is None else argv)
+            return write_slurm(args, given)
+        if args.kubernetes is not None:
+            return write_kubernetes(args, given)
         shard = cluster.parse_shard(args.shard) if args.shard is not None else None
         return grade(
             args.assignment,
