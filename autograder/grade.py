@@ -37,7 +37,7 @@ import tempfile
 import time
 import zipfile
 import zlib
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import nbformat
@@ -657,16 +657,16 @@ def grade(
         late = LateColumns(course_policy, assignment, path, origins, times)
     rows = export_csv(course, assignment, specs, records, out / "grades.csv", late)
     regraded = log_regrades(state, rows, list(part_points(specs)), records, judged_why, late, out)
-    scores = {row["student"]: row["final total" if late else "total"] for row in rows}
+    scores = {row.student: row.final for row in rows}
     exports.write_canvas(out / "canvas.csv", assignment, scores, roster)
     exports.write_moodle(out / "moodle.csv", assignment, scores, roster)
     manual = {
-        column
-        for column in part_points(specs)
+        part_column(specs, name, g)
         for name, spec in specs.items()
-        if spec.kinds.get(column.split(":")[-1]) == "manual"
+        for g in spec.order
+        if _graded(spec, g) and spec.kinds.get(g) == "manual"
     }
-    students = [r["student"] for r in rows]
+    students = [r.student for r in rows]
     try:
         similar = compare_solutions(
             course, assignment, specs, students, similar_to, similarity_threshold
@@ -678,7 +678,7 @@ def grade(
         print(f"similar solutions not compared: {similar}", file=sys.stderr)
     title = f"{assignment}: grading report"
     write_report(
-        rows,
+        [row.csv() for row in rows],
         part_points(specs),
         manual,
         records,
@@ -856,10 +856,10 @@ class LateColumns:
         rest = {s: o for s, o in origins.items() if s not in self.times}
         self.times |= policy.input_times(path, rest, zone, words)
 
-    def __call__(self, row: dict) -> dict:
-        student = row["student"]
+    def __call__(self, row: GradeRow) -> dict[str, object]:
+        student = row.student
         when = self.times.get(student, self.UNKNOWN)
-        outcome = policy.apply(self.policy, self.assignment, student, row["total"], when)
+        outcome = policy.apply(self.policy, self.assignment, student, row.total, when)
         self.terms[student] = outcome.terms
         return outcome.columns(self.policy.due_for(self.assignment, student)[0], when)
 
@@ -868,11 +868,11 @@ def log_regrades(state, rows, parts, records, judged_why, late, out: Path) -> in
     """Append to ``OUT/regrades.csv`` every score that changed since the last run; keep this
     run's scores in ``state`` for the next. The number of rows appended."""
     current = {
-        row["student"]: regrades.kept(
-            row,
+        row.student: regrades.kept(
+            row.csv(),
             parts,
-            records.get(row["student"], {}).get("digest", ""),
-            late.terms.get(row["student"]) if late else None,
+            records.get(row.student, {}).get("digest", ""),
+            late.terms.get(row.student) if late else None,
         )
         for row in rows
     }
@@ -945,23 +945,62 @@ def _tail(log: str) -> str:
 # -- results ----------------------------------------------------------------------------------------
 
 
-def export_csv(course, assignment, specs, records, target: Path, late=None) -> list[dict]:
+@dataclass
+class GradeRow:
+    """One submission's row of ``grades.csv``. One rule names its columns, in field order: a
+    field's column is its name, except ``late`` (the policy's :data:`policy.COLUMNS`, only under
+    a policy) and ``parts`` (one column per graded cell, :func:`part_column`)."""
+
+    student: str
+    file: str = ""
+    status: str = ""
+    total: float | str = ""  # "" when nothing was recorded
+    max: float = 0.0
+    late: dict[str, object] | None = None  # policy.COLUMNS -> value, under a policy
+    parts: dict[str, float | str] = field(default_factory=dict)  # part column -> score
+    flags: str = ""
+    message: str = ""
+    feedback: str = ""  # the feedback files, ";"-separated
+
+    @staticmethod
+    def columns(parts: list[str], late: bool) -> list[str]:
+        """The header of grades.csv: the columns of a row with these ``parts``."""
+        expanded = {"late": policy.COLUMNS if late else [], "parts": parts}
+        return [c for f in fields(GradeRow) for c in expanded.get(f.name, [f.name])]
+
+    def csv(self) -> dict[str, object]:
+        """The row as grades.csv holds it: column -> value."""
+        expanded = {"late": self.late or {}, "parts": self.parts}
+        row: dict[str, object] = {}
+        for f in fields(self):
+            row |= expanded.get(f.name, {f.name: getattr(self, f.name)})
+        return row
+
+    @property
+    def final(self) -> float | str:
+        """The score the exports carry: the policy's final total, else the total."""
+        return self.total if self.late is None else self.late["final total"]
+
+
+def part_column(specs: dict[str, judge.NotebookSpec], notebook: str, grade_id: str) -> str:
+    """A graded cell's column: its grade id, as ``notebook:grade id`` when there are several
+    notebooks."""
+    return grade_id if len(specs) == 1 else f"{notebook}:{grade_id}"
+
+
+def export_csv(course, assignment, specs, records, target: Path, late=None) -> list[GradeRow]:
     """One row per submission: per-part scores, total, status, message, feedback file; and,
     with ``late`` (:class:`LateColumns`), what the course policy made of the total."""
     from nbgrader.api import MissingEntry
 
-    parts = [(name, g) for name, spec in specs.items() for g in spec.order if _graded(spec, g)]
-    part_columns = [g if len(specs) == 1 else f"{name}:{g}" for name, g in parts]
+    part_columns = list(part_points(specs))
     rows = []
     with fmt.gradebook(course) as gradebook:
-        maximum = sum(
-            fmt.points(spec.source_cells[g]) for name, g in parts for spec in [specs[name]]
-        )
+        maximum = sum(part_points(specs).values())
         for student in sorted(records):
             record = records[student]
             flags = list(record["flags"])
-            row = {"student": student, "file": record.get("origin", ""), "status": ""}
-            row |= {"total": "", "max": maximum}
+            row = GradeRow(student, file=record.get("origin", ""), max=maximum)
             scores: dict[str, float] = {}
             if record.get("gradable") and record.get("recorded"):
                 try:
@@ -971,10 +1010,9 @@ def export_csv(course, assignment, specs, records, target: Path, late=None) -> l
                 if submission is not None:
                     for notebook in submission.notebooks:
                         for grade in notebook.grades:
-                            column = (
-                                grade.name if len(specs) == 1 else f"{notebook.name}:{grade.name}"
+                            scores[part_column(specs, notebook.name, grade.name)] = float(
+                                grade.score
                             )
-                            scores[column] = float(grade.score)
                             if grade.needs_manual_grade and "needs manual grading" not in flags:
                                 flags.append("needs manual grading")
                             passed = record["tests"].get(grade.name)
@@ -983,32 +1021,29 @@ def export_csv(course, assignment, specs, records, target: Path, late=None) -> l
                                 record["messages"].append(
                                     f"{grade.name}: gradebook score disagrees with the judge"
                                 )
-                    row["total"] = round(sum(scores.values()), 4)
-            for column in part_columns:
-                row[column] = scores.get(column, "")
-            row["status"] = next((s for s in judge.STATUSES if s in flags), "graded")
-            row["flags"] = "; ".join(f for f in judge.STATUSES if f in flags)
-            row["message"] = " | ".join(dict.fromkeys(record["messages"]))[:1000]
+                    row.total = round(sum(scores.values()), 4)
+            row.parts = {column: scores.get(column, "") for column in part_columns}
+            row.status = next((s for s in judge.STATUSES if s in flags), "graded")
+            row.flags = "; ".join(f for f in judge.STATUSES if f in flags)
+            row.message = " | ".join(dict.fromkeys(record["messages"]))[:1000]
             feedback = sorted((course / "feedback" / student / assignment).glob("*.html"))
-            row["feedback"] = ";".join(str(p) for p in feedback)
+            row.feedback = ";".join(str(p) for p in feedback)
             if late is not None:
-                row |= late(row)
+                row.late = late(row)
             rows.append(row)
-    columns = ["student", "file", "status", "total", "max"]
-    columns += [*(policy.COLUMNS if late is not None else []), *part_columns, "flags", "message"]
-    columns.append("feedback")
     target.parent.mkdir(parents=True, exist_ok=True)
     with target.open("w", newline="", encoding="utf-8") as handle:
+        columns = GradeRow.columns(part_columns, late is not None)
         writer = csv.DictWriter(handle, fieldnames=columns)
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows(row.csv() for row in rows)
     return rows
 
 
 def part_points(specs: dict[str, judge.NotebookSpec]) -> dict[str, float]:
     """CSV column of every graded cell -> its points, in notebook order."""
     return {
-        g if len(specs) == 1 else f"{name}:{g}": fmt.points(spec.source_cells[g])
+        part_column(specs, name, g): fmt.points(spec.source_cells[g])
         for name, spec in specs.items()
         for g in spec.order
         if _graded(spec, g)
@@ -1019,8 +1054,8 @@ def _graded(spec: judge.NotebookSpec, grade_id: str) -> bool:
     return bool(fmt.nbgrader_meta(spec.source_cells[grade_id]).get("grade"))
 
 
-def exit_code(rows: list[dict]) -> int:
-    statuses = {row["status"] for row in rows}
+def exit_code(rows: list[GradeRow]) -> int:
+    statuses = {row.status for row in rows}
     if statuses <= {"graded"}:
         return EXIT_OK
     if statuses <= {"graded", "needs manual grading"}:
@@ -1028,11 +1063,11 @@ def exit_code(rows: list[dict]) -> int:
     return EXIT_LOOK
 
 
-def print_summary(rows: list[dict], out: Path, judged: int, seconds: float) -> None:
+def print_summary(rows: list[GradeRow], out: Path, judged: int, seconds: float) -> None:
     counts: dict[str, int] = {}
     for row in rows:
-        counts[row["status"]] = counts.get(row["status"], 0) + 1
-    totals = [row["total"] for row in rows if row["total"] != ""]
+        counts[row.status] = counts.get(row.status, 0) + 1
+    totals = [row.total for row in rows if row.total != ""]
     print()
     print(f"{'status':<32}{'submissions':>12}")
     for status in judge.STATUSES:
@@ -1040,14 +1075,14 @@ def print_summary(rows: list[dict], out: Path, judged: int, seconds: float) -> N
             print(f"{status:<32}{counts[status]:>12}")
     print(f"{'total':<32}{len(rows):>12}")
     if totals:
-        maximum = rows[0]["max"]
+        maximum = rows[0].max
         print(f"mean score {sum(totals) / len(totals):.2f} / {maximum:g} over {len(totals)} graded")
     print(f"judged {judged} submission(s) in {seconds:.0f} s; the rest were unchanged")
-    look = [r for r in rows if r["status"] not in ("graded", "needs manual grading")]
+    look = [r for r in rows if r.status not in ("graded", "needs manual grading")]
     if look:
         print(f"\n{len(look)} submission(s) need a look:")
         for row in look[:30]:
-            print(f"  {row['student']:<20} {row['status']:<30} {row['message'][:100]}")
+            print(f"  {row.student:<20} {row.status:<30} {row.message[:100]}")
     print(f"\ngrades: {out / 'grades.csv'}")
     print(f"report: {out / 'report.html'}")
     print(f"feedback: {out / 'course' / 'feedback'}/<student>/")
@@ -1057,16 +1092,17 @@ def print_summary(rows: list[dict], out: Path, judged: int, seconds: float) -> N
     )
 
 
-def print_policy_summary(rows: list[dict], applied: bool, regraded: int, out: Path) -> None:
+def print_policy_summary(rows: list[GradeRow], applied: bool, regraded: int, out: Path) -> None:
     """What the policy did to the batch, and the regrade log's news."""
     if applied:
-        penalised = [r for r in rows if r["penalty"] not in ("", 0, 0.0)]
-        spent = sum(r["late days used"] for r in rows if r["late days used"] != "")
+        late = {row.student: row.late or {} for row in rows}
+        penalised = [s for s, x in late.items() if x["penalty"] not in ("", 0, 0.0)]
+        spent = sum(x["late days used"] for x in late.values() if x["late days used"] != "")
         print(
             f"policy: {len(penalised)} submission(s) penalised, {spent} late day(s) spent"
             " (grades.csv: 'final total', and why in 'policy')"
         )
-        unknown = [r["student"] for r in rows if r["submitted at"] == ""]
+        unknown = [s for s, x in late.items() if x["submitted at"] == ""]
         if unknown:
             names = ", ".join(unknown[:5]) + (", ..." if len(unknown) > 5 else "")
             print(f"policy: submission time unknown, raw score kept: {len(unknown)} ({names})")
