@@ -13,6 +13,11 @@ as missing. It never opens the batch's gradebook. ``--merge`` checks that every 
 one N is there and was made with the same grading and the same input, copies each judged
 submission into ``OUT/course`` and records it there, in the one recorder process, as a run on
 one machine would.
+
+``--slurm N`` and ``--kubernetes N`` write the jobs that do both on a cluster: a Slurm job array
+and a dependent merge job, or a Kubernetes Indexed Job and a merge Job (:func:`slurm_scripts`,
+:func:`kubernetes_jobs`); the shard and merge command lines of both come from
+:func:`job_commands`.
 """
 
 from __future__ import annotations
@@ -168,6 +173,13 @@ def grading_argv(argv: list[str], drop: tuple[str, ...]) -> list[str]:
     return kept
 
 
+def job_commands(command: list[str], count: int, index: str) -> tuple[list[str], list[str]]:
+    """(the command of shard ``index`` of ``count``, the merge's command): ``command`` with
+    ``--shard index/count``, and with ``--merge``. ``index`` is how the scheduler names its task
+    (``$SLURM_ARRAY_TASK_ID``, ``$(JOB_COMPLETION_INDEX)``), expanded in the task."""
+    return [*command, "--shard", f"{index}/{count}"], [*command, "--merge"]
+
+
 def _shell(command: list[str]) -> str:
     return " ".join(shlex.quote(part) for part in command)
 
@@ -185,6 +197,7 @@ def slurm_scripts(
     ``merge.sbatch`` (``command --merge``) and ``submit.sh`` (submits the array, then the merge
     as a job that starts once every task has ended, whatever its exit) into ``target``."""
     target.mkdir(parents=True, exist_ok=True)
+    shard, merge_command = job_commands(command, count, "$SLURM_ARRAY_TASK_ID")
     head = [
         "set -eu",
         f"cd {shlex.quote(str(workdir))}",
@@ -199,7 +212,7 @@ def slurm_scripts(
         f"#SBATCH --output={target}/shard-%a.log",
         f"# shard I of {count} (counted from 0) in array task I; then merge.sbatch",
         *head,
-        f'exec {_shell(command)} --shard "$SLURM_ARRAY_TASK_ID/{count}"',
+        f'exec {_shell(shard[:-1])} "{shard[-1]}"',  # the shell expands the task id
     ]
     merge = [
         "#!/bin/bash",
@@ -209,7 +222,7 @@ def slurm_scripts(
         f"#SBATCH --output={target}/merge.log",
         f"# records the {count} shards' results; refuses, naming it, a shard that did not finish",
         *head,
-        f"exec {_shell(command)} --merge",
+        f"exec {_shell(merge_command)}",
     ]
     submit = [
         "#!/bin/sh",
@@ -225,5 +238,207 @@ def slurm_scripts(
         path = target / name
         path.write_text("\n".join(lines) + "\n", encoding="utf-8")
         path.chmod(0o755)
+        written.append(path)
+    return written
+
+
+# -- Kubernetes: an Indexed Job of the shards, then a merge Job ----------------------------------
+
+KUBERNETES_IMAGE = "example.invalid/course-autograder:set-with--kubernetes-image"
+KUBERNETES_CLAIM = "grading"
+KUBERNETES_UID = 1000  # jovyan, the user of the Jupyter images (Zero to JupyterHub's included)
+_INDEX = "$(JOB_COMPLETION_INDEX)"  # Kubernetes expands it in a container's command
+
+
+def kubernetes_name(assignment: str) -> str:
+    """``grade-<assignment>`` as a Kubernetes object name: lower case, digits and ``-`` only."""
+    slug = re.sub(r"[^a-z0-9]+", "-", assignment.lower()).strip("-")[:40].strip("-")
+    return f"grade-{slug or 'assignment'}"
+
+
+def _yaml(value, indent: int = 0) -> list[str]:
+    """``value`` (dicts, lists, strings, numbers, booleans) as block YAML; every scalar in JSON
+    form, which YAML reads the same (strings always quoted: ``"1"`` stays a string)."""
+    pad, lines = " " * indent, []
+    for key, item in value.items() if isinstance(value, dict) else ((None, v) for v in value):
+        lead = f"{pad}{key}:" if key is not None else f"{pad}-"
+        if isinstance(item, (dict, list)) and item:
+            nested = _yaml(item, indent + 2)
+            if key is None:  # a list item: its first line on the dash's line
+                lines += [f"{lead} {nested[0].lstrip()}", *nested[1:]]
+            else:
+                lines += [lead, *nested]
+        else:
+            lines.append(f"{lead} {json.dumps(item)}")
+    return lines
+
+
+def _job(name: str, component: str, spec: dict, pod: dict) -> dict:
+    labels = {"app.kubernetes.io/name": "autograder", "app.kubernetes.io/component": component}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "labels": labels},
+        "spec": spec | {"template": {"metadata": {"labels": labels}, "spec": pod}},
+    }
+
+
+def kubernetes_jobs(
+    target: Path,
+    command: list[str],
+    assignment: str,
+    count: int,
+    workers: int,
+    workdir: Path,
+    pythonpath: Path,
+    claim: str,
+    mount: Path,
+    image: str,
+) -> list[Path]:
+    """Write ``shards.yaml`` (an Indexed Job: pod I runs ``command --shard I/count``),
+    ``merge.yaml`` (a Job running ``command --merge``) and ``submit.sh`` (applies the first,
+    waits until that Job has ended, complete or failed, then applies the second) into ``target``.
+
+    The pods run ``image`` with the PersistentVolumeClaim ``claim`` mounted at ``mount`` (where
+    it is mounted on the machine that wrote the files: the command's folders lie in it) and
+    ``workdir`` as working directory. The shards build the sandbox in rootless mode: a user
+    namespace of the pod's own (``hostUsers: false``), an unmasked /proc (to mount one in the
+    kernel's pid namespace), no seccomp or AppArmor filter (they forbid ``unshare`` and
+    ``mount``), no capability, never privileged. The merge runs no kernel and gets the
+    restricted defaults."""
+    target.mkdir(parents=True, exist_ok=True)
+    name = kubernetes_name(assignment)
+    escaped = [part.replace("$", "$$") for part in command]  # "$$" is Kubernetes' literal "$"
+    shard, merge = job_commands(escaped, count, _INDEX)
+    volume = {"name": "grading", "persistentVolumeClaim": {"claimName": claim}}
+    user = {"runAsUser": KUBERNETES_UID, "runAsGroup": KUBERNETES_UID, "runAsNonRoot": True}
+    no_privilege = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+
+    def container(role: str, run: list[str], cpus: int, security: dict) -> dict:
+        return {
+            "name": role,
+            "image": image,
+            "command": run,
+            "workingDir": str(workdir),
+            "env": [{"name": "PYTHONPATH", "value": str(pythonpath)}],
+            "resources": {"requests": {"cpu": str(cpus)}},
+            "securityContext": no_privilege | security,
+            "volumeMounts": [{"name": "grading", "mountPath": str(mount)}],
+        }
+
+    shards = _job(
+        name,
+        "shards",
+        {
+            "completionMode": "Indexed",
+            "completions": count,
+            "parallelism": count,
+            "backoffLimitPerIndex": 1,  # a shard's pod lost with its node runs once more
+            "podFailurePolicy": {  # exit code 3 (no sandbox, bad input) would fail again
+                "rules": [
+                    {
+                        "action": "FailIndex",
+                        "onExitCodes": {"containerName": "shard", "operator": "In", "values": [3]},
+                    }
+                ]
+            },
+        },
+        {
+            "restartPolicy": "Never",
+            "automountServiceAccountToken": False,  # the pods never call the API
+            "hostUsers": False,
+            "securityContext": user
+            | {"seccompProfile": {"type": "Unconfined"}, "appArmorProfile": {"type": "Unconfined"}},
+            "containers": [container("shard", shard, workers, {"procMount": "Unmasked"})],
+            "volumes": [volume],
+        },
+    )
+    merge_job = _job(
+        f"{name}-merge",
+        "merge",
+        {"backoffLimit": 0},  # exit 1 and 2 are answers (manual grading, a look), not failures
+        {
+            "restartPolicy": "Never",
+            "automountServiceAccountToken": False,
+            "securityContext": user | {"seccompProfile": {"type": "RuntimeDefault"}},
+            "containers": [container("merge", merge, 1, {})],
+            "volumes": [volume],
+        },
+    )
+    how = [
+        f"# Run with: sh {target}/submit.sh [kubectl options such as --namespace NAME], or by hand:",
+        f"#   kubectl apply -f {target}/shards.yaml",
+        f"#   kubectl wait --for=condition=complete --timeout=24h job/{name}",
+        f"#     (a shard that failed leaves the Job Failed in `kubectl get job {name}`: apply the",
+        "#     merge all the same, it names the shard)",
+        f"#   kubectl apply -f {target}/merge.yaml",
+        f"#   kubectl wait --for=condition=complete --timeout=1h job/{name}-merge;"
+        f" kubectl logs job/{name}-merge",
+    ]
+    shards_text = [
+        f"# Grades {assignment} in {count} shards: an Indexed Job whose pod I (0 to {count - 1},"
+        f" {_INDEX}) runs the grade command with --shard I/{count}.",
+        "# Apply merge.yaml only once this Job has ended (Complete, or Failed), as submit.sh does.",
+        *how,
+        f"# Image: {image}; claim {claim!r} mounted at {mount}, where the command's folders are.",
+        "# Security: the shards build the grader's sandbox in rootless mode. It needs a user namespace",
+        "# of the pod's own (hostUsers: false: Kubernetes 1.33 or later, a runtime and volumes with",
+        "# idmapped mounts), an unmasked /proc (procMount: Unmasked, allowed only with hostUsers:",
+        "# false) to mount /proc in each kernel's pid namespace, and no seccomp or AppArmor profile",
+        "# (the runtime's defaults refuse unshare and mount). The pods run as uid"
+        f" {KUBERNETES_UID}, not root,",
+        "# with no capability and no privilege escalation, never privileged. The namespace's Pod",
+        "# Security level must be 'privileged' (baseline and restricted refuse Unconfined profiles).",
+        *_yaml(shards),
+    ]
+    merge_text = [
+        f"# Records the {count} shards of {assignment} in the one gradebook: apply it only once the",
+        f"# Job {name} (shards.yaml) has ended. It refuses, naming it, a shard that did not finish.",
+        "# Exit code as the command's: 1 or 2 (some submission waits for a human) leave the Job",
+        "# Failed too; its log says which. It runs no kernel: restricted defaults, no sandbox.",
+        *how,
+        *_yaml(merge_job),
+    ]
+    submit = [
+        "#!/bin/sh",
+        f"# apply the {count} shards' Indexed Job, wait until it has ended (complete, or failed), then",
+        "# the merge Job; exits with the merge's exit code (0 to 3, as the grade command's). Its",
+        "# arguments go to every kubectl call: sh submit.sh --namespace NAME --context CONTEXT",
+        "set -eu",
+        f"cd {shlex.quote(str(target))}",
+        "ended() {  # ended JOB KUBECTL-OPTIONS...: wait until the Job is Complete or Failed, say which",
+        "    job=$1",
+        "    shift",
+        "    while :; do",
+        '        state=$(kubectl "$@" get job "$job"'
+        " -o jsonpath='{.status.conditions[?(@.status==\"True\")].type}') || state=",
+        '        case " $state " in',
+        '        *" Complete "*) echo Complete; return ;;',
+        '        *" Failed "*) echo Failed; return ;;',
+        "        esac",
+        "        sleep 15",
+        "    done",
+        "}",
+        "# the Jobs of an earlier run of this command (same names) go first; the claim keeps its files",
+        'kubectl "$@" delete --ignore-not-found --cascade=foreground -f merge.yaml -f shards.yaml',
+        'kubectl "$@" apply -f shards.yaml',
+        f'echo "shards: $(ended {name} "$@")"',
+        'kubectl "$@" apply -f merge.yaml',
+        f'merged=$(ended {name}-merge "$@")',
+        f'kubectl "$@" logs job/{name}-merge',
+        f'code=$(kubectl "$@" get pods -l batch.kubernetes.io/job-name={name}-merge'
+        " -o jsonpath='{.items[-1:].status.containerStatuses[0].state.terminated.exitCode}')",
+        'echo "merge: $merged (exit code ${code:-unknown})"',
+        'exit "${code:-3}"',
+    ]
+    written = []
+    for file, lines, mode in (
+        ("shards.yaml", shards_text, 0o644),
+        ("merge.yaml", merge_text, 0o644),
+        ("submit.sh", submit, 0o755),
+    ):
+        path = target / file
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        path.chmod(mode)
         written.append(path)
     return written

@@ -12,7 +12,8 @@ twice on the same folder neither duplicates nor loses anything; ``--force`` judg
 
 On several machines: ``--shard I/N`` (I from 0) on each judges one shard of the batch and
 records nothing; ``--merge`` then records every shard's results as one run would have
-(:mod:`autograder.cluster`).
+(:mod:`autograder.cluster`). ``--slurm N`` and ``--kubernetes N`` grade nothing: they write the
+jobs that run both on a Slurm or Kubernetes cluster.
 
 Exit code: 0 all graded, nothing for a human; 1 only written answers wait for manual
 grading; 2 some submission needs a look (see its status); 3 the command itself failed.
@@ -36,7 +37,7 @@ import tempfile
 import time
 import zipfile
 import zlib
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import nbformat
@@ -656,16 +657,16 @@ def grade(
         late = LateColumns(course_policy, assignment, path, origins, times)
     rows = export_csv(course, assignment, specs, records, out / "grades.csv", late)
     regraded = log_regrades(state, rows, list(part_points(specs)), records, judged_why, late, out)
-    scores = {row["student"]: row["final total" if late else "total"] for row in rows}
+    scores = {row.student: row.final for row in rows}
     exports.write_canvas(out / "canvas.csv", assignment, scores, roster)
     exports.write_moodle(out / "moodle.csv", assignment, scores, roster)
     manual = {
-        column
-        for column in part_points(specs)
+        part_column(specs, name, g)
         for name, spec in specs.items()
-        if spec.kinds.get(column.split(":")[-1]) == "manual"
+        for g in spec.order
+        if _graded(spec, g) and spec.kinds.get(g) == "manual"
     }
-    students = [r["student"] for r in rows]
+    students = [r.student for r in rows]
     try:
         similar = compare_solutions(
             course, assignment, specs, students, similar_to, similarity_threshold
@@ -677,7 +678,7 @@ def grade(
         print(f"similar solutions not compared: {similar}", file=sys.stderr)
     title = f"{assignment}: grading report"
     write_report(
-        rows,
+        [row.csv() for row in rows],
         part_points(specs),
         manual,
         records,
@@ -855,10 +856,10 @@ class LateColumns:
         rest = {s: o for s, o in origins.items() if s not in self.times}
         self.times |= policy.input_times(path, rest, zone, words)
 
-    def __call__(self, row: dict) -> dict:
-        student = row["student"]
+    def __call__(self, row: GradeRow) -> dict[str, object]:
+        student = row.student
         when = self.times.get(student, self.UNKNOWN)
-        outcome = policy.apply(self.policy, self.assignment, student, row["total"], when)
+        outcome = policy.apply(self.policy, self.assignment, student, row.total, when)
         self.terms[student] = outcome.terms
         return outcome.columns(self.policy.due_for(self.assignment, student)[0], when)
 
@@ -867,11 +868,11 @@ def log_regrades(state, rows, parts, records, judged_why, late, out: Path) -> in
     """Append to ``OUT/regrades.csv`` every score that changed since the last run; keep this
     run's scores in ``state`` for the next. The number of rows appended."""
     current = {
-        row["student"]: regrades.kept(
-            row,
+        row.student: regrades.kept(
+            row.csv(),
             parts,
-            records.get(row["student"], {}).get("digest", ""),
-            late.terms.get(row["student"]) if late else None,
+            records.get(row.student, {}).get("digest", ""),
+            late.terms.get(row.student) if late else None,
         )
         for row in rows
     }
@@ -944,23 +945,62 @@ def _tail(log: str) -> str:
 # -- results ----------------------------------------------------------------------------------------
 
 
-def export_csv(course, assignment, specs, records, target: Path, late=None) -> list[dict]:
+@dataclass
+class GradeRow:
+    """One submission's row of ``grades.csv``. One rule names its columns, in field order: a
+    field's column is its name, except ``late`` (the policy's :data:`policy.COLUMNS`, only under
+    a policy) and ``parts`` (one column per graded cell, :func:`part_column`)."""
+
+    student: str
+    file: str = ""
+    status: str = ""
+    total: float | str = ""  # "" when nothing was recorded
+    max: float = 0.0
+    late: dict[str, object] | None = None  # policy.COLUMNS -> value, under a policy
+    parts: dict[str, float | str] = field(default_factory=dict)  # part column -> score
+    flags: str = ""
+    message: str = ""
+    feedback: str = ""  # the feedback files, ";"-separated
+
+    @staticmethod
+    def columns(parts: list[str], late: bool) -> list[str]:
+        """The header of grades.csv: the columns of a row with these ``parts``."""
+        expanded = {"late": policy.COLUMNS if late else [], "parts": parts}
+        return [c for f in fields(GradeRow) for c in expanded.get(f.name, [f.name])]
+
+    def csv(self) -> dict[str, object]:
+        """The row as grades.csv holds it: column -> value."""
+        expanded = {"late": self.late or {}, "parts": self.parts}
+        row: dict[str, object] = {}
+        for f in fields(self):
+            row |= expanded.get(f.name, {f.name: getattr(self, f.name)})
+        return row
+
+    @property
+    def final(self) -> float | str:
+        """The score the exports carry: the policy's final total, else the total."""
+        return self.total if self.late is None else self.late["final total"]
+
+
+def part_column(specs: dict[str, judge.NotebookSpec], notebook: str, grade_id: str) -> str:
+    """A graded cell's column: its grade id, as ``notebook:grade id`` when there are several
+    notebooks."""
+    return grade_id if len(specs) == 1 else f"{notebook}:{grade_id}"
+
+
+def export_csv(course, assignment, specs, records, target: Path, late=None) -> list[GradeRow]:
     """One row per submission: per-part scores, total, status, message, feedback file; and,
     with ``late`` (:class:`LateColumns`), what the course policy made of the total."""
     from nbgrader.api import MissingEntry
 
-    parts = [(name, g) for name, spec in specs.items() for g in spec.order if _graded(spec, g)]
-    part_columns = [g if len(specs) == 1 else f"{name}:{g}" for name, g in parts]
+    part_columns = list(part_points(specs))
     rows = []
     with fmt.gradebook(course) as gradebook:
-        maximum = sum(
-            fmt.points(spec.source_cells[g]) for name, g in parts for spec in [specs[name]]
-        )
+        maximum = sum(part_points(specs).values())
         for student in sorted(records):
             record = records[student]
             flags = list(record["flags"])
-            row = {"student": student, "file": record.get("origin", ""), "status": ""}
-            row |= {"total": "", "max": maximum}
+            row = GradeRow(student, file=record.get("origin", ""), max=maximum)
             scores: dict[str, float] = {}
             if record.get("gradable") and record.get("recorded"):
                 try:
@@ -970,10 +1010,9 @@ def export_csv(course, assignment, specs, records, target: Path, late=None) -> l
                 if submission is not None:
                     for notebook in submission.notebooks:
                         for grade in notebook.grades:
-                            column = (
-                                grade.name if len(specs) == 1 else f"{notebook.name}:{grade.name}"
+                            scores[part_column(specs, notebook.name, grade.name)] = float(
+                                grade.score
                             )
-                            scores[column] = float(grade.score)
                             if grade.needs_manual_grade and "needs manual grading" not in flags:
                                 flags.append("needs manual grading")
                             passed = record["tests"].get(grade.name)
@@ -982,32 +1021,29 @@ def export_csv(course, assignment, specs, records, target: Path, late=None) -> l
                                 record["messages"].append(
                                     f"{grade.name}: gradebook score disagrees with the judge"
                                 )
-                    row["total"] = round(sum(scores.values()), 4)
-            for column in part_columns:
-                row[column] = scores.get(column, "")
-            row["status"] = next((s for s in judge.STATUSES if s in flags), "graded")
-            row["flags"] = "; ".join(f for f in judge.STATUSES if f in flags)
-            row["message"] = " | ".join(dict.fromkeys(record["messages"]))[:1000]
+                    row.total = round(sum(scores.values()), 4)
+            row.parts = {column: scores.get(column, "") for column in part_columns}
+            row.status = next((s for s in judge.STATUSES if s in flags), "graded")
+            row.flags = "; ".join(f for f in judge.STATUSES if f in flags)
+            row.message = " | ".join(dict.fromkeys(record["messages"]))[:1000]
             feedback = sorted((course / "feedback" / student / assignment).glob("*.html"))
-            row["feedback"] = ";".join(str(p) for p in feedback)
+            row.feedback = ";".join(str(p) for p in feedback)
             if late is not None:
-                row |= late(row)
+                row.late = late(row)
             rows.append(row)
-    columns = ["student", "file", "status", "total", "max"]
-    columns += [*(policy.COLUMNS if late is not None else []), *part_columns, "flags", "message"]
-    columns.append("feedback")
     target.parent.mkdir(parents=True, exist_ok=True)
     with target.open("w", newline="", encoding="utf-8") as handle:
+        columns = GradeRow.columns(part_columns, late is not None)
         writer = csv.DictWriter(handle, fieldnames=columns)
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows(row.csv() for row in rows)
     return rows
 
 
 def part_points(specs: dict[str, judge.NotebookSpec]) -> dict[str, float]:
     """CSV column of every graded cell -> its points, in notebook order."""
     return {
-        g if len(specs) == 1 else f"{name}:{g}": fmt.points(spec.source_cells[g])
+        part_column(specs, name, g): fmt.points(spec.source_cells[g])
         for name, spec in specs.items()
         for g in spec.order
         if _graded(spec, g)
@@ -1018,8 +1054,8 @@ def _graded(spec: judge.NotebookSpec, grade_id: str) -> bool:
     return bool(fmt.nbgrader_meta(spec.source_cells[grade_id]).get("grade"))
 
 
-def exit_code(rows: list[dict]) -> int:
-    statuses = {row["status"] for row in rows}
+def exit_code(rows: list[GradeRow]) -> int:
+    statuses = {row.status for row in rows}
     if statuses <= {"graded"}:
         return EXIT_OK
     if statuses <= {"graded", "needs manual grading"}:
@@ -1027,11 +1063,11 @@ def exit_code(rows: list[dict]) -> int:
     return EXIT_LOOK
 
 
-def print_summary(rows: list[dict], out: Path, judged: int, seconds: float) -> None:
+def print_summary(rows: list[GradeRow], out: Path, judged: int, seconds: float) -> None:
     counts: dict[str, int] = {}
     for row in rows:
-        counts[row["status"]] = counts.get(row["status"], 0) + 1
-    totals = [row["total"] for row in rows if row["total"] != ""]
+        counts[row.status] = counts.get(row.status, 0) + 1
+    totals = [row.total for row in rows if row.total != ""]
     print()
     print(f"{'status':<32}{'submissions':>12}")
     for status in judge.STATUSES:
@@ -1039,14 +1075,14 @@ def print_summary(rows: list[dict], out: Path, judged: int, seconds: float) -> N
             print(f"{status:<32}{counts[status]:>12}")
     print(f"{'total':<32}{len(rows):>12}")
     if totals:
-        maximum = rows[0]["max"]
+        maximum = rows[0].max
         print(f"mean score {sum(totals) / len(totals):.2f} / {maximum:g} over {len(totals)} graded")
     print(f"judged {judged} submission(s) in {seconds:.0f} s; the rest were unchanged")
-    look = [r for r in rows if r["status"] not in ("graded", "needs manual grading")]
+    look = [r for r in rows if r.status not in ("graded", "needs manual grading")]
     if look:
         print(f"\n{len(look)} submission(s) need a look:")
         for row in look[:30]:
-            print(f"  {row['student']:<20} {row['status']:<30} {row['message'][:100]}")
+            print(f"  {row.student:<20} {row.status:<30} {row.message[:100]}")
     print(f"\ngrades: {out / 'grades.csv'}")
     print(f"report: {out / 'report.html'}")
     print(f"feedback: {out / 'course' / 'feedback'}/<student>/")
@@ -1056,16 +1092,17 @@ def print_summary(rows: list[dict], out: Path, judged: int, seconds: float) -> N
     )
 
 
-def print_policy_summary(rows: list[dict], applied: bool, regraded: int, out: Path) -> None:
+def print_policy_summary(rows: list[GradeRow], applied: bool, regraded: int, out: Path) -> None:
     """What the policy did to the batch, and the regrade log's news."""
     if applied:
-        penalised = [r for r in rows if r["penalty"] not in ("", 0, 0.0)]
-        spent = sum(r["late days used"] for r in rows if r["late days used"] != "")
+        late = {row.student: row.late or {} for row in rows}
+        penalised = [s for s, x in late.items() if x["penalty"] not in ("", 0, 0.0)]
+        spent = sum(x["late days used"] for x in late.values() if x["late days used"] != "")
         print(
             f"policy: {len(penalised)} submission(s) penalised, {spent} late day(s) spent"
             " (grades.csv: 'final total', and why in 'policy')"
         )
-        unknown = [r["student"] for r in rows if r["submitted at"] == ""]
+        unknown = [s for s, x in late.items() if x["submitted at"] == ""]
         if unknown:
             names = ", ".join(unknown[:5]) + (", ..." if len(unknown) > 5 else "")
             print(f"policy: submission time unknown, raw score kept: {len(unknown)} ({names})")
@@ -1089,18 +1126,38 @@ def command_line(assignment: str, path: Path, out: Path, *options: str) -> list[
     ] + [*options]
 
 
+# the options that write a cluster's jobs: every shard and the merge run the command without them
+JOB_OPTIONS = (
+    "--slurm",
+    "--kubernetes",
+    "--kubernetes-claim",
+    "--kubernetes-mount",
+    "--kubernetes-image",
+)
+
+
+def job_command(argv: list[str], python: str) -> list[str]:
+    """The grade command each shard and the merge of a cluster run: ``argv`` (this command's
+    arguments, ``grade`` first) without :data:`JOB_OPTIONS`, run by ``python``."""
+    return [python, "-m", "autograder", "grade", *cluster.grading_argv(argv[1:], JOB_OPTIONS)]
+
+
+def _check_jobs(args: argparse.Namespace, option: str, count: int, what: str) -> None:
+    if count < 1:
+        raise cluster.ShardError(f"{option} {count}: the number of shards must be at least 1")
+    if args.shard is not None or args.merge:
+        raise GradingError(
+            f"{option} writes the {what} that run --shard and --merge: not with them"
+        )
+
+
 def write_slurm(args: argparse.Namespace, argv: list[str]) -> int:
     """``--slurm N``: write the Slurm scripts that grade in N shards and merge; grade nothing."""
-    if args.slurm < 1:
-        raise cluster.ShardError(f"--slurm {args.slurm}: the number of shards must be at least 1")
-    if args.shard is not None or args.merge:
-        raise GradingError("--slurm writes the scripts that run --shard and --merge: not with them")
+    _check_jobs(args, "--slurm", args.slurm, "scripts")
     out = args.out.resolve()
-    command = [sys.executable, "-m", "autograder", "grade"]
-    command += cluster.grading_argv(argv[1:], ("--slurm",))  # argv[0] is "grade"
     written = cluster.slurm_scripts(
         out / "slurm",
-        command,
+        job_command(argv, sys.executable),
         args.assignment,
         args.slurm,
         max(1, args.workers),
@@ -1117,7 +1174,65 @@ def write_slurm(args: argparse.Namespace, argv: list[str]) -> int:
     return EXIT_OK
 
 
-def main(argv: list[str] | None = None) -> int:
+def write_kubernetes(args: argparse.Namespace, argv: list[str]) -> int:
+    """``--kubernetes N``: write the Kubernetes Jobs that grade in N shards and merge; grade
+    nothing. Every folder the command names must lie in the claim's mount."""
+    _check_jobs(args, "--kubernetes", args.kubernetes, "Jobs")
+    workdir = Path.cwd()
+    mount = (args.kubernetes_mount or workdir).resolve()
+    claim = args.kubernetes_claim or cluster.KUBERNETES_CLAIM
+    image = args.kubernetes_image or cluster.KUBERNETES_IMAGE
+    named = [
+        ("the current directory", workdir),
+        ("the submissions", args.path),
+        ("--out", args.out),
+        ("--shards", args.shards),
+        ("--similar-to", args.similar_to),
+        ("--policy", args.policy),
+        ("--submitted-at", args.submitted_at),
+        ("--roster", args.roster),
+    ]
+    for what, path in named:
+        if path is not None and not path.resolve().is_relative_to(mount):
+            raise GradingError(
+                f"--kubernetes: {what} ({path}) is not in {mount}, where the pods mount the claim"
+                f" {claim!r}: run the command from inside the claim's folder, with every folder in"
+                " it, and give --kubernetes-mount the folder where the claim is mounted here"
+            )
+    out = args.out.resolve()
+    checkout = Path(__file__).resolve().parent.parent
+    written = cluster.kubernetes_jobs(
+        out / "kubernetes",
+        job_command(argv, "python"),
+        args.assignment,
+        args.kubernetes,
+        max(1, args.workers),
+        workdir,
+        checkout,
+        claim,
+        mount,
+        image,
+    )
+    print(f"Kubernetes: {len(written)} files in {out / 'kubernetes'}; run with")
+    print(f"  sh {written[-1]}    (kubectl options after it, e.g. --namespace NAME)")
+    print(
+        f"(an Indexed Job of {args.kubernetes} pods, --shard I/{args.kubernetes}, then the merge"
+        f" Job once it has ended; the claim {claim!r} mounted at {mount}; the pods need user"
+        " namespaces: hostUsers false, procMount Unmasked, no seccomp or AppArmor profile, the"
+        " namespace's Pod Security level 'privileged'; the TAs' guide, Kubernetes)"
+    )
+    if not checkout.is_relative_to(mount):
+        print(f"note: the pods import autograder from {checkout}: the image must hold it there")
+    if image == cluster.KUBERNETES_IMAGE:
+        print(
+            f"note: the image is the placeholder {image}: give --kubernetes-image with an image"
+            " of this course's environment (python, its packages, util-linux)"
+        )
+    return EXIT_OK
+
+
+def command_parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m autograder``."""
     parser = argparse.ArgumentParser(
         prog="python -m autograder",
         description="Grade student notebooks with nbgrader, in parallel, safely.",
@@ -1222,8 +1337,44 @@ def main(argv: list[str] | None = None) -> int:
         help="grade nothing: write OUT/slurm/ (shards.sbatch, a job array of N shards with this"
         " command's options; merge.sbatch; submit.sh, which submits both) and say how to run it",
     )
+    cmd.add_argument(
+        "--kubernetes",
+        type=int,
+        default=None,
+        metavar="N",
+        help="grade nothing: write OUT/kubernetes/ (shards.yaml, an Indexed Job of N pods, each"
+        " a shard with this command's options; merge.yaml, the merge Job; submit.sh, which"
+        " applies the first, waits until it has ended, then applies the second)",
+    )
+    cmd.add_argument(
+        "--kubernetes-claim",
+        default=None,
+        metavar="NAME",
+        help=f"with --kubernetes: the PersistentVolumeClaim that holds the folders"
+        f" ({cluster.KUBERNETES_CLAIM})",
+    )
+    cmd.add_argument(
+        "--kubernetes-mount",
+        type=Path,
+        default=None,
+        metavar="FOLDER",
+        help="with --kubernetes: where the claim is mounted here and in the pods; the current"
+        " directory and every folder of the command lie in it (the current directory)",
+    )
+    cmd.add_argument(
+        "--kubernetes-image",
+        default=None,
+        metavar="IMAGE",
+        help="with --kubernetes: the pods' container image, the course's environment"
+        f" (a placeholder: {cluster.KUBERNETES_IMAGE})",
+    )
     cmd.add_argument("--force", action="store_true", help="judge unchanged submissions again")
     cmd.add_argument("--quiet", action="store_true")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = command_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as stop:
@@ -1240,8 +1391,24 @@ def main(argv: list[str] | None = None) -> int:
         grader_memory_mb=args.grader_memory_mb,
     )
     try:
+        given = sys.argv[1:] if argv is None else argv
+        kubernetes_only = [
+            option
+            for option, value in (
+                ("--kubernetes-claim", args.kubernetes_claim),
+                ("--kubernetes-mount", args.kubernetes_mount),
+                ("--kubernetes-image", args.kubernetes_image),
+            )
+            if value is not None
+        ]
+        if kubernetes_only and args.kubernetes is None:
+            raise GradingError(f"{', '.join(kubernetes_only)}: only with --kubernetes N")
+        if args.slurm is not None and args.kubernetes is not None:
+            raise GradingError("--slurm and --kubernetes: one or the other")
         if args.slurm is not None:
-            return write_slurm(args, sys.argv[1:] if argv is None else argv)
+            return write_slurm(args, given)
+        if args.kubernetes is not None:
+            return write_kubernetes(args, given)
         shard = cluster.parse_shard(args.shard) if args.shard is not None else None
         return grade(
             args.assignment,

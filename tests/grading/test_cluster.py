@@ -1,6 +1,7 @@
 """Grading on several machines: ``grade --shard I/N`` then ``grade --merge`` (autograder.cluster).
 
-The partition and the merge's checks are pure and fast; one run of the real command (marked
+The partition, the merge's checks and the job files are pure and fast: the Kubernetes Jobs are
+checked against the Kubernetes schema offline (kubernetes-validate, strict), not run. One run of the real command (marked
 ``sandbox``) grades three Assignment 1 submissions (two honest, one blank) on one machine, then
 as a Slurm job array of two shards and a merge on a one-node Slurm cluster, and finds every
 score, status and record the same; the merge then refuses a missing shard and other settings.
@@ -12,11 +13,14 @@ import csv
 import json
 import os
 import random
+import re
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 from autograder import cluster, grade
 from autograder.grade import command_line
@@ -130,12 +134,229 @@ def test_the_command_writes_a_job_array_and_a_dependent_merge(tmp_path, capsys, 
         (["--slurm", "0"], "--slurm 0: the number of shards must be at least 1"),
         (["--slurm", "2", "--merge"], "--slurm writes the scripts that run --shard and --merge"),
         (["--shard", "0/2", "--merge"], "--shard and --merge: one or the other"),
+        (["--kubernetes", "0"], "--kubernetes 0: the number of shards must be at least 1"),
+        (["--kubernetes", "-2"], "--kubernetes -2: the number of shards must be at least 1"),
+        (["--kubernetes", "2", "--shard", "0/2"], "--kubernetes writes the Jobs that run --shard"),
+        (["--kubernetes", "2", "--slurm", "2"], "--slurm and --kubernetes: one or the other"),
+        (["--kubernetes-claim", "c", "--slurm", "2"], "--kubernetes-claim: only with --kubernetes"),
+        (["--kubernetes-image", "i"], "--kubernetes-image: only with --kubernetes N"),
     ],
 )
 def test_contradictory_cluster_options_are_refused(tmp_path, capsys, options, words):
     code = grade.main(["grade", ASSIGNMENT, str(tmp_path), "--out", str(tmp_path / "o"), *options])
     assert code == grade.EXIT_FAILED
     assert words in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+# -- the Kubernetes Jobs ---------------------------------------------------------------------
+
+# The first release where user namespaces for pods (hostUsers: false) and procMount: Unmasked
+# are on by default, which the shards' sandbox needs; and the newest the package knows.
+KUBERNETES_VERSIONS = ("1.33.0", "1.37.0")
+
+
+def _kubernetes_validate():
+    try:
+        import kubernetes_validate
+    except ImportError:
+        pytest.fail("kubernetes-validate is not installed here: install requirements-dev.txt")
+    return kubernetes_validate
+
+
+def schema_check(document: dict, version: str = KUBERNETES_VERSIONS[0]) -> None:
+    """The Kubernetes schema of ``version``, offline and strict (an unknown field is an error)."""
+    _kubernetes_validate().validate(document, version, strict=True)
+
+
+def _write_jobs(tmp_path: Path, *options: str) -> tuple[dict, dict, Path]:
+    argv = ["grade", ASSIGNMENT, "in", "--out", "o", "--workers", "3", "--kubernetes", "4",
+            *options]  # fmt: skip
+    assert grade.main(argv) == grade.EXIT_OK
+    folder = tmp_path / "o" / "kubernetes"
+    assert sorted(p.name for p in folder.iterdir()) == ["merge.yaml", "shards.yaml", "submit.sh"]
+    (shards,) = yaml.safe_load_all((folder / "shards.yaml").read_text())
+    (merge,) = yaml.safe_load_all((folder / "merge.yaml").read_text())
+    return shards, merge, folder
+
+
+@pytest.mark.parametrize("version", KUBERNETES_VERSIONS)
+def test_the_command_writes_an_indexed_job_and_a_merge_job_that_the_schema_accepts(
+    tmp_path, capsys, monkeypatch, version
+):
+    monkeypatch.chdir(tmp_path)
+    shards, merge, folder = _write_jobs(tmp_path)
+    said = capsys.readouterr().out
+    assert f"sh {folder / 'submit.sh'}" in said and "placeholder" in said
+    schema_check(shards, version)
+    schema_check(merge, version)
+    assert shards["kind"] == merge["kind"] == "Job"
+    spec = shards["spec"]
+    assert (spec["completionMode"], spec["completions"], spec["parallelism"]) == ("Indexed", 4, 4)
+    assert shards["metadata"]["name"] == "grade-a1-rnn-bptt"  # a DNS label: no "_"
+    assert merge["metadata"]["name"] == "grade-a1-rnn-bptt-merge"
+    for job, role in ((shards, "shard"), (merge, "merge")):
+        pod = job["spec"]["template"]["spec"]
+        (container,) = pod["containers"]
+        assert container["name"] == role and container["image"] == cluster.KUBERNETES_IMAGE
+        assert pod["volumes"] == [{"name": "grading",
+                                   "persistentVolumeClaim": {"claimName": "grading"}}]  # fmt: skip
+        assert container["volumeMounts"] == [{"name": "grading", "mountPath": str(tmp_path)}]
+        assert container["workingDir"] == str(tmp_path)
+        assert pod["restartPolicy"] == "Never" and pod["securityContext"]["runAsNonRoot"]
+        security = container["securityContext"]
+        assert security["capabilities"] == {"drop": ["ALL"]}
+        assert security["allowPrivilegeEscalation"] is False and "privileged" not in security
+    # the shards' sandbox in rootless mode: a user namespace of the pod's own, an unmasked /proc
+    shard_pod = spec["template"]["spec"]
+    assert shard_pod["hostUsers"] is False
+    assert shard_pod["containers"][0]["securityContext"]["procMount"] == "Unmasked"
+    assert shard_pod["containers"][0]["resources"] == {"requests": {"cpu": "3"}}
+    assert shard_pod["containers"][0]["command"][-2:] == ["--shard", "$(JOB_COMPLETION_INDEX)/4"]
+    assert "hostUsers" not in merge["spec"]["template"]["spec"]  # the merge runs no kernel
+    assert merge["spec"]["template"]["spec"]["containers"][0]["command"][-1] == "--merge"
+    text = (folder / "shards.yaml").read_text() + (folder / "merge.yaml").read_text()
+    assert "kubectl apply -f" in text and "privileged" in text
+    for job in (shards, merge):  # the shards and the merge write no jobs of their own
+        assert not any(p.startswith("--kubernetes") for p in job["spec"]["template"]["spec"][
+            "containers"][0]["command"])  # fmt: skip
+    assert subprocess.run(["sh", "-n", str(folder / "submit.sh")]).returncode == 0
+    assert os.access(folder / "submit.sh", os.X_OK)
+
+
+def test_the_claim_the_mount_and_the_image_are_options(tmp_path, capsys, monkeypatch):
+    (tmp_path / "claim" / "course").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "claim" / "course")
+    shards, merge, _ = _write_jobs(tmp_path / "claim" / "course", "--kubernetes-claim",
+                                   "claim-ta", "--kubernetes-mount", "..", "--kubernetes-image",
+                                   "registry.example.org/course:2025")  # fmt: skip
+    assert "placeholder" not in capsys.readouterr().out
+    for job in (shards, merge):
+        schema_check(job)
+        pod = job["spec"]["template"]["spec"]
+        assert pod["volumes"][0]["persistentVolumeClaim"] == {"claimName": "claim-ta"}
+        (container,) = pod["containers"]
+        assert container["volumeMounts"][0]["mountPath"] == str(tmp_path / "claim")
+        assert container["workingDir"] == str(tmp_path / "claim" / "course")
+        assert container["image"] == "registry.example.org/course:2025"
+        assert "--kubernetes-claim" not in container["command"]
+
+
+@pytest.mark.parametrize(
+    "where, value",
+    [
+        (["spec"], {"completionMod": "Indexed"}),  # a misspelt key
+        (["spec"], {"completions": "4"}),  # a count as a string
+        (["spec", "template", "spec"], {"hostUser": False}),
+        (
+            ["spec", "template", "spec", "containers", 0, "securityContext"],
+            {"procMont": "Unmasked"},
+        ),
+        (["spec", "template", "spec", "containers", 0], {"command": "python -m autograder"}),
+    ],
+)
+def test_the_schema_check_refuses_a_wrong_field(tmp_path, monkeypatch, where, value):
+    """The check the Jobs pass is not vacuous: the same document with one field wrong fails."""
+    monkeypatch.chdir(tmp_path)
+    shards, _, _ = _write_jobs(tmp_path)
+    schema_check(shards)
+    part = shards
+    for key in where:
+        part = part[key]
+    part.update(value)
+    with pytest.raises(_kubernetes_validate().ValidationError):
+        schema_check(shards)
+
+
+def _kubernetes_expanded(part: str, index: int) -> str:
+    """A container's command argument as Kubernetes runs it: "$$" a "$", $(VAR) its value."""
+    values = {"JOB_COMPLETION_INDEX": str(index)}
+    return re.sub(r"\$\$|\$\((\w+)\)", lambda m: values[m[1]] if m[1] else "$", part)
+
+
+def test_the_jobs_run_the_commands_of_the_slurm_scripts(tmp_path, monkeypatch):
+    """Shard I of the Indexed Job and array task I of Slurm run the same grade command, and the
+    two merges too: the same arguments once the command line is parsed ("$", quotes and
+    non-ASCII kept as they are)."""
+    monkeypatch.chdir(tmp_path)
+    options = ["grade", ASSIGNMENT, "in", "--out", 'o$HOME "é"', "--workers", "2", "--timeout",
+               "20", "--force", "--policy", "p.toml"]  # fmt: skip
+    assert grade.main([*options, "--slurm", "3"]) == grade.EXIT_OK
+    assert grade.main([*options, "--kubernetes", "3", "--kubernetes-claim", "c"]) == 0
+    slurm, kubernetes = tmp_path / 'o$HOME "é"' / "slurm", tmp_path / 'o$HOME "é"' / "kubernetes"
+
+    def exec_line(script: Path) -> list[str]:
+        (line,) = [x for x in script.read_text().splitlines() if x.startswith("exec ")]
+        return shlex.split(line)[4:]  # from "grade" on: without exec, python, -m, autograder
+
+    def container_command(file: Path) -> list[str]:
+        (job,) = yaml.safe_load_all(file.read_text())
+        return job["spec"]["template"]["spec"]["containers"][0]["command"][3:]
+
+    parse = grade.command_parser().parse_args
+    shard_task, shard_pod = (
+        exec_line(slurm / "shards.sbatch"),
+        container_command(kubernetes / "shards.yaml"),
+    )
+    for index in range(3):
+        from_slurm = [x.replace("$SLURM_ARRAY_TASK_ID", str(index)) for x in shard_task]
+        from_kubernetes = [_kubernetes_expanded(x, index) for x in shard_pod]
+        expected = parse([*options, "--shard", f"{index}/3"])
+        assert parse(from_slurm) == parse(from_kubernetes) == expected
+    merge_slurm = exec_line(slurm / "merge.sbatch")
+    merge_kubernetes = [_kubernetes_expanded(x, 0) for x in container_command(
+        kubernetes / "merge.yaml")]  # fmt: skip
+    assert parse(merge_slurm) == parse(merge_kubernetes) == parse([*options, "--merge"])
+    assert parse(merge_kubernetes).out == Path('o$HOME "é"')
+
+
+def test_the_kubernetes_folders_must_lie_in_the_claim(tmp_path, capsys, monkeypatch):
+    (tmp_path / "claim").mkdir()
+    monkeypatch.chdir(tmp_path / "claim")
+    argv = ["grade", ASSIGNMENT, str(tmp_path / "elsewhere"), "--out", "o", "--kubernetes", "2"]
+    assert grade.main(argv) == grade.EXIT_FAILED
+    assert f"the submissions ({tmp_path / 'elsewhere'}) is not in {tmp_path / 'claim'}" in (
+        capsys.readouterr().err
+    )
+    assert not (tmp_path / "claim" / "o").exists()
+    inside = ["grade", ASSIGNMENT, "in", "--out", "o", "--kubernetes", "2"]
+    assert grade.main([*inside, "--roster", "../r.csv"]) == grade.EXIT_FAILED
+    assert "--roster (../r.csv) is not in" in capsys.readouterr().err
+    assert grade.main([*argv, "--kubernetes-mount", str(tmp_path)]) == grade.EXIT_OK
+    assert (tmp_path / "claim" / "o" / "kubernetes" / "shards.yaml").exists()
+
+
+def test_submit_applies_the_shards_waits_for_their_end_then_merges(tmp_path, monkeypatch):
+    """submit.sh against a stand-in kubectl: the shards' Job ends Failed (a shard failed), the
+    merge still runs, and the script exits with the merge pod's exit code."""
+    monkeypatch.chdir(tmp_path)
+    _, _, folder = _write_jobs(tmp_path)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    kubectl = bin_dir / "kubectl"
+    kubectl.write_text(
+        "#!/bin/sh\n"
+        'echo "$*" >> "$KUBECTL_LOG"\n'
+        'case "$*" in\n'
+        '*"get job grade-a1-rnn-bptt-merge "*) echo Complete ;;\n'
+        '*"get job grade-a1-rnn-bptt "*) echo "FailureTarget Failed" ;;\n'
+        '*"get pods"*) printf 2 ;;\n'
+        '*"logs job/"*) echo "merge: 3 graded" ;;\n'
+        "esac\n"
+    )
+    kubectl.chmod(0o755)
+    log = tmp_path / "kubectl.log"
+    env = os.environ | {"PATH": f"{bin_dir}:{os.environ['PATH']}", "KUBECTL_LOG": str(log)}
+    result = subprocess.run(["sh", str(folder / "submit.sh"), "--namespace", "course"], env=env,
+                            capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert "shards: Failed" in result.stdout and "merge: Complete (exit code 2)" in result.stdout
+    calls = [line.split(" ", 3)[2:] for line in log.read_text().splitlines()]
+    assert all(line.startswith("--namespace course ") for line in log.read_text().splitlines())
+    assert [c[0] for c in calls] == ["delete", "apply", "get", "apply", "get", "logs", "get"]
+    assert calls[1] == ["apply", "-f shards.yaml"] and calls[3] == ["apply", "-f merge.yaml"]
+    assert calls[2][1].startswith("job grade-a1-rnn-bptt ")
+    assert calls[4][1].startswith("job grade-a1-rnn-bptt-merge ")
 
 
 # -- the merge's checks ----------------------------------------------------------------------

@@ -280,6 +280,25 @@ def test_exports_without_a_roster_say_which_columns_are_empty(tmp_path):
         exports.load_roster(tmp_path / "twice.csv")
 
 
+def test_a_grades_row_names_its_columns_by_one_rule():
+    """grades.csv's header and each row's cells come from the one GradeRow: the policy's
+    columns after max (only under a policy), the parts after them, and the final score that the
+    exports carry is the policy's final total when there is one."""
+    row = grade.GradeRow("s1", file="s1.ipynb", status="graded", total=7.0, max=10.0,
+                         parts={"p1": 3.0, "p2": 4.0}, feedback="f.html")  # fmt: skip
+    plain = ["student", "file", "status", "total", "max", "p1", "p2", "flags", "message",
+             "feedback"]  # fmt: skip
+    assert grade.GradeRow.columns(["p1", "p2"], late=False) == plain
+    assert list(row.csv()) == plain and row.csv()["p2"] == 4.0 and row.final == 7.0
+    row.late = dict.fromkeys(policy.COLUMNS, "") | {"raw total": 7.0, "final total": 6.3}
+    with_policy = grade.GradeRow.columns(["p1", "p2"], late=True)
+    assert with_policy == [*plain[:5], *policy.COLUMNS, *plain[5:]]
+    assert list(row.csv()) == with_policy and row.final == 6.3 == row.csv()["final total"]
+    one, two = {"a1": None}, {"a1": None, "a1_extra": None}
+    assert grade.part_column(one, "a1", "p1") == "p1"
+    assert grade.part_column(two, "a1_extra", "p1") == "a1_extra:p1"
+
+
 def _kept(score: float, final: float, digest: str = "d1", extension: str = "") -> dict:
     terms = {"due": "D", "extension": extension, "late days left": "3", "rule": "R"}
     return regrades.kept({"p1": score, "total": score, "final total": final}, ["p1"], digest, terms)
