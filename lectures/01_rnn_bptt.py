@@ -613,6 +613,7 @@ print(f"(lecture ran in {time.perf_counter() - LECTURE_START:.0f} s)")
 #
 # **Next:** Assignment 1 (`a1_rnn_bptt`) has you build these pieces again in NumPy: the
 # forward pass and its loss, BPTT checked against autograd, global-norm clipping, and a
-# written question on what truncation cuts away. Lecture 2 replaces the tanh cell by gated
+# written question on which dependencies truncated BPTT can teach, with the state carried
+# across chunks or reset. Lecture 2 replaces the tanh cell by gated
 # cells, the LSTM {cite:p}`hochreiter1997lstm` and the GRU {cite:p}`cho2014learning`, that let
 # gradients travel further, and compares them {cite:p}`chung2014empirical`.

@@ -733,4 +733,5 @@ print(f"(lecture ran in {time.perf_counter() - LECTURE_START:.0f} s)")
 #
 # **Next:** Assignment 2 (`a2_lstm_gru`) has you write the LSTM and GRU cells in NumPy, run
 # an LSTM over a padded batch with a mask, pick a quote-detecting cell from activations, and
-# explain why the forget gate preserves gradients.
+# work out how far a gradient travels along the GRU's update gate, and what tying the GRU's
+# gates costs.

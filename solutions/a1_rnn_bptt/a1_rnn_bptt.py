@@ -30,7 +30,8 @@
 # 2. push a loss that sits only at the end of each sequence back through time, through the
 #    padding, and check it against autograd (Part B);
 # 3. rescale a set of gradients to a maximum global norm without touching the originals (Part C);
-# 4. explain what truncating BPTT does and does not cut away (Part D, written).
+# 4. work out which dependencies truncated BPTT can teach, with the state carried across
+#    windows or reset (Part D, written).
 #
 # ## Notation
 #
@@ -244,6 +245,9 @@ def rnn_backward(
     states, predictions = rnn_forward(inputs, lengths, h0, params)
     n_rows, n_steps, _ = inputs.shape
     real = (np.arange(n_steps) < np.reshape(lengths, (-1, 1)))[:, :, None]  # (B, T, 1)
+    # Padding may hold anything, NaN included: choose 0 there rather than multiply by a mask
+    # (0 * NaN is NaN), so that no padded input enters the products below.
+    inputs = np.where(real, inputs, 0.0)
     # dL/do for each sequence: (p - one_hot(label)) / B, (B, K)
     logit_grad = predictions.copy()
     logit_grad[np.arange(n_rows), np.asarray(labels)] -= 1.0
@@ -401,28 +405,47 @@ except NotImplementedError:
     print("Implement rnn_backward and clip_by_global_norm first, then run this cell again.")
 
 # %% [markdown]
-# ## Part D: truncated BPTT is not an n-gram model (2 points, graded by hand)
+# ## Part D: what truncated BPTT can teach (2 points, graded by hand)
 #
-# In practice the gradient is not pushed back through the whole history: the sequence is cut
-# into windows of $T$ steps, the parameters are updated after each window, and backpropagation
-# stops at the window's start. An n-gram model also looks only at a fixed window of recent
-# tokens. In 3 to 6 sentences, explain why training an RNN with truncated BPTT over windows of
-# $T$ steps is **not** the same as using a model that only sees the last $T$ tokens. Say what the
-# truncation does cut away, and what it leaves intact.
+# In practice the gradient is not pushed back through the whole history: a long stream is cut
+# into windows of $k$ steps, the parameters are updated after each window, and backpropagation
+# stops at the window's start (Lecture 1, Section 3). Take Lecture 1's setting, a loss at
+# every step, on a toy stream: the RNN reads random bits $x_1, x_2, \dots$ (each 0 or 1 with
+# probability 1/2, independently), and its output at step $t$ must be the bit it read five
+# steps earlier, $x_{t-5}$. It is trained with windows of $k = 8$ steps, numbered
+# $j = 1, \dots, 8$ within a window, in one of two ways:
+#
+# * **(a) carried**: the state is carried from one window into the next and detached, as in
+#   Lecture 1;
+# * **(b) reset**: the state is reset to $h_0 = 0$ at the start of every window.
+#
+# In 4 to 7 sentences, for (a) and for (b): at which positions $j$ does the loss give the
+# weights a gradient that links the output to the bit it must recall? What accuracy, averaged
+# over the 8 positions, can the trained network reach at best (where its state does not hold
+# that bit, it can only guess), and why? What changes with windows of $k = 4$? You may count
+# in the code cell below; it is not graded.
+
+# %%
+# Not graded: count here for Part D (which positions j of a window can see, or be trained
+# to recall, the bit read five steps earlier, for k = 8 and k = 4, carried or reset).
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "tbptt_vs_ngram", "locked": false, "points": 2, "schema_version": 3, "solution": true, "task": false}
-# **Model answer.** Truncation acts on the backward pass only. In the forward pass the hidden
-# state is carried from one window into the next (it is detached, not reset), and $h_t$ is a
-# function of every input since the start of the stream, so a prediction can depend on a token
-# that lies far more than $T$ steps back. An n-gram model with the same window conditions only on
-# the last $T$ tokens: anything older has no influence at all, and it keeps a separate count or
-# parameter per context instead of one shared recurrence. What truncation removes is the learning
-# signal for long dependencies: no gradient says how a change of the weights would have altered a
-# state more than $T$ steps before the loss, so the network is never trained directly to store
-# information for longer than the window. It can still use older information that its
-# short-range training happened to keep in the state.
+# **Model answer.** The bit recalled at position $j$ was read at $j - 5$, inside the same window
+# only for $j = 6, 7, 8$: at these 3 positions of 8 the backward pass reaches it, in (a) and (b)
+# alike, since both cut the graph at the window's start; at $j = 1, \dots, 5$ the bit lies in the
+# previous window, behind the cut. With (b) the reset also erases it from the state, so
+# positions 1 to 5 can only be guessed: at best $(3 \cdot 1 + 5 \cdot 0.5)/8 = 68.75\%$. With
+# (a) the state still holds the bit (the forward pass crosses the border), and the weights
+# learned at $j = 6, 7, 8$, which keep every bit for five steps, work at every position, since
+# the network cannot tell where a window starts: at best 100%. So truncation limits what the
+# gradient can teach to dependencies shorter than the window, not what the model can use, as
+# long as the state is carried; resetting it limits both. With $k = 4$ the bit always lies in an
+# earlier window: no position ever gets a gradient for it, (b) is left at chance (50%), and (a)
+# recalls only what its dynamics happen to keep, in practice about chance as well.
 #
-# *Grading notes: 1 point for saying the hidden state (the memory) still flows across window
-# boundaries in the forward pass, so the model's context is unbounded; 1 point for saying the
-# truncation limits only how far back gradients (credit assignment) reach, so dependencies longer
-# than T are learned weakly or indirectly.*
+# *Grading notes: 1 point for the positions $j = 6, 7, 8$ (the only ones the gradient links
+# to their bit, in both schemes; none with $k = 4$); 1 point for 100% with the state carried
+# (the forward pass crosses the border and the same weights apply there) against 68.75% with it
+# reset (positions 1 to 5 guess), and chance with $k = 4$. A tanh RNN of 32 units trained so
+# (3,000 Adam steps, 3 seeds) reached 100% carried and 68.6 to 68.9% reset with $k = 8$, and 50
+# to 56% carried with $k = 4$: about chance.*

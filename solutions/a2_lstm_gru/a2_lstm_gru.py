@@ -26,7 +26,8 @@
 # 2. run an LSTM over a padded batch, using a mask so that padding changes nothing (Part B);
 # 3. compute one GRU step (Part C);
 # 4. pick, from recorded activations, the cell that best detects "inside a quote" (Part D);
-# 5. explain why the forget gate lets gradients survive long distances (Part E, written).
+# 5. work out how far a gradient travels along the GRU's update gate, and what tying its gates
+#    costs (Part E, written).
 #
 # ## Notation
 #
@@ -368,33 +369,52 @@ except NotImplementedError:
     print("Implement lstm_cell_forward first, then run this cell again.")
 
 # %% [markdown]
-# ## Part E: why the forget gate preserves gradients (2 points, graded by hand)
+# ## Part E: the GRU's memory path (2 points, graded by hand)
 #
-# In 4 to 8 sentences, explain why gradients can travel much further back in time through an
-# LSTM than through a vanilla RNN. Use the derivative $\partial c_t / \partial c_{t-1}$ along the
-# cell path, compare it with the Jacobian $\partial h_t / \partial h_{t-1}$ of a tanh RNN, and
-# say what the forget gate has to do for the gradient to survive, and why initialising its bias
-# to about 1 helps.
+# Lecture 2 differentiated the LSTM's cell update along the cell path. The GRU of Part C has no
+# cell: its memory path is the term $z_t \odot h_{t-1}$ of
+# $h_t = (1 - z_t) \odot \tilde h_t + z_t \odot h_{t-1}$. In 4 to 7 sentences:
+#
+# 1. Holding $z_t$ and $\tilde h_t$ fixed, what is $\partial h_t / \partial h_{t-1}$ along this
+#    path, and what carries the gradient from $h_T$ back to $h_t$?
+# 2. Take a GRU whose update-gate pre-activations sit at their biases, with
+#    $b^{\text{in}}_z + b^{\text{rec}}_z = 0$ for every unit, or $= 3$ for every unit (as at
+#    initialisation, with small weights). In each case, how much of the gradient survives 40
+#    steps back along this path, and what share of the candidate $\tilde h_t$ enters $h_t$ at
+#    each step?
+# 3. An LSTM with forget-gate bias 3 and input-gate bias 0 keeps as much along its cell path.
+#    What does the GRU with bias 3 give up that this LSTM does not, and why? Compare
+#    $\partial h_t / \partial \tilde h_t$ with $\partial c_t / \partial \tilde c_t$.
+#
+# You may check your numbers with your `gru_cell_forward` in the code cell below; it is not
+# graded.
+
+# %%
+# Not graded: check your numbers for Part E here. In a one-unit GRU whose weights are all zero
+# (biases as you choose), h_40 is an affine function of h_0: run gru_cell_forward 40 times from
+# two values of h_0, one apart, and the difference of the two h_40 is the derivative.
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "forget_gate_gradients", "locked": false, "points": 2, "schema_version": 3, "solution": true, "task": false}
-# **Model answer.** Along the cell path, $c_t = f_t \odot c_{t-1} + i_t \odot \tilde c_t$ gives
-# $\partial c_t / \partial c_{t-1} = \operatorname{diag}(f_t)$, so the gradient that reaches
-# $c_t$ from $c_T$ is multiplied only by the product of the forget gates in between, one number
-# per unit. In a tanh RNN, $\partial h_t / \partial h_{t-1} = \operatorname{diag}(1 - h_t^2)\,W$:
-# the same matrix $W$ is applied at every step and the $\tanh$ derivative is at most 1, so the
-# product behaves like $\rho(W)^k$ and vanishes (or explodes) exponentially unless $W$ is tuned
-# very precisely. The LSTM's cell update is additive: the sum passes the gradient on to
-# $c_{t-1}$ unchanged apart from the gate, with no squashing function and no weight matrix on
-# this path. When the network keeps $f_t \approx 1$ for a unit (it learns to do so where the
-# memory is useful, and the gate depends on the input, so it can also choose to forget), the
-# gradient passes back almost intact across many steps. With a forget bias of 0, freshly
-# initialised gates sit near $\sigma(0) = 0.5$ and the cell path halves the gradient at each
-# step; a bias of about 1 gives $\sigma(1) \approx 0.73$ and more, so long-range gradients
-# exist from the first updates and the network can discover long dependencies. Other paths
-# (through $h_{t-1}$ and the gates) can still vanish or explode, so this is a route for the
-# gradient, not a guarantee.
+# **Model answer.** Along the memory path $\partial h_t / \partial h_{t-1} = \operatorname{diag}(z_t)$,
+# so $\partial h_T / \partial h_t = \operatorname{diag}\big(\prod_{j=t+1}^{T} z_j\big)$: the
+# update gate plays the forget gate's part, with no weight matrix and no $\tanh'$ on the path.
+# With biases 0, $z = \sigma(0) = 0.5$: 40 steps leave $0.5^{40} \approx 9.1 \cdot 10^{-13}$ of
+# the gradient, and each step lets in half of the candidate. With biases 3,
+# $z = \sigma(3) \approx 0.953$ keeps $0.953^{40} \approx 0.14$ of it (a one-unit GRU with zero
+# weights gives $\partial h_{40} / \partial h_0 = 0.143$ by finite differences), but only
+# $1 - z \approx 0.047$ of each new candidate enters the state. The gates are tied:
+# $\partial h_t / \partial \tilde h_t = \operatorname{diag}(1 - z_t)$, so the bias that keeps the
+# memory also makes the GRU write slowly (it writes only as much as it forgets) and shrinks the
+# gradient that reaches the candidate and its weights $U_h$, $W_h$ to 0.047 of what reaches
+# $h_t$. The LSTM's gates are separate: with forget bias 3 it keeps the same $0.953^{40}$ along
+# its cell path, yet it still writes with $i_t = \sigma(0) = 0.5$, and
+# $\partial c_t / \partial \tilde c_t = \operatorname{diag}(i_t)$ passes about 10.5 times more
+# gradient to its candidate. Training moves each $z_t$ unit by unit and step by step (it depends
+# on the input), so a trained GRU can keep some units and write others, and the full Jacobian
+# has other paths (through $\tilde h_t$, $z_t$ and $r_t$) as well.
 #
-# *Grading notes: 1 point for the derivative $\operatorname{diag}(f_t)$ of the additive cell
-# path contrasted with the repeated $W$ and $\tanh'$ of the RNN Jacobian; 1 point for saying
-# that gradients survive when the (learned, input-dependent) forget gates stay close to 1, and
-# that a positive forget bias puts them there at initialisation.*
+# *Grading notes: 1 point for $\operatorname{diag}(z_t)$ and the product of the update gates,
+# with about $9 \cdot 10^{-13}$ at bias 0 and about 0.14 at bias 3 after 40 steps; 1 point for
+# the cost of tying the gates: with $z \approx 0.953$ only $1 - z \approx 0.047$ of the
+# candidate, and of the gradient towards it, gets through, where the LSTM keeps its memory and
+# still writes (and passes gradient to $\tilde c_t$) through an input gate near 0.5.*

@@ -30,7 +30,8 @@
 #    log-probabilities of the next token (Part C);
 # 4. run beam search with length normalisation over any model given as a step function
 #    (Part D);
-# 5. explain exposure bias and what scheduled sampling does about it (Part E, written).
+# 5. work out how much of exposure bias scheduled sampling at a fixed rate removes, and what its
+#    targets teach (Part E, written).
 #
 # ## Notation
 #
@@ -606,32 +607,49 @@ except NotImplementedError:
     print("Implement Part D first, then run this cell again.")
 
 # %% [markdown]
-# ## Part E: exposure bias (2 points, graded by hand)
+# ## Part E: exposure bias under scheduled sampling (2 points, graded by hand)
 #
-# In 4 to 8 sentences: during training with teacher forcing, what does the decoder receive as
-# $y_{t-1}$, and what does it receive when it runs freely at test time? Why can one early
-# mistake make the following ones more likely? Name one remedy, scheduled sampling, say what it
-# changes in training, and what it costs or risks.
+# Lecture 4 trained its numbers model with teacher forcing and measured what running free does
+# to its errors. Suppose it is trained instead with **scheduled sampling** at a fixed rate
+# $\epsilon = 0.25$: at every step $t \ge 2$ of training, the token it reads as $y_{t-1}$ is, with
+# probability $\epsilon$, its own prediction instead of the target's $y^\ast_{t-1}$, and the loss
+# at step $t$ still asks for $y^\ast_t$. Suppose also that its own prediction is wrong with
+# probability $q = 0.1$ at any step whose prefix is right. For a six-digit number the target
+# has 7 tokens: six digits and $\langle/s\rangle$.
+#
+# In 4 to 7 sentences:
+#
+# 1. For $t = 2, \dots, 7$, what is the probability that the prefix read at step $t$ holds at
+#    least one wrong token, in training and at test time (running free)? Compare the two at
+#    $t = 7$, and with teacher forcing.
+# 2. What does the loss teach the model at a step whose prefix holds a wrong digit? Is that
+#    right for this task? Name a task where it would not be, and say why.
+#
+# You may compute in the code cell below; it is not graded.
+
+# %%
+# Not graded: compute the probabilities of Part E here.
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "exposure_bias", "locked": false, "points": 2, "schema_version": 3, "solution": true, "task": false}
-# **Model answer.** With teacher forcing the decoder is trained to predict $y_t$ from the
-# **reference** prefix $y_{<t}$: at every step it is fed the correct previous token, whatever
-# it would have predicted itself, so it only ever sees prefixes from the training data. At test
-# time there is no reference; it runs freely and is fed its **own** previous outputs (greedy or
-# beam-search choices). Once it emits a wrong token, it is conditioned on a prefix unlike any it
-# saw in training, where its predictions are less reliable; the next token is then more likely
-# to be wrong too, and errors compound along the output (the gap grows with the length of the
-# output). This mismatch between training and test inputs is exposure bias. Scheduled sampling
-# (Bengio et al., 2015) feeds the decoder, at each training step, its own sampled prediction
-# instead of the reference token with a probability $\epsilon$ that grows during training (a
-# curriculum from teacher forcing towards free running), so it learns to recover from its own
-# mistakes. Its costs: the steps of a sentence must be decoded one after another (no parallel
-# teacher-forced pass over the whole target), so training is slower; the objective is no
-# longer a proper likelihood (gradients do not flow through the sampling decisions, and the
-# target $y_t$ may no longer fit the fed prefix), and a schedule that moves too fast can hurt
-# training.
+# **Model answer.** The prefix read at step $t$ holds $t - 1$ tokens, and a wrong token stays in
+# it, so only the first one matters. In training a token read is wrong when it is the model's
+# own (probability $\epsilon$) and that is wrong ($q$), so the prefix is right with probability
+# $(1 - \epsilon q)^{t-1} = 0.975^{t-1}$; running free every token is the model's own, and the
+# prefix is right with probability $(1 - q)^{t-1} = 0.9^{t-1}$. A wrong prefix then has
+# probability 0.025, 0.049, 0.073, 0.096, 0.119 and 0.141 for $t = 2, \dots, 7$ in training,
+# against 0.100, 0.190, 0.271, 0.344, 0.410 and 0.469 at test time. At $t = 7$ the model meets
+# a wrong prefix in 14% of its training steps and in 47% of its outputs at test, about 0.30 as
+# often (about $\epsilon$ times, for small $q$); teacher forcing never showed it one. So
+# scheduled sampling at this rate narrows the mismatch, it does not remove it. At a step after
+# a wrong digit the loss still asks for $y^\ast_t$, the right next digit: it teaches the model
+# to carry on correctly whatever it wrote before. That is right here, since each digit of the
+# output is fixed by the source and its position, not by the digits written before it. It is
+# wrong where an earlier token changes what should follow: in a translation whose reference is
+# "he did not go", a model that wrote "he didn't" is taught to go on with "not".
 #
-# *Grading notes: 1 point for teacher forcing (reference prefix) against free running (own
-# predictions) and why errors compound (unseen prefixes); 1 point for scheduled sampling
-# (mixing in the model's own predictions with a growing probability) with one cost (sequential,
-# slower training, or a biased objective, or sensitivity to the schedule).*
+# *Grading notes: 1 point for the probabilities, $1 - 0.975^{t-1}$ in training against
+# $1 - 0.9^{t-1}$ at test (0.141 against 0.469 at $t = 7$, and 0 under teacher forcing), so
+# the model trains on far fewer wrong prefixes than it meets; 1 point for the target: the
+# reference token $y^\ast_t$ teaches recovery, right for digits fixed by position, wrong when
+# an earlier token changes what should follow (another word order or wording, a token that
+# shifts the rest).*
