@@ -441,11 +441,10 @@ except NotImplementedError:
 # gradient can teach to dependencies shorter than the window, not what the model can use, as
 # long as the state is carried; resetting it limits both. With $k = 4$ the bit always lies in an
 # earlier window: no position ever gets a gradient for it, (b) is left at chance (50%), and (a)
-# recalls only what its dynamics happen to keep, in practice about chance as well.
+# recalls the bit only if dynamics learned for other reasons happen to keep it, which nothing
+# in its training rewards.
 #
 # *Grading notes: 1 point for the positions $j = 6, 7, 8$ (the only ones the gradient links
 # to their bit, in both schemes; none with $k = 4$); 1 point for 100% with the state carried
 # (the forward pass crosses the border and the same weights apply there) against 68.75% with it
-# reset (positions 1 to 5 guess), and chance with $k = 4$. A tanh RNN of 32 units trained so
-# (3,000 Adam steps, 3 seeds) reached 100% carried and 68.6 to 68.9% reset with $k = 8$, and 50
-# to 56% carried with $k = 4$: about chance.*
+# reset (positions 1 to 5 guess), and chance with $k = 4$.*
