@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import math
 import platform
 import statistics
@@ -40,12 +41,24 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import torch
 
 from course.analysis.bert import heldout_batches, read_nsp_pairs
 from course.analysis.elmo import heldout_perplexity
-from course.checkpoints import CHECKPOINT_DIR, REMAKE_COMMAND, checkpoint_vocab, save_checkpoint
+from course.checkpoints import (
+    CHECKPOINT_DIR,
+    HELDOUT_FIGURE,
+    REMAKE_COMMAND,
+    available_checkpoints,
+    check_text,
+    checkpoint_vocab,
+    heldout_bits_per_char,
+    load_checkpoint,
+    load_heldout_text,
+    save_checkpoint,
+)
 from course.data.bert_inputs import make_nsp_pairs, pretraining_batches
 from course.data.code import CharVocab, load_python_source, random_windows
 from course.data.english import load_prose, prose_text
@@ -551,6 +564,36 @@ RECIPES: dict[str, Callable[[Path, torch.device], dict]] = {
 }
 
 
+def heldout_figure(model: torch.nn.Module, metadata: dict, text: str) -> Any:
+    """A checkpoint's held-out figure on ``text``, measured as its recipe measures it: BERT's
+    pretraining figures, the biLM's perplexities, or a character model's bits per character."""
+    heldout = metadata["heldout"]
+    if heldout.get("figure") == "pretraining":
+        return bert_heldout(model, metadata, text)
+    if "perplexity" in heldout:
+        return bilm_heldout(model, metadata, text)
+    return round(heldout_bits_per_char(model, metadata, text), 6)
+
+
+def record_checks(directory: Path) -> list[str]:
+    """Measure each checkpoint in ``directory`` on the start of its held-out text
+    (:func:`course.checkpoints.check_text`) and record it as ``heldout.check``, which
+    ``save_checkpoint`` writes for a checkpoint made since; the weights are not touched."""
+    torch.set_num_threads(THREADS)
+    lines = []
+    for name in available_checkpoints(directory):
+        model, metadata = load_checkpoint(name, directory)
+        check = check_text(load_heldout_text(name, directory))
+        key = metadata["heldout"].get("figure") or HELDOUT_FIGURE[type(metadata["vocab"])]
+        with torch.no_grad():
+            figure = heldout_figure(model, metadata, check)
+        metadata["heldout"]["check"] = {"characters": len(check), key: figure}
+        path = Path(directory) / f"{name}.json"
+        path.write_text(json.dumps(metadata, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        lines.append(f"{name}: {key} {figure} on the first {len(check):,} characters")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -563,7 +606,16 @@ def main(argv: list[str] | None = None) -> int:
         default="cpu",
         help="where to train: cpu (the default), cuda or mps; checkpoints are saved on the CPU",
     )
+    parser.add_argument(
+        "--record-checks",
+        action="store_true",
+        help="measure each checkpoint in --out on the start of its held-out text, record it "
+        "in its JSON (heldout.check, which the suite reproduces) and exit; trains nothing",
+    )
     args = parser.parse_args(argv)
+    if args.record_checks:
+        print("\n".join(record_checks(args.out)))
+        return 0
     if args.list:
         print("\n".join(sorted(RECIPES)))
         return 0

@@ -9,7 +9,9 @@ is three files in this package's folder, shipped in the bundle and the wheel:
 - ``<name>.pt``: the model's ``state_dict`` in float32, read with ``torch.load(weights_only=True)``;
 - ``<name>.json``: its metadata: model class and configuration, a hash of the source of the
   module that defines the model, vocabulary, training settings (steps, seed...), corpus,
-  held-out figure, torch version, the command that remakes it, and the hash of the weights;
+  held-out figure (and the same figure on the text's first tenth, ``heldout.check``, which the
+  suite reproduces quickly), torch version, the command that remakes it, and the hash of the
+  weights;
 - ``<name>.heldout.txt.gz``: the held-out text its recorded figure was measured on.
 
 Usage::
@@ -64,6 +66,7 @@ __all__ = [
     "checkpoint_vocab",
     "load_heldout_text",
     "heldout_bits_per_char",
+    "check_text",
 ]
 
 CHECKPOINT_DIR = Path(__file__).resolve().parent  # where ``make checkpoints`` writes
@@ -87,7 +90,7 @@ NESTED_KEYS = {
     "model": ("module", "class", "config", "source_file", "code_sha256", "parameters"),
     "training": ("function", "steps", "seed"),
     "corpus": ("description",),
-    "heldout": ("file", "characters", "sha256", "evaluation"),
+    "heldout": ("file", "characters", "sha256", "evaluation", "check"),
 }
 # The held-out figure each kind of vocabulary's model records.
 HELDOUT_FIGURE = {str: "bits_per_char", list: "perplexity"}
@@ -173,6 +176,18 @@ def heldout_bits_per_char(model: nn.Module, metadata: Mapping[str, Any], text: s
     if "window" in evaluation:  # fixed windows, each started afresh (Lecture 8's models)
         return windowed_bits_per_char(model, ids, **evaluation)
     return bits_per_char(model, ids, **evaluation)
+
+
+def check_text(text: str) -> str:
+    """The part of a held-out text on which the suite checks a shipped checkpoint: its first
+    tenth, to the end of that line (whole sentences, pairs or lines).
+
+    The whole held-out figure takes tens of seconds for the biLM and BERT on a 2-core laptop;
+    ``make checkpoints`` records the figure on this part too (``heldout.check``), so a test can
+    show quickly that the weights and the code still give what they gave when it was made.
+    """
+    end = text.find("\n", len(text) // 10)
+    return text if end < 0 else text[: end + 1]
 
 
 def _float32_state(model: nn.Module) -> dict[str, torch.Tensor]:
@@ -271,12 +286,17 @@ def save_checkpoint(
         metadata["tokenizer"] = "wordpiece"
     was_training = model.training
     model.eval()
-    if heldout_figure is None:
-        figure: Any = round(heldout_bits_per_char(model, metadata, heldout_text), 6)
-    else:
-        figure = heldout_figure(model, metadata, heldout_text)
-    model.train(was_training)
+
+    def measure(text: str) -> Any:
+        if heldout_figure is None:
+            return round(heldout_bits_per_char(model, metadata, text), 6)
+        return heldout_figure(model, metadata, text)
+
+    figure = measure(heldout_text)
+    check = check_text(heldout_text)
     key = figure_name or HELDOUT_FIGURE[type(metadata["vocab"])]
+    metadata["heldout"]["check"] = {"characters": len(check), key: measure(check)}
+    model.train(was_training)
     if figure_name is not None:
         metadata["heldout"]["figure"] = figure_name
     metadata["heldout"] = {key: figure, **metadata["heldout"]}

@@ -15,11 +15,13 @@ import torch
 import course.checkpoints as ckpt
 from course.checkpoints import (
     CHECKPOINT_DIR,
+    HELDOUT_FIGURE,
     METADATA_KEYS,
     NESTED_KEYS,
     CheckpointError,
     StaleCheckpointError,
     available_checkpoints,
+    check_text,
     checkpoint_vocab,
     heldout_bits_per_char,
     load_checkpoint,
@@ -32,7 +34,7 @@ from course.data.code import CharVocab
 from course.data.wordpiece import SPECIAL_TOKENS, WordPiece
 from course.models.bert import BertConfig, BertForPreTraining
 from course.models.recurrent import CharLSTM, CharRNN
-from tools.make_checkpoints import RECIPES, bert_heldout, bilm_heldout
+from tools.make_checkpoints import RECIPES, bert_heldout, heldout_figure, record_checks
 
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = available_checkpoints()
@@ -49,28 +51,33 @@ def test_the_course_ships_every_checkpoint_that_make_checkpoints_makes():
 
 @pytest.mark.parametrize("name", SHIPPED)
 def test_a_shipped_checkpoint_loads_and_reproduces_its_heldout_figure(name, one_thread):
+    """On the start of its held-out text (check_text), recorded when it was made: the whole
+    text takes up to a minute for the biLM and BERT, and the same weights and code give the
+    same figures on any part of it."""
     model, meta = load_checkpoint(name)
     assert type(model).__name__ == meta["model"]["class"] and not model.training
     assert all(p.dtype == torch.float32 for p in model.parameters())
-    evaluate = torch.no_grad()  # the same figures, without keeping a graph for the backward pass
-    if meta["heldout"].get("figure") == "pretraining":  # a BERT: MLM and NSP on held-out pairs
-        recorded = meta["heldout"]["pretraining"]
-        with evaluate:
-            measured = bert_heldout(model, meta, load_heldout_text(name))
-        assert measured == pytest.approx(recorded, abs=1e-3), (name, measured, recorded)
-        return
-    if "perplexity" in meta["heldout"]:  # a word-level model: perplexity in each direction
-        recorded = meta["heldout"]["perplexity"]
-        with evaluate:
-            measured = bilm_heldout(model, meta, load_heldout_text(name))
-        assert measured == pytest.approx(recorded, rel=1e-3), (name, measured, recorded)
-        return
-    recorded = meta["heldout"]["bits_per_char"]
-    with evaluate:
-        measured = heldout_bits_per_char(model, meta, load_heldout_text(name))
-    assert measured == pytest.approx(recorded, abs=2e-3), (
-        f"{name}: held-out {measured:.4f} bits/char, recorded {recorded:.4f}"
-    )
+    text = check_text(load_heldout_text(name))
+    check = meta["heldout"]["check"]
+    assert check["characters"] == len(text) < len(load_heldout_text(name)) / 5
+    key = meta["heldout"].get("figure") or HELDOUT_FIGURE[type(meta["vocab"])]
+    with torch.no_grad():  # the same figures, without keeping a graph for the backward pass
+        measured = heldout_figure(model, meta, text)
+    if key == "bits_per_char":
+        assert measured == pytest.approx(check[key], abs=2e-3), (name, measured, check[key])
+    elif key == "perplexity":
+        assert measured == pytest.approx(check[key], rel=1e-3), (name, measured, check[key])
+    else:  # a BERT: MLM and NSP on held-out pairs
+        assert measured == pytest.approx(check[key], abs=1e-3), (name, measured, check[key])
+
+
+def test_the_check_text_is_the_first_tenth_to_the_end_of_a_line():
+    text = "".join(f"line {i}\n" for i in range(100))  # 690 characters
+    part = check_text(text)
+    assert part.endswith("\n") and text.startswith(part)
+    assert len(text) // 10 <= len(part) < len(text) // 10 + len("line 99\n")
+    assert check_text("no newline at all") == "no newline at all"
+    assert check_text("") == ""
 
 
 @pytest.mark.parametrize("name", SHIPPED)
@@ -222,8 +229,28 @@ def test_save_then_load_gives_back_the_same_model(tmp_path):
     ids = checkpoint_vocab(meta).encode("return x")[None, :]  # (1, T)
     model.eval()
     assert torch.equal(loaded(ids)[0], model(ids)[0])
-    figure = heldout_bits_per_char(loaded, meta, load_heldout_text("tiny", tmp_path))
+    text = load_heldout_text("tiny", tmp_path)
+    figure = heldout_bits_per_char(loaded, meta, text)
     assert figure == pytest.approx(meta["heldout"]["bits_per_char"], abs=1e-5)
+    part = check_text(text)
+    assert meta["heldout"]["check"]["characters"] == len(part) < len(text)
+    measured = heldout_bits_per_char(loaded, meta, part)
+    assert meta["heldout"]["check"]["bits_per_char"] == pytest.approx(measured, abs=1e-5)
+
+
+def test_record_checks_measures_the_start_of_the_heldout_text_again(tmp_path, one_thread):
+    _, saved = _tiny(
+        tmp_path, heldout_text="".join(f"def f{i}(x):\n    return x\n" for i in range(30))
+    )
+    path = tmp_path / "tiny.json"
+    meta = json.loads(path.read_text())
+    meta["heldout"]["check"] = {"characters": 1, "bits_per_char": 99.0}  # a wrong record
+    path.write_text(json.dumps(meta))
+    assert record_checks(tmp_path) == [
+        f"tiny: bits_per_char {saved['heldout']['check']['bits_per_char']} on the first "
+        f"{saved['heldout']['check']['characters']:,} characters"
+    ]
+    assert read_metadata("tiny", tmp_path) == saved
 
 
 def test_save_refuses_a_config_that_does_not_rebuild_the_model(tmp_path):
