@@ -1,5 +1,5 @@
 """The options of a grading run: one frozen ``GradingOptions``, built once from the command line
-(``autograder.grade.options_from``) and passed whole to ``grade``."""
+(``autograder.platform.grade.options_from``) and passed whole to ``grade``."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder import grade, similarity
-from autograder.sandbox import Limits
+from autograder.platform import grade, similarity
+from autograder.platform.sandbox import Limits
 
 
 def _options(*argv: str) -> grade.GradingOptions:

@@ -12,8 +12,8 @@ twice on the same folder neither duplicates nor loses anything; ``--force`` judg
 
 On several machines: ``--shard I/N`` (I from 0) on each judges one shard of the batch and
 records nothing; ``--merge`` then records every shard's results as one run would have
-(:mod:`autograder.cluster`). ``--slurm N`` and ``--kubernetes N`` grade nothing: they write the
-jobs that run both on a Slurm or Kubernetes cluster.
+(:mod:`autograder.platform.cluster`). ``--slurm N`` and ``--kubernetes N`` grade nothing: they
+write the jobs that run both on a Slurm or Kubernetes cluster.
 
 Exit code: 0 all graded, nothing for a human; 1 only written answers wait for manual
 grading; 2 some submission needs a look (see its status); 3 the command itself failed.
@@ -43,12 +43,13 @@ from pathlib import Path
 import nbformat
 from tqdm import tqdm
 
-from autograder import cluster, exports, judge, markup, nbgrading, policy, regrades, similarity
 from autograder import nbgrader_format as fmt
+from autograder import nbgrading
 from autograder.fingerprint import grading_fingerprint
-from autograder.recorder import Recorder
-from autograder.report import write_report
-from autograder.sandbox import (
+from autograder.platform import cluster, exports, judge, markup, policy, regrades, similarity
+from autograder.platform.recorder import Recorder
+from autograder.platform.report import write_report
+from autograder.platform.sandbox import (
     ROOT,
     ROOTLESS,
     Limits,
@@ -657,7 +658,7 @@ def judge_all(todo: list[Entry], assignment: str, course: Path, options: Grading
 def grade(assignment: str, path: Path, out: Path, options: GradingOptions) -> int:
     """Grade the submissions in ``path`` into ``out``; the exit code (module docstring).
 
-    With ``options.shard`` (I, N): judge only shard I of N (:mod:`autograder.cluster`) into
+    With ``options.shard`` (I, N): judge only shard I of N (:mod:`autograder.platform.cluster`) into
     ``SHARDS/I-of-N`` and record nothing. With ``options.merge``: judge nothing, take every
     shard's judged submissions from ``SHARDS`` and record them, as a run on one machine would
     have.
@@ -1221,7 +1222,7 @@ def write_slurm(args: argparse.Namespace, argv: list[str]) -> int:
         args.slurm,
         max(1, args.workers),
         Path.cwd(),
-        Path(__file__).resolve().parent.parent,
+        fmt.REPO,
     )
     print(f"Slurm: {len(written)} files in {out / 'slurm'}; submit with")
     print(f"  sh {written[-1]}")
@@ -1259,7 +1260,7 @@ def write_kubernetes(args: argparse.Namespace, argv: list[str]) -> int:
                 " it, and give --kubernetes-mount the folder where the claim is mounted here"
             )
     out = args.out.resolve()
-    checkout = Path(__file__).resolve().parent.parent
+    checkout = fmt.REPO
     written = cluster.kubernetes_jobs(
         out / "kubernetes",
         job_command(argv, "python"),
@@ -1348,7 +1349,7 @@ def command_parser() -> argparse.ArgumentParser:
         help="course policy (TOML): due dates, extensions, late days and the late penalty;"
         " applied to each total: grades.csv gains the columns 'raw total', 'late by',"
         " 'late days used', 'penalty', 'final total' and 'policy' (why they differ);"
-        " the rules are in the TAs' guide and autograder/policy.py",
+        " the rules are in the TAs' guide and autograder/platform/policy.py",
     )
     cmd.add_argument(
         "--submitted-at",
