@@ -1,7 +1,8 @@
-"""``python -m autograder grade ASSIGNMENT PATH --workers N --out DIR``: see autograder.grade."""
+"""``python -m autograder grade ASSIGNMENT PATH --workers N --out DIR``: see
+``autograder.platform.grade``."""
 
 import sys
 
-from autograder.grade import main
+from autograder.platform.grade import main
 
 sys.exit(main())

@@ -20,7 +20,7 @@ c.Execute.timeout = 120
 c.OverwriteCells.add_missing_cells = True
 
 # Feedback shows no hidden-test source (the TA grading command also writes tracebacks without
-# hidden lines: see autograder/judge.py).
+# hidden lines: see autograder/platform/judge.py).
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
     "nbgrader.preprocessors.ClearHiddenTests",

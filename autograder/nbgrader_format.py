@@ -10,8 +10,9 @@
   ``autograder/nbgrader_config.py``; :func:`nbgrader` runs the nbgrader command line in it;
   :func:`release`, :func:`submit`, :func:`autograde` and :func:`read_grades` drive it.
 
-The build (``tools/build.py``), the TA grading command (``autograder/grade.py``), the judge and
-the tests all use these functions; none of them parses nbgrader metadata or markers itself.
+The build (``tools/build.py``), the TA grading command (``autograder/platform/grade.py``), the
+judge and the tests all use these functions; none of them parses nbgrader metadata or markers
+itself.
 """
 
 from __future__ import annotations

@@ -32,8 +32,8 @@ import nbformat
 from nbclient import NotebookClient
 
 from autograder import nbgrader_format as nbg
-from autograder.grade import command_line
 from autograder.nbgrader_format import grade_id, is_test_code
+from autograder.platform.grade import command_line
 from tools.notebooks import REPO
 from tools.submissions import honest_submission
 

@@ -36,7 +36,7 @@ import nbformat
 import pytest
 
 from autograder import nbgrader_format as nbg
-from autograder.grade import command_line
+from autograder.platform.grade import command_line
 from tools.browser import launch, offline_context
 from tools.build import BUILD, DIST, FITS, TIMINGS, grades_path
 from tools.notebooks import REPO

@@ -37,7 +37,7 @@ import pytest
 
 from autograder import nbgrader_format as fmt
 from autograder.hidden import shortcuts
-from autograder.judge import top_level_names
+from autograder.platform.judge import top_level_names
 from tests.grading.solution_loader import ROOT, Solution, lecture_functions, load_solution, run_cell
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py

@@ -1,4 +1,5 @@
-"""Grading on several machines: ``grade --shard I/N`` then ``grade --merge`` (autograder.cluster).
+"""Grading on several machines: ``grade --shard I/N`` then ``grade --merge``
+(autograder.platform.cluster).
 
 The partition, the merge's checks and the job files are pure and fast: the Kubernetes Jobs are
 checked against the Kubernetes schema offline (kubernetes-validate, strict), not run. One run of the real command (marked
@@ -22,8 +23,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from autograder import cluster, grade
-from autograder.grade import command_line
+from autograder.platform import cluster, grade
+from autograder.platform.grade import command_line
 from tests.grading.solution_loader import ROOT
 from tools import slurm
 from tools.submissions import honest_folder

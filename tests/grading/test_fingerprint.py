@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from autograder import grade
 from autograder.fingerprint import files_digest, grading_fingerprint, grading_inputs
 from autograder.nbgrader_format import REPO, assignment_ids
+from autograder.platform import grade
 from tools import build
 
 ASSIGNMENT = assignment_ids()[0]
@@ -54,7 +54,7 @@ def _deepest_course_module(root: Path) -> Path:
 EDITS = {
     "a hidden-check module": lambda r: r / "autograder" / "hidden" / f"{ASSIGNMENT}.py",
     "the shared traps (hidden/shortcuts.py)": lambda r: r / "autograder/hidden/shortcuts.py",
-    "the judge": lambda r: r / "autograder" / "judge.py",
+    "the judge": lambda r: r / "autograder" / "platform" / "judge.py",
     "the nbgrader format": lambda r: r / "autograder" / "nbgrader_format.py",
     "the nbgrader configuration": lambda r: r / "autograder" / "nbgrader_config.py",
     "course/checks": lambda r: r / "course" / "checks" / "__init__.py",

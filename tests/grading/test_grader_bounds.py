@@ -1,12 +1,12 @@
 """The grader's own processes have memory bounds: what a submission makes them read can cost
-that submission a status, never the machine's memory (autograder/recorder.py, grade.py)."""
+that submission a status, never the machine's memory (autograder/platform/recorder.py, grade.py)."""
 
 from __future__ import annotations
 
 import multiprocessing
 
-from autograder import grade
-from autograder.sandbox import Limits, set_memory_bound
+from autograder.platform import grade
+from autograder.platform.sandbox import Limits, set_memory_bound
 
 
 def _allocate(megabytes: int, bound: int, connection) -> None:

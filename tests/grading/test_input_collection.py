@@ -1,6 +1,7 @@
 """What the TA command makes of its input, before any grading: every notebook-named file or zip
 member is one student's row or a row that says why it cannot be graded, nothing outside the
-input is read, nothing blocks, and no two students share an id (autograder/grade.py: collect)."""
+input is read, nothing blocks, and no two students share an id (autograder/platform/grade.py:
+collect)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.grade import GradingError, collect, student_id
+from autograder.platform.grade import GradingError, collect, student_id
 
 NOTEBOOK = "a1_rnn_bptt"
 
@@ -79,7 +80,7 @@ def test_links_and_special_files_are_rows_never_opened(tmp_path):
 
 
 def test_a_file_over_the_size_limit_is_a_row_and_is_not_kept(tmp_path, monkeypatch):
-    import autograder.grade as grade
+    import autograder.platform.grade as grade
 
     monkeypatch.setattr(grade, "MAX_FILE_BYTES", 1000)
     folder = tmp_path / "in"
@@ -160,7 +161,7 @@ def test_every_zip_member_is_a_row_whatever_is_wrong_with_it(tmp_path):
 
 
 def test_a_zip_is_read_a_member_at_a_time(tmp_path, monkeypatch):
-    import autograder.grade as grade
+    import autograder.platform.grade as grade
 
     monkeypatch.setattr(grade, "MAX_FILE_BYTES", 8 << 20)
     zeros = b"\0" * (20 << 20)
@@ -242,7 +243,7 @@ def test_a_zip_with_bad_members_is_graded_and_every_member_is_a_row(tmp_path):
     import csv
     import subprocess
 
-    from autograder.grade import EXIT_LOOK, command_line
+    from autograder.platform.grade import EXIT_LOOK, command_line
     from tools.notebooks import REPO
 
     blank = (REPO / "assignments" / NOTEBOOK / f"{NOTEBOOK}.ipynb").read_bytes()

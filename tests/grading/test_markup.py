@@ -1,7 +1,7 @@
 """Student markup rendered for a TA or a student: sanitised, with math, tables and images kept.
 
 The browser test (tests/grading/test_ta_grading.py) opens formgrader and the feedback files in
-Chromium; these tests pin the rules of autograder/markup.py one by one, without a browser.
+Chromium; these tests pin the rules of autograder/platform/markup.py one by one, without a browser.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import base64
 
 import pytest
 
-from autograder import markup
-from autograder.sandbox import _displayable
+from autograder.platform import markup
+from autograder.platform.sandbox import _displayable
 
 PNG = "data:image/png;base64," + base64.b64encode(b"\x89PNG\r\n\x1a\n").decode()
 
@@ -89,7 +89,7 @@ def test_the_grading_config_routes_html_exports_through_the_sanitiser(tmp_path):
     config = PyFileConfigLoader(config_file.name, str(tmp_path)).load_config()
     exporter = config.HTMLExporter
     assert exporter.sanitize_html is True
-    assert exporter.filters["markdown2html"] == "autograder.markup.markdown2html"
+    assert exporter.filters["markdown2html"] == "autograder.platform.markup.markdown2html"
     assert str(markup.TEMPLATES) in exporter.extra_template_basedirs
     assert (markup.TEMPLATES / "base" / "mathjax.html.j2").is_file()
 

@@ -1,9 +1,9 @@
 """The course policy of the TA command (``--policy``, ``--submitted-at``), its exports
 (``canvas.csv``, ``moodle.csv``, ``--roster``) and its regrade log (``regrades.csv``).
 
-Unit tests of every rule of :mod:`autograder.policy`, of where submission times come from, of
-the exports' exact rows and of the regrade log's reasons; and one run of the real command on
-two submissions of Assignment 1, re-run under a changed policy (marked ``sandbox``)."""
+Unit tests of every rule of :mod:`autograder.platform.policy`, of where submission times come
+from, of the exports' exact rows and of the regrade log's reasons; and one run of the real
+command on two submissions of Assignment 1, re-run under a changed policy (marked ``sandbox``)."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder import exports, grade, policy, regrades
-from autograder.grade import command_line
+from autograder.platform import exports, grade, policy, regrades
+from autograder.platform.grade import command_line
 from tests.grading.solution_loader import ROOT
 from tools.submissions import honest_folder
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder.grade import command_line
-from autograder.sandbox import ROOT, sandbox_mode
+from autograder.platform.grade import command_line
+from autograder.platform.sandbox import ROOT, sandbox_mode
 from tests.grading import unprivileged
 from tools.notebooks import REPO
 
@@ -27,7 +27,7 @@ pytestmark = pytest.mark.sandbox
 MODE_OF_THIS_USER = [
     sys.executable,
     "-c",
-    "from autograder.sandbox import *; print(sandbox_mode())",
+    "from autograder.platform.sandbox import *; print(sandbox_mode())",
 ]
 
 

@@ -24,9 +24,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import grade, judge, similarity
 from autograder import nbgrader_format as fmt
-from autograder.report import write_report
+from autograder.platform import grade, judge, similarity
+from autograder.platform.report import write_report
 from tests.grading.solution_loader import ROOT
 
 ASSIGNMENT = "a1_rnn_bptt"

@@ -15,8 +15,8 @@ import json
 import nbformat
 import pytest
 
-from autograder import judge
 from autograder import nbgrader_format as fmt
+from autograder.platform import judge
 from tools.build import ASSIGNMENTS
 from tools.submissions import honest_submission
 

@@ -29,8 +29,8 @@ import pytest
 from nbgrader.api import Gradebook
 
 from autograder.fingerprint import grading_fingerprint
-from autograder.grade import command_line, prepare_course
-from autograder.sandbox import BASE_UID, N_SLOTS
+from autograder.platform.grade import command_line, prepare_course
+from autograder.platform.sandbox import BASE_UID, N_SLOTS
 from tests.grading import unprivileged
 from tests.grading.attacks import cases, write_cases
 from tools.build import BUILD
@@ -374,7 +374,7 @@ def test_nothing_in_the_kernel_world_says_grading(batch):
 
 
 def test_the_sandbox_drops_a_reply_over_the_cap_undecoded(monkeypatch, tmp_path):
-    from autograder import sandbox, wire
+    from autograder.platform import sandbox, wire
 
     monkeypatch.setattr(sandbox, "MAX_PAYLOAD_CHARS", 1000)
     kernel = sandbox.SandboxKernel(tmp_path, sandbox.Limits(cell_timeout=20))
@@ -393,7 +393,7 @@ def test_the_sandbox_drops_a_reply_over_the_cap_undecoded(monkeypatch, tmp_path)
 
 
 def test_the_grader_refuses_a_message_over_the_reply_cap_unread(tmp_path):
-    from autograder import sandbox, wire
+    from autograder.platform import sandbox, wire
 
     kernel = sandbox.SandboxKernel(tmp_path, sandbox.Limits(cell_timeout=20, reply_mb=1))
     try:
@@ -633,7 +633,7 @@ def test_recording_starts_before_the_judging_ends(root_batch):
 @IN_ROOT_GROUP
 def test_the_recorder_reports_what_nbgrader_could_not_record(root_batch, tmp_path):
     batch = root_batch  # the same in either mode: root's batch only
-    from autograder.recorder import Recorder
+    from autograder.platform.recorder import Recorder
 
     course = _recording_course(batch, tmp_path / "course", ("honest_correct", "honest_blank"))
     shutil.copytree(batch["course"] / "submitted" / "honest_blank", course / "submitted" / "ghost")
@@ -669,7 +669,7 @@ def _recording_course(batch: dict, target: Path, students: tuple[str, ...]) -> P
 
 @IN_ROOT_GROUP
 def test_a_submission_that_records_past_its_deadline_is_a_status_not_a_stall(root_batch, tmp_path):
-    from autograder.recorder import TIMED_OUT, Recorder
+    from autograder.platform.recorder import TIMED_OUT, Recorder
 
     course = _recording_course(root_batch, tmp_path / "course", ("honest_correct",))
     recorder = Recorder(course, ASSIGNMENT, seconds=0.05)  # nbgrader needs seconds for it
@@ -683,7 +683,7 @@ def test_a_submission_that_records_past_its_deadline_is_a_status_not_a_stall(roo
 
 @IN_ROOT_GROUP
 def test_a_dead_recorder_loses_no_recorded_row_and_names_the_rest(root_batch, tmp_path):
-    from autograder.recorder import RESULTS, Recorder
+    from autograder.platform.recorder import RESULTS, Recorder
 
     students = ("honest_correct", "honest_blank")
     course = _recording_course(root_batch, tmp_path / "course", students)
@@ -706,7 +706,7 @@ def test_a_dead_recorder_loses_no_recorded_row_and_names_the_rest(root_batch, tm
 
 @IN_ROOT_GROUP
 def test_outputs_are_kept_to_the_caps_and_the_record_says_so(root_batch):
-    from autograder.sandbox import MAX_IMAGE_CHARS, MAX_OUTPUT_CHARS
+    from autograder.platform.sandbox import MAX_IMAGE_CHARS, MAX_OUTPUT_CHARS
 
     judged = root_batch["course"] / "judged" / "oversized_outputs" / ASSIGNMENT
     cells = json.loads((judged / f"{ASSIGNMENT}.json").read_text())["cells"]

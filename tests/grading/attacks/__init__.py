@@ -257,7 +257,8 @@ def hostile_markdown(prefix: str) -> str:
     )
 
 
-# Outputs each under the reply cap, over the grader's per-cell caps (autograder/sandbox.py).
+# Outputs each under the reply cap, over the grader's per-cell caps
+# (autograder/platform/sandbox.py).
 OVERSIZED_OUTPUTS = """
 from IPython.display import display
 display({"image/png": "A" * 3_000_000, "text/plain": "an image"}, raw=True)

@@ -3,7 +3,7 @@
 One self-contained page (inline CSS, no script, nothing fetched): the score distribution, the
 pass rate of every part, the most common failure messages of each part with the students who
 got them, every submission that needs a look with its status and message, and the pairs of
-submissions whose solution code is similar, side by side (:mod:`autograder.similarity`).
+submissions whose solution code is similar, side by side (:mod:`autograder.platform.similarity`).
 Everything that comes from a submission (messages, ids, code) is escaped.
 """
 
@@ -15,8 +15,8 @@ import re
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from autograder import judge
-from autograder.similarity import Result
+from autograder.platform import judge
+from autograder.platform.similarity import Result
 
 NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 TOP_MESSAGES = 5
@@ -257,8 +257,8 @@ def write_report(
 ) -> Path:
     """Write the report of a batch: the CSV's ``rows``, ``parts`` (column -> points), the
     ``manual`` columns (written answers), the judge's ``records`` (failure messages), the
-    ``similarity`` of the submissions' code (:mod:`autograder.similarity`; a string: why the
-    comparison failed) and, under a course policy, its ``policy_columns`` of every row."""
+    ``similarity`` of the submissions' code (:mod:`autograder.platform.similarity`; a string:
+    why the comparison failed) and, under a course policy, its ``policy_columns`` of every row."""
     counts = Counter(r["status"] for r in rows)
     summary = "".join(
         f"<tr><td>{_e(status)}</td><td class=num>{counts[status]}</td></tr>"

@@ -25,7 +25,7 @@ import sys
 import traceback
 from pathlib import Path
 
-from autograder.sandbox import set_memory_bound
+from autograder.platform.sandbox import set_memory_bound
 
 LOG = "recording.log"  # in the course folder: nbgrader's own output while it records
 

@@ -19,8 +19,8 @@ grading course directory configures it (:func:`exporter_config`) so that:
   command made it, so math renders offline and cannot become a link, a style or a request.
 
 Outputs need no such pass: the judge keeps only text, PNG images and errors
-(``autograder/sandbox.py``), which nbconvert escapes; the exporter's own ``sanitize_html`` is
-switched on as well, for any HTML output a future change lets through.
+(``autograder/platform/sandbox.py``), which nbconvert escapes; the exporter's own
+``sanitize_html`` is switched on as well, for any HTML output a future change lets through.
 """
 
 from __future__ import annotations
@@ -227,17 +227,17 @@ def exporter_config() -> str:
     import nbgrader
 
     nbgrader_templates = Path(nbgrader.__file__).parent / "server_extensions/formgrader/templates"
-    repo = str(Path(__file__).resolve().parent.parent)
+    repo = str(Path(__file__).resolve().parents[2])  # the checkout: autograder/platform/markup.py
     return f"""
 # Student markup never runs in a TA's or a student's browser, and math renders offline:
-# see autograder/markup.py (the TA's Jupyter server imports it from the repository).
+# see autograder/platform/markup.py (the TA's Jupyter server imports it from the repository).
 import sys as _sys
 if {repo!r} not in _sys.path:
     _sys.path.append({repo!r})
 c.HTMLExporter.sanitize_html = True
 c.HTMLExporter.filters = {{
-    "markdown2html": "autograder.markup.markdown2html",
-    "local_mathjax": "autograder.markup.mathjax_filter",
+    "markdown2html": "autograder.platform.markup.markdown2html",
+    "local_mathjax": "autograder.platform.markup.mathjax_filter",
 }}
 c.HTMLExporter.extra_template_basedirs = [{str(nbgrader_templates)!r}, {str(TEMPLATES)!r}]
 """

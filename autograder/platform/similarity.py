@@ -36,8 +36,8 @@ from typing import Any
 
 import nbformat
 
-from autograder import judge
 from autograder import nbgrader_format as fmt
+from autograder.platform import judge
 
 # copydetect's noise threshold k (characters of normalised code in one fingerprint) and its
 # winnowing window; window 1 keeps every k-gram (solutions are short, the cost is small).

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from autograder.sandbox import MAX_PAYLOAD_CHARS, SandboxKernel
+from autograder.platform.sandbox import MAX_PAYLOAD_CHARS, SandboxKernel
 
 MIMETYPE = "application/x-call-bridge+json"
 

@@ -489,7 +489,7 @@ _BASE64 = re.compile(r"^[A-Za-z0-9+/=\s]+$")
 
 def _displayable(mimetype: str, value: object) -> bool:
     """Only text and base64 PNG outputs are kept: no HTML, JavaScript, SVG or markdown from the
-    kernel reaches the notebook a TA or a student opens (see autograder/markup.py)."""
+    kernel reaches the notebook a TA or a student opens (see autograder/platform/markup.py)."""
     if mimetype == "text/plain":
         return isinstance(value, str) and bool(value)
     return mimetype == "image/png" and isinstance(value, str) and bool(_BASE64.match(value))

@@ -33,9 +33,9 @@ from typing import Any
 
 import nbformat
 
-from autograder import wire
 from autograder.nbgrader_format import GRADING_KEYS, cell_kind, nbgrader_meta
-from autograder.sandbox import OUT_OF_TIME, Limits, SandboxKernel
+from autograder.platform import wire
+from autograder.platform.sandbox import OUT_OF_TIME, Limits, SandboxKernel
 
 CELL_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 

@@ -12,8 +12,8 @@ twice on the same folder neither duplicates nor loses anything; ``--force`` judg
 
 On several machines: ``--shard I/N`` (I from 0) on each judges one shard of the batch and
 records nothing; ``--merge`` then records every shard's results as one run would have
-(:mod:`autograder.cluster`). ``--slurm N`` and ``--kubernetes N`` grade nothing: they write the
-jobs that run both on a Slurm or Kubernetes cluster.
+(:mod:`autograder.platform.cluster`). ``--slurm N`` and ``--kubernetes N`` grade nothing: they
+write the jobs that run both on a Slurm or Kubernetes cluster.
 
 Exit code: 0 all graded, nothing for a human; 1 only written answers wait for manual
 grading; 2 some submission needs a look (see its status); 3 the command itself failed.
@@ -43,12 +43,13 @@ from pathlib import Path
 import nbformat
 from tqdm import tqdm
 
-from autograder import cluster, exports, judge, markup, nbgrading, policy, regrades, similarity
 from autograder import nbgrader_format as fmt
+from autograder import nbgrading
 from autograder.fingerprint import grading_fingerprint
-from autograder.recorder import Recorder
-from autograder.report import write_report
-from autograder.sandbox import (
+from autograder.platform import cluster, exports, judge, markup, policy, regrades, similarity
+from autograder.platform.recorder import Recorder
+from autograder.platform.report import write_report
+from autograder.platform.sandbox import (
     ROOT,
     ROOTLESS,
     Limits,
@@ -554,53 +555,130 @@ def _settings(limits: Limits) -> str:
     return json.dumps(asdict(limits), sort_keys=True)
 
 
-def grade(
-    assignment: str,
-    path: Path,
-    out: Path,
-    workers: int = 1,
-    limits: Limits | None = None,
-    force: bool = False,
-    quiet: bool = False,
-    similar_to: Path | None = None,
-    similarity_threshold: float = similarity.THRESHOLD,
-    policy_file: Path | None = None,
-    submitted_at: Path | None = None,
-    roster_file: Path | None = None,
-    shard: tuple[int, int] | None = None,
-    shards: Path | None = None,
-    merge: bool = False,
-) -> int:
+@dataclass(frozen=True)
+class GradingOptions:
+    """Everything a run of :func:`grade` takes besides the assignment, the submissions and the
+    output folder: built once from the command line (:func:`options_from`)."""
+
+    workers: int = 1
+    limits: Limits = field(default_factory=Limits)
+    force: bool = False  # judge unchanged submissions again
+    quiet: bool = False
+    # similarity: the folder of past or public solutions, and the score from which a pair is listed
+    similar_to: Path | None = None
+    similarity_threshold: float = similarity.THRESHOLD
+    # the late policy's inputs, and the roster of the exports
+    policy_file: Path | None = None
+    submitted_at: Path | None = None
+    roster_file: Path | None = None
+    # the cluster role: judge shard (I, N) into ``shards``, or merge the shards (neither: a whole
+    # run); ``shards`` is ``OUT/shards`` unless given
+    shard: tuple[int, int] | None = None
+    shards: Path | None = None
+    merge: bool = False
+
+    def __post_init__(self) -> None:
+        if self.shard is not None and self.merge:
+            raise GradingError(
+                "--shard and --merge: one or the other (judge a shard, or merge them)"
+            )
+
+    def shards_folder(self, out: Path) -> Path:
+        return self.shards or out / "shards"
+
+
+def options_from(args: argparse.Namespace) -> GradingOptions:
+    """The options of a run, from the parsed command line (:func:`command_parser`)."""
+    limits = Limits(
+        cell_timeout=args.timeout,
+        memory_mb=args.memory_mb,
+        kernel_memory_mb=args.kernel_memory_mb,
+        reply_mb=args.max_reply_mb,
+        processes=args.max_processes,
+        files=args.max_files,
+        submission_timeout=args.deadline,
+        record_timeout=args.record_timeout,
+        grader_memory_mb=args.grader_memory_mb,
+    )
+    return GradingOptions(
+        workers=max(1, args.workers),
+        limits=limits,
+        force=args.force,
+        quiet=args.quiet,
+        similar_to=args.similar_to.resolve() if args.similar_to else None,
+        similarity_threshold=args.similarity_threshold,
+        policy_file=args.policy,
+        submitted_at=args.submitted_at,
+        roster_file=args.roster,
+        shard=cluster.parse_shard(args.shard) if args.shard is not None else None,
+        shards=args.shards.resolve() if args.shards else None,
+        merge=args.merge,
+    )
+
+
+@dataclass
+class Batch:
+    """What a run and a shard both start from: the course folder, the assignment's notebooks,
+    the submissions, the state of the last run and the submissions to judge."""
+
+    course: Path
+    specs: dict[str, judge.NotebookSpec]
+    collection: Collection
+    state: dict
+    regrading: str  # why every submission is judged again, if the grading changed (else "")
+    todo: list[Entry]
+
+
+def open_batch(
+    assignment: str, path: Path, folder: Path, out: Path, force: bool, limits: Limits
+) -> Batch:
+    """A course folder in ``folder``, the submissions in ``path`` collected into its inbox (and
+    every input's fate in ``folder/inputs.csv``, written first: it stands whatever follows), the
+    state of the last run in ``out`` and what to judge."""
+    folder.mkdir(parents=True, exist_ok=True)
+    course = prepare_course(folder, assignment)
+    specs = load_specs(course, assignment)
+    collection = collect(path, list(specs), folder / "inbox")
+    collection.write_inputs(folder / "inputs.csv")
+    if not collection.entries:
+        raise GradingError(f"no notebooks (*.ipynb) found in {path}")
+    state, regrading = _read_state(_state_path(out), assignment, limits)
+    todo = _todo(collection.entries, state["records"], force)
+    return Batch(course, specs, collection, state, regrading, todo)
+
+
+def judge_all(todo: list[Entry], assignment: str, course: Path, options: GradingOptions):
+    """Judge ``todo`` in ``options.workers`` processes: (entry, record) as each finishes."""
+    jobs = [Job(e, assignment, str(course), options.limits) for e in todo]
+    import torch  # noqa: F401 - imported once here, inherited by every forked worker
+
+    return run_parallel(jobs, options.workers)
+
+
+def grade(assignment: str, path: Path, out: Path, options: GradingOptions) -> int:
     """Grade the submissions in ``path`` into ``out``; the exit code (module docstring).
 
-    With ``shard`` (I, N): judge only shard I of N (:mod:`autograder.cluster`) into
-    ``shards/I-of-N`` (``shards``: ``out/shards`` unless given) and record nothing. With
-    ``merge``: judge nothing, take every shard's judged submissions from ``shards`` and record
-    them, as a run on one machine would have.
+    With ``options.shard`` (I, N): judge only shard I of N (:mod:`autograder.platform.cluster`) into
+    ``SHARDS/I-of-N`` and record nothing. With ``options.merge``: judge nothing, take every
+    shard's judged submissions from ``SHARDS`` and record them, as a run on one machine would
+    have.
     """
-    limits = limits or Limits()
-    if shard is not None and merge:
-        raise GradingError("--shard and --merge: one or the other (judge a shard, or merge them)")
-    shards = shards or out / "shards"
-    if shard is not None:
-        return grade_shard(assignment, path, out, shard, shards, workers, limits, force, quiet)
-    similarity.check_threshold(similarity_threshold)
+    limits, merge, quiet = options.limits, options.merge, options.quiet
+    shards = options.shards_folder(out)
+    if options.shard is not None:
+        return grade_shard(assignment, path, out, options)
+    similarity.check_threshold(options.similarity_threshold)
+    similar_to = options.similar_to
     if similar_to is not None and not similar_to.is_dir():
         raise GradingError(f"--similar-to {similar_to}: no such folder")
-    course_policy, times = read_policy(assignment, policy_file, submitted_at)
+    course_policy, times = read_policy(assignment, options.policy_file, options.submitted_at)
+    roster_file = options.roster_file
     roster, roster_fields = exports.load_roster(roster_file) if roster_file else ({}, set())
     mode = "" if merge else check_sandbox_available()
-    out.mkdir(parents=True, exist_ok=True)
-    course = prepare_course(out, assignment)
-    specs = load_specs(course, assignment)
-    collection = collect(path, list(specs), out / "inbox")
-    collection.write_inputs(out / "inputs.csv")  # written first: it stands whatever follows
-    entries = collection.entries
-    if not entries:
-        raise GradingError(f"no notebooks (*.ipynb) found in {path}")
-
+    batch = open_batch(assignment, path, out, out, options.force, limits)
+    course, specs, collection, state = batch.course, batch.specs, batch.collection, batch.state
+    entries, todo = collection.entries, batch.todo
     state_file = _state_path(out)
-    state, regrading = _read_state(state_file, assignment, limits)
     records: dict[str, dict] = state["records"]
     taken: dict[str, tuple[dict, Path]] = {}  # merged: student -> (record, its shard's course)
     if merge:
@@ -617,8 +695,9 @@ def grade(
         for entry in entries:
             gradebook.update_or_create_student(entry.student)
 
-    todo = _todo(entries, records, force)
-    judged_why = {e.student: regrading or _why_judged(e, records, force) for e in todo}
+    judged_why = {
+        e.student: batch.regrading or _why_judged(e, records, options.force) for e in todo
+    }
     started = time.monotonic()
     if merge:
         lacking = [e.student for e in todo if e.student not in taken]
@@ -630,10 +709,7 @@ def grade(
             )
         judged = ((e, taken[e.student][0]) for e in todo)
     else:
-        jobs = [Job(e, assignment, str(course), limits) for e in todo]
-        import torch  # noqa: F401 - imported once here, inherited by every forked worker
-
-        judged = run_parallel(jobs, workers)
+        judged = judge_all(todo, assignment, course, options)
     # forked before the workers: records as they finish, each within its own deadline
     recorder = Recorder(course, assignment, limits.record_timeout, limits.grader_memory_mb)
     with tqdm(total=len(todo), desc="grading", unit="nb", disable=quiet or None) as bar:
@@ -669,7 +745,7 @@ def grade(
     students = [r.student for r in rows]
     try:
         similar = compare_solutions(
-            course, assignment, specs, students, similar_to, similarity_threshold
+            course, assignment, specs, students, similar_to, options.similarity_threshold
         )
         similarity.write_json(similar, out / "similarity.json")
     except Exception as error:  # noqa: BLE001 - the grades stand; the report says what failed
@@ -710,7 +786,7 @@ def grade(
         if not isinstance(similar, str):
             print(
                 f"similar solutions: {len(similar.pairs)} pair(s) at or above"
-                f" {similarity_threshold:g} ({out / 'similarity.json'}, and the report)"
+                f" {options.similarity_threshold:g} ({out / 'similarity.json'}, and the report)"
             )
         print(f"sandbox: {SANDBOX_WORDS[mode]}")
         print(f"memory: {state['memory']}")
@@ -747,41 +823,25 @@ def _inputs_digest(entries: list[Entry]) -> str:
     return cluster.inputs_digest({e.student: e.digest for e in entries})
 
 
-def grade_shard(
-    assignment: str,
-    path: Path,
-    out: Path,
-    shard: tuple[int, int],
-    shards: Path,
-    workers: int,
-    limits: Limits,
-    force: bool,
-    quiet: bool,
-) -> int:
-    """Judge shard ``shard`` = (I, N) of the submissions in ``path`` into ``shards/I-of-N``
-    (its own course folder and ``shard.json``); nothing is recorded. Reads ``out/state.json``,
-    if there is one, only to skip what the last merged run recorded unchanged."""
-    index, count = shard
+def grade_shard(assignment: str, path: Path, out: Path, options: GradingOptions) -> int:
+    """Judge shard ``options.shard`` = (I, N) of the submissions in ``path`` into
+    ``SHARDS/I-of-N`` (its own course folder and ``shard.json``); nothing is recorded. Reads
+    ``out/state.json``, if there is one, only to skip what the last merged run recorded
+    unchanged."""
+    assert options.shard is not None
+    index, count = options.shard
     mode = check_sandbox_available()
-    folder = cluster.shard_folder(shards, index, count)
+    folder = cluster.shard_folder(options.shards_folder(out), index, count)
     (folder / cluster.MANIFEST).unlink(missing_ok=True)  # an earlier run's is not this one's
-    folder.mkdir(parents=True, exist_ok=True)
-    course = prepare_course(folder, assignment)
-    specs = load_specs(course, assignment)
-    entries = collect(path, list(specs), folder / "inbox").entries
-    if not entries:
-        raise GradingError(f"no notebooks (*.ipynb) found in {path}")
-    state, _ = _read_state(_state_path(out), assignment, limits)
+    batch = open_batch(assignment, path, folder, out, options.force, options.limits)
+    entries, state = batch.collection.entries, batch.state
     mine = set(cluster.shard_of([e.student for e in entries], index, count))
-    todo = [e for e in _todo(entries, state["records"], force) if e.student in mine]
+    todo = [e for e in batch.todo if e.student in mine]
     started = time.monotonic()
-    jobs = [Job(e, assignment, str(course), limits) for e in todo]
-    import torch  # noqa: F401 - imported once here, inherited by every forked worker
-
     records = {}
-    with tqdm(total=len(jobs), desc=f"shard {index}/{count}", unit="nb",
-              disable=quiet or None) as bar:  # fmt: skip
-        for entry, record in run_parallel(jobs, workers):
+    with tqdm(total=len(todo), desc=f"shard {index}/{count}", unit="nb",
+              disable=options.quiet or None) as bar:  # fmt: skip
+        for entry, record in judge_all(todo, assignment, batch.course, options):
             records[entry.student] = record
             bar.update(1)
     seconds = time.monotonic() - started
@@ -796,7 +856,7 @@ def grade_shard(
         "judge_seconds": seconds,
     }
     target = cluster.write_manifest(folder, manifest)
-    if not quiet:
+    if not options.quiet:
         print(
             f"shard {index}/{count}: judged {len(todo)} of its {len(mine)} submission(s)"
             f" ({len(entries)} in all) in {seconds:.0f} s; {target}"
@@ -1162,7 +1222,7 @@ def write_slurm(args: argparse.Namespace, argv: list[str]) -> int:
         args.slurm,
         max(1, args.workers),
         Path.cwd(),
-        Path(__file__).resolve().parent.parent,
+        fmt.REPO,
     )
     print(f"Slurm: {len(written)} files in {out / 'slurm'}; submit with")
     print(f"  sh {written[-1]}")
@@ -1200,7 +1260,7 @@ def write_kubernetes(args: argparse.Namespace, argv: list[str]) -> int:
                 " it, and give --kubernetes-mount the folder where the claim is mounted here"
             )
     out = args.out.resolve()
-    checkout = Path(__file__).resolve().parent.parent
+    checkout = fmt.REPO
     written = cluster.kubernetes_jobs(
         out / "kubernetes",
         job_command(argv, "python"),
@@ -1289,7 +1349,7 @@ def command_parser() -> argparse.ArgumentParser:
         help="course policy (TOML): due dates, extensions, late days and the late penalty;"
         " applied to each total: grades.csv gains the columns 'raw total', 'late by',"
         " 'late days used', 'penalty', 'final total' and 'policy' (why they differ);"
-        " the rules are in the TAs' guide and autograder/policy.py",
+        " the rules are in the TAs' guide and autograder/platform/policy.py",
     )
     cmd.add_argument(
         "--submitted-at",
@@ -1379,17 +1439,6 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as stop:
         return EXIT_FAILED if stop.code else EXIT_OK
-    limits = Limits(
-        cell_timeout=args.timeout,
-        memory_mb=args.memory_mb,
-        kernel_memory_mb=args.kernel_memory_mb,
-        reply_mb=args.max_reply_mb,
-        processes=args.max_processes,
-        files=args.max_files,
-        submission_timeout=args.deadline,
-        record_timeout=args.record_timeout,
-        grader_memory_mb=args.grader_memory_mb,
-    )
     try:
         given = sys.argv[1:] if argv is None else argv
         kubernetes_only = [
@@ -1409,24 +1458,7 @@ def main(argv: list[str] | None = None) -> int:
             return write_slurm(args, given)
         if args.kubernetes is not None:
             return write_kubernetes(args, given)
-        shard = cluster.parse_shard(args.shard) if args.shard is not None else None
-        return grade(
-            args.assignment,
-            args.path.resolve(),
-            args.out.resolve(),
-            workers=max(1, args.workers),
-            limits=limits,
-            force=args.force,
-            quiet=args.quiet,
-            similar_to=args.similar_to.resolve() if args.similar_to else None,
-            similarity_threshold=args.similarity_threshold,
-            policy_file=args.policy,
-            submitted_at=args.submitted_at,
-            roster_file=args.roster,
-            shard=shard,
-            shards=args.shards.resolve() if args.shards else None,
-            merge=args.merge,
-        )
+        return grade(args.assignment, args.path.resolve(), args.out.resolve(), options_from(args))
     except (
         GradingError,
         cluster.ShardError,
