@@ -33,6 +33,7 @@ from autograder.hidden import shortcuts
 from autograder.hidden.shortcuts import ShortcutUsed
 from autograder.hidden.shortcuts import case as _case
 from autograder.hidden.shortcuts import describe as _describe
+from autograder.hidden.shortcuts import expect_scalar as _expect_scalar
 from autograder.hidden.shortcuts import expect_unchanged as _expect_unchanged
 from autograder.hidden.shortcuts import snapshot as _snapshot
 from autograder.hidden.shortcuts import strided as _strided
@@ -178,12 +179,6 @@ def _reference_clip(
 # --------------------------------------------------------------------------------------------
 # Small assertions with messages that teach
 # --------------------------------------------------------------------------------------------
-
-
-def _expect_scalar(name: str, value: Any) -> float:
-    if isinstance(value, (str, bytes)) or value is None or np.ndim(value) != 0:
-        raise AssertionError(f"{name} should be a single number, got {_describe(value)}")
-    return float(value)
 
 
 # --------------------------------------------------------------------------------------------

@@ -23,7 +23,6 @@ traps that raise :class:`ShortcutUsed`.
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -34,6 +33,7 @@ from autograder.hidden import shortcuts
 from autograder.hidden.shortcuts import ShortcutUsed
 from autograder.hidden.shortcuts import case as _case
 from autograder.hidden.shortcuts import describe as _describe
+from autograder.hidden.shortcuts import expect_floats as _expect_floats
 from autograder.hidden.shortcuts import expect_unchanged as _expect_unchanged
 from autograder.hidden.shortcuts import snapshot as _snapshot
 from autograder.hidden.shortcuts import strided as _strided
@@ -70,20 +70,6 @@ shortcut_targets, no_shortcuts, _call_by_hand = TRAPS.methods()
 
 
 _expect_value_error = shortcuts.value_error_checker(_call_by_hand)
-
-
-def _expect_floats(name: str, value: Any, count: int) -> list[float]:
-    """``value`` as a list of ``count`` floats, or AssertionError saying what it was."""
-    if not isinstance(value, list) or len(value) != count:
-        raise AssertionError(
-            f"{name} should return a list of {count} floats, got {_describe(value)}"
-        )
-    for index, item in enumerate(value):
-        if isinstance(item, (bool, np.bool_)) or not isinstance(item, (numbers.Real, np.floating)):
-            raise AssertionError(
-                f"{name} should return a list of floats; item {index} is {_describe(item)}"
-            )
-    return [float(item) for item in value]
 
 
 def _gru_params(rng: np.random.Generator, D: int, H: int, scale: float = 0.6) -> dict:

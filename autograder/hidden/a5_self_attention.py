@@ -35,7 +35,7 @@ import torch.nn.functional as F
 from autograder.hidden import shortcuts
 from autograder.hidden.shortcuts import ShortcutUsed
 from autograder.hidden.shortcuts import case as _case
-from autograder.hidden.shortcuts import describe as _describe
+from autograder.hidden.shortcuts import expect_array as _expect_array
 from autograder.hidden.shortcuts import expect_unchanged as _expect_unchanged
 from autograder.hidden.shortcuts import snapshot as _snapshot
 from autograder.hidden.shortcuts import strided as _strided
@@ -81,16 +81,8 @@ def _names_row(row: int) -> tuple[str, str]:
 _call_valid = shortcuts.valid_caller(_call_by_hand)
 
 
-def _expect_shape(name: str, value: Any, shape: tuple[int, ...]) -> np.ndarray:
-    if not isinstance(value, np.ndarray) or np.shape(value) != shape:
-        raise AssertionError(
-            f"{name} should be a NumPy array of shape {shape}, got {_describe(value)}"
-        )
-    return np.asarray(value)
-
-
 def _expect_bool_mask(name: str, value: Any, expected: np.ndarray) -> None:
-    got = _expect_shape(name, value, expected.shape)
+    got = _expect_array(name, value, expected.shape)
     if got.dtype != np.bool_:
         raise AssertionError(f"{name} should hold booleans, got dtype {got.dtype}")
     if not np.array_equal(got, expected):
@@ -230,8 +222,8 @@ def check_attention(
             result = _call_valid(attention, ATTEND_BY_HAND, Q, K, V, mask)
             _expect_unchanged("attention", inputs, before)
             Z, A = _unpack(result, "attention", ("Z", "A"))
-            _expect_shape("A", A, A_ref.shape)
-            _expect_shape("Z", Z, Z_ref.shape)
+            _expect_array("A", A, A_ref.shape)
+            _expect_array("Z", Z, Z_ref.shape)
             against = "torch.nn.functional.scaled_dot_product_attention"
             assert_close("A", A, A_ref, atol=1e-10, rtol=1e-8, against=against)
             assert_close("Z", Z, Z_ref, atol=1e-10, rtol=1e-8, against=against)
@@ -404,8 +396,8 @@ def check_multi_head_attention(multi_head_attention: Callable[..., Any]) -> None
             result = _call_by_hand(multi_head_attention, HEADS_BY_HAND, X, params, num_heads, mask)
             _expect_unchanged("multi_head_attention", inputs, before)
             out, weights = _unpack(result, "multi_head_attention", ("out", "weights"))
-            _expect_shape("the weights (..., num_heads, n, n)", weights, weights_ref.shape)
-            _expect_shape("out", out, out_ref.shape)
+            _expect_array("the weights (..., num_heads, n, n)", weights, weights_ref.shape)
+            _expect_array("out", out, out_ref.shape)
             against = "torch.nn.MultiheadAttention"
             assert_close(
                 "the weights of the heads", weights, weights_ref, atol=1e-10, rtol=1e-8,
@@ -487,7 +479,7 @@ def check_sinusoidal(
         call = f"sinusoidal_encoding({n}, {d}, base={base:g})"
         with _case(call):
             got = _call_valid(sinusoidal_encoding, WAVES_BY_HAND, n, d, base)
-            _expect_shape(call, got, (n, d))
+            _expect_array(call, got, (n, d))
             assert_close(
                 call, got, torch_sinusoids(n, d, base), atol=1e-9, against="exp(1j i omega_r)"
             )
@@ -495,7 +487,7 @@ def check_sinusoidal(
         call = f"relative_dot({n}, {d})"
         with _case(call):
             got = _call_valid(relative_dot, WAVES_BY_HAND, n, d)
-            _expect_shape(call, got, (n, n))
+            _expect_array(call, got, (n, n))
             assert_close(
                 call, got, closed_form_dots(n, d), atol=1e-9, against="sum_r cos((i - j) omega_r)"
             )
@@ -503,7 +495,7 @@ def check_sinusoidal(
         call = f"shift_matrix({k}, {d}, base={base:g})"
         with _case(call):
             got = _call_valid(shift_matrix, WAVES_BY_HAND, k, d, base)
-            _expect_shape(call, got, (d, d))
+            _expect_array(call, got, (d, d))
             expected = torch_shift(k, d, base)
             assert_close(call, got, expected, atol=1e-9, against="the rotation blocks")
             table = torch_sinusoids(abs(k) + 6, d, base)
@@ -593,7 +585,7 @@ def check_rope(apply_rope: Callable[..., Any]) -> None:
         with _case(f"apply_rope, {label}"):
             got = _call_valid(apply_rope, ROTATE_BY_HAND, x, positions, base)
             _expect_unchanged("apply_rope", inputs, before)
-            _expect_shape("apply_rope(x, positions)", got, expected.shape)
+            _expect_array("apply_rope(x, positions)", got, expected.shape)
             assert_close(
                 "apply_rope(x, positions)",
                 got,

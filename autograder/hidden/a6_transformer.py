@@ -39,6 +39,7 @@ from autograder.hidden import shortcuts
 from autograder.hidden.shortcuts import ShortcutUsed
 from autograder.hidden.shortcuts import case as _case
 from autograder.hidden.shortcuts import describe as _describe
+from autograder.hidden.shortcuts import expect_array as _expect_array
 from autograder.hidden.shortcuts import expect_unchanged as _expect_unchanged
 from autograder.hidden.shortcuts import snapshot as _snapshot
 from autograder.hidden.shortcuts import strided as _strided
@@ -78,14 +79,6 @@ _expect_value_error = shortcuts.value_error_checker(_call_by_hand)
 
 
 _call_valid = shortcuts.valid_caller(_call_by_hand)
-
-
-def _expect_array(name: str, value: Any, shape: tuple[int, ...]) -> np.ndarray:
-    if not isinstance(value, np.ndarray) or value.shape != shape:
-        raise AssertionError(
-            f"{name} should be a NumPy array of shape {shape}, got {_describe(value)}"
-        )
-    return value
 
 
 def _as_float64(array: Any) -> torch.Tensor:

@@ -43,6 +43,7 @@ from autograder.hidden import shortcuts
 from autograder.hidden.shortcuts import ShortcutUsed
 from autograder.hidden.shortcuts import case as _case
 from autograder.hidden.shortcuts import describe as _describe
+from autograder.hidden.shortcuts import expect_array as _expect_array
 from autograder.hidden.shortcuts import expect_unchanged as _expect_unchanged
 from autograder.hidden.shortcuts import snapshot as _snapshot
 from autograder.hidden.shortcuts import strided as _strided
@@ -85,17 +86,6 @@ _expect_value_error = shortcuts.value_error_checker(_call_by_hand)
 
 
 _call_valid = shortcuts.valid_caller(_call_by_hand)
-
-
-def _expect_float_array(name: str, got: Any, shape: tuple[int, ...]) -> np.ndarray:
-    """got must be a float64 NumPy array of the given shape."""
-    if not isinstance(got, np.ndarray) or got.shape != tuple(shape):
-        raise AssertionError(
-            f"{name} should be a NumPy array of shape {tuple(shape)}, got {_describe(got)}"
-        )
-    if got.dtype != np.float64:
-        raise AssertionError(f"{name} should be float64, got dtype {got.dtype}")
-    return got
 
 
 def _inputs(**values: Any) -> dict[str, Any]:
@@ -161,7 +151,7 @@ def check_temperature_probs(temperature_probs: Callable[..., Any]) -> None:
         with _case(f"temperature_probs, {label}"):
             got = _call_valid(temperature_probs, SOFTMAX_BY_HAND, logits, tau)
             _expect_unchanged("temperature_probs", inputs, before)
-            _expect_float_array("the probabilities", got, expected.shape)
+            _expect_array("the probabilities", got, expected.shape, np.float64)
             assert_close(
                 f"temperature_probs(logits, {float(tau):g})", got, expected, atol=1e-12,
                 rtol=1e-8, against="softmax(z / τ) worked out row by row",
@@ -368,7 +358,7 @@ def _kept_message(name: str, got: np.ndarray, expected: np.ndarray, z: Any) -> s
 
 
 def _judge_filtered(name: str, got: Any, expected: np.ndarray, logits: Any) -> None:
-    _expect_float_array("the probabilities", got, expected.shape)
+    _expect_array("the probabilities", got, expected.shape, np.float64)
     if not np.all(np.isfinite(got)):
         raise AssertionError(
             f"{name} contains {got[~np.isfinite(got)][0]}: return probabilities (0 for a removed "
@@ -610,9 +600,9 @@ def check_kv_attention_step(kv_attention_step: Callable[..., Any]) -> None:
                 _expect_unchanged("kv_attention_step", inputs, before)
                 z, new_k, new_v = _unpack(result, "kv_attention_step",
                                           ("z", "new_keys", "new_values"))  # fmt: skip
-                _expect_float_array("z", z, (values.shape[1],))
-                _expect_float_array("new_keys", new_k, (t + 1, keys.shape[1]))
-                _expect_float_array("new_values", new_v, (t + 1, values.shape[1]))
+                _expect_array("z", z, (values.shape[1],), np.float64)
+                _expect_array("new_keys", new_k, (t + 1, keys.shape[1]), np.float64)
+                _expect_array("new_values", new_v, (t + 1, values.shape[1]), np.float64)
                 assert_close(f"new_keys (t + 1 = {t + 1} positions)", new_k, exact[1][: t + 1],
                              atol=0, against="the keys of the prefix, oldest first")  # fmt: skip
                 assert_close(f"new_values (t + 1 = {t + 1} positions)", new_v,

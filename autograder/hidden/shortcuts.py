@@ -22,6 +22,7 @@ bad input is refused with a ValueError (and, optionally, a message that says wha
 from __future__ import annotations
 
 import contextlib
+import numbers
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
@@ -192,6 +193,40 @@ def unpack(result: Any, function_name: str, names: tuple[str, ...]) -> tuple[Any
             f"{function_name} should return a tuple ({', '.join(names)}), got {describe(result)}"
         )
     return tuple(result)
+
+
+def expect_array(name: str, value: Any, shape: tuple[int, ...], dtype: Any = None) -> np.ndarray:
+    """``value`` if it is a NumPy array of ``shape`` (and of ``dtype``, when given), or
+    AssertionError saying what it was."""
+    shape = tuple(shape)
+    if not isinstance(value, np.ndarray) or value.shape != shape:
+        raise AssertionError(
+            f"{name} should be a NumPy array of shape {shape}, got {describe(value)}"
+        )
+    if dtype is not None and value.dtype != dtype:
+        raise AssertionError(f"{name} should be {np.dtype(dtype)}, got dtype {value.dtype}")
+    return value
+
+
+def expect_scalar(name: str, value: Any) -> float:
+    """``value`` as a float if it is a single number (a 0-d array too), or AssertionError."""
+    if isinstance(value, (str, bytes)) or value is None or np.ndim(value) != 0:
+        raise AssertionError(f"{name} should be a single number, got {describe(value)}")
+    return float(value)
+
+
+def expect_floats(name: str, value: Any, count: int) -> list[float]:
+    """``value`` as a list of ``count`` floats, or AssertionError saying what it was."""
+    if not isinstance(value, list) or len(value) != count:
+        raise AssertionError(
+            f"{name} should return a list of {count} floats, got {describe(value)}"
+        )
+    for index, item in enumerate(value):
+        if isinstance(item, (bool, np.bool_)) or not isinstance(item, (numbers.Real, np.floating)):
+            raise AssertionError(
+                f"{name} should return a list of floats; item {index} is {describe(item)}"
+            )
+    return [float(item) for item in value]
 
 
 def describe(value: Any) -> str:
