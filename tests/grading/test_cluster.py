@@ -230,7 +230,7 @@ def test_the_claim_the_mount_and_the_image_are_options(tmp_path, capsys, monkeyp
     monkeypatch.chdir(tmp_path / "claim" / "course")
     shards, merge, _ = _write_jobs(tmp_path / "claim" / "course", "--kubernetes-claim",
                                    "claim-ta", "--kubernetes-mount", "..", "--kubernetes-image",
-                                   "registry.example.org/course:2025")  # fmt: skip
+                                   "registry.example.org/course:1.0")  # fmt: skip
     assert "placeholder" not in capsys.readouterr().out
     for job in (shards, merge):
         schema_check(job)
@@ -239,7 +239,7 @@ def test_the_claim_the_mount_and_the_image_are_options(tmp_path, capsys, monkeyp
         (container,) = pod["containers"]
         assert container["volumeMounts"][0]["mountPath"] == str(tmp_path / "claim")
         assert container["workingDir"] == str(tmp_path / "claim" / "course")
-        assert container["image"] == "registry.example.org/course:2025"
+        assert container["image"] == "registry.example.org/course:1.0"
         assert "--kubernetes-claim" not in container["command"]
 
 
