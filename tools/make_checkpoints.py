@@ -24,6 +24,7 @@ the data and the held-out evaluation come on top):
     bert_english        1,711 s      char_lstm_english     427 s
     bilm_english        1,524 s      char_lstm_stdlib      702 s
     char_gpt_english    1,328 s      char_rnn_english      286 s
+    key_value_gpt         139 s
 
 about 100 minutes in all. The time grows about linearly with steps x batch size.
 """
@@ -45,10 +46,18 @@ import torch
 
 from course.analysis.bert import heldout_batches, read_nsp_pairs
 from course.analysis.elmo import heldout_perplexity
+from course.analysis.in_context import in_context_accuracy
 from course.checkpoints import CHECKPOINT_DIR, REMAKE_COMMAND, checkpoint_vocab, save_checkpoint
 from course.data.bert_inputs import make_nsp_pairs, pretraining_batches
 from course.data.code import CharVocab, load_python_source, random_windows
 from course.data.english import load_prose, prose_text
+from course.data.key_value import (
+    KeyValueTask,
+    key_value_batch,
+    key_value_batches,
+    key_value_lines,
+    read_key_value_lines,
+)
 from course.data.wordpiece import SPECIAL_TOKENS, WordPiece, count_words, train_tokenizers_wordpiece
 from course.data.words import WordVocab, sentence_tokens, token_windows
 from course.models.bert import BertConfig, BertForPreTraining, evaluate_pretraining
@@ -540,10 +549,137 @@ def char_english(name: str, directory: Path, device: torch.device) -> dict:
     )
 
 
+# Lecture 8's in-context learning: a tiny GPT trained on course.data.key_value's sequences, each
+# with a fresh random mapping of 4 keys to 10 values, 12 pairs long. The loss sits on a plateau
+# (copying some value shown earlier) for about a thousand steps before the lookup forms.
+KEY_VALUE_GPT = {
+    "task": {"num_keys": 4, "num_values": 10, "num_pairs": 12},
+    "model": {"d_model": 64, "num_layers": 2, "num_heads": 4, "d_ff": 256, "dropout": 0.0},
+    "training": {"batch_size": 32, "steps": 3000, "warmup": 100, "clip_norm": 1.0, "lr": 3e-3},
+    "heldout": {"sequences": 1000, "seed": 1234},  # a generator seed the training never uses
+    "curve_every": 50,  # the metadata keeps the mean loss of each 50 steps
+}
+
+
+def key_value_heldout(model: torch.nn.Module, metadata: dict, text: str) -> dict[str, float]:
+    """The checkpoint's held-out figures: accuracy at the keys shown before in their sequence
+    (queries) and at first showings, on the held-out sequences (one per line)."""
+    task = KeyValueTask(**metadata["heldout"]["evaluation"]["task"])
+    result = in_context_accuracy(model, read_key_value_lines(text, task), task)
+    return {
+        "query_accuracy": round(result.query_accuracy, 4),
+        "first_accuracy": round(result.first_accuracy, 4),
+    }
+
+
+def train_key_value_gpt(seed: int = SEED, device: torch.device | None = None):
+    """``KEY_VALUE_GPT``'s model and run with ``seed`` for the initial weights and the batches:
+    (model, history, config). The checkpoint is seed ``SEED``; other seeds measure the spread."""
+    recipe, common = KEY_VALUE_GPT, KEY_VALUE_GPT["training"]
+    task = KeyValueTask(**recipe["task"])
+    config = {"config": asdict(GPTConfig(len(task.vocab), task.seq_len, **recipe["model"]))}
+    torch.manual_seed(seed)  # the initial weights
+    model = GPT(**config).to(device or torch.device("cpu"))
+    history = fit(
+        model,
+        GPT.loss,
+        on_device(key_value_batches(common["batch_size"], task, seed=seed), device or "cpu"),
+        steps=common["steps"],
+        lr=common["lr"],
+        clip_norm=common["clip_norm"],
+        lr_schedule=linear_warmup_decay(common["warmup"], common["steps"]),
+        desc="key-value GPT",
+    )
+    return model.cpu(), history, config
+
+
+def key_value_heldout_ids() -> torch.Tensor:
+    """The held-out sequences (B, 2n) of ``KEY_VALUE_GPT``."""
+    held = KEY_VALUE_GPT["heldout"]
+    generator = torch.Generator().manual_seed(held["seed"])
+    task = KeyValueTask(**KEY_VALUE_GPT["task"])
+    return key_value_batch(held["sequences"], task, generator=generator)[0]
+
+
+def key_value_spread(seeds: Iterable[int] = (0, 1, 2), threads: Iterable[int] = (1, 2)) -> dict:
+    """Train ``KEY_VALUE_GPT`` once per seed and thread count and print each run's held-out
+    query accuracy and their spread (max - min): how far a figure of this recipe moves."""
+    task = KeyValueTask(**KEY_VALUE_GPT["task"])
+    ids = key_value_heldout_ids()
+    figures = {}
+    for n in threads:
+        torch.set_num_threads(n)
+        for seed in seeds:
+            model, history, _ = train_key_value_gpt(seed)
+            result = in_context_accuracy(model, ids, task)
+            figures[(seed, n)] = (result.query_accuracy, result.first_accuracy)
+            print(f"seed {seed}, {n} thread(s): query accuracy {result.query_accuracy:.4f}, "
+                  f"first showing {result.first_accuracy:.4f} ({history.seconds:.0f} s)",
+                  flush=True)  # fmt: skip
+    queries = [q for q, _ in figures.values()]
+    print(f"query accuracy from {min(queries):.4f} to {max(queries):.4f}: "
+          f"spread {max(queries) - min(queries):.4f}")  # fmt: skip
+    return figures
+
+
+def key_value_gpt(directory: Path, device: torch.device) -> dict:
+    """Lecture 8's in-context learner: a 2-layer GPT on the key-value task (``KEY_VALUE_GPT``)."""
+    recipe = KEY_VALUE_GPT
+    task = KeyValueTask(**recipe["task"])
+    model, history, config = train_key_value_gpt(SEED, device)
+    every = recipe["curve_every"]
+    curve = [
+        round(statistics.fmean(history.losses[i : i + every]), 4)
+        for i in range(0, len(history.losses), every)
+    ]
+    training = fit_record(
+        history,
+        "course.train.fit with GPT.loss on course.data.key_value.key_value_batches",
+        "GPT",
+        {
+            **recipe["training"],
+            "schedule": "course.train.linear_warmup_decay(warmup, steps)",
+            "loss_curve": {"every": every, "mean_loss_nats": curve},
+        },
+        device,
+    )
+    held = recipe["heldout"]
+    return save_checkpoint(
+        model,
+        "key_value_gpt",
+        config=config,
+        vocab=task.vocab,
+        training=training,
+        corpus={
+            "description": (
+                "synthetic sequences of course.data.key_value.key_value_batches(seed=0): each "
+                "a fresh random mapping of the keys to the values, then num_pairs pairs"
+            ),
+            "task": recipe["task"],
+            "sequences": training["steps"] * recipe["training"]["batch_size"],
+        },
+        heldout_text=key_value_lines(key_value_heldout_ids(), task),
+        heldout_description=(
+            f"{held['sequences']} sequences of course.data.key_value.key_value_batch from a "
+            f"generator seeded with {held['seed']}, one per line"
+        ),
+        description=(
+            "A 2-layer GPT (d 64, 4 heads) trained on sequences of key-value pairs, each with "
+            "its own random mapping, for Lecture 8's in-context learning"
+        ),
+        command=REMAKE_COMMAND,
+        directory=directory,
+        heldout_figure=key_value_heldout,
+        evaluation={"task": recipe["task"], "seed": held["seed"]},
+        figure_name="in_context",
+    )
+
+
 RECIPES: dict[str, Callable[[Path, torch.device], dict]] = {
     "char_lstm_stdlib": char_lstm_stdlib,
     "bilm_english": bilm_english,
     "bert_english": bert_english,
+    "key_value_gpt": key_value_gpt,
     **{
         name: (lambda directory, device, name=name: char_english(name, directory, device))
         for name in CHAR_ENGLISH["models"]

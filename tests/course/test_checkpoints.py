@@ -32,7 +32,7 @@ from course.data.code import CharVocab
 from course.data.wordpiece import SPECIAL_TOKENS, WordPiece
 from course.models.bert import BertConfig, BertForPreTraining
 from course.models.recurrent import CharLSTM, CharRNN
-from tools.make_checkpoints import RECIPES, bert_heldout, bilm_heldout
+from tools.make_checkpoints import RECIPES, bert_heldout, bilm_heldout, key_value_heldout
 
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = available_checkpoints()
@@ -58,6 +58,13 @@ def test_a_shipped_checkpoint_loads_and_reproduces_its_heldout_figure(name, one_
         with evaluate:
             measured = bert_heldout(model, meta, load_heldout_text(name))
         assert measured == pytest.approx(recorded, abs=1e-3), (name, measured, recorded)
+        return
+    if meta["heldout"].get("figure") == "in_context":  # accuracy at keys shown before, and not
+        recorded = meta["heldout"]["in_context"]
+        with evaluate:
+            measured = key_value_heldout(model, meta, load_heldout_text(name))
+        assert measured == pytest.approx(recorded, abs=2e-3), (name, measured, recorded)
+        assert recorded["query_accuracy"] > 0.8 > 0.2 > recorded["first_accuracy"], recorded
         return
     if "perplexity" in meta["heldout"]:  # a word-level model: perplexity in each direction
         recorded = meta["heldout"]["perplexity"]
