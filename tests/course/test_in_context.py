@@ -205,3 +205,30 @@ def test_a_tiny_gpt_with_random_weights_is_near_chance(one_thread):
     result = in_context_accuracy(model, _batch(300)[0], TASK)
     assert model.training, "the measurement puts the model back in training mode"
     assert result.query_accuracy < 0.35 and result.first_accuracy < 0.35
+
+
+def test_the_figure_draws_each_model_and_the_baselines():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from course.viz.generation import plot_in_context_accuracy
+
+    ids, _ = _batch(300)
+    result = in_context_accuracy(LookUp(TASK), ids, TASK)
+    fig = plot_in_context_accuracy({"look-up": result}, context_free=0.15, min_count=30)
+    ax = fig.axes[0]
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    drawn = [lag for lag, _, count, _ in result.by_lag() if count >= 30]
+    assert list(lines["look-up"].get_xdata()) == drawn
+    assert list(lines["look-up"].get_ydata()) == [1.0] * len(drawn)
+    assert list(lines["chance (1/7)"].get_ydata()) == [1 / 7, 1 / 7]
+    assert list(lines["context-free best guess"].get_ydata()) == [0.15, 0.15]
+    assert lines["a value drawn from those shown"].get_ydata()[0] == pytest.approx(
+        result.any_shown[0]
+    )
+    assert ax.get_xticklabels()[0].get_text() == "new"
+    plt.close(fig)
+    with pytest.raises(ValueError, match="at least one model"):
+        plot_in_context_accuracy({}, context_free=0.1)
