@@ -24,7 +24,7 @@ the data and the held-out evaluation come on top):
     bert_english        1,711 s      char_lstm_english     427 s
     bilm_english        1,524 s      char_lstm_stdlib      702 s
     char_gpt_english    1,328 s      char_rnn_english      286 s
-    key_value_gpt         139 s
+    key_value_gpt         268 s
 
 about 100 minutes in all. The time grows about linearly with steps x batch size.
 """
