@@ -24,6 +24,7 @@ the data and the held-out evaluation come on top):
     bert_english        1,711 s      char_lstm_english     427 s
     bilm_english        1,524 s      char_lstm_stdlib      702 s
     char_gpt_english    1,328 s      char_rnn_english      286 s
+    key_value_gpt         268 s
 
 about 100 minutes in all. The time grows about linearly with steps x batch size.
 """
@@ -47,6 +48,7 @@ import torch
 
 from course.analysis.bert import heldout_batches, read_nsp_pairs
 from course.analysis.elmo import heldout_perplexity
+from course.analysis.in_context import in_context_accuracy
 from course.checkpoints import (
     CHECKPOINT_DIR,
     HELDOUT_FIGURE,
@@ -62,6 +64,13 @@ from course.checkpoints import (
 from course.data.bert_inputs import make_nsp_pairs, pretraining_batches
 from course.data.code import CharVocab, load_python_source, random_windows
 from course.data.english import load_prose, prose_text
+from course.data.key_value import (
+    KeyValueTask,
+    key_value_batch,
+    key_value_batches,
+    key_value_lines,
+    read_key_value_lines,
+)
 from course.data.wordpiece import SPECIAL_TOKENS, WordPiece, count_words, train_tokenizers_wordpiece
 from course.data.words import WordVocab, sentence_tokens, token_windows
 from course.models.bert import BertConfig, BertForPreTraining, evaluate_pretraining
@@ -553,10 +562,158 @@ def char_english(name: str, directory: Path, device: torch.device) -> dict:
     )
 
 
+# Lecture 8's in-context learning: a tiny GPT trained on course.data.key_value's sequences, each
+# with a fresh random mapping of 4 keys to 10 values, 12 pairs long. The loss sits near 1.7 nats
+# (copying some value shown earlier) for several hundred steps, then falls as the lookup forms;
+# when it falls differs from seed to seed, so the recipe runs 5,000 steps, and Lecture 8's
+# quality bar sits below the spread that key_value_spread() measures.
+KEY_VALUE_GPT = {
+    "task": {"num_keys": 4, "num_values": 10, "num_pairs": 12},
+    "model": {"d_model": 64, "num_layers": 2, "num_heads": 4, "d_ff": 256, "dropout": 0.0},
+    "training": {"batch_size": 32, "steps": 5000, "warmup": 100, "clip_norm": 1.0, "lr": 3e-3},
+    "heldout": {"sequences": 1000, "seed": 1234},  # a generator seed the training never uses
+    "curve_every": 50,  # the metadata keeps the mean loss of each 50 steps
+}
+
+
+def key_value_heldout(model: torch.nn.Module, metadata: dict, text: str) -> dict[str, float]:
+    """The checkpoint's held-out figures: accuracy at the keys shown before in their sequence
+    (queries) and at first showings, on the held-out sequences (one per line)."""
+    task = KeyValueTask(**metadata["heldout"]["evaluation"]["task"])
+    result = in_context_accuracy(model, read_key_value_lines(text, task), task)
+    return {
+        "query_accuracy": round(result.query_accuracy, 4),
+        "first_accuracy": round(result.first_accuracy, 4),
+    }
+
+
+def train_key_value_gpt(
+    seed: int = SEED,
+    device: torch.device | None = None,
+    *,
+    steps: int | None = None,
+    warmup: int | None = None,
+):
+    """``KEY_VALUE_GPT``'s model and run with ``seed`` for the initial weights and the batches:
+    (model, history, config). The checkpoint is seed ``SEED``; other seeds measure the spread.
+    ``steps`` and ``warmup`` replace the recipe's (Lecture 8's live run: 300 and 30)."""
+    recipe, common = KEY_VALUE_GPT, KEY_VALUE_GPT["training"]
+    steps, warmup = steps or common["steps"], warmup or common["warmup"]
+    task = KeyValueTask(**recipe["task"])
+    config = {"config": asdict(GPTConfig(len(task.vocab), task.seq_len, **recipe["model"]))}
+    device = device or torch.device("cpu")
+    torch.manual_seed(seed)  # the initial weights
+    model = GPT(**config).to(device)
+    history = fit(
+        model,
+        GPT.loss,
+        on_device(key_value_batches(common["batch_size"], task, seed=seed), device),
+        steps=steps,
+        lr=common["lr"],
+        clip_norm=common["clip_norm"],
+        lr_schedule=linear_warmup_decay(warmup, steps),
+        desc="key-value GPT",
+    )
+    return model.cpu(), history, config
+
+
+def key_value_heldout_ids() -> torch.Tensor:
+    """The held-out sequences (B, 2n) of ``KEY_VALUE_GPT``."""
+    held = KEY_VALUE_GPT["heldout"]
+    generator = torch.Generator().manual_seed(held["seed"])
+    task = KeyValueTask(**KEY_VALUE_GPT["task"])
+    return key_value_batch(held["sequences"], task, generator=generator)[0]
+
+
+def key_value_spread(
+    seeds: Iterable[int] = (0, 1, 2),
+    threads: Iterable[int] = (1, 2),
+    *,
+    steps: int | None = None,
+    warmup: int | None = None,
+) -> dict:
+    """Train ``KEY_VALUE_GPT`` (with ``steps`` and ``warmup`` if given) once per seed and
+    thread count; print each run's held-out accuracy at queries and at new keys, the drop of
+    its loss (first 50 steps' mean minus the last 50's), and the spread (max - min) of the
+    query accuracy: how far a figure of this recipe moves between runs."""
+    task = KeyValueTask(**KEY_VALUE_GPT["task"])
+    ids = key_value_heldout_ids()
+    figures = {}
+    for n in threads:
+        torch.set_num_threads(n)
+        for seed in seeds:
+            model, history, _ = train_key_value_gpt(seed, steps=steps, warmup=warmup)
+            result = in_context_accuracy(model, ids, task)
+            drop = statistics.fmean(history.losses[:50]) - statistics.fmean(history.losses[-50:])
+            figures[(seed, n)] = (result.query_accuracy, result.first_accuracy)
+            print(f"seed {seed}, {n} thread(s): query accuracy {result.query_accuracy:.4f} "
+                  f"(a value drawn from those shown {result.query_any_shown:.4f}), new keys "
+                  f"{result.first_accuracy:.4f}, loss drop {drop:.3f} ({history.seconds:.0f} s)",
+                  flush=True)  # fmt: skip
+    queries = [q for q, _ in figures.values()]
+    print(f"query accuracy from {min(queries):.4f} to {max(queries):.4f}: "
+          f"spread {max(queries) - min(queries):.4f}")  # fmt: skip
+    return figures
+
+
+def key_value_gpt(directory: Path, device: torch.device) -> dict:
+    """Lecture 8's in-context learner: a 2-layer GPT on the key-value task (``KEY_VALUE_GPT``)."""
+    recipe = KEY_VALUE_GPT
+    task = KeyValueTask(**recipe["task"])
+    model, history, config = train_key_value_gpt(SEED, device)
+    every = recipe["curve_every"]
+    curve = [
+        round(statistics.fmean(history.losses[i : i + every]), 4)
+        for i in range(0, len(history.losses), every)
+    ]
+    training = fit_record(
+        history,
+        "course.train.fit with GPT.loss on course.data.key_value.key_value_batches",
+        "GPT",
+        {
+            **recipe["training"],
+            "schedule": "course.train.linear_warmup_decay(warmup, steps)",
+            "loss_curve": {"every": every, "mean_loss_nats": curve},
+        },
+        device,
+    )
+    held = recipe["heldout"]
+    return save_checkpoint(
+        model,
+        "key_value_gpt",
+        config=config,
+        vocab=task.vocab,
+        training=training,
+        corpus={
+            "description": (
+                "synthetic sequences of course.data.key_value.key_value_batches(seed=0): each "
+                "a fresh random mapping of the keys to the values, then num_pairs pairs"
+            ),
+            "task": recipe["task"],
+            "sequences": training["steps"] * recipe["training"]["batch_size"],
+        },
+        heldout_text=key_value_lines(key_value_heldout_ids(), task),
+        heldout_description=(
+            f"{held['sequences']} sequences of course.data.key_value.key_value_batch from a "
+            f"generator seeded with {held['seed']}, one per line"
+        ),
+        description=(
+            "A 2-layer GPT (d 64, 4 heads) trained on sequences of key-value pairs, each with "
+            "its own random mapping, for Lecture 8's in-context learning"
+        ),
+        command=REMAKE_COMMAND,
+        directory=directory,
+        heldout_figure=key_value_heldout,
+        evaluation={"task": recipe["task"], "seed": held["seed"]},
+        figure_name="in_context",
+    )
+
+
 RECIPES: dict[str, Callable[[Path, torch.device], dict]] = {
     "char_lstm_stdlib": char_lstm_stdlib,
     "bilm_english": bilm_english,
     "bert_english": bert_english,
+    "key_value_gpt": key_value_gpt,
     **{
         name: (lambda directory, device, name=name: char_english(name, directory, device))
         for name in CHAR_ENGLISH["models"]
@@ -570,6 +727,8 @@ def heldout_figure(model: torch.nn.Module, metadata: dict, text: str) -> Any:
     heldout = metadata["heldout"]
     if heldout.get("figure") == "pretraining":
         return bert_heldout(model, metadata, text)
+    if heldout.get("figure") == "in_context":
+        return key_value_heldout(model, metadata, text)
     if "perplexity" in heldout:
         return bilm_heldout(model, metadata, text)
     return round(heldout_bits_per_char(model, metadata, text), 6)

@@ -8,4 +8,6 @@
 - ``course.analysis.generation``: distinct-n, repetition, the model's own log-likelihood of
   its output, generation time with and without a KV cache (Unit 8)
 - ``course.analysis.permutation_lm``: XLNet's permutation masks and factorisation orders (Unit 8)
+- ``course.analysis.in_context``: accuracy on the key-value task by where the key was shown
+  before, against chance, the context-free guess and any shown value (Unit 8)
 """

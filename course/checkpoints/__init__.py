@@ -90,7 +90,7 @@ NESTED_KEYS = {
     "model": ("module", "class", "config", "source_file", "code_sha256", "parameters"),
     "training": ("function", "steps", "seed"),
     "corpus": ("description",),
-    "heldout": ("file", "characters", "sha256", "evaluation", "check"),
+    "heldout": ("file", "characters", "sha256", "evaluation"),
 }
 # The held-out figure each kind of vocabulary's model records.
 HELDOUT_FIGURE = {str: "bits_per_char", list: "perplexity"}

@@ -1,17 +1,19 @@
 """Figures of Unit 8: what temperature, top-k and top-p leave of a next-token distribution,
-generation time with and without a KV cache, and XLNet's permutation masks.
+generation time with and without a KV cache, XLNet's permutation masks, and in-context
+learning's accuracy on the key-value task.
 
 Each explorer is a pure figure function with defaults plus a thin ``interact`` wrapper.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 
+from course.analysis.in_context import InContextAccuracy
 from course.analysis.permutation_lm import permutation_masks
 from course.decoding import filter_logits
 from course.viz._figure import figure_and_axes
@@ -29,6 +31,7 @@ __all__ = [
     "interact_model_samples",
     "plot_generation_seconds",
     "plot_permutation_masks",
+    "plot_in_context_accuracy",
 ]
 
 EXAMPLE_TOKENS = ("mat", "floor", "sofa", "bed", "rug", "chair", "table", "roof", "moon", "idea")
@@ -231,4 +234,40 @@ def plot_permutation_masks(order: Sequence[int] = (2, 0, 3, 1)) -> Figure:
         ax.set_ylabel("query position i", fontsize=8)
         ax.set_title(title, fontsize=9)
     fig.suptitle(f"factorisation order z = {tuple(int(i) for i in order)}", fontsize=10)
+    return fig
+
+
+def plot_in_context_accuracy(
+    results: Mapping[str, InContextAccuracy],
+    *,
+    context_free: float,
+    min_count: int = 30,
+    ax: Axes | None = None,
+) -> Figure:
+    """Accuracy at a key against the pairs since it was last shown (0: a new key), one line per
+    model (from ``course.analysis.in_context.in_context_accuracy``), with the baselines: chance,
+    the ``context_free`` guess, and a value drawn from those shown (the first result's keys).
+    Lags with fewer than ``min_count`` keys are left out."""
+    if not results:
+        raise ValueError("results: expected at least one model's InContextAccuracy")
+    fig, ax = figure_and_axes(ax, (6.4, 3.6))
+    for label, result in results.items():
+        rows = result.by_lag(min_count)
+        line = ax.plot([r[0] for r in rows], [r[1] for r in rows], "o-", label=label)[0]
+        ax.plot([0], [result.first_accuracy], "o", color=line.get_color())
+    first = next(iter(results.values()))
+    rows = first.by_lag(min_count)
+    ax.plot([r[0] for r in rows], [r[3] for r in rows], "s--", color="grey", ms=3,
+            label="a value drawn from those shown")  # fmt: skip
+    ax.axhline(context_free, color="grey", ls="-.", lw=1, label="context-free best guess")
+    ax.axhline(first.chance, color="black", ls=":", lw=1,
+               label=f"chance (1/{round(1 / first.chance)})")  # fmt: skip
+    last = max((r[0] for r in rows), default=1)
+    ax.set_xticks(range(last + 1), ["new"] + [str(lag) for lag in range(1, last + 1)])
+    ax.set_xlabel("pairs since the key was last shown (new: never shown in this sequence)")
+    ax.set_ylabel("accuracy of the value")
+    ax.set_ylim(0, 1.02)
+    ax.set_title("a key shown before is answered from the context", fontsize=10)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
     return fig

@@ -67,6 +67,10 @@ def test_a_shipped_checkpoint_loads_and_reproduces_its_heldout_figure(name, one_
         assert measured == pytest.approx(check[key], abs=2e-3), (name, measured, check[key])
     elif key == "perplexity":
         assert measured == pytest.approx(check[key], rel=1e-3), (name, measured, check[key])
+    elif key == "in_context":  # accuracy at keys shown before in the sequence, and at new keys
+        assert measured == pytest.approx(check[key], abs=2e-3), (name, measured, check[key])
+        recorded = meta["heldout"][key]  # on the whole held-out text: Lecture 8's quality bar
+        assert recorded["query_accuracy"] > 0.65 > 0.2 > recorded["first_accuracy"], recorded
     else:  # a BERT: MLM and NSP on held-out pairs
         assert measured == pytest.approx(check[key], abs=1e-3), (name, measured, check[key])
 
@@ -245,6 +249,10 @@ def test_record_checks_measures_the_start_of_the_heldout_text_again(tmp_path, on
     path = tmp_path / "tiny.json"
     meta = json.loads(path.read_text())
     meta["heldout"]["check"] = {"characters": 1, "bits_per_char": 99.0}  # a wrong record
+    path.write_text(json.dumps(meta))
+    record_checks(tmp_path)
+    assert read_metadata("tiny", tmp_path) == saved
+    del meta["heldout"]["check"]  # a checkpoint made before checks were recorded
     path.write_text(json.dumps(meta))
     assert record_checks(tmp_path) == [
         f"tiny: bits_per_char {saved['heldout']['check']['bits_per_char']} on the first "
