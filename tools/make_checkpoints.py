@@ -51,12 +51,12 @@ from course.analysis.elmo import heldout_perplexity
 from course.analysis.in_context import in_context_accuracy
 from course.checkpoints import (
     CHECKPOINT_DIR,
-    HELDOUT_FIGURE,
     REMAKE_COMMAND,
     available_checkpoints,
     check_text,
     checkpoint_vocab,
     heldout_bits_per_char,
+    heldout_key,
     load_checkpoint,
     load_heldout_text,
     save_checkpoint,
@@ -743,7 +743,7 @@ def record_checks(directory: Path) -> list[str]:
     for name in available_checkpoints(directory):
         model, metadata = load_checkpoint(name, directory)
         check = check_text(load_heldout_text(name, directory))
-        key = metadata["heldout"].get("figure") or HELDOUT_FIGURE[type(metadata["vocab"])]
+        key = heldout_key(metadata)
         with torch.no_grad():
             figure = heldout_figure(model, metadata, check)
         metadata["heldout"]["check"] = {"characters": len(check), key: figure}
@@ -788,9 +788,8 @@ def main(argv: list[str] | None = None) -> int:
         start = time.perf_counter()
         metadata = RECIPES[name](args.out, device)
         size = (args.out / metadata["weights_file"]).stat().st_size
-        heldout = metadata["heldout"]
-        key = heldout.get("figure", "bits_per_char" if "bits_per_char" in heldout else "perplexity")
-        figure = f"{key} {heldout[key]}"
+        key = heldout_key(metadata)
+        figure = f"{key} {metadata['heldout'][key]}"
         print(
             f"[checkpoints] {name}: {metadata['training']['steps']} steps in "
             f"{time.perf_counter() - start:.0f} s, held-out {figure}, {size / 1e6:.2f} MB "

@@ -67,6 +67,7 @@ __all__ = [
     "load_heldout_text",
     "heldout_bits_per_char",
     "check_text",
+    "heldout_key",
 ]
 
 CHECKPOINT_DIR = Path(__file__).resolve().parent  # where ``make checkpoints`` writes
@@ -190,6 +191,13 @@ def check_text(text: str) -> str:
     return text if end < 0 else text[: end + 1]
 
 
+def heldout_key(metadata: Mapping[str, Any]) -> str:
+    """The name of a checkpoint's held-out figure in ``metadata["heldout"]``: the ``figure``
+    its recipe named (``"pretraining"``, ``"in_context"``), else ``"bits_per_char"`` for a
+    character model and ``"perplexity"`` for a word model (by the type of its vocabulary)."""
+    return metadata["heldout"].get("figure") or HELDOUT_FIGURE[type(metadata["vocab"])]
+
+
 def _float32_state(model: nn.Module) -> dict[str, torch.Tensor]:
     state = {}
     for key, value in model.state_dict().items():
@@ -276,6 +284,7 @@ def save_checkpoint(
             "characters": len(heldout_text),
             "sha256": _sha256(heldout_text.encode("utf-8")),
             "evaluation": dict(HELDOUT_EVALUATION if evaluation is None else evaluation),
+            **({} if figure_name is None else {"figure": figure_name}),
         },
         "torch": torch.__version__,
         "command": command,
@@ -294,11 +303,9 @@ def save_checkpoint(
 
     figure = measure(heldout_text)
     check = check_text(heldout_text)
-    key = figure_name or HELDOUT_FIGURE[type(metadata["vocab"])]
+    key = heldout_key(metadata)
     metadata["heldout"]["check"] = {"characters": len(check), key: measure(check)}
     model.train(was_training)
-    if figure_name is not None:
-        metadata["heldout"]["figure"] = figure_name
     metadata["heldout"] = {key: figure, **metadata["heldout"]}
     (folder / f"{name}.json").write_text(
         json.dumps(metadata, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
@@ -345,7 +352,7 @@ def read_metadata(name: str, directory: str | Path | None = None) -> dict[str, A
         raise _corrupt(name, file, "expected a JSON object")
     wrong = [k for k, kind in METADATA_KEYS.items() if not isinstance(metadata.get(k), kind)]
     if isinstance(metadata.get("heldout"), dict) and "vocab" not in wrong:
-        figure = metadata["heldout"].get("figure", HELDOUT_FIGURE[type(metadata["vocab"])])
+        figure = heldout_key(metadata)
         wrong += [f"heldout.{figure}"] if figure not in metadata["heldout"] else []
     wrong += [
         f"{k}.{sub}"

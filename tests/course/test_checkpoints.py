@@ -15,7 +15,6 @@ import torch
 import course.checkpoints as ckpt
 from course.checkpoints import (
     CHECKPOINT_DIR,
-    HELDOUT_FIGURE,
     METADATA_KEYS,
     NESTED_KEYS,
     CheckpointError,
@@ -24,6 +23,7 @@ from course.checkpoints import (
     check_text,
     checkpoint_vocab,
     heldout_bits_per_char,
+    heldout_key,
     load_checkpoint,
     load_heldout_text,
     model_code_sha256,
@@ -60,7 +60,7 @@ def test_a_shipped_checkpoint_loads_and_reproduces_its_heldout_figure(name, one_
     text = check_text(load_heldout_text(name))
     check = meta["heldout"]["check"]
     assert check["characters"] == len(text) < len(load_heldout_text(name)) / 5
-    key = meta["heldout"].get("figure") or HELDOUT_FIGURE[type(meta["vocab"])]
+    key = heldout_key(meta)
     with torch.no_grad():  # the same figures, without keeping a graph for the backward pass
         measured = heldout_figure(model, meta, text)
     if key == "bits_per_char":
