@@ -375,8 +375,9 @@ def _course_key() -> tuple:
     return (tuple(course.__path__), tuple(map(id, sys.modules.values())))
 
 
-def _course_targets() -> list[Target]:
-    """Every public callable of the ``course`` package outside ``course.checks``.
+def _course_targets() -> tuple[tuple, list[Target]]:
+    """Every public callable of the ``course`` package outside ``course.checks``, with the
+    :func:`_course_key` it was made for.
 
     Walking the package and scanning its modules costs milliseconds, and a hidden check traps
     hundreds of calls: the list is made again only when the package's path or the set of loaded
@@ -398,7 +399,7 @@ def _course_targets() -> list[Target]:
         _COURSE_TARGETS.clear()
         key = _course_key()  # after the walk, which may import
         _COURSE_TARGETS[key] = found
-    return list(_COURSE_TARGETS[key])
+    return key, list(_COURSE_TARGETS[key])
 
 
 def collect_targets(library: Iterable[tuple[str, Iterable[str]]]) -> list[Target]:
@@ -412,8 +413,8 @@ def collect_targets(library: Iterable[tuple[str, Iterable[str]]]) -> list[Target
     public routine.
     """
     library = tuple((owner, tuple(attributes)) for owner, attributes in library)
-    course_targets = _course_targets()  # first: it may import, which changes the key below
-    key = (library, _course_key())
+    course_key, course_targets = _course_targets()  # first: the walk may import
+    key = (library, course_key)
     if key not in _TARGETS:
         _TARGETS.clear()
         _TARGETS[key] = _collect(library, course_targets)
