@@ -28,6 +28,7 @@ import os
 import re
 import shlex
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.nbgrading import JUDGED
@@ -184,18 +185,26 @@ def _shell(command: list[str]) -> str:
     return " ".join(shlex.quote(part) for part in command)
 
 
-def slurm_scripts(
-    target: Path,
-    command: list[str],
-    assignment: str,
-    count: int,
-    workers: int,
-    workdir: Path,
-    pythonpath: Path,
-) -> list[Path]:
+@dataclass(frozen=True)
+class Jobs:
+    """What a cluster's jobs run, whatever the engine: ``command`` (the grade command without
+    the cluster options) in ``count`` shards and a merge, each shard with ``workers`` cores,
+    in ``workdir``, importing the autograder from ``pythonpath``."""
+
+    command: list[str]
+    assignment: str
+    count: int
+    workers: int
+    workdir: Path
+    pythonpath: Path
+
+
+def slurm_scripts(target: Path, jobs: Jobs) -> list[Path]:
     """Write ``shards.sbatch`` (a job array, task I runs ``command --shard I/count``),
     ``merge.sbatch`` (``command --merge``) and ``submit.sh`` (submits the array, then the merge
     as a job that starts once every task has ended, whatever its exit) into ``target``."""
+    command, assignment, count = jobs.command, jobs.assignment, jobs.count
+    workers, workdir, pythonpath = jobs.workers, jobs.workdir, jobs.pythonpath
     target.mkdir(parents=True, exist_ok=True)
     shard, merge_command = job_commands(command, count, "$SLURM_ARRAY_TASK_ID")
     head = [
@@ -283,18 +292,7 @@ def _job(name: str, component: str, spec: dict, pod: dict) -> dict:
     }
 
 
-def kubernetes_jobs(
-    target: Path,
-    command: list[str],
-    assignment: str,
-    count: int,
-    workers: int,
-    workdir: Path,
-    pythonpath: Path,
-    claim: str,
-    mount: Path,
-    image: str,
-) -> list[Path]:
+def kubernetes_jobs(target: Path, jobs: Jobs, claim: str, mount: Path, image: str) -> list[Path]:
     """Write ``shards.yaml`` (an Indexed Job: pod I runs ``command --shard I/count``),
     ``merge.yaml`` (a Job running ``command --merge``) and ``submit.sh`` (applies the first,
     waits until that Job has ended, complete or failed, then applies the second) into ``target``.
@@ -306,6 +304,8 @@ def kubernetes_jobs(
     kernel's pid namespace), no seccomp or AppArmor filter (they forbid ``unshare`` and
     ``mount``), no capability, never privileged. The merge runs no kernel and gets the
     restricted defaults."""
+    command, assignment, count = jobs.command, jobs.assignment, jobs.count
+    workers, workdir, pythonpath = jobs.workers, jobs.workdir, jobs.pythonpath
     target.mkdir(parents=True, exist_ok=True)
     name = kubernetes_name(assignment)
     escaped = [part.replace("$", "$$") for part in command]  # "$$" is Kubernetes' literal "$"

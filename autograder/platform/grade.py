@@ -1215,8 +1215,7 @@ def write_slurm(args: argparse.Namespace, argv: list[str]) -> int:
     """``--slurm N``: write the Slurm scripts that grade in N shards and merge; grade nothing."""
     _check_jobs(args, "--slurm", args.slurm, "scripts")
     out = args.out.resolve()
-    written = cluster.slurm_scripts(
-        out / "slurm",
+    jobs = cluster.Jobs(
         job_command(argv, sys.executable),
         args.assignment,
         args.slurm,
@@ -1224,6 +1223,7 @@ def write_slurm(args: argparse.Namespace, argv: list[str]) -> int:
         Path.cwd(),
         fmt.REPO,
     )
+    written = cluster.slurm_scripts(out / "slurm", jobs)
     print(f"Slurm: {len(written)} files in {out / 'slurm'}; submit with")
     print(f"  sh {written[-1]}")
     print(
@@ -1261,18 +1261,15 @@ def write_kubernetes(args: argparse.Namespace, argv: list[str]) -> int:
             )
     out = args.out.resolve()
     checkout = fmt.REPO
-    written = cluster.kubernetes_jobs(
-        out / "kubernetes",
+    jobs = cluster.Jobs(
         job_command(argv, "python"),
         args.assignment,
         args.kubernetes,
         max(1, args.workers),
         workdir,
         checkout,
-        claim,
-        mount,
-        image,
     )
+    written = cluster.kubernetes_jobs(out / "kubernetes", jobs, claim, mount, image)
     print(f"Kubernetes: {len(written)} files in {out / 'kubernetes'}; run with")
     print(f"  sh {written[-1]}    (kubectl options after it, e.g. --namespace NAME)")
     print(
