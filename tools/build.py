@@ -28,6 +28,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -115,6 +116,24 @@ def _kernel_env() -> dict[str, str]:
 # -- units: what one worker process does --------------------------------------------------
 # Workers are started with "spawn" on every OS (Windows has no fork; forking a process with
 # threads is unsafe), so a unit gets everything it needs as arguments, never from globals.
+
+
+def exit_with_parent(parent: int, every: float = 1.0) -> None:
+    """A worker's initializer: end the worker as soon as the build that started it is gone.
+
+    A build killed outright (``kill``, a CI step's timeout, a closed terminal) runs no clean-up
+    of its own, and its workers would go on executing notebooks that nobody waits for. A thread
+    checks every ``every`` seconds whether the worker's parent is still ``parent``; when it is
+    not (on POSIX an orphan is adopted by another process), the worker exits, and the Jupyter
+    kernel it started follows it (ipykernel ends when its own parent does).
+    """
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(every)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
 
 
 def run_lecture(source: Path, build: Path, env: dict[str, str]) -> dict[str, float]:
@@ -315,7 +334,12 @@ def run_units(units: list[Unit], jobs: int | None = None) -> None:
     failures: list[str] = []
     started = time.perf_counter()
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+    with ProcessPoolExecutor(
+        max_workers=jobs,
+        mp_context=context,
+        initializer=exit_with_parent,
+        initargs=(os.getpid(),),
+    ) as pool:
         running: dict[Future, Unit] = {pool.submit(u.work, *u.args): u for u in todo}
         try:
             while running:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import nbformat
@@ -354,3 +357,70 @@ def test_the_students_environment_file_names_the_cpu_index():
         f"      - --extra-index-url {build.CPU_INDEX}\n      - -r requirements-student.txt" in text
     )
     assert "requirements-dev" not in text
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie, ended but not yet reaped, does not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+KILLED_BUILD = """
+import sys
+from pathlib import Path
+from tools import build
+folder = Path(sys.argv[1])
+build.LECTURES, build.BUILD = folder / "lectures", folder / "build"
+build.TIMINGS = build.BUILD / "timings.json"
+sys.exit(build.main(["lectures"]))
+"""
+
+
+def test_a_killed_build_leaves_no_worker_or_kernel_running(tmp_path):
+    # A build killed outright runs no clean-up: its worker (and the kernel executing the
+    # lecture) must notice that their build is gone and end, not run on unattended.
+    (tmp_path / "lectures").mkdir()
+    (tmp_path / "lectures" / "97_slow.py").write_text(
+        "# %%\nimport os, pathlib, time\n"
+        f"pathlib.Path({str(tmp_path / 'kernel.pid')!r}).write_text(str(os.getpid()))\n"
+        "time.sleep(600)\n"
+    )
+    driver = subprocess.Popen(
+        [sys.executable, "-c", KILLED_BUILD, str(tmp_path)],
+        cwd=build.REPO,
+        env={**os.environ, build.JOBS_VARIABLE: "1"},
+        stdout=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 180
+        while not (tmp_path / "kernel.pid").exists():
+            assert driver.poll() is None, "the build ended before the lecture ran"
+            assert time.monotonic() < deadline, "the lecture's kernel never started"
+            time.sleep(0.2)
+        kernel = int((tmp_path / "kernel.pid").read_text())
+        workers = _children(driver.pid)
+        assert workers and _alive(kernel)
+    finally:
+        driver.kill()
+        driver.wait()
+    deadline = time.monotonic() + 60
+    while any(map(_alive, [*workers, kernel])):
+        assert time.monotonic() < deadline, (
+            f"still running after the build was killed: workers {workers}, kernel {kernel}"
+        )
+        time.sleep(0.2)
