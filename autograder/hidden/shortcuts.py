@@ -16,9 +16,10 @@ TA grading command sets the same traps in the student's kernel, through ``shortc
 
 Every hidden case is a :class:`Case`: a label and its inputs by name, built as
 ``Case("one row, τ = 1", logits=..., temperature=1.0)`` and read as ``case.logits``; every
-``*_cases()`` function and ``*_CASES`` table of a hidden module holds Cases. Inside
+list of hidden cases (``temperature_cases()``, ``SCORE_CASES``...) holds Cases. Inside
 ``with case.named("temperature_probs"):`` a failure reads ``[temperature_probs, one row, τ = 1]
-...``; :func:`case` prefixes a message with any description.
+...`` (``case.named(function, *details)`` adds details after the label); :func:`case` prefixes
+a message with any description, such as a call that labels its own case.
 
 :func:`snapshot` and :func:`expect_unchanged` catch a function that writes into its inputs;
 :func:`expect_value_error` checks that bad input is refused with a ValueError (and, optionally,
