@@ -30,8 +30,7 @@ import numpy as np
 import torch
 
 from autograder.hidden import shortcuts
-from autograder.hidden.shortcuts import ShortcutUsed
-from autograder.hidden.shortcuts import case as _case
+from autograder.hidden.shortcuts import Case, ShortcutUsed
 from autograder.hidden.shortcuts import describe as _describe
 from autograder.hidden.shortcuts import expect_scalar as _expect_scalar
 from autograder.hidden.shortcuts import expect_unchanged as _expect_unchanged
@@ -74,7 +73,9 @@ shortcut_targets, no_shortcuts, _call_by_hand = TRAPS.methods()
 
 
 @dataclass(frozen=True)
-class _Case:
+class _Recipe:
+    """How to draw one hidden case of Parts A and B: :meth:`case` builds it afresh."""
+
     label: str
     seed: int
     T: int
@@ -90,18 +91,15 @@ class _Case:
     strided: bool = False
     int_dtype: type = np.int64  # of lengths and labels
 
-    @property
-    def B(self) -> int:
-        return len(self.lengths)
-
-    def build(self) -> tuple[np.ndarray, ...]:
-        """(xs, lengths, labels, h0, params) of this case."""
+    def case(self) -> Case:
+        """The case with the inputs xs, lengths, labels, h0 and params, new arrays each call."""
+        B = len(self.lengths)
         rng = np.random.default_rng(self.seed)
-        xs = rng.normal(size=(self.B, self.T, self.D))
+        xs = rng.normal(size=(B, self.T, self.D))
         lengths = np.array(self.lengths, dtype=self.int_dtype)
         padding = np.arange(self.T) >= lengths[:, None]  # (B, T)
         xs[padding] = self.padding_scale * rng.normal(size=(int(padding.sum()), self.D))
-        h0 = self.h0_scale * rng.normal(size=(self.B, self.H))
+        h0 = self.h0_scale * rng.normal(size=(B, self.H))
         params = {
             "W": self.recurrent_scale * rng.normal(size=(self.H, self.H)) / np.sqrt(self.H),
             "U": 0.7 * rng.normal(size=(self.H, self.D)),
@@ -109,11 +107,11 @@ class _Case:
             "V": self.read_out_scale * rng.normal(size=(self.K, self.H)),
             "c": rng.normal(size=self.K) + self.score_offset,
         }
-        labels = rng.integers(0, self.K, size=self.B).astype(self.int_dtype)
+        labels = rng.integers(0, self.K, size=B).astype(self.int_dtype)
         if self.strided:
             xs, h0 = _strided(xs), _strided(h0)
             params = {name: _strided(value) for name, value in params.items()}
-        return xs, lengths, labels, h0, params
+        return Case(self.label, xs=xs, lengths=lengths, labels=labels, h0=h0, params=params)
 
 
 @dataclass(frozen=True)
@@ -185,9 +183,9 @@ def _reference_clip(
 # Part A: rnn_forward and classification_loss
 # --------------------------------------------------------------------------------------------
 
-FORWARD_CASES = (
-    _Case("B=1, T=1, D=3, H=4, K=5, non-zero h0", seed=11, T=1, D=3, H=4, K=5, lengths=(1,)),
-    _Case(
+FORWARD_RECIPES = (
+    _Recipe("B=1, T=1, D=3, H=4, K=5, non-zero h0", seed=11, T=1, D=3, H=4, K=5, lengths=(1,)),
+    _Recipe(
         "B=4, T=6, D=2, H=5, K=3, lengths (6, 2, 4, 1) in no order, non-contiguous arrays",
         seed=12,
         T=6,
@@ -197,7 +195,7 @@ FORWARD_CASES = (
         lengths=(6, 2, 4, 1),
         strided=True,
     ),
-    _Case(
+    _Recipe(
         "B=3, T=4, D=3, H=3, K=4, every length 1 (the rest is padding)",
         seed=13,
         T=4,
@@ -206,7 +204,7 @@ FORWARD_CASES = (
         K=4,
         lengths=(1, 1, 1),
     ),
-    _Case(
+    _Recipe(
         "B=2, T=3, D=4, H=3, K=6, scores near 1000 (a naive softmax overflows)",
         seed=14,
         T=3,
@@ -217,7 +215,7 @@ FORWARD_CASES = (
         read_out_scale=10.0,
         score_offset=1000.0,
     ),
-    _Case(
+    _Recipe(
         "B=5, T=12, D=1, H=6, K=2, one sequence of full length, zero h0, strong recurrence, "
         "int32 lengths and labels",
         seed=15,
@@ -233,6 +231,12 @@ FORWARD_CASES = (
 )
 
 
+def forward_cases() -> list[Case]:
+    """Every hidden case of Part A, drawn afresh (a function that writes into its inputs
+    spoils no later check)."""
+    return [recipe.case() for recipe in FORWARD_RECIPES]
+
+
 def check_rnn_forward(
     rnn_forward: Callable[..., Any], classification_loss: Callable[..., Any]
 ) -> None:
@@ -241,13 +245,13 @@ def check_rnn_forward(
     ``classification_loss`` gets the reference probabilities, so that a mistake in
     ``rnn_forward`` is not counted twice.
     """
-    for case in FORWARD_CASES:
-        xs, lengths, labels, h0, params = case.build()
-        expected = _reference(xs, lengths, labels, h0, params)
-        inputs = {"xs": xs, "lengths": lengths, "h0": h0, "params": params}
+    cases = forward_cases()
+    for case in cases:
+        expected = _reference(**case.inputs)
+        inputs = {name: case.inputs[name] for name in ("xs", "lengths", "h0", "params")}
         before = _snapshot(inputs)
-        with _case(f"rnn_forward, {case.label}"):
-            result = _call_by_hand(rnn_forward, FORWARD_DUTY, xs, lengths, h0, params)
+        with case.named("rnn_forward"):
+            result = _call_by_hand(rnn_forward, FORWARD_DUTY, *inputs.values())
             hs, probs = _unpack(result, "rnn_forward", ("hs", "probs"))
             _expect_unchanged("rnn_forward", inputs, before)
             assert_close("hs", hs, expected.hs, atol=1e-9, rtol=1e-7, against="the reference")
@@ -256,14 +260,15 @@ def check_rnn_forward(
             )
 
         probs_in = expected.probs.copy()
-        with _case(f"classification_loss, {case.label}"):
-            loss = _call_by_hand(classification_loss, FORWARD_DUTY, probs_in, labels)
+        B = len(case.lengths)
+        with case.named("classification_loss"):
+            loss = _call_by_hand(classification_loss, FORWARD_DUTY, probs_in, case.labels)
             value = _expect_scalar("classification_loss", loss)
             _expect_unchanged("classification_loss", {"probs": probs_in}, {"probs": expected.probs})
-            summed = expected.loss * case.B
-            if case.B > 1 and abs(value - summed) < 1e-9 * max(1.0, summed):
+            summed = expected.loss * B
+            if B > 1 and abs(value - summed) < 1e-9 * max(1.0, summed):
                 raise AssertionError(
-                    f"classification_loss returned {value:.6g}, the sum over the {case.B} "
+                    f"classification_loss returned {value:.6g}, the sum over the {B} "
                     f"sequences; the loss is their mean, {expected.loss:.6g}"
                 )
             assert_close(
@@ -274,16 +279,16 @@ def check_rnn_forward(
                 rtol=1e-9,
                 against="the reference",
             )
-    print(f"check_rnn_forward: all {len(FORWARD_CASES)} hidden cases passed.")
+    print(f"check_rnn_forward: all {len(cases)} hidden cases passed.")
 
 
 # --------------------------------------------------------------------------------------------
 # Part B: rnn_backward
 # --------------------------------------------------------------------------------------------
 
-BACKWARD_CASES = (
-    _Case("B=1, T=1, D=2, H=3, K=4, non-zero h0", seed=21, T=1, D=2, H=3, K=4, lengths=(1,)),
-    _Case(
+BACKWARD_RECIPES = (
+    _Recipe("B=1, T=1, D=2, H=3, K=4, non-zero h0", seed=21, T=1, D=2, H=3, K=4, lengths=(1,)),
+    _Recipe(
         "B=3, T=5, D=3, H=4, K=2, every length 1 (the rest is padding)",
         seed=22,
         T=5,
@@ -292,7 +297,7 @@ BACKWARD_CASES = (
         K=2,
         lengths=(1, 1, 1),
     ),
-    _Case(
+    _Recipe(
         "B=4, T=9, D=3, H=5, K=4, lengths (2, 9, 5, 3) in no order, non-contiguous arrays",
         seed=23,
         T=9,
@@ -302,7 +307,7 @@ BACKWARD_CASES = (
         lengths=(2, 9, 5, 3),
         strided=True,
     ),
-    _Case(
+    _Recipe(
         "B=2, T=4, D=2, H=3, K=3, no padding at all",
         seed=24,
         T=4,
@@ -311,7 +316,7 @@ BACKWARD_CASES = (
         K=3,
         lengths=(4, 4),
     ),
-    _Case(
+    _Recipe(
         "B=2, T=5, D=2, H=4, K=3, scores near 1000 (a naive softmax overflows)",
         seed=25,
         T=5,
@@ -322,7 +327,7 @@ BACKWARD_CASES = (
         read_out_scale=3.0,
         score_offset=1000.0,
     ),
-    _Case(
+    _Recipe(
         "B=3, T=25, D=2, H=3, K=2, long sequences, strong recurrence, int32 lengths and labels",
         seed=26,
         T=25,
@@ -336,16 +341,28 @@ BACKWARD_CASES = (
 )
 
 
+def backward_cases() -> list[Case]:
+    """Every hidden case of Part B, drawn afresh."""
+    return [recipe.case() for recipe in BACKWARD_RECIPES]
+
+
 def check_rnn_backward(rnn_backward: Callable[..., Any]) -> None:
     """Hidden test of Part B: every gradient against autograd on new cases, no autograd inside."""
-    for case in BACKWARD_CASES:
-        xs, lengths, labels, h0, params = case.build()
-        expected = _reference(xs, lengths, labels, h0, params)
-        inputs = {"xs": xs, "lengths": lengths, "labels": labels, "h0": h0, "params": params}
-        before = _snapshot(inputs)
-        with _case(f"rnn_backward, {case.label}"):
-            grads = _call_by_hand(rnn_backward, BACKWARD_DUTY, xs, lengths, labels, h0, params)
-            _expect_unchanged("rnn_backward", inputs, before)
+    cases = backward_cases()
+    for case in cases:
+        expected = _reference(**case.inputs)
+        before = _snapshot(case.inputs)  # xs, lengths, labels, h0, params
+        with case.named("rnn_backward"):
+            grads = _call_by_hand(
+                rnn_backward,
+                BACKWARD_DUTY,
+                case.xs,
+                case.lengths,
+                case.labels,
+                case.h0,
+                case.params,
+            )
+            _expect_unchanged("rnn_backward", case.inputs, before)
             if not isinstance(grads, Mapping):
                 raise AssertionError(
                     f"rnn_backward should return a dict of gradients, got {_describe(grads)}"
@@ -365,7 +382,7 @@ def check_rnn_backward(rnn_backward: Callable[..., Any]) -> None:
                     rtol=1e-6,
                     against="autograd",
                 )
-    print(f"check_rnn_backward: all {len(BACKWARD_CASES)} hidden cases passed.")
+    print(f"check_rnn_backward: all {len(cases)} hidden cases passed.")
 
 
 # --------------------------------------------------------------------------------------------
@@ -385,32 +402,40 @@ def _scaled_to(
     return arrays
 
 
-def clip_cases() -> list[tuple[str, dict[str, np.ndarray], float]]:
-    """(label, grads, max_norm) of every hidden clipping case."""
+def clip_cases() -> list[Case]:
+    """Every hidden clipping case, with the inputs grads and max_norm."""
     six = {"W": (4, 4), "U": (4, 3), "b": (4,), "V": (2, 4), "c": (2,), "h0": (4,)}
     below = _scaled_to({"W": ((2, 5), 0.6), "kernel": ((2, 3, 4), 0.6)}, seed=33)
     return [
-        (
+        Case(
             "six gradients of norm 2 each (global norm 4.9), max_norm=3",
-            _scaled_to({key: (shape, 2.0) for key, shape in six.items()}, seed=31),
-            3.0,
+            grads=_scaled_to({key: (shape, 2.0) for key, shape in six.items()}, seed=31),
+            max_norm=3.0,
         ),
-        (
+        Case(
             "an exploding gradient next to a tiny one, max_norm=5",
-            _scaled_to({"W": ((3, 3), 2.5e3), "b": ((3,), 1e-3)}, seed=32),
-            5.0,
+            grads=_scaled_to({"W": ((3, 3), 2.5e3), "b": ((3,), 1e-3)}, seed=32),
+            max_norm=5.0,
         ),
-        ("global norm 0.85, below max_norm=1 (an int): nothing to clip", below, 1),
-        ("all-zero gradients, max_norm=0.5", {"W": np.zeros((3, 3)), "b": np.zeros(3)}, 0.5),
-        (
+        Case(
+            "global norm 0.85, below max_norm=1 (an int): nothing to clip",
+            grads=below,
+            max_norm=1,
+        ),
+        Case(
+            "all-zero gradients, max_norm=0.5",
+            grads={"W": np.zeros((3, 3)), "b": np.zeros(3)},
+            max_norm=0.5,
+        ),
+        Case(
             "non-contiguous and 3-D gradients, max_norm=0.25",
-            {
+            grads={
                 key: _strided(value)
                 for key, value in _scaled_to(
                     {"A": ((2, 2, 3), 0.3), "z": ((5,), 0.4)}, seed=34
                 ).items()
             },
-            0.25,
+            max_norm=0.25,
         ),
     ]
 
@@ -418,11 +443,12 @@ def clip_cases() -> list[tuple[str, dict[str, np.ndarray], float]]:
 def check_clip_by_global_norm(clip_by_global_norm: Callable[..., Any]) -> None:
     """Hidden test of Part C: global (not per-tensor) scaling, new arrays, inputs untouched."""
     cases = clip_cases()
-    for label, grads, max_norm in cases:
+    for case in cases:
+        grads, max_norm = case.grads, case.max_norm
         expected, expected_total = _reference_clip(grads, max_norm)
         nothing_to_clip = expected_total <= max_norm
         before = _snapshot({"grads": grads})
-        with _case(f"clip_by_global_norm, {label}"):
+        with case.named("clip_by_global_norm"):
             result = _call_by_hand(clip_by_global_norm, CLIP_DUTY, grads, max_norm)
             _expect_unchanged("clip_by_global_norm", {"grads": grads}, before)
             clipped, total = _unpack(result, "clip_by_global_norm", ("clipped", "total_norm"))

@@ -29,8 +29,7 @@ import numpy as np
 import torch
 
 from autograder.hidden import shortcuts
-from autograder.hidden.shortcuts import ShortcutUsed
-from autograder.hidden.shortcuts import case as _case
+from autograder.hidden.shortcuts import Case, ShortcutUsed
 from autograder.hidden.shortcuts import describe as _describe
 from autograder.hidden.shortcuts import expect_unchanged as _expect_unchanged
 from autograder.hidden.shortcuts import snapshot as _snapshot
@@ -102,32 +101,40 @@ def _torch_lstm_cell(params: dict, D: int, H: int) -> torch.nn.LSTMCell:
 # Part A: lstm_cell_forward
 # --------------------------------------------------------------------------------------------
 
-LSTM_CELL_CASES = (
-    # label, seed, B, D, H, strided, weight scale
-    ("B=1, D=1, H=1", 101, 1, 1, 1, False, 0.6),
-    ("B=5, D=7, H=3, non-zero states", 102, 5, 7, 3, False, 0.6),
-    ("B=2, D=3, H=6, non-contiguous arrays", 103, 2, 3, 6, True, 0.6),
-    ("B=4, D=2, H=5, saturated gates (pre-activations near +-40)", 104, 4, 2, 5, False, 12.0),
+LSTM_CELL_CASES = (  # scale: of the weights
+    Case("B=1, D=1, H=1", seed=101, B=1, D=1, H=1, strided=False, scale=0.6),
+    Case("B=5, D=7, H=3, non-zero states", seed=102, B=5, D=7, H=3, strided=False, scale=0.6),
+    Case("B=2, D=3, H=6, non-contiguous arrays", seed=103, B=2, D=3, H=6, strided=True, scale=0.6),
+    Case(
+        "B=4, D=2, H=5, saturated gates (pre-activations near +-40)",
+        seed=104,
+        B=4,
+        D=2,
+        H=5,
+        strided=False,
+        scale=12.0,
+    ),
 )
 
 
 def check_lstm_cell(lstm_cell_forward: Callable[..., Any]) -> None:
     """Hidden test of Part A: one LSTM step against torch.nn.LSTMCell with copied weights."""
-    for label, seed, B, D, H, strided, scale in LSTM_CELL_CASES:
-        rng = np.random.default_rng(seed)
-        params = _lstm_params(rng, D, H, scale)
+    for case in LSTM_CELL_CASES:
+        B, D, H = case.B, case.D, case.H
+        rng = np.random.default_rng(case.seed)
+        params = _lstm_params(rng, D, H, case.scale)
         x = rng.normal(size=(B, D))
         h_prev, c_prev = rng.normal(size=(B, H)), 2.0 * rng.normal(size=(B, H))
         with torch.no_grad():
             h_ref, c_ref = _torch_lstm_cell(params, D, H)(
                 torch.tensor(x), (torch.tensor(h_prev), torch.tensor(c_prev))
             )
-        if strided:
+        if case.strided:
             x, h_prev, c_prev = _strided(x), _strided(h_prev), _strided(c_prev)
             params = {k: _strided(v) for k, v in params.items()}
         inputs = {"x": x, "h_prev": h_prev, "c_prev": c_prev, "params": params}
         before = _snapshot(inputs)
-        with _case(f"lstm_cell_forward, {label}"), np.errstate(over="ignore"):
+        with case.named("lstm_cell_forward"), np.errstate(over="ignore"):
             result = _call_by_hand(lstm_cell_forward, BY_HAND, x, h_prev, c_prev, params)
             h, c = _unpack(result, "lstm_cell_forward", ("h", "c"))
             _expect_unchanged("lstm_cell_forward", inputs, before)
@@ -141,11 +148,16 @@ def check_lstm_cell(lstm_cell_forward: Callable[..., Any]) -> None:
 # --------------------------------------------------------------------------------------------
 
 SEQUENCE_CASES = (
-    # label, seed, lengths, D, H
-    ("B=1, T=1, no padding", 201, (1,), 2, 3),
-    ("B=3, T=6, lengths 6, 2, 4", 202, (6, 2, 4), 3, 4),
-    ("B=4, T=9, lengths 9, 1, 9, 5, non-zero h0 and c0", 203, (9, 1, 9, 5), 2, 5),
-    ("B=2, T=5, one sequence is all padding (length 0)", 204, (5, 0), 4, 2),
+    Case("B=1, T=1, no padding", seed=201, lengths=(1,), D=2, H=3),
+    Case("B=3, T=6, lengths 6, 2, 4", seed=202, lengths=(6, 2, 4), D=3, H=4),
+    Case(
+        "B=4, T=9, lengths 9, 1, 9, 5, non-zero h0 and c0",
+        seed=203,
+        lengths=(9, 1, 9, 5),
+        D=2,
+        H=5,
+    ),
+    Case("B=2, T=5, one sequence is all padding (length 0)", seed=204, lengths=(5, 0), D=4, H=2),
 )
 
 
@@ -178,20 +190,21 @@ def _reference_sequence(params, xs, lengths, h0, c0):
 
 def check_lstm_sequence(lstm_sequence_forward: Callable[..., Any]) -> None:
     """Hidden test of Part B: padded batches against torch.nn.LSTM on packed sequences."""
-    for label, seed, lengths, D, H in SEQUENCE_CASES:
-        rng = np.random.default_rng(seed)
+    for case in SEQUENCE_CASES:
+        lengths, D, H = case.lengths, case.D, case.H
+        rng = np.random.default_rng(case.seed)
         B, T = len(lengths), max(lengths)
         params = _lstm_params(rng, D, H)
         xs = rng.normal(size=(B, T, D))
         mask = np.arange(T)[None, :] < np.array(lengths)[:, None]  # (B, T)
         xs[~mask] = 7.0  # padding with garbage: it must not matter
-        nonzero = "non-zero" in label
+        nonzero = "non-zero" in case.label
         h0 = rng.normal(size=(B, H)) if nonzero else np.zeros((B, H))
         c0 = rng.normal(size=(B, H)) if nonzero else np.zeros((B, H))
         hs_ref, h_ref, c_ref = _reference_sequence(params, xs, lengths, h0, c0)
         inputs = {"xs": xs, "mask": mask, "h0": h0, "c0": c0, "params": params}
         before = _snapshot(inputs)
-        with _case(f"lstm_sequence_forward, {label}"):
+        with case.named("lstm_sequence_forward"):
             result = _call_by_hand(lstm_sequence_forward, BY_HAND, xs, mask, h0, c0, params)
             hs, final = _unpack(result, "lstm_sequence_forward", ("hs", "(h_last, c_last)"))
             h_last, c_last = _unpack(
@@ -209,16 +222,17 @@ def check_lstm_sequence(lstm_sequence_forward: Callable[..., Any]) -> None:
 # --------------------------------------------------------------------------------------------
 
 GRU_CASES = (
-    ("B=1, D=1, H=1", 301, 1, 1, 1, False),
-    ("B=6, D=4, H=3", 302, 6, 4, 3, False),
-    ("B=2, D=5, H=7, non-contiguous arrays", 303, 2, 5, 7, True),
+    Case("B=1, D=1, H=1", seed=301, B=1, D=1, H=1, strided=False),
+    Case("B=6, D=4, H=3", seed=302, B=6, D=4, H=3, strided=False),
+    Case("B=2, D=5, H=7, non-contiguous arrays", seed=303, B=2, D=5, H=7, strided=True),
 )
 
 
 def check_gru_cell(gru_cell_forward: Callable[..., Any]) -> None:
     """Hidden test of Part C: one GRU step against torch.nn.GRUCell with copied weights."""
-    for label, seed, B, D, H, strided in GRU_CASES:
-        rng = np.random.default_rng(seed)
+    for case in GRU_CASES:
+        B, D, H = case.B, case.D, case.H
+        rng = np.random.default_rng(case.seed)
         params = {
             "U": 0.7 * rng.normal(size=(3 * H, D)),
             "W": 0.7 * rng.normal(size=(3 * H, H)),
@@ -233,12 +247,12 @@ def check_gru_cell(gru_cell_forward: Callable[..., Any]) -> None:
             cell.bias_ih.copy_(_reorder(params["b_in"], GRU_BLOCKS, TORCH_GRU_BLOCKS))
             cell.bias_hh.copy_(_reorder(params["b_rec"], GRU_BLOCKS, TORCH_GRU_BLOCKS))
             h_ref = cell(torch.tensor(x), torch.tensor(h_prev)).numpy()
-        if strided:
+        if case.strided:
             x, h_prev = _strided(x), _strided(h_prev)
             params = {k: _strided(v) for k, v in params.items()}
         inputs = {"x": x, "h_prev": h_prev, "params": params}
         before = _snapshot(inputs)
-        with _case(f"gru_cell_forward, {label}"):
+        with case.named("gru_cell_forward"):
             h = _call_by_hand(gru_cell_forward, BY_HAND, x, h_prev, params)
             _expect_unchanged("gru_cell_forward", inputs, before)
             assert_close("h", h, h_ref, atol=1e-9, rtol=1e-7, against="torch.nn.GRUCell")
@@ -250,8 +264,8 @@ def check_gru_cell(gru_cell_forward: Callable[..., Any]) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-def quote_cases() -> list[tuple[str, np.ndarray, np.ndarray, int]]:
-    """(label, activations (N, H), labels (N,), the index of the best cell)."""
+def quote_cases() -> list[Case]:
+    """Every hidden case: activations (N, H), labels (N,) and best, the index of the best cell."""
     cases = []
     rng = np.random.default_rng(401)
     labels = rng.random(300) < 0.3
@@ -259,7 +273,12 @@ def quote_cases() -> list[tuple[str, np.ndarray, np.ndarray, int]]:
     acts[:, 9] = -0.8 * labels + 0.3 * rng.normal(size=300)  # strongly *negative*
     acts[:, 4] = 0.4 * labels + 0.4 * rng.normal(size=300)  # positive, weaker
     cases.append(
-        ("N=300, H=12, the best cell is anti-correlated (off inside quotes)", acts, labels, 9)
+        Case(
+            "N=300, H=12, the best cell is anti-correlated (off inside quotes)",
+            acts=acts,
+            labels=labels,
+            best=9,
+        )
     )
 
     rng = np.random.default_rng(402)
@@ -268,35 +287,43 @@ def quote_cases() -> list[tuple[str, np.ndarray, np.ndarray, int]]:
     acts[:, 0] = 0.0  # a dead cell: constant, its correlation must count as 0, not nan
     acts[:, 2] = 50.0 * rng.normal(size=200) + 5.0 * labels  # large but mostly noise
     acts[:, 5] = 0.05 * labels + 0.01 * rng.normal(size=200)  # small but clean
-    cases.append(("N=200, H=6, a constant cell, int labels, scales differ", acts, labels, 5))
+    cases.append(
+        Case(
+            "N=200, H=6, a constant cell, int labels, scales differ",
+            acts=acts,
+            labels=labels,
+            best=5,
+        )
+    )
 
     rng = np.random.default_rng(403)
     labels = rng.random(50) < 0.4
     acts = rng.normal(size=(50, 3))
     acts[:, 1] = labels + 0.2 * rng.normal(size=50)
     cases.append(
-        (
+        Case(
             "N=50, H=3, float32 activations, non-contiguous",
-            _strided(acts.astype(np.float32)),
-            labels,
-            1,
+            acts=_strided(acts.astype(np.float32)),
+            labels=labels,
+            best=1,
         )
     )
 
     rng = np.random.default_rng(404)
     labels = rng.random(80) < 0.5
     acts = rng.normal(size=(80, 1))
-    cases.append(("N=80, H=1, a single cell", acts, labels, 0))
+    cases.append(Case("N=80, H=1, a single cell", acts=acts, labels=labels, best=0))
     return cases
 
 
 def check_select_quote_cell(select_quote_cell: Callable[..., Any]) -> None:
     """Hidden test of Part D: the cell with the largest |correlation|, as an int."""
     cases = quote_cases()
-    for label, acts, labels, best in cases:
+    for case in cases:
+        acts, labels, best = case.acts, case.labels, case.best
         inputs = {"activations": acts, "inside_quotes": labels}
         before = _snapshot(inputs)
-        with _case(f"select_quote_cell, {label}"):
+        with case.named("select_quote_cell"):
             chosen = _call_by_hand(select_quote_cell, SELECT_BY_HAND, acts, labels)
             _expect_unchanged("select_quote_cell", inputs, before)
             if isinstance(chosen, (bool, np.bool_)) or not isinstance(chosen, (int, np.integer)):

@@ -30,8 +30,7 @@ import numpy as np
 import torch
 
 from autograder.hidden import shortcuts
-from autograder.hidden.shortcuts import ShortcutUsed
-from autograder.hidden.shortcuts import case as _case
+from autograder.hidden.shortcuts import Case, ShortcutUsed
 from autograder.hidden.shortcuts import describe as _describe
 from autograder.hidden.shortcuts import expect_floats as _expect_floats
 from autograder.hidden.shortcuts import expect_unchanged as _expect_unchanged
@@ -91,22 +90,35 @@ def _zrn_to_rzn(matrix: np.ndarray) -> torch.Tensor:
 # Part A: bidirectional_gru
 # --------------------------------------------------------------------------------------------
 
+
+def _bidirectional_case(
+    label: str,
+    seed: int,
+    lengths: tuple[int, ...],
+    D: int,
+    H: int,
+    *,
+    as_list: bool = False,  # lengths given as a list, not an array
+    strided: bool = False,
+    scale: float = 0.6,  # of the weights
+) -> Case:
+    return Case(
+        label, seed=seed, lengths=lengths, D=D, H=H, as_list=as_list, strided=strided, scale=scale
+    )
+
+
 BIDIRECTIONAL_CASES = (
-    # label, seed, lengths, D, H, lengths as a list, strided, weight scale
-    ("B=1, T=1, D=1, H=1", 501, (1,), 1, 1, False, False, 0.6),
-    ("B=3, T=6, lengths 6, 2, 4, garbage in the padding", 502, (6, 2, 4), 3, 4, False, False, 0.6),
-    (
-        "B=5, T=7, lengths 1, 7, 3, 7, 5 given as a list",
-        503,
-        (1, 7, 3, 7, 5),
-        2,
-        3,
-        True,
-        False,
-        0.6,
+    _bidirectional_case("B=1, T=1, D=1, H=1", 501, (1,), 1, 1),
+    _bidirectional_case("B=3, T=6, lengths 6, 2, 4, garbage in the padding", 502, (6, 2, 4), 3, 4),
+    _bidirectional_case(
+        "B=5, T=7, lengths 1, 7, 3, 7, 5 given as a list", 503, (1, 7, 3, 7, 5), 2, 3, as_list=True
     ),
-    ("B=2, T=5, lengths 2, 5, H=1, non-contiguous arrays", 504, (2, 5), 4, 1, False, True, 0.6),
-    ("B=4, T=4, no padding, saturated gates", 505, (4, 4, 4, 4), 3, 2, False, False, 6.0),
+    _bidirectional_case(
+        "B=2, T=5, lengths 2, 5, H=1, non-contiguous arrays", 504, (2, 5), 4, 1, strided=True
+    ),
+    _bidirectional_case(
+        "B=4, T=4, no padding, saturated gates", 505, (4, 4, 4, 4), 3, 2, scale=6.0
+    ),
 )
 
 
@@ -147,8 +159,9 @@ def _explain_states(states: Any, from_padding: np.ndarray, real: np.ndarray) -> 
 
 def check_bidirectional_gru(bidirectional_gru: Callable[..., Any]) -> None:
     """Hidden test of Part A: padded batches against torch.nn.GRU (bidirectional, packed)."""
-    for label, seed, lengths, D, H, as_list, strided, scale in BIDIRECTIONAL_CASES:
-        rng = np.random.default_rng(seed)
+    for case in BIDIRECTIONAL_CASES:
+        lengths, D, H, scale = case.lengths, case.D, case.H, case.scale
+        rng = np.random.default_rng(case.seed)
         B, T = len(lengths), max(lengths)
         params_fwd, params_bwd = _gru_params(rng, D, H, scale), _gru_params(rng, D, H, scale)
         xs = rng.normal(size=(B, T, D))
@@ -156,14 +169,14 @@ def check_bidirectional_gru(bidirectional_gru: Callable[..., Any]) -> None:
         xs[~real] = 7.0  # padding with garbage: it must not matter
         states_ref, fwd_ref, bwd_ref = _torch_bidirectional(xs, lengths, params_fwd, params_bwd)
         from_padding, _, _ = _torch_bidirectional(xs, [T] * B, params_fwd, params_bwd)
-        sizes: Any = list(lengths) if as_list else np.array(lengths)
-        if strided:
+        sizes: Any = list(lengths) if case.as_list else np.array(lengths)
+        if case.strided:
             xs = _strided(xs)
             params_fwd = {k: _strided(v) for k, v in params_fwd.items()}
             params_bwd = {k: _strided(v) for k, v in params_bwd.items()}
         inputs = {"xs": xs, "lengths": sizes, "params_fwd": params_fwd, "params_bwd": params_bwd}
         before = _snapshot(inputs)
-        with _case(f"bidirectional_gru, {label}"), np.errstate(over="ignore"):
+        with case.named("bidirectional_gru"), np.errstate(over="ignore"):
             result = _call_by_hand(
                 bidirectional_gru, READ_BY_HAND, xs, sizes, params_fwd, params_bwd
             )
@@ -221,67 +234,66 @@ def check_bidirectional_gru(bidirectional_gru: Callable[..., Any]) -> None:
 # --------------------------------------------------------------------------------------------
 
 MIX_WEIGHT_CASES = (
-    ("w = [0, 0, 0, 0]", np.zeros(4)),
-    ("w = [800, -800, 799.5] (exp(800) overflows)", np.array([800.0, -800.0, 799.5])),
-    (
+    Case("w = [0, 0, 0, 0]", w=np.zeros(4)),
+    Case("w = [800, -800, 799.5] (exp(800) overflows)", w=np.array([800.0, -800.0, 799.5])),
+    Case(
         "w = [-1000, -1001, -1003] (exp(-1000) underflows to 0)",
-        np.array([-1000.0, -1001.0, -1003.0]),
+        w=np.array([-1000.0, -1001.0, -1003.0]),
     ),
-    ("w = [3.7], a single layer", np.array([3.7])),
-    ("w given as a list [0.5, -0.25]", [0.5, -0.25]),
+    Case("w = [3.7], a single layer", w=np.array([3.7])),
+    Case("w given as a list [0.5, -0.25]", w=[0.5, -0.25]),
 )
 
-SCALAR_MIX_CASES = (
-    # label, seed, (L+1, B, T, D), lengths (None: no mask), w, gamma, layer_norm, options
-    (
+SCALAR_MIX_CASES = (  # shape: (L+1, B, T, D); lengths None: no mask
+    Case(
         "L+1=3, B=2, T=4, D=5, no layer norm",
-        601,
-        (3, 2, 4, 5),
-        None,
-        (0.2, -0.4, 1.1),
-        0.7,
-        False,
-        "",
+        seed=601,
+        shape=(3, 2, 4, 5),
+        lengths=None,
+        w=(0.2, -0.4, 1.1),
+        gamma=0.7,
+        layer_norm=False,
+        options="",
     ),
-    (
+    Case(
         "L+1=4, B=3, T=5, D=3, layer norm, lengths 5, 2, 4, garbage in the padding",
-        602,
-        (4, 3, 5, 3),
-        (5, 2, 4),
-        (1.0, 0.0, -0.5, 2.0),
-        1.3,
-        True,
-        "scales",
+        seed=602,
+        shape=(4, 3, 5, 3),
+        lengths=(5, 2, 4),
+        w=(1.0, 0.0, -0.5, 2.0),
+        gamma=1.3,
+        layer_norm=True,
+        options="scales",
     ),
-    (
+    Case(
         "L+1=2, B=1, T=1, D=6, layer norm, mask=None",
-        603,
-        (2, 1, 1, 6),
-        None,
-        (0.3, 0.1),
-        2.0,
-        True,
-        "",
+        seed=603,
+        shape=(2, 1, 1, 6),
+        lengths=None,
+        w=(0.3, 0.1),
+        gamma=2.0,
+        layer_norm=True,
+        options="",
     ),
-    (
+    Case(
         "L+1=3, B=2, T=3, D=2, w = [700, 710, 705], layer norm, integer mask, non-contiguous",
-        604,
-        (3, 2, 3, 2),
-        (3, 1),
-        (700.0, 710.0, 705.0),
-        0.9,
-        True,
-        "int mask, strided",
+        seed=604,
+        shape=(3, 2, 3, 2),
+        lengths=(3, 1),
+        w=(700.0, 710.0, 705.0),
+        gamma=0.9,
+        layer_norm=True,
+        options="int mask, strided",
     ),
-    (
+    Case(
         "one layer (L+1=1), B=2, T=2, D=3, gamma = -0.5, a mask and no layer norm",
-        605,
-        (1, 2, 2, 3),
-        (2, 1),
-        (4.0,),
-        -0.5,
-        False,
-        "",
+        seed=605,
+        shape=(1, 2, 2, 3),
+        lengths=(2, 1),
+        w=(4.0,),
+        gamma=-0.5,
+        layer_norm=False,
+        options="",
     ),
 )
 
@@ -327,17 +339,19 @@ def _scalar_mix_inputs(seed, shape, lengths, options):
 
 def check_scalar_mix(scalar_mix: Callable[..., Any], mix_weights: Callable[..., Any]) -> None:
     """Hidden test of Part B: a stable softmax, and AllenNLP's masked layer normalisation."""
-    for label, w in MIX_WEIGHT_CASES:
+    for case in MIX_WEIGHT_CASES:
+        w = case.w
         expected = torch.softmax(torch.tensor(np.asarray(w, dtype=np.float64)), dim=0).numpy()
         before = _snapshot({"w": w})
-        with _case(f"mix_weights, {label}"), np.errstate(all="ignore"):
+        with case.named("mix_weights"), np.errstate(all="ignore"):
             s = _call_by_hand(mix_weights, MIX_BY_HAND, w)
             _expect_unchanged("mix_weights", {"w": w}, before)
             assert_close("s", s, expected, atol=1e-12, rtol=1e-9, against="torch.softmax")
 
-    for label, seed, shape, lengths, w, gamma, layer_norm, options in SCALAR_MIX_CASES:
-        layers, mask = _scalar_mix_inputs(seed, shape, lengths, options)
-        w = np.array(w)
+    for case in SCALAR_MIX_CASES:
+        shape, gamma, layer_norm, options = case.shape, case.gamma, case.layer_norm, case.options
+        layers, mask = _scalar_mix_inputs(case.seed, shape, case.lengths, options)
+        w = np.array(case.w)
         expected = _reference_mix(layers, w, gamma, mask, layer_norm)
         real = np.ones(shape[1:3], dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
         if "strided" in options:
@@ -345,7 +359,7 @@ def check_scalar_mix(scalar_mix: Callable[..., Any], mix_weights: Callable[..., 
             mask = _strided(mask)
         inputs = {"layers": layers, "w": w} | ({} if mask is None else {"mask": mask})
         before = _snapshot(inputs)
-        with _case(f"scalar_mix, {label}"), np.errstate(all="ignore"):
+        with case.named("scalar_mix"), np.errstate(all="ignore"):
             mixed = _call_by_hand(scalar_mix, MIX_BY_HAND, layers, w, gamma, mask, layer_norm)
             _expect_unchanged("scalar_mix", inputs, before)
             if np.shape(mixed) != shape[1:]:
@@ -387,30 +401,33 @@ def check_scalar_mix(scalar_mix: Callable[..., Any], mix_weights: Callable[..., 
 # --------------------------------------------------------------------------------------------
 
 
-def cosine_cases() -> list[tuple[str, np.ndarray]]:
-    """(label, vectors (N, D)) for cosine_similarity_matrix."""
+def cosine_cases() -> list[Case]:
+    """The hidden cases of cosine_similarity_matrix: vectors (N, D)."""
     rng = np.random.default_rng(701)
     spread = rng.normal(size=(6, 3)) * np.geomspace(1e-3, 1e3, 6)[:, None]
     return [
-        ("N=5, D=4", rng.normal(size=(5, 4))),
-        ("N=2, D=1, anti-parallel vectors", np.array([[2.0], [-0.5]])),
-        ("N=6, D=3, lengths from 1e-3 to 1e3", spread),
-        ("N=4, D=7, float32, non-contiguous", _strided(rng.normal(size=(4, 7)).astype(np.float32))),
+        Case("N=5, D=4", vectors=rng.normal(size=(5, 4))),
+        Case("N=2, D=1, anti-parallel vectors", vectors=np.array([[2.0], [-0.5]])),
+        Case("N=6, D=3, lengths from 1e-3 to 1e3", vectors=spread),
+        Case(
+            "N=4, D=7, float32, non-contiguous",
+            vectors=_strided(rng.normal(size=(4, 7)).astype(np.float32)),
+        ),
     ]
 
 
-def context_cases() -> list[tuple[str, np.ndarray]]:
-    """(label, vectors_by_layer (L, N, D)) for mean_context_similarity."""
+def context_cases() -> list[Case]:
+    """The hidden cases of mean_context_similarity: vectors_by_layer (L, N, D)."""
     rng = np.random.default_rng(702)
     word = rng.normal(size=3)
     typed = np.stack([np.tile(word, (7, 1)), word + rng.normal(size=(7, 3))])
     return [
-        ("L=3, N=5, D=4", rng.normal(size=(3, 5, 4)) + 0.5),
-        ("L=1, N=2, D=1, anti-parallel", np.array([[[3.0], [-1.0]]])),
-        ("L=2, N=7, D=3, layer 0 a type embedding", typed),
-        (
+        Case("L=3, N=5, D=4", vectors_by_layer=rng.normal(size=(3, 5, 4)) + 0.5),
+        Case("L=1, N=2, D=1, anti-parallel", vectors_by_layer=np.array([[[3.0], [-1.0]]])),
+        Case("L=2, N=7, D=3, layer 0 a type embedding", vectors_by_layer=typed),
+        Case(
             "L=4, N=3, D=5, float32, non-contiguous",
-            _strided(rng.normal(size=(4, 3, 5)).astype(np.float32)),
+            vectors_by_layer=_strided(rng.normal(size=(4, 3, 5)).astype(np.float32)),
         ),
     ]
 
@@ -432,13 +449,14 @@ def check_context_similarity(
 ) -> None:
     """Hidden test of Part C: cosine matrices, and means over pairs without the diagonal."""
     cosines = cosine_cases()
-    for label, vectors in cosines:
+    for case in cosines:
+        vectors = case.vectors
         as_tensor = torch.tensor(np.asarray(vectors, dtype=np.float64))
         expected = torch.nn.functional.cosine_similarity(
             as_tensor[:, None], as_tensor[None, :], dim=-1, eps=0.0
         ).numpy()
         before = _snapshot({"vectors": vectors})
-        with _case(f"cosine_similarity_matrix, {label}"):
+        with case.named("cosine_similarity_matrix"):
             table = _call_by_hand(cosine_similarity_matrix, COSINE_BY_HAND, vectors)
             _expect_unchanged("cosine_similarity_matrix", {"vectors": vectors}, before)
             assert_close(
@@ -451,10 +469,11 @@ def check_context_similarity(
             )
 
     contexts = context_cases()
-    for label, stack in contexts:
+    for case in contexts:
+        stack = case.vectors_by_layer
         expected = [_pairwise_mean(layer) for layer in stack]
         before = _snapshot({"vectors_by_layer": stack})
-        with _case(f"mean_context_similarity, {label}"):
+        with case.named("mean_context_similarity"):
             means = _call_by_hand(mean_context_similarity, COSINE_BY_HAND, stack)
             _expect_unchanged("mean_context_similarity", {"vectors_by_layer": stack}, before)
             means = _expect_floats("mean_context_similarity", means, len(stack))
@@ -508,7 +527,7 @@ def check_context_similarity(
 # --------------------------------------------------------------------------------------------
 
 
-def _senses_case(
+def _senses(
     seed: int, counts: Sequence[int], strengths: Sequence[float], D: int, noise: float = 1.0
 ) -> tuple[np.ndarray, np.ndarray]:
     """vectors_by_layer (L, N, D) with a sense signal of the given strength in each layer, and
@@ -549,32 +568,48 @@ def loo_accuracies(
     return accuracies, closest_call
 
 
-def sense_cases() -> list[tuple[str, np.ndarray, Any]]:
-    """(label, vectors_by_layer (L, N, D), senses) for sense_separation and best_layer."""
+def sense_cases() -> list[Case]:
+    """The hidden cases of sense_separation and best_layer: vectors_by_layer (L, N, D), senses."""
     cases = []
-    stack, which = _senses_case(803, (4, 4), (0.0, 0.8, 2.5), 4)
-    cases.append(("L=3, N=8, D=4, two senses as 0 and 1", stack, [int(k) for k in which]))
-    stack, which = _senses_case(804, (2, 2, 2), (0.6, 1.2), 2, noise=0.8)
-    tags = ["bank/river", "bank/money", "bank/tilt"]
+    stack, which = _senses(803, (4, 4), (0.0, 0.8, 2.5), 4)
     cases.append(
-        (
-            "L=2, N=6, D=2, three senses of two occurrences each, as strings",
-            stack,
-            [tags[k] for k in which],
+        Case(
+            "L=3, N=8, D=4, two senses as 0 and 1",
+            vectors_by_layer=stack,
+            senses=[int(k) for k in which],
         )
     )
-    stack, which = _senses_case(803, (6, 6), (0.0, 6.0, 1.0, 6.0), 5)
-    cases.append(("L=4, N=12, D=5, layers 1 and 3 tie at the top", stack, which.astype(np.int64)))
-    stack, which = _senses_case(804, (2, 2), (1.5,), 3)
+    stack, which = _senses(804, (2, 2, 2), (0.6, 1.2), 2, noise=0.8)
+    tags = ["bank/river", "bank/money", "bank/tilt"]
     cases.append(
-        ("L=1, N=4, D=3, a single layer, non-contiguous", _strided(stack), which.astype(np.int64))
+        Case(
+            "L=2, N=6, D=2, three senses of two occurrences each, as strings",
+            vectors_by_layer=stack,
+            senses=[tags[k] for k in which],
+        )
     )
-    stack, which = _senses_case(805, (7, 3), (0.3, 1.0, 0.6), 6)
+    stack, which = _senses(803, (6, 6), (0.0, 6.0, 1.0, 6.0), 5)
     cases.append(
-        (
+        Case(
+            "L=4, N=12, D=5, layers 1 and 3 tie at the top",
+            vectors_by_layer=stack,
+            senses=which.astype(np.int64),
+        )
+    )
+    stack, which = _senses(804, (2, 2), (1.5,), 3)
+    cases.append(
+        Case(
+            "L=1, N=4, D=3, a single layer, non-contiguous",
+            vectors_by_layer=_strided(stack),
+            senses=which.astype(np.int64),
+        )
+    )
+    stack, which = _senses(805, (7, 3), (0.3, 1.0, 0.6), 6)
+    cases.append(
+        Case(
             "L=3, N=10, D=6, unbalanced senses (7 and 3)",
-            stack,
-            ["coin" if k else "ink" for k in which],
+            vectors_by_layer=stack,
+            senses=["coin" if k else "ink" for k in which],
         )
     )
     return cases
@@ -585,12 +620,13 @@ def check_sense_separation(
 ) -> None:
     """Hidden test of Part D: leave-one-out accuracies, and the best layer (lowest on ties)."""
     cases = sense_cases()
-    for label, stack, senses in cases:
+    for case in cases:
+        stack, senses = case.vectors_by_layer, case.senses
         expected, _ = loo_accuracies(stack, senses)
         best = int(np.argmax(expected))
-        inputs = {"vectors_by_layer": stack, "senses": senses}
+        inputs = dict(case.inputs)
         before = _snapshot(inputs)
-        with _case(f"sense_separation, {label}"):
+        with case.named("sense_separation"):
             accuracies = _call_by_hand(sense_separation, PROBE_BY_HAND, stack, senses)
             _expect_unchanged("sense_separation", inputs, before)
             accuracies = _expect_floats("sense_separation", accuracies, len(stack))
@@ -601,7 +637,7 @@ def check_sense_separation(
                 atol=1e-9,
                 against="leave-one-out nearest centroids",
             )
-        with _case(f"best_layer, {label}"):
+        with case.named("best_layer"):
             chosen = _call_by_hand(best_layer, PROBE_BY_HAND, stack, senses)
             _expect_unchanged("best_layer", inputs, before)
             if isinstance(chosen, (bool, np.bool_)) or not isinstance(chosen, (int, np.integer)):

@@ -42,8 +42,7 @@ import numpy as np
 import torch
 
 from autograder.hidden import shortcuts
-from autograder.hidden.shortcuts import ShortcutUsed
-from autograder.hidden.shortcuts import case as _case
+from autograder.hidden.shortcuts import Case, ShortcutUsed
 from autograder.hidden.shortcuts import describe as _describe
 from autograder.hidden.shortcuts import expect_unchanged as _expect_unchanged
 from autograder.hidden.shortcuts import snapshot as _snapshot
@@ -166,34 +165,53 @@ def _lengths_cases_inputs(
 # --------------------------------------------------------------------------------------------
 
 SCORE_CASES = (
-    # label, seed, kind, B, m, H, A, options
-    ("dot, B=1, m=1, H=1", 401, "dot", 1, 1, 1, 0, ""),
-    ("dot, B=3, m=5, H=4, params=None", 402, "dot", 3, 5, 4, 0, "none"),
-    ("scaled_dot, B=2, m=4, H=9", 403, "scaled_dot", 2, 4, 9, 0, ""),
-    ("scaled_dot, B=4, m=2, H=3, params with every key", 404, "scaled_dot", 4, 2, 3, 5, "all"),
-    ("bilinear, B=3, m=4, H=3, W_a far from symmetric", 405, "bilinear", 3, 4, 3, 0, "skew"),
-    ("bilinear, B=1, m=1, H=1", 406, "bilinear", 1, 1, 1, 0, ""),
-    (
-        "bilinear, B=2, m=3, H=5, float32, non-contiguous",
-        407,
-        "bilinear",
-        2,
-        3,
-        5,
-        0,
-        "f32 strided",
+    Case("dot, B=1, m=1, H=1", seed=401, kind="dot", B=1, m=1, H=1, A=0, options=""),
+    Case(
+        "dot, B=3, m=5, H=4, params=None", seed=402, kind="dot", B=3, m=5, H=4, A=0, options="none"
     ),
-    ("additive, B=3, m=4, H=3, A=5", 408, "additive", 3, 4, 3, 5, ""),
-    ("additive, B=1, m=1, H=1, A=1", 409, "additive", 1, 1, 1, 1, ""),
-    (
+    Case("scaled_dot, B=2, m=4, H=9", seed=403, kind="scaled_dot", B=2, m=4, H=9, A=0, options=""),
+    Case(
+        "scaled_dot, B=4, m=2, H=3, params with every key",
+        seed=404,
+        kind="scaled_dot",
+        B=4,
+        m=2,
+        H=3,
+        A=5,
+        options="all",
+    ),
+    Case(
+        "bilinear, B=3, m=4, H=3, W_a far from symmetric",
+        seed=405,
+        kind="bilinear",
+        B=3,
+        m=4,
+        H=3,
+        A=0,
+        options="skew",
+    ),
+    Case("bilinear, B=1, m=1, H=1", seed=406, kind="bilinear", B=1, m=1, H=1, A=0, options=""),
+    Case(
+        "bilinear, B=2, m=3, H=5, float32, non-contiguous",
+        seed=407,
+        kind="bilinear",
+        B=2,
+        m=3,
+        H=5,
+        A=0,
+        options="f32 strided",
+    ),
+    Case("additive, B=3, m=4, H=3, A=5", seed=408, kind="additive", B=3, m=4, H=3, A=5, options=""),
+    Case("additive, B=1, m=1, H=1, A=1", seed=409, kind="additive", B=1, m=1, H=1, A=1, options=""),
+    Case(
         "additive, B=2, m=6, H=4, A=2, params with every key, non-contiguous",
-        410,
-        "additive",
-        2,
-        6,
-        4,
-        2,
-        "all strided",
+        seed=410,
+        kind="additive",
+        B=2,
+        m=6,
+        H=4,
+        A=2,
+        options="all strided",
     ),
 )
 
@@ -233,8 +251,9 @@ def _score_hints(kind: str, h: np.ndarray, S: np.ndarray, params: dict) -> dict[
 
 def check_attention_scores(attention_scores: Callable[..., Any]) -> None:
     """Hidden test of Part A: every kind against torch, on other shapes and layouts."""
-    for label, seed, kind, B, m, H, A, options in SCORE_CASES:
-        rng = np.random.default_rng(seed)
+    for case in SCORE_CASES:
+        kind, B, m, H, A, options = case.kind, case.B, case.m, case.H, case.A, case.options
+        rng = np.random.default_rng(case.seed)
         h, S = rng.normal(size=(B, H)), rng.normal(size=(B, m, H))
         all_params = _score_params(rng, H, A, skew="skew" in options)
         needed = {"bilinear": ("W_a",), "additive": ("W_1", "w_2")}.get(kind, ())
@@ -254,7 +273,7 @@ def check_attention_scores(attention_scores: Callable[..., Any]) -> None:
         inputs = {"h": h, "S": S} | ({"params": params} if params else {})
         before = _snapshot(inputs)
         tolerance = 1e-5 if "f32" in options else 1e-9
-        with _case(f"attention_scores, {label}"):
+        with case.named("attention_scores"):
             scores = _call_by_hand(attention_scores, SCORE_BY_HAND, kind, h, S, params)
             _expect_unchanged("attention_scores", inputs, before)
             try:
@@ -300,39 +319,63 @@ def check_attention_scores(attention_scores: Callable[..., Any]) -> None:
 # Part B: attend
 # --------------------------------------------------------------------------------------------
 
-ATTEND_CASES = (
-    # label, seed, lengths, m, H, score scale, options
-    ("B=1, m=1, H=1", 501, (1,), 1, 1, 1.0, ""),
-    (
+ATTEND_CASES = (  # scale: of the scores
+    Case("B=1, m=1, H=1", seed=501, lengths=(1,), m=1, H=1, scale=1.0, options=""),
+    Case(
         "B=4, m=6, lengths 6, 1, 3, 5, huge scores and garbage states in the padding",
-        502,
-        (6, 1, 3, 5),
-        6,
-        3,
-        2.0,
-        "garbage",
+        seed=502,
+        lengths=(6, 1, 3, 5),
+        m=6,
+        H=3,
+        scale=2.0,
+        options="garbage",
     ),
-    ("B=3, m=5, lengths 2, 5, 4, real scores of about 1e4", 503, (2, 5, 4), 5, 2, 1e4, ""),
-    (
+    Case(
+        "B=3, m=5, lengths 2, 5, 4, real scores of about 1e4",
+        seed=503,
+        lengths=(2, 5, 4),
+        m=5,
+        H=2,
+        scale=1e4,
+        options="",
+    ),
+    Case(
         "B=2, m=4, lengths 3, 1 given as a list, float32, non-contiguous",
-        504,
-        (3, 1),
-        4,
-        5,
-        1.0,
-        "list f32 strided",
+        seed=504,
+        lengths=(3, 1),
+        m=4,
+        H=5,
+        scale=1.0,
+        options="list f32 strided",
     ),
-    ("B=3, m=3, no padding, int32 lengths", 505, (3, 3, 3), 3, 4, 3.0, "int32"),
-    ("B=2, m=5, lengths 4, 2, every real score 1000", 506, (4, 2), 5, 2, 0.0, "flat"),
+    Case(
+        "B=3, m=3, no padding, int32 lengths",
+        seed=505,
+        lengths=(3, 3, 3),
+        m=3,
+        H=4,
+        scale=3.0,
+        options="int32",
+    ),
+    Case(
+        "B=2, m=5, lengths 4, 2, every real score 1000",
+        seed=506,
+        lengths=(4, 2),
+        m=5,
+        H=2,
+        scale=0.0,
+        options="flat",
+    ),
 )
 
 
 def check_attend(attend: Callable[..., Any]) -> None:
     """Hidden test of Part B: the masked softmax and the context against torch."""
-    for label, seed, lengths, m, H, scale, options in ATTEND_CASES:
-        rng = np.random.default_rng(seed)
-        S, real = _lengths_cases_inputs(rng, lengths, m, H)
-        scores = scale * rng.normal(size=(len(lengths), m))
+    for case in ATTEND_CASES:
+        lengths, m, options = case.lengths, case.m, case.options
+        rng = np.random.default_rng(case.seed)
+        S, real = _lengths_cases_inputs(rng, lengths, m, case.H)
+        scores = case.scale * rng.normal(size=(len(lengths), m))
         if "flat" in options:
             scores[:] = 1000.0
         if "garbage" in options:
@@ -348,7 +391,7 @@ def check_attend(attend: Callable[..., Any]) -> None:
         inputs = {"scores": scores, "lengths": sizes, "S": S}
         before = _snapshot(inputs)
         tolerance = 1e-6 if "f32" in options else 1e-9
-        with _case(f"attend, {label}"), np.errstate(all="ignore"):
+        with case.named("attend"), np.errstate(all="ignore"):
             result = _call_by_hand(attend, ATTEND_BY_HAND, scores, sizes, S)
             _expect_unchanged("attend", inputs, before)
             weights, context = _unpack(result, "attend", ("weights", "context"))
@@ -407,56 +450,66 @@ def check_attend(attend: Callable[..., Any]) -> None:
 # Part C: decoder_output
 # --------------------------------------------------------------------------------------------
 
-OUTPUT_CASES = (
-    # label, seed, kind, lengths, m, H, A, vocab_size, logit scale, options
-    ("dot, B=1, m=1, H=1, vocab_size=1", 601, "dot", (1,), 1, 1, 0, 1, 1.0, ""),
-    (
+OUTPUT_CASES = (  # scale: of the logits
+    Case(
+        "dot, B=1, m=1, H=1, vocab_size=1",
+        seed=601,
+        kind="dot",
+        lengths=(1,),
+        m=1,
+        H=1,
+        A=0,
+        vocab_size=1,
+        scale=1.0,
+        options="",
+    ),
+    Case(
         "scaled_dot, B=3, m=5, H=4, vocab_size=6, lengths 5, 2, 4, garbage in the padding",
-        602,
-        "scaled_dot",
-        (5, 2, 4),
-        5,
-        4,
-        0,
-        6,
-        1.0,
-        "",
+        seed=602,
+        kind="scaled_dot",
+        lengths=(5, 2, 4),
+        m=5,
+        H=4,
+        A=0,
+        vocab_size=6,
+        scale=1.0,
+        options="",
     ),
-    (
+    Case(
         "bilinear, B=2, m=4, H=3, vocab_size=5, logits near 1e4",
-        603,
-        "bilinear",
-        (4, 3),
-        4,
-        3,
-        0,
-        5,
-        1e4,
-        "",
+        seed=603,
+        kind="bilinear",
+        lengths=(4, 3),
+        m=4,
+        H=3,
+        A=0,
+        vocab_size=5,
+        scale=1e4,
+        options="",
     ),
-    (
+    Case(
         "additive, B=4, m=3, H=2, A=3, vocab_size=7, lengths 1, 3, 2, 3",
-        604,
-        "additive",
-        (1, 3, 2, 3),
-        3,
-        2,
-        3,
-        7,
-        1.0,
-        "",
+        seed=604,
+        kind="additive",
+        lengths=(1, 3, 2, 3),
+        m=3,
+        H=2,
+        A=3,
+        vocab_size=7,
+        scale=1.0,
+        options="",
     ),
-    (
+    Case(
         "additive, B=2, m=4, H=3, A=2, vocab_size=4, float32, non-contiguous",
-        605,
-        "additive",
-        (2, 4),
-        4,
-        3,
-        2,
-        4,
-        1.0,
-        "f32 strided",
+        seed=605,
+        kind="additive",
+        lengths=(2, 4),
+        m=4,
+        H=3,
+        A=2,
+        vocab_size=4,
+        scale=1.0,
+        options="f32 strided",
     ),
 )
 
@@ -474,11 +527,12 @@ def _output_params(
 
 def check_decoder_output(decoder_output: Callable[..., Any]) -> None:
     """Hidden test of Part C: Luong's attentional output against torch.log_softmax."""
-    for label, seed, kind, lengths, m, H, A, vocab_size, scale, options in OUTPUT_CASES:
-        rng = np.random.default_rng(seed)
-        S, _ = _lengths_cases_inputs(rng, lengths, m, H)
+    for case in OUTPUT_CASES:
+        kind, lengths, H, options = case.kind, case.lengths, case.H, case.options
+        rng = np.random.default_rng(case.seed)
+        S, _ = _lengths_cases_inputs(rng, lengths, case.m, H)
         h = rng.normal(size=(len(lengths), H))
-        params = _output_params(rng, H, A, vocab_size, scale)
+        params = _output_params(rng, H, case.A, case.vocab_size, case.scale)
         sizes = np.array(lengths)
         if "f32" in options:
             h, S = h.astype(np.float32), S.astype(np.float32)
@@ -490,7 +544,7 @@ def check_decoder_output(decoder_output: Callable[..., Any]) -> None:
         inputs = {"h": h, "S": S, "lengths": sizes, "params": params}
         before = _snapshot(inputs)
         tolerance = 1e-5 if "f32" in options else 1e-9
-        with _case(f"decoder_output, {label}"), np.errstate(all="ignore"):
+        with case.named("decoder_output"), np.errstate(all="ignore"):
             result = _call_by_hand(decoder_output, OUTPUT_BY_HAND, kind, h, S, sizes, params)
             _expect_unchanged("decoder_output", inputs, before)
             log_probs, weights = _unpack(result, "decoder_output", ("log_probs", "weights"))
@@ -629,42 +683,173 @@ def greedy_search(table: Table, bos: int, eos: int, max_len: int) -> tuple[list[
     return prefix[1:], score
 
 
-def search_cases() -> list[tuple[str, str, Table, int, int, int, int, float]]:
-    """(label, kind of reference, table, bos, eos, beam_size, max_len, alpha); the kind is
-    "exhaustive", "greedy" or "exact" (the rules, on models where beam search is not exact)."""
-    cases = []
-    for label, seed, V, bos, eos, max_len, alpha in (
-        (
+def _search_case(
+    label: str,
+    reference: str,
+    table: Table,
+    *,
+    bos: int,
+    eos: int,
+    beam_size: int,
+    max_len: int,
+    alpha: float,
+) -> Case:
+    return Case(
+        label,
+        reference=reference,
+        table=table,
+        bos=bos,
+        eos=eos,
+        beam_size=beam_size,
+        max_len=max_len,
+        alpha=alpha,
+    )
+
+
+def _exhaustive(
+    label: str, *, seed: int, V: int, bos: int, eos: int, max_len: int, alpha: float
+) -> Case:
+    """A beam as wide as every output (V ** max_len): beam search is exhaustive search."""
+    table = random_table(seed, V, bos, eos, max_len)
+    return _search_case(
+        f"exhaustive, {label}",
+        "exhaustive",
+        table,
+        bos=bos,
+        eos=eos,
+        beam_size=V**max_len,
+        max_len=max_len,
+        alpha=alpha,
+    )
+
+
+def _greedy(
+    label: str, *, seed: int, V: int, bos: int, eos: int, max_len: int, sharpness: float
+) -> Case:
+    """beam_size = 1: beam search is greedy decoding."""
+    table = random_table(seed, V, bos, eos, max_len, sharpness)
+    return _search_case(
+        f"beam_size=1 as greedy, {label}",
+        "greedy",
+        table,
+        bos=bos,
+        eos=eos,
+        beam_size=1,
+        max_len=max_len,
+        alpha=0.0,
+    )
+
+
+def _not_exact(
+    label: str,
+    *,
+    seed: int,
+    V: int,
+    bos: int,
+    eos: int,
+    beam_size: int,
+    max_len: int,
+    alpha: float,
+    sharpness: float,
+) -> Case:
+    """A narrow beam on a random model: only the rules of the search give the answer."""
+    table = random_table(seed, V, bos, eos, max_len, sharpness)
+    return _search_case(
+        f"not exact, {label}",
+        "exact",
+        table,
+        bos=bos,
+        eos=eos,
+        beam_size=beam_size,
+        max_len=max_len,
+        alpha=alpha,
+    )
+
+
+def search_cases() -> list[Case]:
+    """Every hidden case of beam_search: table, bos, eos, beam_size, max_len, alpha, and the
+    reference that gives the answer: "exhaustive", "greedy" or "exact" (the rules, on models
+    where beam search is not exact)."""
+    cases = [
+        _exhaustive(
             "vocab_size=3, max_len=4, alpha=0.5, the best output cut at max_len",
-            929,
-            3,
-            3,
-            0,
-            4,
-            0.5,
+            seed=929,
+            V=3,
+            bos=3,
+            eos=0,
+            max_len=4,
+            alpha=0.5,
         ),
-        ("vocab_size=4, max_len=3, eos=2, bos=9, alpha=0.8", 903, 4, 9, 2, 3, 0.8),
-        ("vocab_size=2 (eos=1 and one word), max_len=5, alpha=0", 959, 2, 2, 1, 5, 0.0),
-    ):
-        table = random_table(seed, V, bos, eos, max_len)
-        cases.append(
-            (f"exhaustive, {label}", "exhaustive", table, bos, eos, V**max_len, max_len, alpha)
-        )
-    for label, seed, V, bos, eos, max_len, sharpness in (
-        ("vocab_size=4, max_len=6, eos=2, bos=7", 911, 4, 7, 2, 6, 1.0),
-        ("vocab_size=5, max_len=4, eos=0, bos=5, peaked", 912, 5, 5, 0, 4, 3.0),
-    ):
-        table = random_table(seed, V, bos, eos, max_len, sharpness)
-        cases.append(
-            (f"beam_size=1 as greedy, {label}", "greedy", table, bos, eos, 1, max_len, 0.0)
-        )
-    for label, seed, V, bos, eos, beam, max_len, alpha, sharpness in (
-        ("vocab_size=4, max_len=4, beam_size=2, alpha=0", 942, 4, 4, 0, 2, 4, 0.0, 1.5),
-        ("vocab_size=4, max_len=5, eos=3, beam_size=2, alpha=0.6", 922, 4, 4, 3, 2, 5, 0.6, 1.5),
-        ("vocab_size=5, max_len=5, beam_size=3, alpha=1", 924, 5, 5, 0, 3, 5, 1.0, 2.0),
-    ):
-        table = random_table(seed, V, bos, eos, max_len, sharpness)
-        cases.append((f"not exact, {label}", "exact", table, bos, eos, beam, max_len, alpha))
+        _exhaustive(
+            "vocab_size=4, max_len=3, eos=2, bos=9, alpha=0.8",
+            seed=903,
+            V=4,
+            bos=9,
+            eos=2,
+            max_len=3,
+            alpha=0.8,
+        ),
+        _exhaustive(
+            "vocab_size=2 (eos=1 and one word), max_len=5, alpha=0",
+            seed=959,
+            V=2,
+            bos=2,
+            eos=1,
+            max_len=5,
+            alpha=0.0,
+        ),
+        _greedy(
+            "vocab_size=4, max_len=6, eos=2, bos=7",
+            seed=911,
+            V=4,
+            bos=7,
+            eos=2,
+            max_len=6,
+            sharpness=1.0,
+        ),
+        _greedy(
+            "vocab_size=5, max_len=4, eos=0, bos=5, peaked",
+            seed=912,
+            V=5,
+            bos=5,
+            eos=0,
+            max_len=4,
+            sharpness=3.0,
+        ),
+        _not_exact(
+            "vocab_size=4, max_len=4, beam_size=2, alpha=0",
+            seed=942,
+            V=4,
+            bos=4,
+            eos=0,
+            beam_size=2,
+            max_len=4,
+            alpha=0.0,
+            sharpness=1.5,
+        ),
+        _not_exact(
+            "vocab_size=4, max_len=5, eos=3, beam_size=2, alpha=0.6",
+            seed=922,
+            V=4,
+            bos=4,
+            eos=3,
+            beam_size=2,
+            max_len=5,
+            alpha=0.6,
+            sharpness=1.5,
+        ),
+        _not_exact(
+            "vocab_size=5, max_len=5, beam_size=3, alpha=1",
+            seed=924,
+            V=5,
+            bos=5,
+            eos=0,
+            beam_size=3,
+            max_len=5,
+            alpha=1.0,
+            sharpness=2.0,
+        ),
+    ]
     # alpha: "</s>" alone (p 0.4) against "a </s>" (0.24) and "a a </s>" (0.324, the best per
     # token); all three finish with beam_size=3.
     short_long = table_from_probabilities(
@@ -672,28 +857,38 @@ def search_cases() -> list[tuple[str, str, Table, int, int, int, int, float]]:
     )
     for alpha in (0.0, 1.0):
         label = f"alpha={alpha:g}, a short output against a long one, vocab_size=2, max_len=3"
-        cases.append((label, "exact", short_long, 2, 0, 3, 3, alpha))
+        cases.append(
+            _search_case(
+                label, "exact", short_long, bos=2, eos=0, beam_size=3, max_len=3, alpha=alpha
+            )
+        )
     # max_len cuts every hypothesis: eos is very unlikely everywhere.
     cut = random_table(931, 3, 3, 1, 3)
     cut = {prefix: _log_softmax(row - 10.0 * (np.arange(3) == 1)) for prefix, row in cut.items()}
-    cases.append(("cut at max_len=3, eos=1 unlikely, beam_size=2", "exact", cut, 3, 1, 2, 3, 0.0))
+    label = "cut at max_len=3, eos=1 unlikely, beam_size=2"
+    cases.append(_search_case(label, "exact", cut, bos=3, eos=1, beam_size=2, max_len=3, alpha=0.0))
     # A tie: "</s>" (found first) and "a </s>" have the same score per token (alpha = 1).
     tie = table_from_probabilities({(2,): [0.5, 0.5], (2, 1): [0.5, 0.5]})
-    cases.append(("a tie between finished hypotheses, alpha=1", "exact", tie, 2, 0, 2, 2, 1.0))
+    label = "a tie between finished hypotheses, alpha=1"
+    cases.append(_search_case(label, "exact", tie, bos=2, eos=0, beam_size=2, max_len=2, alpha=1.0))
     # "</s>" finishes at step 1, then two more at step 2: three finished for beam_size=2, and
     # the search stops there (the table knows no prefix of two tokens).
     many = table_from_probabilities(
         {(3,): [0.45, 0.35, 0.2], (3, 1): [0.7, 0.2, 0.1], (3, 2): [0.8, 0.1, 0.1]}
     )
     label = "two finish at once after one did, beam_size=2, max_len=3"
-    cases.append((label, "exact", many, 3, 0, 2, 3, 0.5))
+    cases.append(
+        _search_case(label, "exact", many, bos=3, eos=0, beam_size=2, max_len=3, alpha=0.5)
+    )
     # After step 1 "</s>" is finished and ranks above "b": b is live all the same, and "b </s>"
     # (p 0.2375) is the answer per token.
     below = table_from_probabilities(
         {(3,): [0.4, 0.35, 0.25], (3, 1): [0.3, 0.42, 0.28], (3, 2): [0.95, 0.03, 0.02]}
     )
     label = "a live hypothesis ranked below a finished one, beam_size=2, alpha=1"
-    cases.append((label, "exact", below, 3, 0, 2, 3, 1.0))
+    cases.append(
+        _search_case(label, "exact", below, bos=3, eos=0, beam_size=2, max_len=3, alpha=1.0)
+    )
     return cases
 
 
@@ -718,11 +913,13 @@ def _expect_search_result(call: str, result: Any) -> tuple[list[int], float, flo
 def check_beam_search(beam_search_on_table: Callable[..., Any]) -> None:
     """Hidden test of Part D: exhaustive search, greedy decoding and the exact rules."""
     cases = search_cases()
-    for label, kind, table, bos, eos, beam_size, max_len, alpha in cases:
-        if kind == "exhaustive":
+    for case in cases:
+        table, bos, eos, max_len, alpha = case.table, case.bos, case.eos, case.max_len, case.alpha
+        beam_size = case.beam_size
+        if case.reference == "exhaustive":
             tokens_ref, log_prob_ref, value_ref = exhaustive_search(table, bos, eos, max_len, alpha)
             against = "exhaustive search (a beam this wide is exact)"
-        elif kind == "greedy":
+        elif case.reference == "greedy":
             tokens_ref, log_prob_ref = greedy_search(table, bos, eos, max_len)
             value_ref = log_prob_ref
             against = "greedy decoding"
@@ -737,7 +934,7 @@ def check_beam_search(beam_search_on_table: Callable[..., Any]) -> None:
             f"alpha={alpha:g})"
         )
         before = _snapshot({"table": table})
-        with _case(f"beam_search, {label}"):
+        with case.named("beam_search"):
             try:
                 result = _call_by_hand(
                     beam_search_on_table,

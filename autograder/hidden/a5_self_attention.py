@@ -33,7 +33,7 @@ import torch
 import torch.nn.functional as F
 
 from autograder.hidden import shortcuts
-from autograder.hidden.shortcuts import ShortcutUsed
+from autograder.hidden.shortcuts import Case, ShortcutUsed
 from autograder.hidden.shortcuts import case as _case
 from autograder.hidden.shortcuts import expect_array as _expect_array
 from autograder.hidden.shortcuts import expect_unchanged as _expect_unchanged
@@ -126,85 +126,99 @@ def _keys_below(lengths: tuple[int, ...], m: int) -> np.ndarray:
     return (np.arange(m)[None, :] < np.array(lengths)[:, None])[:, None, :]
 
 
-def attention_cases() -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray, Any]]:
-    """(label, Q, K, V, mask) for attention."""
+def attention_cases() -> list[Case]:
+    """The hidden cases of attention: Q, K, V and mask."""
     rng = np.random.default_rng(701)
     cases = []
     cases.append(
-        (
+        Case(
             "B=2, n=4, m=6, d_k=3, d_v=5 (cross-attention), no mask",
-            rng.normal(size=(2, 4, 3)),
-            rng.normal(size=(2, 6, 3)),
-            rng.normal(size=(2, 6, 5)),
-            None,
+            Q=rng.normal(size=(2, 4, 3)),
+            K=rng.normal(size=(2, 6, 3)),
+            V=rng.normal(size=(2, 6, 5)),
+            mask=None,
         )
     )
     cases.append(
-        (
+        Case(
             "B=3, n=m=5, d_k=1, d_v=2, a causal mask (5, 5) shared by the batch",
-            rng.normal(size=(3, 5, 1)),
-            rng.normal(size=(3, 5, 1)),
-            rng.normal(size=(3, 5, 2)),
-            _lower(5),
+            Q=rng.normal(size=(3, 5, 1)),
+            K=rng.normal(size=(3, 5, 1)),
+            V=rng.normal(size=(3, 5, 2)),
+            mask=_lower(5),
         )
     )
     lengths = (6, 2, 4)
     cases.append(
-        (
+        Case(
             "B=3, n=m=6, causal & padding (lengths 6, 2, 4), mask (3, 6, 6)",
-            rng.normal(size=(3, 6, 4)),
-            rng.normal(size=(3, 6, 4)),
-            rng.normal(size=(3, 6, 3)),
-            _lower(6) & _keys_below(lengths, 6),
+            Q=rng.normal(size=(3, 6, 4)),
+            K=rng.normal(size=(3, 6, 4)),
+            V=rng.normal(size=(3, 6, 3)),
+            mask=_lower(6) & _keys_below(lengths, 6),
         )
     )
     cases.append(
-        (
+        Case(
             "B=2 with 2 heads (2, 2, 3, 4), padding mask (2, 1, 1, 5) over heads and queries",
-            rng.normal(size=(2, 2, 3, 4)),
-            rng.normal(size=(2, 2, 5, 4)),
-            rng.normal(size=(2, 2, 5, 4)),
-            _keys_below((5, 3), 5)[:, None],
+            Q=rng.normal(size=(2, 2, 3, 4)),
+            K=rng.normal(size=(2, 2, 5, 4)),
+            V=rng.normal(size=(2, 2, 5, 4)),
+            mask=_keys_below((5, 3), 5)[:, None],
         )
     )
     cases.append(
-        (
+        Case(
             "n=3, m=4, d_k=4, scores in the thousands",
-            60.0 * rng.normal(size=(3, 4)),
-            60.0 * rng.normal(size=(4, 4)),
-            rng.normal(size=(4, 2)),
-            None,
+            Q=60.0 * rng.normal(size=(3, 4)),
+            K=60.0 * rng.normal(size=(4, 4)),
+            V=rng.normal(size=(4, 2)),
+            mask=None,
         )
     )
     big_q, big_k = np.ones((3, 2)), np.array([[-40.0, -40.0], [40.0, 40.0], [39.0, 40.0]])
     cases.append(
-        (
+        Case(
             "n=3, m=3, the blocked keys score 2000 or more above the allowed ones",
-            30.0 * big_q,
-            big_k,
-            rng.normal(size=(3, 3)),
-            np.array([[True, False, False], [True, False, True], [True, True, True]]),
+            Q=30.0 * big_q,
+            K=big_k,
+            V=rng.normal(size=(3, 3)),
+            mask=np.array([[True, False, False], [True, False, True], [True, True, True]]),
         )
     )
     cases.append(
-        (
+        Case(
             "n=3, a single key (m=1)",
-            rng.normal(size=(3, 2)),
-            rng.normal(size=(1, 2)),
-            rng.normal(size=(1, 4)),
-            np.ones((3, 1), dtype=bool),
+            Q=rng.normal(size=(3, 2)),
+            K=rng.normal(size=(1, 2)),
+            V=rng.normal(size=(1, 4)),
+            mask=np.ones((3, 1), dtype=bool),
         )
     )
     cases.append(
-        (
+        Case(
             "n=2, m=3, non-contiguous arrays and mask",
-            _strided(rng.normal(size=(2, 3))),
-            _strided(rng.normal(size=(3, 3))),
-            _strided(rng.normal(size=(3, 2))),
-            _strided(np.array([[True, True, False], [False, True, True]])),
+            Q=_strided(rng.normal(size=(2, 3))),
+            K=_strided(rng.normal(size=(3, 3))),
+            V=_strided(rng.normal(size=(3, 2))),
+            mask=_strided(np.array([[True, True, False], [False, True, True]])),
         )
     )
     return cases
+
+
+def _padding_mask_case(lengths: Any, m: int) -> Case:
+    """A case of padding_mask, labelled by the call."""
+    return Case(f"padding_mask({list(np.asarray(lengths).tolist())}, {m})", lengths=lengths, m=m)
+
+
+def padding_mask_cases() -> list[Case]:
+    """The hidden cases of padding_mask: lengths (a list, an int32 array, a tuple) and m."""
+    return [
+        _padding_mask_case([3, 1, 5], 5),
+        _padding_mask_case(np.array([1], dtype=np.int32), 1),
+        _padding_mask_case((2, 2), 4),
+    ]
 
 
 def check_attention(
@@ -214,11 +228,12 @@ def check_attention(
 ) -> None:
     """Hidden test of Part A: attention against F.scaled_dot_product_attention, the masks."""
     cases = attention_cases()
-    for label, Q, K, V, mask in cases:
+    for case in cases:
+        Q, K, V, mask = case.Q, case.K, case.V, case.mask
         Z_ref, A_ref = torch_attention(Q, K, V, mask)
         inputs = {"Q": Q, "K": K, "V": V} | ({} if mask is None else {"mask": mask})
         before = _snapshot(inputs)
-        with _case(f"attention, {label}"), np.errstate(all="ignore"):
+        with case.named("attention"), np.errstate(all="ignore"):
             result = _call_valid(attention, ATTEND_BY_HAND, Q, K, V, mask)
             _expect_unchanged("attention", inputs, before)
             Z, A = _unpack(result, "attention", ("Z", "A"))
@@ -232,13 +247,13 @@ def check_attention(
         with _case(f"causal_mask({n})"):
             got = _call_valid(causal_mask, ATTEND_BY_HAND, n)
             _expect_bool_mask(f"causal_mask({n})", got, _lower(n))
-    for lengths, m in (([3, 1, 5], 5), (np.array([1], dtype=np.int32), 1), ((2, 2), 4)):
-        call = f"padding_mask({list(np.asarray(lengths).tolist())}, {m})"
+    for case in padding_mask_cases():
+        lengths, m = case.lengths, case.m
         before = _snapshot({"lengths": lengths})
-        with _case(call):
+        with _case(case.label):
             got = _call_valid(padding_mask, ATTEND_BY_HAND, lengths, m)
             _expect_unchanged("padding_mask", {"lengths": lengths}, before)
-            _expect_bool_mask(call, got, _keys_below(tuple(np.asarray(lengths)), m))
+            _expect_bool_mask(case.label, got, _keys_below(tuple(np.asarray(lengths)), m))
 
     rng = np.random.default_rng(702)
     Q, K, V = rng.normal(size=(2, 3, 2)), rng.normal(size=(2, 4, 2)), rng.normal(size=(2, 4, 3))
@@ -338,61 +353,78 @@ def torch_multi_head(
     )
 
 
-def multi_head_cases() -> list[tuple[str, np.ndarray, dict, int, Any]]:
-    """(label, X, params, num_heads, mask) for multi_head_attention."""
+def multi_head_cases() -> list[Case]:
+    """The hidden cases of multi_head_attention: X, params, num_heads and mask."""
     rng = np.random.default_rng(801)
-    cases = [
-        ("n=5, d_model=6, h=3, no mask", rng.normal(size=(5, 6)), _mha_params(rng, 6, True), 3),
-        ("n=3, d_model=4, one head", rng.normal(size=(3, 4)), _mha_params(rng, 4, True), 1),
-        (
+    return [
+        Case(
+            "n=5, d_model=6, h=3, no mask",
+            X=rng.normal(size=(5, 6)),
+            params=_mha_params(rng, 6, True),
+            num_heads=3,
+            mask=None,
+        ),
+        Case(
+            "n=3, d_model=4, one head",
+            X=rng.normal(size=(3, 4)),
+            params=_mha_params(rng, 4, True),
+            num_heads=1,
+            mask=None,
+        ),
+        Case(
             "n=4, d_model=h=4 (d_k = 1), causal",
-            rng.normal(size=(4, 4)),
-            _mha_params(rng, 4, True),
-            4,
+            X=rng.normal(size=(4, 4)),
+            params=_mha_params(rng, 4, True),
+            num_heads=4,
+            mask=_lower(4),
         ),
-        (
+        Case(
             "B=2, n=5, d_model=8, h=2, causal mask (5, 5)",
-            rng.normal(size=(2, 5, 8)),
-            _mha_params(rng, 8, True),
-            2,
+            X=rng.normal(size=(2, 5, 8)),
+            params=_mha_params(rng, 8, True),
+            num_heads=2,
+            mask=_lower(5),
         ),
-        (
+        Case(
             "B=3, n=4, d_model=6, h=2, padding mask (3, 1, 4), lengths 4, 1, 3",
-            rng.normal(size=(3, 4, 6)),
-            _mha_params(rng, 6, True),
-            2,
+            X=rng.normal(size=(3, 4, 6)),
+            params=_mha_params(rng, 6, True),
+            num_heads=2,
+            mask=_keys_below((4, 1, 3), 4),
         ),
-        (
+        Case(
             "n=3, d_model=4, h=2, no biases (bias=False)",
-            rng.normal(size=(3, 4)),
-            _mha_params(rng, 4, False),
-            2,
+            X=rng.normal(size=(3, 4)),
+            params=_mha_params(rng, 4, False),
+            num_heads=2,
+            mask=None,
         ),
-        (
+        Case(
             "leading dimensions (2, 3), n=4, d_model=6, h=3, causal",
-            rng.normal(size=(2, 3, 4, 6)),
-            _mha_params(rng, 6, True),
-            3,
+            X=rng.normal(size=(2, 3, 4, 6)),
+            params=_mha_params(rng, 6, True),
+            num_heads=3,
+            mask=_lower(4),
         ),
-        (
+        Case(
             "n=4, d_model=4, h=2, scores in the hundreds, non-contiguous",
-            _strided(4.0 * rng.normal(size=(4, 4))),
-            {k: _strided(v) for k, v in _mha_params(rng, 4, True, scale=8.0).items()},
-            2,
+            X=_strided(4.0 * rng.normal(size=(4, 4))),
+            params={k: _strided(v) for k, v in _mha_params(rng, 4, True, scale=8.0).items()},
+            num_heads=2,
+            mask=None,
         ),
     ]
-    masks = [None, None, _lower(4), _lower(5), _keys_below((4, 1, 3), 4), None, _lower(4), None]
-    return [(*case, mask) for case, mask in zip(cases, masks, strict=True)]
 
 
 def check_multi_head_attention(multi_head_attention: Callable[..., Any]) -> None:
     """Hidden test of Part B: against nn.MultiheadAttention with the same weights (float64)."""
     cases = multi_head_cases()
-    for label, X, params, num_heads, mask in cases:
+    for case in cases:
+        X, params, num_heads, mask = case.X, case.params, case.num_heads, case.mask
         out_ref, weights_ref = torch_multi_head(X, params, num_heads, mask)
         inputs = {"X": X, "params": params} | ({} if mask is None else {"mask": mask})
         before = _snapshot(inputs)
-        with _case(f"multi_head_attention, {label}"), np.errstate(all="ignore"):
+        with case.named("multi_head_attention"), np.errstate(all="ignore"):
             result = _call_by_hand(multi_head_attention, HEADS_BY_HAND, X, params, num_heads, mask)
             _expect_unchanged("multi_head_attention", inputs, before)
             out, weights = _unpack(result, "multi_head_attention", ("out", "weights"))
@@ -464,9 +496,34 @@ def torch_shift(k: int, d: int, base: float = 10000.0) -> np.ndarray:
     return shift.numpy()
 
 
-ENCODING_CASES = ((1, 2, 10000.0), (7, 10, 10000.0), (50, 16, 100.0), (2048, 64, 10000.0))
-DOT_CASES = ((1, 2), (9, 6), (40, 32))
-SHIFT_CASES = ((0, 2, 10000.0), (-3, 6, 10000.0), (5, 8, 500.0), (1000, 4, 10000.0))
+# The cases of Part C are labelled by the call.
+
+
+def _encoding(n: int, d: int, base: float) -> Case:
+    return Case(f"sinusoidal_encoding({n}, {d}, base={base:g})", n=n, d=d, base=base)
+
+
+def _dots(n: int, d: int) -> Case:
+    return Case(f"relative_dot({n}, {d})", n=n, d=d)
+
+
+def _shift(k: int, d: int, base: float) -> Case:
+    return Case(f"shift_matrix({k}, {d}, base={base:g})", k=k, d=d, base=base)
+
+
+ENCODING_CASES = (
+    _encoding(1, 2, 10000.0),
+    _encoding(7, 10, 10000.0),
+    _encoding(50, 16, 100.0),
+    _encoding(2048, 64, 10000.0),
+)
+DOT_CASES = (_dots(1, 2), _dots(9, 6), _dots(40, 32))
+SHIFT_CASES = (
+    _shift(0, 2, 10000.0),
+    _shift(-3, 6, 10000.0),
+    _shift(5, 8, 500.0),
+    _shift(1000, 4, 10000.0),
+)
 
 
 def check_sinusoidal(
@@ -475,24 +532,24 @@ def check_sinusoidal(
     shift_matrix: Callable[..., Any],
 ) -> None:
     """Hidden test of Part C: the encoding, its dot products and its shift matrices."""
-    for n, d, base in ENCODING_CASES:
-        call = f"sinusoidal_encoding({n}, {d}, base={base:g})"
+    for case in ENCODING_CASES:
+        n, d, base, call = case.n, case.d, case.base, case.label
         with _case(call):
             got = _call_valid(sinusoidal_encoding, WAVES_BY_HAND, n, d, base)
             _expect_array(call, got, (n, d))
             assert_close(
                 call, got, torch_sinusoids(n, d, base), atol=1e-9, against="exp(1j i omega_r)"
             )
-    for n, d in DOT_CASES:
-        call = f"relative_dot({n}, {d})"
+    for case in DOT_CASES:
+        n, d, call = case.n, case.d, case.label
         with _case(call):
             got = _call_valid(relative_dot, WAVES_BY_HAND, n, d)
             _expect_array(call, got, (n, n))
             assert_close(
                 call, got, closed_form_dots(n, d), atol=1e-9, against="sum_r cos((i - j) omega_r)"
             )
-    for k, d, base in SHIFT_CASES:
-        call = f"shift_matrix({k}, {d}, base={base:g})"
+    for case in SHIFT_CASES:
+        k, d, base, call = case.k, case.d, case.base, case.label
         with _case(call):
             got = _call_valid(shift_matrix, WAVES_BY_HAND, k, d, base)
             _expect_array(call, got, (d, d))
@@ -536,41 +593,51 @@ def torch_rope(x: np.ndarray, positions: Any, base: float = 10000.0) -> np.ndarr
     return torch.view_as_real(pairs * turn).reshape(values.shape).numpy()
 
 
-def rope_cases() -> list[tuple[str, np.ndarray, Any, float]]:
-    """(label, x, positions, base) for apply_rope."""
+def rope_cases() -> list[Case]:
+    """The hidden cases of apply_rope: x, positions and base."""
     rng = np.random.default_rng(901)
     return [
-        ("n=5, d=8, positions 0..4", rng.normal(size=(5, 8)), np.arange(5), 10000.0),
-        (
+        Case(
+            "n=5, d=8, positions 0..4",
+            x=rng.normal(size=(5, 8)),
+            positions=np.arange(5),
+            base=10000.0,
+        ),
+        Case(
             "a batch (2, 3, 6, 4), positions 0, 2, 3, 7, 8, 20",
-            rng.normal(size=(2, 3, 6, 4)),
-            np.array([0, 2, 3, 7, 8, 20]),
-            10000.0,
+            x=rng.normal(size=(2, 3, 6, 4)),
+            positions=np.array([0, 2, 3, 7, 8, 20]),
+            base=10000.0,
         ),
-        ("n=5, d=2, positions -3..1", rng.normal(size=(5, 2)), np.arange(-3, 2), 10000.0),
-        (
+        Case(
+            "n=5, d=2, positions -3..1",
+            x=rng.normal(size=(5, 2)),
+            positions=np.arange(-3, 2),
+            base=10000.0,
+        ),
+        Case(
             "n=4, d=6, positions 10000..10003",
-            rng.normal(size=(4, 6)),
-            np.arange(10000, 10004),
-            10000.0,
+            x=rng.normal(size=(4, 6)),
+            positions=np.arange(10000, 10004),
+            base=10000.0,
         ),
-        (
+        Case(
             "n=4, d=4, fractional positions 0, 0.25, 0.5, 0.75",
-            rng.normal(size=(4, 4)),
-            np.array([0.0, 0.25, 0.5, 0.75]),
-            10000.0,
+            x=rng.normal(size=(4, 4)),
+            positions=np.array([0.0, 0.25, 0.5, 0.75]),
+            base=10000.0,
         ),
-        (
+        Case(
             "B=3, n=4, d=6, one set of positions per sequence (3, 4)",
-            rng.normal(size=(3, 4, 6)),
-            np.array([[0, 1, 2, 3], [5, 6, 7, 8], [40, 41, 42, 43]]),
-            10000.0,
+            x=rng.normal(size=(3, 4, 6)),
+            positions=np.array([[0, 1, 2, 3], [5, 6, 7, 8], [40, 41, 42, 43]]),
+            base=10000.0,
         ),
-        (
+        Case(
             "n=3, d=8, base 500, positions as a list, non-contiguous x",
-            _strided(rng.normal(size=(3, 8))),
-            [2, 9, 4],
-            500.0,
+            x=_strided(rng.normal(size=(3, 8))),
+            positions=[2, 9, 4],
+            base=500.0,
         ),
     ]
 
@@ -578,11 +645,12 @@ def rope_cases() -> list[tuple[str, np.ndarray, Any, float]]:
 def check_rope(apply_rope: Callable[..., Any]) -> None:
     """Hidden test of Part D: rotations against complex numbers; offsets only; lengths kept."""
     cases = rope_cases()
-    for label, x, positions, base in cases:
+    for case in cases:
+        x, positions, base = case.x, case.positions, case.base
         expected = torch_rope(x, positions, base)
         inputs = {"x": x, "positions": positions}
         before = _snapshot(inputs)
-        with _case(f"apply_rope, {label}"):
+        with case.named("apply_rope"):
             got = _call_valid(apply_rope, ROTATE_BY_HAND, x, positions, base)
             _expect_unchanged("apply_rope", inputs, before)
             _expect_array("apply_rope(x, positions)", got, expected.shape)

@@ -36,8 +36,7 @@ import torch
 import torch.nn.functional as F
 
 from autograder.hidden import shortcuts
-from autograder.hidden.shortcuts import ShortcutUsed
-from autograder.hidden.shortcuts import case as _case
+from autograder.hidden.shortcuts import Case, ShortcutUsed
 from autograder.hidden.shortcuts import describe as _describe
 from autograder.hidden.shortcuts import expect_array as _expect_array
 from autograder.hidden.shortcuts import expect_unchanged as _expect_unchanged
@@ -102,30 +101,41 @@ def torch_layer_norm(
     return out.numpy(), centre.numpy(), torch.rsqrt(variance + eps).numpy()
 
 
-def layer_norm_cases() -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray, float, float]]:
-    """(label, x, gamma, beta, eps, atol for y) for layer_norm."""
+def layer_norm_cases() -> list[Case]:
+    """The hidden cases of layer_norm: x, gamma, beta, eps, and y_atol, the tolerance for y."""
     rng = np.random.default_rng(6101)
 
-    def affine(*shape: int) -> tuple[np.ndarray, np.ndarray]:
-        return 1.0 + 0.5 * rng.normal(size=shape), 0.3 * rng.normal(size=shape)
+    def case(
+        label: str,
+        x: np.ndarray,
+        *shape: int,  # of gamma and beta, drawn after x
+        eps: float = 1e-5,
+        y_atol: float = 1e-10,
+        strided: bool = False,
+    ) -> Case:
+        gamma, beta = 1.0 + 0.5 * rng.normal(size=shape), 0.3 * rng.normal(size=shape)
+        if strided:
+            gamma, beta = _strided(gamma), _strided(beta)
+        return Case(label, x=x, gamma=gamma, beta=beta, eps=eps, y_atol=y_atol)
 
     constant_inside = rng.normal(size=(3, 4))
     constant_inside[1] = 2.5
     return [
-        ("3 rows of D=5", rng.normal(size=(3, 5)), *affine(5), 1e-5, 1e-10),
-        ("a batch (2, 3, 4)", 2.0 + 3.0 * rng.normal(size=(2, 3, 4)), *affine(4), 1e-5, 1e-10),
-        ("a single row x of shape (6,) (0-d statistics)", rng.normal(size=6), *affine(6), 1e-5, 1e-10),
-        ("one feature, D=1 (every row constant)", rng.normal(size=(4, 1)), *affine(1), 1e-5, 1e-10),
-        ("row 1 of 3 constant (2.5)", constant_inside, *affine(4), 1e-5, 1e-10),
-        ("rows near 1e8 (the two-pass variance)", 1e8 + rng.normal(size=(3, 8)), *affine(8), 1e-5, 1e-6),
-        ("rows near 1e-8 (eps dominates)", 1e-8 * rng.normal(size=(2, 6)), *affine(6), 1e-5, 1e-10),
-        ("eps = 0.25", rng.normal(size=(2, 3)), *affine(3), 0.25, 1e-10),
-        ("S = (3, 4) over x of shape (2, 3, 4)", rng.normal(size=(2, 3, 4)), *affine(3, 4), 1e-5, 1e-10),
-        ("S = (2, 2, 2) over x of shape (3, 2, 2, 2)", rng.normal(size=(3, 2, 2, 2)), *affine(2, 2, 2), 1e-5, 1e-10),
-        ("x of shape S = (2, 3) itself (one row)", rng.normal(size=(2, 3)), *affine(2, 3), 1e-5, 1e-10),
-        ("non-contiguous x, gamma, beta", _strided(rng.normal(size=(3, 5))),
-         *(_strided(a) for a in affine(5)), 1e-5, 1e-10),
-    ]  # fmt: skip
+        case("3 rows of D=5", rng.normal(size=(3, 5)), 5),
+        case("a batch (2, 3, 4)", 2.0 + 3.0 * rng.normal(size=(2, 3, 4)), 4),
+        case("a single row x of shape (6,) (0-d statistics)", rng.normal(size=6), 6),
+        case("one feature, D=1 (every row constant)", rng.normal(size=(4, 1)), 1),
+        case("row 1 of 3 constant (2.5)", constant_inside, 4),
+        case(
+            "rows near 1e8 (the two-pass variance)", 1e8 + rng.normal(size=(3, 8)), 8, y_atol=1e-6
+        ),
+        case("rows near 1e-8 (eps dominates)", 1e-8 * rng.normal(size=(2, 6)), 6),
+        case("eps = 0.25", rng.normal(size=(2, 3)), 3, eps=0.25),
+        case("S = (3, 4) over x of shape (2, 3, 4)", rng.normal(size=(2, 3, 4)), 3, 4),
+        case("S = (2, 2, 2) over x of shape (3, 2, 2, 2)", rng.normal(size=(3, 2, 2, 2)), 2, 2, 2),
+        case("x of shape S = (2, 3) itself (one row)", rng.normal(size=(2, 3)), 2, 3),
+        case("non-contiguous x, gamma, beta", _strided(rng.normal(size=(3, 5))), 5, strided=True),
+    ]
 
 
 def _expect_statistic(name: str, value: Any, shape: tuple[int, ...]) -> np.ndarray:
@@ -142,11 +152,12 @@ def _expect_statistic(name: str, value: Any, shape: tuple[int, ...]) -> np.ndarr
 def check_layer_norm(layer_norm: Callable[..., Any]) -> None:
     """Hidden test of Part A: against F.layer_norm and torch.var_mean."""
     cases = layer_norm_cases()
-    for label, x, gamma, beta, eps, y_atol in cases:
+    for case in cases:
+        x, gamma, beta, eps = case.x, case.gamma, case.beta, case.eps
         y_ref, mean_ref, rstd_ref = torch_layer_norm(x, gamma, beta, eps)
         inputs = {"x": x, "gamma": gamma, "beta": beta}
         before = _snapshot(inputs)
-        with _case(f"layer_norm, {label}"):
+        with case.named("layer_norm"):
             result = _call_valid(layer_norm, NORMALISE_BY_HAND, x, gamma, beta, eps)
             _expect_unchanged("layer_norm", inputs, before)
             y, mean, rstd = _unpack(result, "layer_norm", ("y", "mean", "rstd"))
@@ -154,7 +165,7 @@ def check_layer_norm(layer_norm: Callable[..., Any]) -> None:
             mean = _expect_statistic("mean", mean, mean_ref.shape)
             rstd = _expect_statistic("rstd", rstd, rstd_ref.shape)
             against = "torch.nn.functional.layer_norm"
-            assert_close("y", y, y_ref, atol=y_atol, rtol=1e-8, against=against)
+            assert_close("y", y, y_ref, atol=case.y_atol, rtol=1e-8, against=against)
             against = "torch.var_mean"
             assert_close("mean", mean, mean_ref, atol=1e-10, rtol=1e-12, against=against)
             assert_close(
@@ -167,11 +178,17 @@ def check_layer_norm(layer_norm: Callable[..., Any]) -> None:
         ("gamma of shape (3,) and beta of shape (2,)", x, ones, zeros[:2], 1e-5),
         ("x of shape (2, 3) and gamma of shape (4,)", x, np.ones(4), np.zeros(4), 1e-5),
         ("x of shape (2, 3) and gamma of shape (3, 2)", x, np.ones((3, 2)), np.zeros((3, 2)), 1e-5),
-        ("x of shape (3,) and gamma of shape (2, 3)", x[0], np.ones((2, 3)), np.zeros((2, 3)), 1e-5),
+        (
+            "x of shape (3,) and gamma of shape (2, 3)",
+            x[0],
+            np.ones((2, 3)),
+            np.zeros((2, 3)),
+            1e-5,
+        ),
         ("a gamma with no axis (a number)", x, np.float64(1.0), np.float64(0.0), 1e-5),
         ("eps = 0", x, ones, zeros, 0.0),
         ("eps = -1e-5", x, ones, zeros, -1e-5),
-    ]  # fmt: skip
+    ]
     for description, *args in bad_calls:
         _expect_value_error(layer_norm, NORMALISE_BY_HAND, f"layer_norm with {description}", *args)
     print(f"check_layer_norm: all {len(cases) + len(bad_calls)} hidden cases passed.")
@@ -250,43 +267,108 @@ def _real_keys(lengths: tuple[int, ...], n: int) -> np.ndarray:
     return (np.arange(n)[None, :] < np.array(lengths)[:, None])[:, None, :]
 
 
-def encoder_cases() -> list[tuple[str, np.ndarray, dict, int, bool, Any, float]]:
-    """(label, x, params, num_heads, norm_first, mask, eps) for encoder_layer."""
+def encoder_cases() -> list[Case]:
+    """The hidden cases of encoder_layer: x, params, num_heads, norm_first, mask and eps."""
     rng = np.random.default_rng(6201)
     shared = random_state_dict(rng, 8, 12)
     x_shared = rng.normal(size=(5, 8))
     both = _lower(3) & _real_keys((3, 2), 3)[:, None]  # (2, 1, 3, 3) over leading (2, 2)
     strided = {key: _strided(value) for key, value in random_state_dict(rng, 4, 3).items()}
     return [
-        ("n=5, d_model=8, h=2, d_ff=12, post-norm", x_shared, shared, 2, False, None, 1e-5),
-        ("n=5, d_model=8, h=2, d_ff=12, pre-norm", x_shared, shared, 2, True, None, 1e-5),
-        ("one token (n=1), d_model=6, h=3, d_ff=6, post-norm",
-         rng.normal(size=(1, 6)), random_state_dict(rng, 6, 6), 3, False, None, 1e-5),
-        ("B=3, n=4, d_model=6, h=3, d_ff=10, padding mask (3, 1, 4), lengths 4, 1, 2, post-norm",
-         rng.normal(size=(3, 4, 6)), random_state_dict(rng, 6, 10), 3, False,
-         _real_keys((4, 1, 2), 4), 1e-5),
-        ("B=2, n=5, d_model=h=4 (d_k = 1), causal mask (5, 5), pre-norm, eps=1e-3",
-         rng.normal(size=(2, 5, 4)), random_state_dict(rng, 4, 16), 4, True, _lower(5), 1e-3),
-        ("leading dimensions (2, 2), n=3, d_model=8, one head, d_ff=5, pre-norm, causal and "
-         "padding mask (2, 1, 3, 3)",
-         rng.normal(size=(2, 2, 3, 8)), random_state_dict(rng, 8, 5), 1, True, both, 1e-5),
-        ("n=4, d_model=6, h=2, d_ff=24, inputs of size 1000, post-norm",
-         1000.0 * rng.normal(size=(4, 6)), random_state_dict(rng, 6, 24), 2, False, None, 1e-5),
-        ("n=3, d_model=4, h=2, d_ff=3, pre-norm, non-contiguous x and weights",
-         _strided(rng.normal(size=(3, 4))), strided, 2, True, None, 1e-5),
-    ]  # fmt: skip
+        Case(
+            "n=5, d_model=8, h=2, d_ff=12, post-norm",
+            x=x_shared,
+            params=shared,
+            num_heads=2,
+            norm_first=False,
+            mask=None,
+            eps=1e-5,
+        ),
+        Case(
+            "n=5, d_model=8, h=2, d_ff=12, pre-norm",
+            x=x_shared,
+            params=shared,
+            num_heads=2,
+            norm_first=True,
+            mask=None,
+            eps=1e-5,
+        ),
+        Case(
+            "one token (n=1), d_model=6, h=3, d_ff=6, post-norm",
+            x=rng.normal(size=(1, 6)),
+            params=random_state_dict(rng, 6, 6),
+            num_heads=3,
+            norm_first=False,
+            mask=None,
+            eps=1e-5,
+        ),
+        Case(
+            "B=3, n=4, d_model=6, h=3, d_ff=10, padding mask (3, 1, 4), lengths 4, 1, 2, post-norm",
+            x=rng.normal(size=(3, 4, 6)),
+            params=random_state_dict(rng, 6, 10),
+            num_heads=3,
+            norm_first=False,
+            mask=_real_keys((4, 1, 2), 4),
+            eps=1e-5,
+        ),
+        Case(
+            "B=2, n=5, d_model=h=4 (d_k = 1), causal mask (5, 5), pre-norm, eps=1e-3",
+            x=rng.normal(size=(2, 5, 4)),
+            params=random_state_dict(rng, 4, 16),
+            num_heads=4,
+            norm_first=True,
+            mask=_lower(5),
+            eps=1e-3,
+        ),
+        Case(
+            "leading dimensions (2, 2), n=3, d_model=8, one head, d_ff=5, pre-norm, causal and "
+            "padding mask (2, 1, 3, 3)",
+            x=rng.normal(size=(2, 2, 3, 8)),
+            params=random_state_dict(rng, 8, 5),
+            num_heads=1,
+            norm_first=True,
+            mask=both,
+            eps=1e-5,
+        ),
+        Case(
+            "n=4, d_model=6, h=2, d_ff=24, inputs of size 1000, post-norm",
+            x=1000.0 * rng.normal(size=(4, 6)),
+            params=random_state_dict(rng, 6, 24),
+            num_heads=2,
+            norm_first=False,
+            mask=None,
+            eps=1e-5,
+        ),
+        Case(
+            "n=3, d_model=4, h=2, d_ff=3, pre-norm, non-contiguous x and weights",
+            x=_strided(rng.normal(size=(3, 4))),
+            params=strided,
+            num_heads=2,
+            norm_first=True,
+            mask=None,
+            eps=1e-5,
+        ),
+    ]
 
 
 def check_encoder_layer(encoder_layer: Callable[..., Any]) -> None:
     """Hidden test of Part B: against nn.TransformerEncoderLayer with the same weights."""
     cases = encoder_cases()
-    for label, x, params, num_heads, norm_first, mask, eps in cases:
-        expected = torch_encoder_layer(x, params, num_heads, norm_first, mask, eps)
+    for case in cases:
+        x, params, mask = case.x, case.params, case.mask
+        expected = torch_encoder_layer(**case.inputs)
         inputs = {"x": x, "params": params} | ({} if mask is None else {"mask": mask})
         before = _snapshot(inputs)
-        with _case(f"encoder_layer, {label}"), np.errstate(all="ignore"):
+        with case.named("encoder_layer"), np.errstate(all="ignore"):
             y = _call_valid(
-                encoder_layer, LAYER_BY_HAND, x, params, num_heads, norm_first, mask, eps
+                encoder_layer,
+                LAYER_BY_HAND,
+                x,
+                params,
+                case.num_heads,
+                case.norm_first,
+                mask,
+                case.eps,
             )
             _expect_unchanged("encoder_layer", inputs, before)
             _expect_array("y", y, expected.shape)
@@ -300,14 +382,34 @@ def check_encoder_layer(encoder_layer: Callable[..., Any]) -> None:
         ("d_model = 6 and num_heads = 4 (not a divisor)", x, params, 4),
         ("num_heads = 0", x, params, 0),
         ("no 'self_attn.W_v.bias'", x, without, 2),
-        ("a self_attn.W_k.weight of shape (6, 5)", x, params | {"self_attn.W_k.weight": np.ones((6, 5))}, 2),
-        ("an ffn.linear1.bias of shape (9,) for d_ff = 10", x, params | {"ffn.linear1.bias": np.ones(9)}, 2),
-        ("an ffn.linear2.weight of shape (6, 9) for d_ff = 10", x, params | {"ffn.linear2.weight": np.ones((6, 9))}, 2),
+        (
+            "a self_attn.W_k.weight of shape (6, 5)",
+            x,
+            params | {"self_attn.W_k.weight": np.ones((6, 5))},
+            2,
+        ),
+        (
+            "an ffn.linear1.bias of shape (9,) for d_ff = 10",
+            x,
+            params | {"ffn.linear1.bias": np.ones(9)},
+            2,
+        ),
+        (
+            "an ffn.linear2.weight of shape (6, 9) for d_ff = 10",
+            x,
+            params | {"ffn.linear2.weight": np.ones((6, 9))},
+            2,
+        ),
         ("a norm2.weight of shape (5,)", x, params | {"norm2.weight": np.ones(5)}, 2),
-        ("a self_attn.W_q.bias of shape (1,) (it would broadcast)", x, params | {"self_attn.W_q.bias": np.ones(1)}, 2),
+        (
+            "a self_attn.W_q.bias of shape (1,) (it would broadcast)",
+            x,
+            params | {"self_attn.W_q.bias": np.ones(1)},
+            2,
+        ),
         ("x with 5 features and weights for 6", x[:, :5], params, 1),
         ("a 1-D x", x[0], params, 2),
-    ]  # fmt: skip
+    ]
     divisible = (r"divis|divid|multiple", "say that d_model is not divisible by num_heads")
     names_it = (r"W_v\.bias", "name the missing weight 'self_attn.W_v.bias'")
     for description, *args in bad_calls:
@@ -342,22 +444,33 @@ def entry_by_entry(
     return mask, positions
 
 
-def mask_cases() -> list[tuple[str, Any, int, int | None, bool]]:
-    """(label, lengths, n, m, left_padded) for decoder_mask_and_positions."""
+def mask_cases() -> list[Case]:
+    """The hidden cases of decoder_mask_and_positions: lengths, n, m and left_padded."""
     return [
-        ("lengths [5, 3, 1], n=m=5, right padding", [5, 3, 1], 5, None, False),
-        ("lengths [5, 3, 1], n=m=5, left padding", [5, 3, 1], 5, None, True),
-        ("one position, lengths [1], right padding", [1], 1, None, False),
-        ("one position, lengths [1], left padding", [1], 1, 1, True),
-        ("all padding but one, lengths [1, 1, 1], n=m=4, left padding", [1, 1, 1], 4, 4, True),
-        ("all padding but one, lengths [1, 1, 1], n=m=4, right padding", [1, 1, 1], 4, 4, False),
-        ("a batch of one, length 6 = m, left padding (plain causal)", [6], 6, None, True),
-        ("a cache: lengths [6, 4, 1], n=3 of m=6, left padding", [6, 4, 1], 3, 6, True),
-        ("a cache: lengths [6, 4, 1], n=3 of m=6, right padding", [6, 4, 1], 3, 6, False),
-        ("a cache: lengths int32 [7, 2], n=1 of m=7, left padding",
-         np.array([7, 2], dtype=np.int32), 1, 7, True),
-        ("a cache: lengths (2, 5) as a tuple, n=4 of m=5, right padding", (2, 5), 4, 5, False),
-        ("lengths [2], n=3 of m=3, left padding", [2], 3, 3, True),
+        Case("lengths [5, 3, 1], n=m=5, right padding",
+             lengths=[5, 3, 1], n=5, m=None, left_padded=False),
+        Case("lengths [5, 3, 1], n=m=5, left padding",
+             lengths=[5, 3, 1], n=5, m=None, left_padded=True),
+        Case("one position, lengths [1], right padding",
+             lengths=[1], n=1, m=None, left_padded=False),
+        Case("one position, lengths [1], left padding",
+             lengths=[1], n=1, m=1, left_padded=True),
+        Case("all padding but one, lengths [1, 1, 1], n=m=4, left padding",
+             lengths=[1, 1, 1], n=4, m=4, left_padded=True),
+        Case("all padding but one, lengths [1, 1, 1], n=m=4, right padding",
+             lengths=[1, 1, 1], n=4, m=4, left_padded=False),
+        Case("a batch of one, length 6 = m, left padding (plain causal)",
+             lengths=[6], n=6, m=None, left_padded=True),
+        Case("a cache: lengths [6, 4, 1], n=3 of m=6, left padding",
+             lengths=[6, 4, 1], n=3, m=6, left_padded=True),
+        Case("a cache: lengths [6, 4, 1], n=3 of m=6, right padding",
+             lengths=[6, 4, 1], n=3, m=6, left_padded=False),
+        Case("a cache: lengths int32 [7, 2], n=1 of m=7, left padding",
+             lengths=np.array([7, 2], dtype=np.int32), n=1, m=7, left_padded=True),
+        Case("a cache: lengths (2, 5) as a tuple, n=4 of m=5, right padding",
+             lengths=(2, 5), n=4, m=5, left_padded=False),
+        Case("lengths [2], n=3 of m=3, left padding",
+             lengths=[2], n=3, m=3, left_padded=True),
     ]  # fmt: skip
 
 
@@ -389,16 +502,17 @@ def check_decoder_mask(decoder_mask_and_positions: Callable[..., Any]) -> None:
     """Hidden test of Part C: the mask and the positions against entry-by-entry versions."""
     function = decoder_mask_and_positions
     cases = mask_cases()
-    for label, lengths, n, m, left_padded in cases:
+    for case in cases:
+        lengths, n, m, left_padded = case.lengths, case.n, case.m, case.left_padded
         mask_ref, positions_ref = entry_by_entry(lengths, n, m, left_padded)
         before = _snapshot({"lengths": lengths})
-        with _case(f"decoder_mask_and_positions, {label}"):
+        with case.named("decoder_mask_and_positions"):
             result = _call_valid(function, MASK_BY_HAND, lengths, n, m, left_padded)
             _expect_unchanged("decoder_mask_and_positions", {"lengths": lengths}, before)
             mask, positions = _unpack(result, "decoder_mask_and_positions", ("mask", "positions"))
             _expect_array("the mask", mask, mask_ref.shape)
             _expect_array("positions", positions, positions_ref.shape)
-            _compare_mask(mask, mask_ref, label)
+            _compare_mask(mask, mask_ref, case.label)
             _compare_positions(positions, positions_ref)
 
     bad_calls = [
@@ -474,8 +588,8 @@ def modules_count(config: Mapping[str, Any]) -> dict[str, int]:
     return parts | {"total": sum(parts.values())}
 
 
-def count_cases() -> list[tuple[str, dict[str, Any]]]:
-    """(label, config) for count_parameters."""
+def count_cases() -> list[Case]:
+    """The hidden cases of count_parameters: config."""
     big = dict(
         d_model=1024,
         num_heads=16,
@@ -488,40 +602,41 @@ def count_cases() -> list[tuple[str, dict[str, Any]]]:
         tie_output=True,
     )
     return [
-        ("the big model (d_model 1024, 16 heads, shared and tied)", big),
-        ("GPT-2 small (decoder-only, tied, learned positions)",
-         dict(d_model=768, num_heads=12, d_ff=3072, decoder_layers=12, tgt_vocab_size=50257,
-              tie_output=True, max_len=1024)),
-        ("an encoder-decoder with two vocabularies, nothing shared or tied",
-         dict(d_model=32, num_heads=4, d_ff=50, encoder_layers=2, decoder_layers=3,
-              src_vocab_size=300, tgt_vocab_size=200)),
-        ("no biases with an encoder, shared embeddings, untied, no final norms",
-         dict(d_model=16, num_heads=2, d_ff=40, encoder_layers=3, decoder_layers=1,
-              src_vocab_size=50, tgt_vocab_size=50, shared_embeddings=True, bias=False,
-              final_norm=False)),
-        ("one layer each, d_ff = d_model, 24 heads of 1, learned positions for both stacks",
-         dict(d_model=24, num_heads=24, d_ff=24, encoder_layers=1, decoder_layers=1,
-              src_vocab_size=7, tgt_vocab_size=9, max_len=10, tie_output=True)),
-        ("decoder-only, no final norm, d_ff = 7, one token in the vocabulary",
-         dict(d_model=6, num_heads=3, d_ff=7, decoder_layers=2, tgt_vocab_size=1,
-              final_norm=False)),
-        ("decoder-only with src_vocab_size and shared_embeddings given (both ignored)",
-         dict(d_model=12, num_heads=2, d_ff=30, decoder_layers=3, tgt_vocab_size=40,
-              src_vocab_size=99, shared_embeddings=True, bias=False)),
-        ("sizes as NumPy integers",
-         dict(d_model=np.int64(20), num_heads=np.int32(4), d_ff=np.int64(36),
-              encoder_layers=np.int64(1), decoder_layers=np.int64(2),
-              src_vocab_size=np.int64(15), tgt_vocab_size=np.int64(25))),
+        Case("the big model (d_model 1024, 16 heads, shared and tied)", config=big),
+        Case("GPT-2 small (decoder-only, tied, learned positions)",
+             config=dict(d_model=768, num_heads=12, d_ff=3072, decoder_layers=12,
+                         tgt_vocab_size=50257, tie_output=True, max_len=1024)),
+        Case("an encoder-decoder with two vocabularies, nothing shared or tied",
+             config=dict(d_model=32, num_heads=4, d_ff=50, encoder_layers=2, decoder_layers=3,
+                         src_vocab_size=300, tgt_vocab_size=200)),
+        Case("no biases with an encoder, shared embeddings, untied, no final norms",
+             config=dict(d_model=16, num_heads=2, d_ff=40, encoder_layers=3, decoder_layers=1,
+                         src_vocab_size=50, tgt_vocab_size=50, shared_embeddings=True,
+                         bias=False, final_norm=False)),
+        Case("one layer each, d_ff = d_model, 24 heads of 1, learned positions for both stacks",
+             config=dict(d_model=24, num_heads=24, d_ff=24, encoder_layers=1, decoder_layers=1,
+                         src_vocab_size=7, tgt_vocab_size=9, max_len=10, tie_output=True)),
+        Case("decoder-only, no final norm, d_ff = 7, one token in the vocabulary",
+             config=dict(d_model=6, num_heads=3, d_ff=7, decoder_layers=2, tgt_vocab_size=1,
+                         final_norm=False)),
+        Case("decoder-only with src_vocab_size and shared_embeddings given (both ignored)",
+             config=dict(d_model=12, num_heads=2, d_ff=30, decoder_layers=3, tgt_vocab_size=40,
+                         src_vocab_size=99, shared_embeddings=True, bias=False)),
+        Case("sizes as NumPy integers",
+             config=dict(d_model=np.int64(20), num_heads=np.int32(4), d_ff=np.int64(36),
+                         encoder_layers=np.int64(1), decoder_layers=np.int64(2),
+                         src_vocab_size=np.int64(15), tgt_vocab_size=np.int64(25))),
     ]  # fmt: skip
 
 
 def check_count_parameters(count_parameters: Callable[..., Any]) -> None:
     """Hidden test of Part D: against PyTorch modules built with each configuration."""
     cases = count_cases()
-    for label, config in cases:
+    for case in cases:
+        config = case.config
         expected = modules_count(config)
         before = _snapshot({"config": config})
-        with _case(f"count_parameters, {label}"):
+        with case.named("count_parameters"):
             got = _call_valid(count_parameters, COUNT_BY_HAND, config)
             _expect_unchanged("count_parameters", {"config": config}, before)
             if not isinstance(got, dict) or set(got) != set(PARTS):
@@ -552,11 +667,17 @@ def check_count_parameters(count_parameters: Callable[..., Any]) -> None:
         ("encoder_layers = -1", valid | {"encoder_layers": -1}),
         ("max_len = -5", valid | {"max_len": -5}),
         ("num_heads = 5 for d_model = 64", valid | {"num_heads": 5}),
-        ("an encoder and no src_vocab_size", {k: v for k, v in valid.items() if k != "src_vocab_size"}),
-        ("shared embeddings with vocabularies of 100 and 120", valid | {"shared_embeddings": True, "src_vocab_size": 120}),
+        (
+            "an encoder and no src_vocab_size",
+            {k: v for k, v in valid.items() if k != "src_vocab_size"},
+        ),
+        (
+            "shared embeddings with vocabularies of 100 and 120",
+            valid | {"shared_embeddings": True, "src_vocab_size": 120},
+        ),
         ("bias = 'yes'", valid | {"bias": "yes"}),
         ("tie_output = 1 (not True or False)", valid | {"tie_output": 1}),
-    ]  # fmt: skip
+    ]
     names_key = (r"n_layers", "name the unknown key 'n_layers'")
     for description, config in bad_calls:
         says = names_key if "n_layers" in description else None

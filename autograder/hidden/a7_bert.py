@@ -34,8 +34,7 @@ from typing import Any
 import numpy as np
 
 from autograder.hidden import shortcuts
-from autograder.hidden.shortcuts import ShortcutUsed
-from autograder.hidden.shortcuts import case as _case
+from autograder.hidden.shortcuts import Case, ShortcutUsed
 from autograder.hidden.shortcuts import describe as _describe
 from autograder.hidden.shortcuts import expect_unchanged as _expect_unchanged
 from autograder.hidden.shortcuts import snapshot as _snapshot
@@ -171,8 +170,9 @@ def _framed_batch(
     return batch  # (rows, width)
 
 
-def mlm_cases() -> list[tuple[str, Any, list[int], int, int, int, float, float, float]]:
-    """(label, ids, special_ids, vocab_size, mask_id, seed, p, mask_share, random_share)."""
+def mlm_cases() -> list[Case]:
+    """The hidden cases of mlm_mask: its arguments ids, special_ids, vocab_size, mask_id, seed,
+    p, mask_share and random_share."""
     rng = np.random.default_rng(7101)
     bert = _framed_batch(rng, 200, 48, _ordinary(30522, BERT_SPECIALS), (0, 101, 102))
     bert[::7, 5] = 100  # a few [UNK] and [MASK] in the input: special, never selected
@@ -186,28 +186,39 @@ def mlm_cases() -> list[tuple[str, Any, list[int], int, int, int, float, float, 
     only_special = rng.choice([0, 101, 102, 103], size=(5, 12))
     framed = _framed_batch(rng, 80, 20, _ordinary(300, [0, 1, 2, 3, 4]), (0, 2, 3))
     return [
-        ("BERT's numbering (specials 0, 100-103, |V| = 30522), a padded batch (200, 48)",
-         bert, BERT_SPECIALS, 30522, 103, 11, 0.15, 0.8, 0.1),
-        ("specials [9, 0, 7] not consecutive, |V| = 50, mask 9, p = 0.5, shares (0.6, 0.3)",
-         odd, odd_specials, 50, 9, 12, 0.5, 0.6, 0.3),
-        ("one long sequence (20,000 ids), p = 0.05", rng.integers(5, 1000, size=20_000),
-         [0, 1, 2, 3, 4], 1000, 4, 13, 0.05, 0.8, 0.1),
-        ("p = 1: every ordinary position is selected", small, [0, 1, 2, 3], 20, 1, 14, 1.0,
-         0.8, 0.1),
-        ("shares (1, 0): every selected position shows [MASK]", small, [0, 1, 2, 3], 20, 1, 15,
-         0.3, 1.0, 0.0),
-        ("shares (0, 1): every selected position shows a random token (|V| = 20, 16 ordinary)",
-         small, [0, 1, 2, 3], 20, 1, 16, 0.6, 0.0, 1.0),
-        ("shares (0, 0): selected positions keep their token", small, [0, 1, 2, 3], 20, 1, 17,
-         0.4, 0.0, 0.0),
-        ("a vocabulary with one ordinary id (|V| = 6), shares (0.5, 0.5)", one,
-         [0, 1, 2, 3, 4], 6, 4, 18, 0.5, 0.5, 0.5),
-        ("only special tokens: nothing to select", only_special, BERT_SPECIALS, 30522, 103, 19,
-         0.15, 0.8, 0.1),
-        ("int32 ids (80, 20), |V| = 300, the special ids listed in decreasing order",
-         framed.astype(np.int32), [4, 3, 2, 1, 0], 300, 4, 20, 0.25, 0.7, 0.2),
-        ("ids given as a list of lists, |V| = 300", framed[:40].tolist(), [0, 1, 2, 3, 4],
-         300, 4, 21, 0.3, 0.8, 0.1),
+        Case("BERT's numbering (specials 0, 100-103, |V| = 30522), a padded batch (200, 48)",
+             ids=bert, special_ids=BERT_SPECIALS, vocab_size=30522, mask_id=103, seed=11, p=0.15,
+             mask_share=0.8, random_share=0.1),
+        Case("specials [9, 0, 7] not consecutive, |V| = 50, mask 9, p = 0.5, shares (0.6, 0.3)",
+             ids=odd, special_ids=odd_specials, vocab_size=50, mask_id=9, seed=12, p=0.5,
+             mask_share=0.6, random_share=0.3),
+        Case("one long sequence (20,000 ids), p = 0.05",
+             ids=rng.integers(5, 1000, size=20_000), special_ids=[0, 1, 2, 3, 4], vocab_size=1000,
+             mask_id=4, seed=13, p=0.05, mask_share=0.8, random_share=0.1),
+        Case("p = 1: every ordinary position is selected",
+             ids=small, special_ids=[0, 1, 2, 3], vocab_size=20, mask_id=1, seed=14, p=1.0,
+             mask_share=0.8, random_share=0.1),
+        Case("shares (1, 0): every selected position shows [MASK]",
+             ids=small, special_ids=[0, 1, 2, 3], vocab_size=20, mask_id=1, seed=15, p=0.3,
+             mask_share=1.0, random_share=0.0),
+        Case("shares (0, 1): every selected position shows a random token (|V| = 20, 16 ordinary)",
+             ids=small, special_ids=[0, 1, 2, 3], vocab_size=20, mask_id=1, seed=16, p=0.6,
+             mask_share=0.0, random_share=1.0),
+        Case("shares (0, 0): selected positions keep their token",
+             ids=small, special_ids=[0, 1, 2, 3], vocab_size=20, mask_id=1, seed=17, p=0.4,
+             mask_share=0.0, random_share=0.0),
+        Case("a vocabulary with one ordinary id (|V| = 6), shares (0.5, 0.5)",
+             ids=one, special_ids=[0, 1, 2, 3, 4], vocab_size=6, mask_id=4, seed=18, p=0.5,
+             mask_share=0.5, random_share=0.5),
+        Case("only special tokens: nothing to select",
+             ids=only_special, special_ids=BERT_SPECIALS, vocab_size=30522, mask_id=103, seed=19,
+             p=0.15, mask_share=0.8, random_share=0.1),
+        Case("int32 ids (80, 20), |V| = 300, the special ids listed in decreasing order",
+             ids=framed.astype(np.int32), special_ids=[4, 3, 2, 1, 0], vocab_size=300, mask_id=4,
+             seed=20, p=0.25, mask_share=0.7, random_share=0.2),
+        Case("ids given as a list of lists, |V| = 300",
+             ids=framed[:40].tolist(), special_ids=[0, 1, 2, 3, 4], vocab_size=300, mask_id=4,
+             seed=21, p=0.3, mask_share=0.8, random_share=0.1),
     ]  # fmt: skip
 
 
@@ -300,19 +311,26 @@ def _expect_binomial_rows(ids: np.ndarray, labels: np.ndarray, specials: list, p
 def check_mlm_mask(mlm_mask: Callable[..., Any]) -> None:
     """Hidden test of Part A: properties and statistics on unseen batches."""
     cases = mlm_cases()
-    for label, ids, specials, vocab_size, mask_id, seed, p, m, r in cases:
+    for case in cases:
+        ids, specials, vocab_size, mask_id = (
+            case.ids,
+            case.special_ids,
+            case.vocab_size,
+            case.mask_id,
+        )
+        seed, p, m, r = case.seed, case.p, case.mask_share, case.random_share
         array = np.asarray(ids)
         args = (ids, specials, vocab_size, mask_id, seed, p, m, r)
         inputs = {"ids": array if isinstance(ids, np.ndarray) else ids, "special_ids": specials}
         before = _snapshot(inputs)
-        with _case(f"mlm_mask, {label}"):
+        with case.named("mlm_mask"):
             result = _call_valid(mlm_mask, MASK_BY_HAND, *args)
             _expect_unchanged("mlm_mask", inputs, before)
             corrupted, labels = _judge_mlm(result, array, specials, vocab_size, mask_id, p, m, r)
             again = _unpack(_call_valid(mlm_mask, MASK_BY_HAND, *args), "mlm_mask", ("c", "l"))
             if not (np.array_equal(again[0], corrupted) and np.array_equal(again[1], labels)):
                 raise AssertionError("the same seed gave another result")
-            if label.startswith("specials [9, 0, 7]"):
+            if case.label.startswith("specials [9, 0, 7]"):
                 pool = _ordinary(vocab_size, specials)
                 _expect_uniform_draws(array, corrupted, labels, pool, mask_id)
                 _expect_binomial_rows(array, labels, specials, p)
@@ -384,8 +402,9 @@ def _random_words(rng: np.random.Generator, alphabet: str, count: int, longest: 
             for _ in range(count)]  # fmt: skip
 
 
-def wordpiece_cases() -> list[tuple[str, Any, list[str], int, str, str]]:
-    """(label, vocab, words, max_input_chars, unk_token, prefix) for wordpiece."""
+def wordpiece_cases() -> list[Case]:
+    """The hidden cases of wordpiece: vocab, words (each split in turn), max_input_chars,
+    unk_token and prefix."""
     rng = np.random.default_rng(7201)
     english = ["[PAD]", "[UNK]", "[CLS]", "re", "un", "do", "##do", "##ing", "##ne", "##able",
                "read", "##er", "##s", "##ers", "r", "##e", "##a", "##d", "u", "##n", "d",
@@ -399,35 +418,49 @@ def wordpiece_cases() -> list[tuple[str, Any, list[str], int, str, str]]:
     accent_words = ["café", "naïve", "日本語", "überall", "日本", "cafés", "caf", "語"]
     free = _random_vocabulary(rng, "abc", 40, "", "[UNK]")
     return [
-        ("an English vocabulary", english, english_words, 100, "[UNK]", "##"),
-        ("an English vocabulary, max_input_chars = 6 (words of 6 and of 7 characters)",
-         english, english_words, 6, "[UNK]", "##"),
-        ("greedy matching fails although another split exists", greedy, greedy_words, 100,
-         "[UNK]", "##"),
-        ("a random vocabulary of 60 pieces over 'abc', 80 words over 'abcd', max 10",
-         _random_vocabulary(rng, "abc", 60, "##", "[UNK]"),
-         _random_words(rng, "abcd", 80, 12), 10, "[UNK]", "##"),
-        ("a random vocabulary with the prefix '@@' and '<unk>', max 8",
-         _random_vocabulary(rng, "xyz", 50, "@@", "<unk>"), _random_words(rng, "xyz", 50, 10),
-         8, "<unk>", "@@"),
-        ("no continuation prefix at all ('')", free, _random_words(rng, "abc", 40, 8), 100,
-         "[UNK]", ""),
-        ("accented and Japanese characters (len counts characters)", accents, accent_words, 100,
-         "[UNK]", "##"),
-        ("accented characters, max_input_chars = 4", accents, accent_words, 4, "[UNK]", "##"),
-        ("a vocabulary given as a tuple", tuple(english), ["undone", "readers", "z"], 100,
-         "[UNK]", "##"),
-        ("max_input_chars = 1", english, ["r", "b", "re", "d"], 1, "[UNK]", "##"),
+        Case("an English vocabulary",
+             vocab=english, words=english_words, max_input_chars=100, unk_token="[UNK]",
+             prefix="##"),
+        Case("an English vocabulary, max_input_chars = 6 (words of 6 and of 7 characters)",
+             vocab=english, words=english_words, max_input_chars=6, unk_token="[UNK]",
+             prefix="##"),
+        Case("greedy matching fails although another split exists",
+             vocab=greedy, words=greedy_words, max_input_chars=100, unk_token="[UNK]",
+             prefix="##"),
+        Case("a random vocabulary of 60 pieces over 'abc', 80 words over 'abcd', max 10",
+             vocab=_random_vocabulary(rng, "abc", 60, "##", "[UNK]"),
+             words=_random_words(rng, "abcd", 80, 12), max_input_chars=10, unk_token="[UNK]",
+             prefix="##"),
+        Case("a random vocabulary with the prefix '@@' and '<unk>', max 8",
+             vocab=_random_vocabulary(rng, "xyz", 50, "@@", "<unk>"),
+             words=_random_words(rng, "xyz", 50, 10), max_input_chars=8, unk_token="<unk>",
+             prefix="@@"),
+        Case("no continuation prefix at all ('')",
+             vocab=free, words=_random_words(rng, "abc", 40, 8), max_input_chars=100,
+             unk_token="[UNK]", prefix=""),
+        Case("accented and Japanese characters (len counts characters)",
+             vocab=accents, words=accent_words, max_input_chars=100, unk_token="[UNK]",
+             prefix="##"),
+        Case("accented characters, max_input_chars = 4",
+             vocab=accents, words=accent_words, max_input_chars=4, unk_token="[UNK]", prefix="##"),
+        Case("a vocabulary given as a tuple",
+             vocab=tuple(english), words=["undone", "readers", "z"], max_input_chars=100,
+             unk_token="[UNK]", prefix="##"),
+        Case("max_input_chars = 1",
+             vocab=english, words=["r", "b", "re", "d"], max_input_chars=1, unk_token="[UNK]",
+             prefix="##"),
     ]  # fmt: skip
 
 
 def check_wordpiece(wordpiece: Callable[..., Any]) -> None:
     """Hidden test of Part B: against tokenizers' WordPiece model, word by word."""
     cases = wordpiece_cases()
-    for label, vocab, words, max_chars, unk, prefix in cases:
+    for case in cases:
+        vocab, words, prefix = case.vocab, case.words, case.prefix
+        max_chars, unk = case.max_input_chars, case.unk_token
         expected = tokenizers_pieces(words, vocab, max_chars, unk, prefix)
         before = copy.deepcopy(vocab)
-        with _case(f"wordpiece, {label}"):
+        with case.named("wordpiece"):
             calls = [(word, vocab, max_chars, unk, prefix) for word in words]
             answers = _call_each(wordpiece, SPLIT_BY_HAND, calls)
             if vocab != before:
@@ -468,18 +501,22 @@ def _documents(lengths: Sequence[int], tag: str) -> list[list[str]]:
     return [[f"{tag} {d}, line {s}." for s in range(n)] for d, n in enumerate(lengths)]
 
 
-def nsp_cases() -> list[tuple[str, list[list[str]], int, float]]:
-    """(label, documents, seed, p_next) for nsp_pairs."""
+def nsp_cases() -> list[Case]:
+    """The hidden cases of nsp_pairs: documents, seed and p_next."""
     rng = np.random.default_rng(7301)
     uneven = [int(n) for n in rng.integers(1, 90, size=30)] + [0, 0]
     uneven[3], uneven[17] = 1, 250  # a single sentence; one long document
     return [
-        ("32 documents of 0 to 250 sentences, p_next = 0.5", _documents(uneven, "Text"), 21, 0.5),
-        ("20 documents of 12 sentences, p_next = 0.2", _documents([12] * 20, "Page"), 22, 0.2),
-        ("p_next = 0: every pair random", _documents([5, 1, 9, 0, 3], "Note"), 23, 0.0),
-        ("p_next = 1: every pair consecutive", _documents([6, 2, 7], "Item"), 24, 1.0),
-        ("two documents, the other of one sentence, p_next = 0.5",
-         _documents([40, 1], "Part"), 25, 0.5),
+        Case("32 documents of 0 to 250 sentences, p_next = 0.5",
+             documents=_documents(uneven, "Text"), seed=21, p_next=0.5),
+        Case("20 documents of 12 sentences, p_next = 0.2",
+             documents=_documents([12] * 20, "Page"), seed=22, p_next=0.2),
+        Case("p_next = 0: every pair random",
+             documents=_documents([5, 1, 9, 0, 3], "Note"), seed=23, p_next=0.0),
+        Case("p_next = 1: every pair consecutive",
+             documents=_documents([6, 2, 7], "Item"), seed=24, p_next=1.0),
+        Case("two documents, the other of one sentence, p_next = 0.5",
+             documents=_documents([40, 1], "Part"), seed=25, p_next=0.5),
     ]  # fmt: skip
 
 
@@ -545,16 +582,17 @@ def _expect_uniform_choices(pairs: list[tuple], documents: list[list[str]]) -> N
 def check_nsp_pairs(nsp_pairs: Callable[..., Any]) -> None:
     """Hidden test of Part C: the pairs' properties and the statistics of the draws."""
     cases = nsp_cases()
-    for label, documents, seed, p_next in cases:
+    for case in cases:
+        documents, seed, p_next = case.documents, case.seed, case.p_next
         before = copy.deepcopy(documents)
-        with _case(f"nsp_pairs, {label}"):
+        with case.named("nsp_pairs"):
             result = _call_valid(nsp_pairs, PAIR_BY_HAND, documents, seed, p_next)
             if documents != before:
                 raise AssertionError("nsp_pairs modified its input documents")
             pairs = _judge_pairs(result, documents, p_next)
             if _call_valid(nsp_pairs, PAIR_BY_HAND, documents, seed, p_next) != pairs:
                 raise AssertionError("the same seed gave other pairs")
-            if label.startswith("32 documents"):
+            if case.label.startswith("32 documents"):
                 _expect_uniform_choices(pairs, documents)
                 if _call_valid(nsp_pairs, PAIR_BY_HAND, documents, seed + 1, p_next) == pairs:
                     raise AssertionError(f"seeds {seed} and {seed + 1} gave the same pairs")
@@ -603,23 +641,35 @@ def layer_by_layer(hidden_states: Any, strategy: str) -> np.ndarray:
     return total
 
 
-def features_cases() -> list[tuple[str, Any]]:
-    """(label, hidden_states) for layer_features; every strategy the depth allows is run."""
+def features_cases() -> list[Case]:
+    """The hidden cases of layer_features: hidden_states; every strategy the depth allows is
+    run."""
     rng = np.random.default_rng(7401)
     return [
-        ("L = 12 (BERT-base), T = 7, H = 16", rng.normal(size=(13, 7, 16))),
-        ("L = 4, T = 5, H = 6", rng.normal(size=(5, 5, 6))),
-        ("L = 2, T = 3, H = 4", rng.normal(size=(3, 3, 4))),
-        ("L = 1, T = 4, H = 2", rng.normal(size=(2, 4, 2))),
-        ("a batch (L+1, B, T, H) = (7, 3, 5, 4)", rng.normal(size=(7, 3, 5, 4))),
-        ("one token, one feature (L+1, T, H) = (6, 1, 1)", rng.normal(size=(6, 1, 1))),
-        ("states of one token, (L+1, H) = (5, 8)", rng.normal(size=(5, 8))),
-        ("a list of 6 arrays (T, H) = (4, 3)", [rng.normal(size=(4, 3)) for _ in range(6)]),
-        ("a tuple of 5 arrays (2, 3, 4)", tuple(rng.normal(size=(2, 3, 4)) for _ in range(5))),
-        ("float32 states (5, 3, 4)", rng.normal(size=(5, 3, 4)).astype(np.float32)),
-        ("integer states (5, 2, 3)", rng.integers(-50, 50, size=(5, 2, 3))),
-        ("non-contiguous states (6, 3, 4)", _strided(rng.normal(size=(6, 3, 4)))),
-        ("large states near 1e6 (5, 2, 3)", 1e6 + rng.normal(size=(5, 2, 3))),
+        Case("L = 12 (BERT-base), T = 7, H = 16", hidden_states=rng.normal(size=(13, 7, 16))),
+        Case("L = 4, T = 5, H = 6", hidden_states=rng.normal(size=(5, 5, 6))),
+        Case("L = 2, T = 3, H = 4", hidden_states=rng.normal(size=(3, 3, 4))),
+        Case("L = 1, T = 4, H = 2", hidden_states=rng.normal(size=(2, 4, 2))),
+        Case("a batch (L+1, B, T, H) = (7, 3, 5, 4)", hidden_states=rng.normal(size=(7, 3, 5, 4))),
+        Case(
+            "one token, one feature (L+1, T, H) = (6, 1, 1)",
+            hidden_states=rng.normal(size=(6, 1, 1)),
+        ),
+        Case("states of one token, (L+1, H) = (5, 8)", hidden_states=rng.normal(size=(5, 8))),
+        Case(
+            "a list of 6 arrays (T, H) = (4, 3)",
+            hidden_states=[rng.normal(size=(4, 3)) for _ in range(6)],
+        ),
+        Case(
+            "a tuple of 5 arrays (2, 3, 4)",
+            hidden_states=tuple(rng.normal(size=(2, 3, 4)) for _ in range(5)),
+        ),
+        Case(
+            "float32 states (5, 3, 4)", hidden_states=rng.normal(size=(5, 3, 4)).astype(np.float32)
+        ),
+        Case("integer states (5, 2, 3)", hidden_states=rng.integers(-50, 50, size=(5, 2, 3))),
+        Case("non-contiguous states (6, 3, 4)", hidden_states=_strided(rng.normal(size=(6, 3, 4)))),
+        Case("large states near 1e6 (5, 2, 3)", hidden_states=1e6 + rng.normal(size=(5, 2, 3))),
     ]
 
 
@@ -632,14 +682,15 @@ def check_layer_features(layer_features: Callable[..., Any]) -> None:
     """Hidden test of Part D: every strategy against the layer-by-layer version."""
     cases = features_cases()
     runs = 0
-    for label, states in cases:
+    for case in cases:
+        states = case.hidden_states
         depth = len(states) - 1
         allowed = [s for s in STRATEGIES if NEEDS[s] <= depth]
         expected = {strategy: layer_by_layer(states, strategy) for strategy in allowed}
         arrays = {"hidden_states": states} if isinstance(states, np.ndarray) else {
             f"hidden_states[{k}]": a for k, a in enumerate(states)}  # fmt: skip
         before = _snapshot(arrays)
-        with _case(f"layer_features, {label}"):
+        with case.named("layer_features"):
             answers = _call_each(
                 layer_features, COMBINE_BY_HAND, [(states, strategy) for strategy in allowed]
             )
@@ -647,7 +698,7 @@ def check_layer_features(layer_features: Callable[..., Any]) -> None:
         for strategy, got in zip(allowed, answers, strict=True):
             runs += 1
             wanted = expected[strategy]
-            with _case(f"layer_features, {label}, {strategy!r}"):
+            with case.named("layer_features", repr(strategy)):
                 if not isinstance(got, np.ndarray) or got.shape != wanted.shape:
                     raise AssertionError(
                         f"the features should be a NumPy array of shape {wanted.shape}, got "

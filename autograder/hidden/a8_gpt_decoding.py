@@ -40,8 +40,7 @@ from typing import Any
 import numpy as np
 
 from autograder.hidden import shortcuts
-from autograder.hidden.shortcuts import ShortcutUsed
-from autograder.hidden.shortcuts import case as _case
+from autograder.hidden.shortcuts import Case, ShortcutUsed
 from autograder.hidden.shortcuts import describe as _describe
 from autograder.hidden.shortcuts import expect_array as _expect_array
 from autograder.hidden.shortcuts import expect_unchanged as _expect_unchanged
@@ -116,39 +115,70 @@ def _rows(array: np.ndarray) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 
 
-def temperature_cases() -> list[tuple[str, Any, Any]]:
-    """(label, logits, temperature) for temperature_probs."""
+def temperature_cases() -> list[Case]:
+    """The hidden cases of temperature_probs: logits and temperature."""
     rng = np.random.default_rng(8101)
     with_holes = rng.normal(0.0, 2.0, size=(6, 9))
     with_holes[rng.random((6, 9)) < 0.4] = -INF
     with_holes[:, 4] = rng.normal(size=6)  # every row keeps a finite logit
     return [
-        ("one row (|V|,) = (7,), τ = 1", rng.normal(0.0, 2.0, size=7), 1.0),
-        ("a batch (32, 50), τ = 0.7", rng.normal(0.0, 3.0, size=(32, 50)), 0.7),
-        ("three axes (2, 3, 11), τ = 1.3", rng.normal(size=(2, 3, 11)), 1.3),
-        ("a single token, (4, 1), τ = 0.5", rng.normal(size=(4, 1)), 0.5),
-        ("|V| = 5,000, a batch of 3, τ = 1", rng.normal(0.0, 4.0, size=(3, 5000)), 1.0),
-        ("logits near +10,000, τ = 1", 10_000.0 + rng.normal(0.0, 3.0, size=(5, 20)), 1.0),
-        ("logits near -10,000, τ = 2", -10_000.0 + rng.normal(0.0, 3.0, size=(5, 20)), 2.0),
-        ("τ = 0.001 (nearly greedy)", np.arange(12.0).reshape(2, 6) * 0.01, 0.001),
-        ("τ = 1,000 (nearly uniform)", rng.normal(0.0, 5.0, size=(4, 30)), 1000.0),
-        ("rows with -inf logits (removed tokens)", with_holes, 0.9),
-        ("float32 logits", rng.normal(0.0, 2.0, size=(6, 13)).astype(np.float32), 1.0),
-        ("integer logits, τ = 2 (an int)", rng.integers(-5, 6, size=(4, 8)), 2),
-        ("a list of lists", rng.normal(size=(3, 5)).round(3).tolist(), 1.5),
-        ("τ given as a NumPy float", rng.normal(size=(2, 6)), np.float64(0.8)),
-        ("non-contiguous logits", _strided(rng.normal(size=(4, 7))), 1.0),
+        Case("one row (|V|,) = (7,), τ = 1", logits=rng.normal(0.0, 2.0, size=7), temperature=1.0),
+        Case(
+            "a batch (32, 50), τ = 0.7", logits=rng.normal(0.0, 3.0, size=(32, 50)), temperature=0.7
+        ),
+        Case("three axes (2, 3, 11), τ = 1.3", logits=rng.normal(size=(2, 3, 11)), temperature=1.3),
+        Case("a single token, (4, 1), τ = 0.5", logits=rng.normal(size=(4, 1)), temperature=0.5),
+        Case(
+            "|V| = 5,000, a batch of 3, τ = 1",
+            logits=rng.normal(0.0, 4.0, size=(3, 5000)),
+            temperature=1.0,
+        ),
+        Case(
+            "logits near +10,000, τ = 1",
+            logits=10_000.0 + rng.normal(0.0, 3.0, size=(5, 20)),
+            temperature=1.0,
+        ),
+        Case(
+            "logits near -10,000, τ = 2",
+            logits=-10_000.0 + rng.normal(0.0, 3.0, size=(5, 20)),
+            temperature=2.0,
+        ),
+        Case(
+            "τ = 0.001 (nearly greedy)",
+            logits=np.arange(12.0).reshape(2, 6) * 0.01,
+            temperature=0.001,
+        ),
+        Case(
+            "τ = 1,000 (nearly uniform)",
+            logits=rng.normal(0.0, 5.0, size=(4, 30)),
+            temperature=1000.0,
+        ),
+        Case("rows with -inf logits (removed tokens)", logits=with_holes, temperature=0.9),
+        Case(
+            "float32 logits",
+            logits=rng.normal(0.0, 2.0, size=(6, 13)).astype(np.float32),
+            temperature=1.0,
+        ),
+        Case(
+            "integer logits, τ = 2 (an int)", logits=rng.integers(-5, 6, size=(4, 8)), temperature=2
+        ),
+        Case("a list of lists", logits=rng.normal(size=(3, 5)).round(3).tolist(), temperature=1.5),
+        Case(
+            "τ given as a NumPy float", logits=rng.normal(size=(2, 6)), temperature=np.float64(0.8)
+        ),
+        Case("non-contiguous logits", logits=_strided(rng.normal(size=(4, 7))), temperature=1.0),
     ]
 
 
 def check_temperature_probs(temperature_probs: Callable[..., Any]) -> None:
     """Hidden test of Part A: softmax(z / τ) row by row, against math.exp and math.fsum."""
     cases = temperature_cases()
-    for label, logits, tau in cases:
+    for case in cases:
+        logits, tau = case.logits, case.temperature
         expected = reference_softmax(logits, float(tau))
         inputs = _inputs(logits=logits)
         before = _snapshot(inputs)
-        with _case(f"temperature_probs, {label}"):
+        with case.named("temperature_probs"):
             got = _call_valid(temperature_probs, SOFTMAX_BY_HAND, logits, tau)
             _expect_unchanged("temperature_probs", inputs, before)
             _expect_array("the probabilities", got, expected.shape, np.float64)
@@ -200,8 +230,8 @@ def inverse_cdf(probs: Any, u: Any) -> np.ndarray:
     return np.array(tokens, dtype=np.int64)
 
 
-def sample_cases() -> list[tuple[str, Any, Any]]:
-    """(label, probs, u) for sample_tokens."""
+def sample_cases() -> list[Case]:
+    """The hidden cases of sample_tokens: probs and u."""
     rng = np.random.default_rng(8201)
     dyadic = np.array([0.125, 0.375, 0.25, 0.0, 0.25])  # boundaries 0.125, 0.5, 0.75
     edges = [0.0, 0.125, 0.5, 0.75]
@@ -213,21 +243,22 @@ def sample_cases() -> list[tuple[str, Any, Any]]:
                                                          [1 - 9e-8]])  # fmt: skip
     big = rng.dirichlet(np.full(20_000, 0.1), size=2)
     return [
-        ("random distributions (400, 20), uniform u", rng.dirichlet(np.ones(20), size=400),
-         rng.random(400)),
-        ("u on exact boundaries (probabilities [1/8, 3/8, 1/4, 0, 1/4])",
-         np.tile(dyadic, (len(exact_u), 1)), exact_u),
-        ("zero probabilities at the start, inside and at the end of a row",
-         np.tile(holes, (len(holes_u), 1)), holes_u),
-        ("rows summing to 1 ± 5e-7, u = 0 and u = the largest double below 1",
-         np.repeat(off, 2, axis=0), np.tile([0.0, BELOW_ONE], 4)),
-        ("a single token (|V| = 1)", np.ones((3, 1)), np.array([0.0, 0.5, BELOW_ONE])),
-        ("|V| = 20,000 (two rows)", big, rng.random(2)),
-        ("float32 probabilities", rng.dirichlet(np.ones(7), size=50).astype(np.float32),
-         rng.random(50)),
-        ("lists of plain numbers", [[0.5, 0.25, 0.25], [0.1, 0.0, 0.9]], [0.6, 0.1]),
-        ("peaked rows (one token of 0.999999)",
-         np.tile([0.999999, 0.0000005, 0.0000005], (4, 1)), np.array([0.2, 0.9999991, 0.99999951,
+        Case("random distributions (400, 20), uniform u",
+             probs=rng.dirichlet(np.ones(20), size=400), u=rng.random(400)),
+        Case("u on exact boundaries (probabilities [1/8, 3/8, 1/4, 0, 1/4])",
+             probs=np.tile(dyadic, (len(exact_u), 1)), u=exact_u),
+        Case("zero probabilities at the start, inside and at the end of a row",
+             probs=np.tile(holes, (len(holes_u), 1)), u=holes_u),
+        Case("rows summing to 1 ± 5e-7, u = 0 and u = the largest double below 1",
+             probs=np.repeat(off, 2, axis=0), u=np.tile([0.0, BELOW_ONE], 4)),
+        Case("a single token (|V| = 1)", probs=np.ones((3, 1)), u=np.array([0.0, 0.5, BELOW_ONE])),
+        Case("|V| = 20,000 (two rows)", probs=big, u=rng.random(2)),
+        Case("float32 probabilities",
+             probs=rng.dirichlet(np.ones(7), size=50).astype(np.float32), u=rng.random(50)),
+        Case("lists of plain numbers", probs=[[0.5, 0.25, 0.25], [0.1, 0.0, 0.9]], u=[0.6, 0.1]),
+        Case("peaked rows (one token of 0.999999)",
+             probs=np.tile([0.999999, 0.0000005, 0.0000005], (4, 1)),
+             u=np.array([0.2, 0.9999991, 0.99999951,
                                                                     BELOW_ONE])),
     ]  # fmt: skip
 
@@ -235,11 +266,12 @@ def sample_cases() -> list[tuple[str, Any, Any]]:
 def check_sample_tokens(sample_tokens: Callable[..., Any]) -> None:
     """Hidden test of Part B: the inverse cumulative distribution, row by row."""
     cases = sample_cases()
-    for label, probs, u in cases:
+    for case in cases:
+        probs, u = case.probs, case.u
         expected = inverse_cdf(probs, u)
         inputs = _inputs(probs=probs, u=u)
         before = _snapshot(inputs)
-        with _case(f"sample_tokens, {label}"):
+        with case.named("sample_tokens"):
             got = _call_valid(sample_tokens, DRAW_BY_HAND, probs, u)
             _expect_unchanged("sample_tokens", inputs, before)
             if not isinstance(got, np.ndarray) or got.shape != expected.shape:
@@ -312,31 +344,35 @@ def _tied_rows(rng: np.random.Generator, rows: int, width: int, levels: int) -> 
     return rng.integers(0, levels, size=(rows, width)).astype(np.float64) * 0.7
 
 
-def top_k_cases() -> list[tuple[str, Any, Any]]:
-    """(label, logits, k) for top_k_probs."""
+def top_k_cases() -> list[Case]:
+    """The hidden cases of top_k_probs: logits and k."""
     rng = np.random.default_rng(8301)
     holes = rng.normal(size=(4, 10))
     holes[:, 3:] = -INF  # 3 finite logits per row
     top_tie = rng.normal(size=(5, 8))
     top_tie[:, [1, 6]] = top_tie.max(axis=1, keepdims=True) + 1.0  # two tokens share the top
     return [
-        ("a batch (16, 30), k = 5", rng.normal(0.0, 2.0, size=(16, 30)), 5),
-        ("|V| = 5,000, 3 rows, k = 50", rng.normal(0.0, 3.0, size=(3, 5000)), 50),
-        ("three axes (2, 4, 9), k = 3", rng.normal(size=(2, 4, 9)), 3),
-        ("one row (|V|,) = (12,), k = 4", rng.normal(size=12), 4),
-        ("exact ties at the k-th value (40, 20), k = 3", _tied_rows(rng, 40, 20, 5), 3),
-        ("exact ties at the k-th value (40, 20), k = 7", _tied_rows(rng, 40, 20, 6), 7),
-        ("two tokens tied at the top, k = 1", top_tie, 1),
-        ("k = 1 (greedy) on random logits", rng.normal(size=(10, 15)), 1),
-        ("k = |V| = 15", rng.normal(size=(6, 15)), 15),
-        ("k = 1,000 > |V| = 10", rng.normal(size=(6, 10)), 1000),
-        ("k given as a NumPy integer", rng.normal(size=(5, 9)), np.int64(4)),
-        ("-inf logits: 3 finite per row, k = 2", holes, 2),
-        ("-inf logits: 3 finite per row, k = 5", holes, 5),
-        ("logits near 10,000, k = 3", 10_000.0 + rng.normal(size=(4, 12)), 3),
-        ("float32 logits, k = 6", rng.normal(size=(8, 16)).astype(np.float32), 6),
-        ("integer logits (ties), k = 4", rng.integers(-3, 4, size=(8, 12)), 4),
-        ("a single token (|V| = 1), k = 1", rng.normal(size=(3, 1)), 1),
+        Case("a batch (16, 30), k = 5", logits=rng.normal(0.0, 2.0, size=(16, 30)), k=5),
+        Case("|V| = 5,000, 3 rows, k = 50", logits=rng.normal(0.0, 3.0, size=(3, 5000)), k=50),
+        Case("three axes (2, 4, 9), k = 3", logits=rng.normal(size=(2, 4, 9)), k=3),
+        Case("one row (|V|,) = (12,), k = 4", logits=rng.normal(size=12), k=4),
+        Case(
+            "exact ties at the k-th value (40, 20), k = 3", logits=_tied_rows(rng, 40, 20, 5), k=3
+        ),
+        Case(
+            "exact ties at the k-th value (40, 20), k = 7", logits=_tied_rows(rng, 40, 20, 6), k=7
+        ),
+        Case("two tokens tied at the top, k = 1", logits=top_tie, k=1),
+        Case("k = 1 (greedy) on random logits", logits=rng.normal(size=(10, 15)), k=1),
+        Case("k = |V| = 15", logits=rng.normal(size=(6, 15)), k=15),
+        Case("k = 1,000 > |V| = 10", logits=rng.normal(size=(6, 10)), k=1000),
+        Case("k given as a NumPy integer", logits=rng.normal(size=(5, 9)), k=np.int64(4)),
+        Case("-inf logits: 3 finite per row, k = 2", logits=holes, k=2),
+        Case("-inf logits: 3 finite per row, k = 5", logits=holes, k=5),
+        Case("logits near 10,000, k = 3", logits=10_000.0 + rng.normal(size=(4, 12)), k=3),
+        Case("float32 logits, k = 6", logits=rng.normal(size=(8, 16)).astype(np.float32), k=6),
+        Case("integer logits (ties), k = 4", logits=rng.integers(-3, 4, size=(8, 12)), k=4),
+        Case("a single token (|V| = 1), k = 1", logits=rng.normal(size=(3, 1)), k=1),
     ]
 
 
@@ -376,11 +412,12 @@ def _judge_filtered(name: str, got: Any, expected: np.ndarray, logits: Any) -> N
 def check_top_k_probs(top_k_probs: Callable[..., Any]) -> None:
     """Hidden test of Part C: the tokens kept by counting larger logits, renormalised."""
     cases = top_k_cases()
-    for label, logits, k in cases:
+    for case in cases:
+        logits, k = case.logits, case.k
         expected = renormalised(reference_softmax(logits), kept_by_count(logits, int(k)))
         inputs = _inputs(logits=logits)
         before = _snapshot(inputs)
-        with _case(f"top_k_probs, {label}"):
+        with case.named("top_k_probs"):
             got = _call_valid(top_k_probs, TOP_K_BY_HAND, logits, k)
             _expect_unchanged("top_k_probs", inputs, before)
             _judge_filtered(f"top_k_probs(logits, {int(k)})", got, expected, logits)
@@ -448,8 +485,8 @@ def _log_rows(rows: list[list[float]]) -> np.ndarray:
         return np.log(np.array(rows, dtype=np.float64))
 
 
-def top_p_cases() -> list[tuple[str, Any, Any]]:
-    """(label, logits, p) for top_p_probs."""
+def top_p_cases() -> list[Case]:
+    """The hidden cases of top_p_probs: logits and p."""
     rng = np.random.default_rng(8401)
     crossing_ties = _log_rows([
         [0.4, 0.15, 0.15, 0.15, 0.1, 0.05],  # p = 0.65 crosses at the second of three 0.15
@@ -464,36 +501,37 @@ def top_p_cases() -> list[tuple[str, Any, Any]]:
     holes = rng.normal(size=(4, 12))
     holes[:, 5:] = -INF
     return [
-        ("a batch (20, 40), p = 0.9", rng.normal(0.0, 2.0, size=(20, 40)), 0.9),
-        ("|V| = 5,000, 3 rows, p = 0.95", rng.normal(0.0, 2.0, size=(3, 5000)), 0.95),
-        ("three axes (2, 3, 12), p = 0.5", rng.normal(size=(2, 3, 12)), 0.5),
-        ("one row (|V|,) = (25,), p = 0.3", rng.normal(0.0, 1.5, size=25), 0.3),
-        ("ties at the crossing of p = 0.65", crossing_ties, 0.65),
-        ("ties at the crossing of p = 0.75", crossing_ties, 0.75),
-        ("many exact ties (30, 16), p = 0.37", _tied_rows(rng, 30, 16, 4), 0.37),
-        ("two tokens tied at the top, p = 1e-12", top_ties, 1e-12),
-        ("p = 1e-12: the most likely token only", rng.normal(size=(6, 20)), 1e-12),
-        ("p = 1: every token", rng.normal(size=(6, 20)), 1.0),
-        ("p = 0.999999 on flat rows", rng.normal(0.0, 0.1, size=(3, 50)), 0.999999),
-        ("peaked rows (one token near 0.9999), p = 0.9", peaked, 0.9),
-        ("-inf logits (5 finite per row), p = 0.8", holes, 0.8),
-        ("-inf logits, p = 1", holes, 1.0),
-        ("logits near 10,000, p = 0.7", 10_000.0 + rng.normal(size=(4, 12)), 0.7),
-        ("float32 logits, p = 0.8", rng.normal(size=(8, 16)).astype(np.float32), 0.8),
-        ("integer logits (ties), p = 0.55", rng.integers(-3, 4, size=(8, 12)), 0.55),
-        ("p given as a NumPy float", rng.normal(size=(5, 9)), np.float64(0.66)),
-        ("a single token (|V| = 1), p = 0.5", rng.normal(size=(3, 1)), 0.5),
+        Case("a batch (20, 40), p = 0.9", logits=rng.normal(0.0, 2.0, size=(20, 40)), p=0.9),
+        Case("|V| = 5,000, 3 rows, p = 0.95", logits=rng.normal(0.0, 2.0, size=(3, 5000)), p=0.95),
+        Case("three axes (2, 3, 12), p = 0.5", logits=rng.normal(size=(2, 3, 12)), p=0.5),
+        Case("one row (|V|,) = (25,), p = 0.3", logits=rng.normal(0.0, 1.5, size=25), p=0.3),
+        Case("ties at the crossing of p = 0.65", logits=crossing_ties, p=0.65),
+        Case("ties at the crossing of p = 0.75", logits=crossing_ties, p=0.75),
+        Case("many exact ties (30, 16), p = 0.37", logits=_tied_rows(rng, 30, 16, 4), p=0.37),
+        Case("two tokens tied at the top, p = 1e-12", logits=top_ties, p=1e-12),
+        Case("p = 1e-12: the most likely token only", logits=rng.normal(size=(6, 20)), p=1e-12),
+        Case("p = 1: every token", logits=rng.normal(size=(6, 20)), p=1.0),
+        Case("p = 0.999999 on flat rows", logits=rng.normal(0.0, 0.1, size=(3, 50)), p=0.999999),
+        Case("peaked rows (one token near 0.9999), p = 0.9", logits=peaked, p=0.9),
+        Case("-inf logits (5 finite per row), p = 0.8", logits=holes, p=0.8),
+        Case("-inf logits, p = 1", logits=holes, p=1.0),
+        Case("logits near 10,000, p = 0.7", logits=10_000.0 + rng.normal(size=(4, 12)), p=0.7),
+        Case("float32 logits, p = 0.8", logits=rng.normal(size=(8, 16)).astype(np.float32), p=0.8),
+        Case("integer logits (ties), p = 0.55", logits=rng.integers(-3, 4, size=(8, 12)), p=0.55),
+        Case("p given as a NumPy float", logits=rng.normal(size=(5, 9)), p=np.float64(0.66)),
+        Case("a single token (|V| = 1), p = 0.5", logits=rng.normal(size=(3, 1)), p=0.5),
     ]
 
 
 def check_top_p_probs(top_p_probs: Callable[..., Any]) -> None:
     """Hidden test of Part D: the tokens kept by the mass strictly above them, renormalised."""
     cases = top_p_cases()
-    for label, logits, p in cases:
+    for case in cases:
+        logits, p = case.logits, case.p
         expected = renormalised(reference_softmax(logits), kept_by_mass(logits, float(p)))
         inputs = _inputs(logits=logits)
         before = _snapshot(inputs)
-        with _case(f"top_p_probs, {label}"):
+        with case.named("top_p_probs"):
             got = _call_valid(top_p_probs, NUCLEUS_BY_HAND, logits, p)
             _expect_unchanged("top_p_probs", inputs, before)
             _judge_filtered(f"top_p_probs(logits, {float(p):g})", got, expected, logits)
@@ -539,11 +577,10 @@ def causal_attention_rows(queries: np.ndarray, keys: np.ndarray, values: np.ndar
     return out
 
 
-def kv_sequences() -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray, int, Any]]:
-    """(label, Q, K, V, prompt length, dtype/list marker) for kv_attention_step.
-
-    Q, K (n, d_k) and V (n, d_v) are whole sequences; the first ``prompt`` positions are given
-    as a ready cache, the others are fed one step at a time.
+def kv_sequences() -> list[Case]:
+    """The hidden cases of kv_attention_step: whole sequences queries, keys (n, d_k) and values
+    (n, d_v); the first ``prompt`` positions are given as a ready cache, the others are fed one
+    step at a time, as arrays of dtype ``kind`` (None: float64) or as lists (``kind`` = list).
     """
     rng = np.random.default_rng(8501)
 
@@ -553,21 +590,26 @@ def kv_sequences() -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray, int, A
         w_v = rng.normal(size=(d_v, d_model)) / math.sqrt(d_model)
         return x @ w_q.T, x @ w_k.T, x @ w_v.T
 
+    def case(label: str, qkv: tuple[np.ndarray, ...], prompt: int = 0, kind: Any = None) -> Case:
+        queries, keys, values = qkv
+        return Case(label, queries=queries, keys=keys, values=values, prompt=prompt, kind=kind)
+
     huge_q = rng.normal(size=(5, 4)) * 100.0
     huge_k = rng.normal(size=(5, 4)) * 100.0  # scores of a few thousand
     far = np.array([[1.0, 0.0, 0.0]]), np.array([[-1.0, 0.0, 0.0]]), np.array([[2.0, -3.0]])
     return [
-        ("d_k = d_v = 8, 10 positions from projections of random inputs",
-         *projected(10, 12, 8, 8), 0, None),
-        ("d_k = 4, d_v = 6, 12 positions", *projected(12, 10, 4, 6), 0, None),
-        ("d_k = 1, d_v = 2, 6 positions", *projected(6, 3, 1, 2), 0, None),
-        ("a prompt of 5 positions already cached, then 4 steps (d_k = 6, d_v = 3)",
-         *projected(9, 8, 6, 3), 5, None),
-        ("scores of several thousand (exp would overflow)", huge_q, huge_k,
-         rng.normal(size=(5, 3)), 0, None),
-        ("float32 q, k, v and caches (d_k = 5, d_v = 4)", *projected(6, 7, 5, 4), 2, np.float32),
-        ("q, k, v given as lists (d_k = 3, d_v = 3)", *projected(5, 4, 3, 3), 0, list),
-        ("t = 0: the query points away from the key", *far, 0, None),
+        case("d_k = d_v = 8, 10 positions from projections of random inputs",
+             projected(10, 12, 8, 8)),
+        case("d_k = 4, d_v = 6, 12 positions", projected(12, 10, 4, 6)),
+        case("d_k = 1, d_v = 2, 6 positions", projected(6, 3, 1, 2)),
+        case("a prompt of 5 positions already cached, then 4 steps (d_k = 6, d_v = 3)",
+             projected(9, 8, 6, 3), prompt=5),
+        case("scores of several thousand (exp would overflow)",
+             (huge_q, huge_k, rng.normal(size=(5, 3)))),
+        case("float32 q, k, v and caches (d_k = 5, d_v = 4)", projected(6, 7, 5, 4), prompt=2,
+             kind=np.float32),
+        case("q, k, v given as lists (d_k = 3, d_v = 3)", projected(5, 4, 3, 3), kind=list),
+        case("t = 0: the query points away from the key", far),
     ]  # fmt: skip
 
 
@@ -584,7 +626,10 @@ def check_kv_attention_step(kv_attention_step: Callable[..., Any]) -> None:
     attention over the whole prefix."""
     sequences = kv_sequences()
     steps = 0
-    for label, queries, keys, values, prompt, kind in sequences:
+    for case in sequences:
+        queries, keys, values, prompt, kind = (
+            case.queries, case.keys, case.values, case.prompt, case.kind
+        )  # fmt: skip
         if kind not in (None, list):
             queries, keys, values = (a.astype(kind) for a in (queries, keys, values))
         exact = [np.asarray(a, dtype=np.float64) for a in (queries, keys, values)]
@@ -595,7 +640,7 @@ def check_kv_attention_step(kv_attention_step: Callable[..., Any]) -> None:
             args = (cache_k, cache_v, *(_as_given(a[t], kind) for a in (queries, keys, values)))
             inputs = _inputs(keys=args[0], values=args[1], q=args[2], k=args[3], v=args[4])
             before = _snapshot(inputs)
-            with _case(f"kv_attention_step, {label}, step with t = {t} cached positions"):
+            with case.named("kv_attention_step", f"step with t = {t} cached positions"):
                 result = _call_valid(kv_attention_step, CACHE_BY_HAND, *args)
                 _expect_unchanged("kv_attention_step", inputs, before)
                 z, new_k, new_v = _unpack(result, "kv_attention_step",

@@ -14,9 +14,16 @@ same rule: the two cannot drift apart. While a student's function runs under
 ``no_shortcuts``, each target is replaced by a trap that raises :class:`ShortcutUsed`. The
 TA grading command sets the same traps in the student's kernel, through ``shortcut_targets()``.
 
+Every hidden case is a :class:`Case`: a label and its inputs by name, built as
+``Case("one row, τ = 1", logits=..., temperature=1.0)`` and read as ``case.logits``; every
+list of hidden cases (``temperature_cases()``, ``SCORE_CASES``...) holds Cases. Inside
+``with case.named("temperature_probs"):`` a failure reads ``[temperature_probs, one row, τ = 1]
+...`` (``case.named(function, *details)`` adds details after the label); :func:`case` prefixes
+a message with any description, such as a call that labels its own case.
+
 :func:`snapshot` and :func:`expect_unchanged` catch a function that writes into its inputs;
-:func:`case` names the hidden case in a failure message; :func:`expect_value_error` checks that
-bad input is refused with a ValueError (and, optionally, a message that says what is wrong).
+:func:`expect_value_error` checks that bad input is refused with a ValueError (and, optionally,
+a message that says what is wrong).
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import numbers
 import re
+import types
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
@@ -163,6 +171,41 @@ def valid_caller(call_by_hand: Callable[..., Any]) -> Callable[..., Any]:
             ) from error
 
     return call
+
+
+class Case:
+    """One hidden case: the label that failure messages name it by, and its inputs by name.
+
+    ``Case(label, **inputs)``; ``case.label`` and ``case.<input>`` read them back (an unknown
+    name raises AttributeError listing the inputs), ``case.inputs`` is the read-only mapping.
+    :meth:`named` is the :func:`case` context of one checked function on this case.
+    """
+
+    __slots__ = ("label", "inputs")
+    label: str
+    inputs: Mapping[str, Any]
+
+    def __init__(self, label: str, /, **inputs: Any) -> None:
+        object.__setattr__(self, "label", label)
+        object.__setattr__(self, "inputs", types.MappingProxyType(inputs))
+
+    def __getattr__(self, name: str) -> Any:  # only names that are not label or inputs
+        inputs = object.__getattribute__(self, "inputs")
+        if name in inputs:
+            return inputs[name]
+        label = object.__getattribute__(self, "label")
+        raise AttributeError(f"case {label!r} has no input {name!r}; it has {', '.join(inputs)}")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"a Case is read-only; build another to set {name!r}")
+
+    def __repr__(self) -> str:
+        return f"Case({self.label!r}, {', '.join(self.inputs)})"
+
+    def named(self, function: str, *details: str) -> contextlib.AbstractContextManager[None]:
+        """:func:`case` for ``function`` on this case: a failure inside the block reads
+        ``[function, label, *details] message``."""
+        return case(", ".join((function, self.label, *details)))
 
 
 @contextlib.contextmanager

@@ -316,9 +316,10 @@ def forward_with_course_helper(xs, lengths, h0, params):
 
 def test_check_rnn_forward_rejects_torch_nn_rnn(reference):
     # The shortcut is genuine: outside the trap it computes the right answer.
-    xs, lengths, labels, h0, params = hidden.FORWARD_CASES[1].build()
-    hs, probs = forward_with_torch_rnn(xs, lengths, h0, params)
-    hs_ref, probs_ref = reference["rnn_forward"](xs, lengths, h0, params)
+    case = hidden.forward_cases()[1]
+    inputs = (case.xs, case.lengths, case.h0, case.params)
+    hs, probs = forward_with_torch_rnn(*inputs)
+    hs_ref, probs_ref = reference["rnn_forward"](*inputs)
     np.testing.assert_allclose(hs, hs_ref, atol=1e-12)
     np.testing.assert_allclose(probs, probs_ref, atol=1e-12)
 
@@ -434,9 +435,9 @@ def backward_that_hides_the_trap(xs, lengths, labels, h0, params):
 )
 def test_check_rnn_backward_rejects_autograd(implementation, called):
     # Outside the trap these shortcuts give the right gradients ...
-    xs, lengths, labels, h0, params = hidden.BACKWARD_CASES[2].build()
-    expected = backward(xs, lengths, labels, h0, params)
-    got = implementation(xs, lengths, labels, h0, params)
+    case = hidden.backward_cases()[2]
+    expected = backward(**case.inputs)
+    got = implementation(**case.inputs)
     for name in expected:
         np.testing.assert_allclose(got[name], expected[name], atol=1e-10)
     # ... inside the check they are caught.

@@ -240,14 +240,14 @@ def test_padded_outputs_of_the_mix_are_not_graded():
 
 
 def test_the_sense_cases_have_no_near_ties_and_one_real_tie_between_layers():
-    for label, stack, senses in hidden.sense_cases():
-        accuracies, closest_call = hidden.loo_accuracies(stack, senses)
-        assert closest_call > 1e-4, label  # no occurrence is (nearly) as close to two centroids
-        assert accuracies == pytest.approx(probe(stack, senses)), label
+    for case in hidden.sense_cases():
+        accuracies, closest_call = hidden.loo_accuracies(**case.inputs)
+        assert closest_call > 1e-4, case.label  # no occurrence is as close to two centroids
+        assert accuracies == pytest.approx(probe(case.vectors_by_layer, case.senses)), case.label
     ties = [
-        label
-        for label, stack, senses in hidden.sense_cases()
-        if sorted(hidden.loo_accuracies(stack, senses)[0])[-2:] == [1.0, 1.0]
+        case.label
+        for case in hidden.sense_cases()
+        if sorted(hidden.loo_accuracies(**case.inputs)[0])[-2:] == [1.0, 1.0]
     ]
     assert len(ties) == 1
 

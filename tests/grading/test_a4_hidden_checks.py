@@ -268,36 +268,36 @@ def test_a_beam_wider_than_every_prefix_is_exhaustive_search():
             assert exact[0] == hidden.exhaustive_search(table, 3, 0, 4, alpha)[0], seed
 
 
+def _searched(case, beam_size=None):
+    """What the rules of beam search give on the search case (with another beam, if given)."""
+    step = hidden._step_of(case.table)
+    width = case.beam_size if beam_size is None else beam_size
+    return hidden.exact_beam_search(step, case.bos, case.eos, width, case.max_len, case.alpha)
+
+
 def test_the_search_cases_are_what_their_labels_say():
-    cases = {label: case for label, *case in hidden.search_cases()}
-    for label, (kind, table, bos, eos, beam, max_len, alpha) in cases.items():
-        step = hidden._step_of(table)
-        exact = hidden.exact_beam_search(step, bos, eos, beam, max_len, alpha)
-        best = hidden.exhaustive_search(table, bos, eos, max_len, alpha)
+    cases = {case.label: case for case in hidden.search_cases()}
+    for label, case in cases.items():
+        table, bos, eos, max_len = case.table, case.bos, case.eos, case.max_len
+        exact = _searched(case)
+        best = hidden.exhaustive_search(table, bos, eos, max_len, case.alpha)
         greedy = hidden.greedy_search(table, bos, eos, max_len)
-        if kind == "exhaustive":
-            assert beam >= len(table) * len(table[(bos,)]), label  # more than every candidate
+        if case.reference == "exhaustive":
+            assert case.beam_size >= len(table) * len(table[(bos,)]), label  # every candidate
             assert exact[0] == best[0] and exact[0] != greedy[0], label
-        if kind == "greedy":
-            assert beam == 1 and exact[0] == greedy[0], label
-            wider = hidden.exact_beam_search(step, bos, eos, 2, max_len, alpha)
-            assert wider[0] != greedy[0], label
+        if case.reference == "greedy":
+            assert case.beam_size == 1 and exact[0] == greedy[0], label
+            assert _searched(case, beam_size=2)[0] != greedy[0], label
         if label.startswith("not exact"):
             assert exact[0] != best[0] and exact[0] != greedy[0], label
     alpha_0 = next(c for label, c in cases.items() if label.startswith("alpha=0,"))
     alpha_1 = next(c for label, c in cases.items() if label.startswith("alpha=1,"))
-    for (_, table, bos, eos, beam, max_len, alpha), tokens in (
-        (alpha_0, [0]),
-        (alpha_1, [1, 1, 0]),
-    ):
-        assert (
-            hidden.exact_beam_search(hidden._step_of(table), bos, eos, beam, max_len, alpha)[0]
-            == tokens
-        )
+    assert _searched(alpha_0)[0] == [0]
+    assert _searched(alpha_1)[0] == [1, 1, 0]
     cut = next(c for label, c in cases.items() if label.startswith("cut"))
-    tokens = hidden.exact_beam_search(hidden._step_of(cut[1]), *cut[2:])[0]
-    assert len(tokens) == cut[5] and cut[3] not in tokens
-    _, table, *_ = next(c for label, c in cases.items() if label.startswith("a tie"))
+    tokens = _searched(cut)[0]
+    assert len(tokens) == cut.max_len and cut.eos not in tokens
+    table = next(c for label, c in cases.items() if label.startswith("a tie")).table
     one, two = table[(2,)][0], table[(2,)][1] + table[(2, 1)][0]
     assert one == two / 2  # exactly: "</s>" and "a </s>" tie with alpha = 1
 

@@ -255,11 +255,12 @@ def test_the_references_agree_with_the_independent_implementations():
 
 def test_the_hard_cases_are_hard():
     """Scores beyond exp's range, blocked keys scoring far above the allowed ones."""
-    labels = [label for label, *_ in hidden.attention_cases()]
-    for label, Q, K, _, _ in hidden.attention_cases():
-        scores = np.asarray(Q) @ np.swapaxes(np.asarray(K), -1, -2) / np.sqrt(np.shape(Q)[-1])
-        if "thousands" in label:
-            assert np.abs(scores).max() > 1000, label
+    labels = [case.label for case in hidden.attention_cases()]
+    for case in hidden.attention_cases():
+        Q, K = np.asarray(case.Q), np.asarray(case.K)
+        scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(np.shape(Q)[-1])
+        if "thousands" in case.label:
+            assert np.abs(scores).max() > 1000, case.label
     assert any("blocked keys score 2000" in label for label in labels)
 
 

@@ -317,13 +317,14 @@ def test_the_references_agree_with_the_independent_implementations():
             encode(X, params, 3, first, mask, 1e-4),
             atol=1e-12,
         )
-    for _, lengths, n, m, left in hidden.mask_cases():
+    for case in hidden.mask_cases():
+        setting = (case.lengths, case.n, case.m, case.left_padded)
         for mine, theirs in zip(
-            layout(lengths, n, m, left), hidden.entry_by_entry(lengths, n, m, left), strict=True
+            layout(*setting), hidden.entry_by_entry(**case.inputs), strict=True
         ):
             np.testing.assert_array_equal(theirs, mine)
-    for _, config in hidden.count_cases():
-        assert hidden.modules_count(config) == count(config)
+    for case in hidden.count_cases():
+        assert hidden.modules_count(case.config) == count(case.config)
 
 
 def test_the_visible_counts_are_those_of_the_torch_modules():
@@ -348,14 +349,15 @@ def test_the_visible_counts_are_those_of_the_torch_modules():
 
 def test_the_hard_cases_are_hard():
     """The one-pass variance really fails on the rows near 1e8; big inputs are big."""
-    labels = [label for label, *_ in hidden.layer_norm_cases()]
+    labels = [case.label for case in hidden.layer_norm_cases()]
     assert any("1e8" in label for label in labels)
-    for label, x, gamma, beta, eps, _ in hidden.layer_norm_cases():
-        if "1e8" in label:
-            naive = normalise(x, gamma, beta, eps, one_pass=True)[0]
-            assert np.abs(naive - hidden.torch_layer_norm(x, gamma, beta, eps)[0]).max() > 0.01
-    lonely = [case for case in hidden.mask_cases() if "all padding but one" in case[0]]
-    assert lonely and any(case[-1] for case in lonely)
+    for case in hidden.layer_norm_cases():
+        if "1e8" in case.label:
+            setting = (case.x, case.gamma, case.beta, case.eps)
+            naive = normalise(*setting, one_pass=True)[0]
+            assert np.abs(naive - hidden.torch_layer_norm(*setting)[0]).max() > 0.01
+    lonely = [case for case in hidden.mask_cases() if "all padding but one" in case.label]
+    assert lonely and any(case.left_padded for case in lonely)
 
 
 # --------------------------------------------------------------------------------------------
@@ -670,7 +672,7 @@ def test_the_shortcuts_are_right_outside_the_traps():
     np.testing.assert_allclose(
         encoder_layer_with_course(x, params, 2, True), encode(x, params, 2, True), atol=1e-12
     )
-    config = next(config for _, config in hidden.count_cases())
+    config = hidden.count_cases()[0].config
     assert count_with_modules(config) == count(config)
 
 

@@ -245,9 +245,10 @@ def test_the_independent_implementations_pass_too(capsys):
 
 
 def test_the_references_agree_with_the_independent_implementations():
-    for _, vocab, words, limit, unk, prefix in hidden.wordpiece_cases():
-        assert hidden.tokenizers_pieces(words, vocab, limit, unk, prefix) == [
-            pieces(w, vocab, limit, unk, prefix) for w in words
+    for case in hidden.wordpiece_cases():
+        setting = (case.vocab, case.max_input_chars, case.unk_token, case.prefix)
+        assert hidden.tokenizers_pieces(case.words, *setting) == [
+            pieces(word, *setting) for word in case.words
         ]
     rng = np.random.default_rng(0)
     for depth in (1, 2, 4, 7):
@@ -261,7 +262,7 @@ def test_the_references_agree_with_the_independent_implementations():
 
 def test_the_statistical_checks_have_power():
     """The cases that the statistics rely on are there, and the tolerances are about 5 sd."""
-    labels = [label for label, *_ in hidden.mlm_cases()]
+    labels = [case.label for case in hidden.mlm_cases()]
     assert any("[9, 0, 7]" in label for label in labels)
     assert hidden.chi_squared_limit(30) == pytest.approx(80.0, abs=3.0)  # chi2.isf(1e-6, 30)
     hidden.expect_share("a share", 1060, 10_000, 0.1)  # 2 standard deviations: accepted

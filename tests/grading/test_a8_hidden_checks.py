@@ -235,57 +235,59 @@ def _warped(warper, logits) -> np.ndarray:
 def test_the_references_agree_with_transformers_warpers():
     from transformers import TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
 
-    for _, logits, tau in hidden.temperature_cases():
-        scaled = _warped(TemperatureLogitsWarper(float(tau)), logits)
+    for case in hidden.temperature_cases():
+        logits, tau = case.logits, float(case.temperature)
+        scaled = _warped(TemperatureLogitsWarper(tau), logits)
         expected = torch.tensor(scaled).softmax(-1).numpy()
-        np.testing.assert_allclose(hidden.reference_softmax(logits, float(tau)), expected,
+        np.testing.assert_allclose(hidden.reference_softmax(logits, tau), expected,
                                    atol=1e-12, rtol=1e-8)  # fmt: skip
-    for _, logits, k in hidden.top_k_cases():
-        kept = np.isfinite(_warped(TopKLogitsWarper(int(k)), logits)) | np.isneginf(logits)
-        assert np.array_equal(hidden.kept_by_count(logits, int(k)) | np.isneginf(logits), kept)
+    for case in hidden.top_k_cases():
+        logits, k = case.logits, int(case.k)
+        kept = np.isfinite(_warped(TopKLogitsWarper(k), logits)) | np.isneginf(logits)
+        assert np.array_equal(hidden.kept_by_count(logits, k) | np.isneginf(logits), kept)
     differ = 0
-    for label, logits, p in hidden.top_p_cases():
-        if float(p) == 1.0:
+    for case in hidden.top_p_cases():
+        logits, p = case.logits, float(case.p)
+        if p == 1.0:
             continue  # TopPLogitsWarper refuses p = 1 only in old versions; generate skips it
-        ours = hidden.kept_by_mass(logits, float(p)) & ~np.isneginf(logits)
-        theirs = np.isfinite(_warped(TopPLogitsWarper(float(p)), logits))
-        if "tie" in label:
+        ours = hidden.kept_by_mass(logits, p) & ~np.isneginf(logits)
+        theirs = np.isfinite(_warped(TopPLogitsWarper(p), logits))
+        if "tie" in case.label:
             assert (ours >= theirs).all()  # the course keeps every tied token, a superset
             differ += int((ours != theirs).any())
         else:
-            assert np.array_equal(ours, theirs), label
+            assert np.array_equal(ours, theirs), case.label
     assert differ >= 2, "the tie cases should be ones where the course and transformers differ"
 
 
 def test_the_references_agree_with_course_decoding():
     from course.decoding import top_k_filter, top_p_filter
 
-    for _, logits, k in hidden.top_k_cases():
+    for case in hidden.top_k_cases():
+        logits, k = case.logits, int(case.k)
         z = torch.tensor(np.array(logits, dtype=np.float64))
-        expected = top_k_filter(z, int(k)).softmax(-1).numpy()
-        got = hidden.renormalised(
-            hidden.reference_softmax(logits), hidden.kept_by_count(logits, int(k))
-        )
+        expected = top_k_filter(z, k).softmax(-1).numpy()
+        got = hidden.renormalised(hidden.reference_softmax(logits), hidden.kept_by_count(logits, k))
         np.testing.assert_allclose(got, expected, atol=1e-12, rtol=1e-8)
-    for _, logits, p in hidden.top_p_cases():
+    for case in hidden.top_p_cases():
+        logits, p = case.logits, float(case.p)
         z = torch.tensor(np.array(logits, dtype=np.float64))
-        expected = top_p_filter(z, float(p)).softmax(-1).numpy()
-        got = hidden.renormalised(
-            hidden.reference_softmax(logits), hidden.kept_by_mass(logits, float(p))
-        )
+        expected = top_p_filter(z, p).softmax(-1).numpy()
+        got = hidden.renormalised(hidden.reference_softmax(logits), hidden.kept_by_mass(logits, p))
         np.testing.assert_allclose(got, expected, atol=1e-12, rtol=1e-8)
 
 
 def test_no_top_p_case_puts_p_within_rounding_of_a_tokens_mass_above():
-    for label, logits, p in hidden.top_p_cases():
-        assert hidden.nucleus_margin(logits, float(p)) > 1e-9, label
+    for case in hidden.top_p_cases():
+        assert hidden.nucleus_margin(case.logits, float(case.p)) > 1e-9, case.label
 
 
 def test_the_tie_cases_have_ties_that_matter():
-    for label, logits, k in hidden.top_k_cases():
-        if "tied" in label or "ties" in label:
-            counts = hidden.kept_by_count(logits, int(k)).reshape(-1, np.shape(logits)[-1]).sum(1)
-            assert (counts > int(k)).any(), label  # some row keeps more than k tokens
+    for case in hidden.top_k_cases():
+        if "tied" in case.label or "ties" in case.label:
+            logits, k = case.logits, int(case.k)
+            counts = hidden.kept_by_count(logits, k).reshape(-1, np.shape(logits)[-1]).sum(1)
+            assert (counts > k).any(), case.label  # some row keeps more than k tokens
 
 
 def test_the_kv_reference_is_attention_with_a_causal_mask():

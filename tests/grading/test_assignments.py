@@ -538,3 +538,22 @@ def test_snapshots_catch_inputs_written_in_place_or_replaced():
     del params["W"]
     with pytest.raises(AssertionError, match=r"changed the keys of its input params"):
         shortcuts.expect_unchanged("f", inputs, before)
+
+
+def test_a_case_reads_its_inputs_by_name_and_names_itself_in_a_failure():
+    case = shortcuts.Case("one row, τ = 1", logits=np.zeros(3), temperature=1.0)
+    assert case.label == "one row, τ = 1"
+    assert case.temperature == 1.0 and case.logits is case.inputs["logits"]
+    assert list(case.inputs) == ["logits", "temperature"]
+    with pytest.raises(AttributeError, match=r"has no input 'tau'; it has logits, temperature"):
+        _ = case.tau
+    with pytest.raises(AttributeError, match="read-only"):
+        case.temperature = 2.0
+    with pytest.raises(TypeError):
+        case.inputs["temperature"] = 2.0  # type: ignore[index]
+    with pytest.raises(AssertionError) as caught, case.named("temperature_probs", "row 0"):
+        raise AssertionError("probs differs")
+    assert str(caught.value) == "[temperature_probs, one row, τ = 1, row 0] probs differs"
+    with pytest.raises(AssertionError) as caught, shortcuts.case("temperature_probs, one row"):
+        raise AssertionError("probs differs")
+    assert str(caught.value) == "[temperature_probs, one row] probs differs"
