@@ -54,14 +54,19 @@ def lstm_step(
     peepholes=True,
     peephole_rows="fio",
     output_peeks="c_t",
+    gates_peek="c_prev",
 ):
     H = np.shape(h)[-1]
     U, W = (params["W"], params["U"]) if swap_keys else (params["U"], params["W"])
     a = x @ U.T + h @ W.T + params["b"]  # U: input, W: recurrent
     blocks = dict(zip(order, np.split(a, 4, axis=1), strict=True))
     p = dict(zip(peephole_rows, np.asarray(params["P"]) * peepholes, strict=True))
-    f, i = sigmoid(blocks["f"] + p["f"] * c), sigmoid(blocks["i"] + p["i"] * c)
     g = np.tanh(blocks["g"])
+    seen_by_fi = c
+    if gates_peek == "c_t":  # a bug: f and i peek at a new cell, made first without peepholes
+        seen_by_fi = sigmoid(blocks["f"]) * c + sigmoid(blocks["i"]) * g
+    f = sigmoid(blocks["f"] + p["f"] * seen_by_fi)
+    i = sigmoid(blocks["i"] + p["i"] * seen_by_fi)
     seen_by_o = np.array(c)  # c_{t-1}, before an in-place update can change it
     if in_place:
         c *= f
@@ -275,6 +280,8 @@ SCALES = r"^select_quote_cell, .*a constant cell, int labels, scales differ"
         ({"peephole_rows": "ifo"}, Failure(CELL, "^c differs")),
         # the output gate computed with the others, on c_{t-1}: c is right, h is not
         ({"output_peeks": "c_prev"}, Failure(CELL, "^h differs")),
+        # the forget and input gates peek at c_t (first made without peepholes), not c_{t-1}
+        ({"gates_peek": "c_t"}, Failure(CELL, "^c differs")),
     ],
     ids=row_id,
 )
@@ -338,6 +345,11 @@ test_visible_tests_name_the_mistake = visible_mistake_tests(
                 )
             },
             Failure(None, "^h differs"),
+        ),
+        (
+            "test_lstm_cell_visible",
+            {"lstm_cell_forward": as_student(lstm_step, "lstm_cell_forward", gates_peek="c_t")},
+            Failure(None, "^c differs"),
         ),
         (
             "test_lstm_sequence_visible",
