@@ -731,7 +731,8 @@ print(f"(lecture ran in {time.perf_counter() - LECTURE_START:.0f} s)")
 #   A checkpoint trained longer by the same code (`make checkpoints`) has lower held-out
 #   bits per character and cells that track these features more closely.
 #
-# **Next:** Assignment 2 (`a2_lstm_gru`) has you write the LSTM and GRU cells in NumPy, run
-# an LSTM over a padded batch with a mask, pick a quote-detecting cell from activations, and
-# work out how far a gradient travels along the GRU's update gate, and what tying the GRU's
-# gates costs.
+# **Next:** Assignment 2 (`a2_lstm_gru`) has you write, in NumPy, the variants this lecture
+# only described: an LSTM cell with peephole connections, run over a padded batch with a mask,
+# and the GRU with the reset gate before the recurrent matrix, as the original paper has it.
+# Then you pick a quote-detecting cell from activations, and work out how far a gradient
+# travels along the GRU's update gate, and what tying the GRU's gates costs.

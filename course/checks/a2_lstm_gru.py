@@ -1,5 +1,11 @@
 """The visible tests of Assignment 2 (LSTM and GRU cells, a padded LSTM, the quote cell).
 
+The expected numbers are those of the hidden module's references
+(``autograder.hidden.a2_lstm_gru``: the peephole LSTM step, run over each sequence's real
+steps for Part B, and the GRU with the reset gate before the recurrent matrix), printed to
+ten decimals; ``tests/grading/test_a2_hidden_checks.py`` checks that the references pass these
+tests.
+
 Each test cell of the notebook calls one check with the student's functions, which run under
 the rule of the part's hidden tests (:func:`course.checks.rules.by_hand`). Every function
 here sets ``__tracebackhide__``: when a student's own code raises, IPython shows the cell's
@@ -28,6 +34,7 @@ def check_part_a(lstm_cell_forward: Callable[..., Any]) -> None:
         "U": np.linspace(-1.0, 1.0, 8 * 3).reshape(8, 3),  # H=2, D=3
         "W": np.linspace(0.5, -0.5, 8 * 2).reshape(8, 2),
         "b": np.array([1.0, 1.0, 0.0, 0.0, 0.1, -0.1, 0.2, -0.2]),
+        "P": np.array([[0.5, -0.8], [-1.0, 0.6], [0.9, -1.2]]),  # peepholes p_f, p_i, p_o
     }
     x_a = np.array([[1.0, 0.0, -1.0], [0.5, 2.0, -0.5]])  # B=2
     h_a = np.array([[0.1, -0.2], [0.0, 0.3]])
@@ -37,14 +44,14 @@ def check_part_a(lstm_cell_forward: Callable[..., Any]) -> None:
     assert_close(
         "c",
         c_out_a,
-        [[0.6617367116, -0.7999818711], [0.2299893446, 0.2006958032]],
+        [[0.7706480357, -0.9080710171], [0.2353462489, 0.2006958032]],
         atol=1e-8,
         against="the expected value",
     )
     assert_close(
         "h",
         h_out_a,
-        [[0.2998125534, -0.2797856128], [0.1778936009, 0.1585249303]],
+        [[0.4414663139, -0.4926550329], [0.1895954522, 0.1503548370]],
         atol=1e-8,
         against="the expected value",
     )
@@ -61,10 +68,11 @@ def check_part_b(lstm_sequence_forward: Callable[..., Any]) -> None:
         ]
     )  # (B=2, T=3, D=3)
     mask_b = np.array([[True, True, True], [True, False, False]])
-    params_b = {  # the weights of Part A's visible test
+    params_b = {  # the weights of Part A's visible test, peepholes included
         "U": np.linspace(-1.0, 1.0, 8 * 3).reshape(8, 3),
         "W": np.linspace(0.5, -0.5, 8 * 2).reshape(8, 2),
         "b": np.array([1.0, 1.0, 0.0, 0.0, 0.1, -0.1, 0.2, -0.2]),
+        "P": np.array([[0.5, -0.8], [-1.0, 0.6], [0.9, -1.2]]),
     }
     h0_b, c0_b = np.zeros((2, 2)), np.array([[0.0, 0.0], [0.5, -0.5]])
     with inputs_kept(
@@ -78,11 +86,11 @@ def check_part_b(lstm_sequence_forward: Callable[..., Any]) -> None:
         hs_b,
         [
             [
-                [-0.0170580788, -0.0494975788],
-                [0.0531580160, 0.0456738580],
-                [0.1370996199, 0.1582869936],
+                [-0.0168028145, -0.0538428562],
+                [0.0558072888, 0.0394647312],
+                [0.1401929786, 0.1430160391],
             ],
-            [[0.2351310474, -0.1665763527], [0.0, 0.0], [0.0, 0.0]],
+            [[0.2730452308, -0.2242930631], [0.0, 0.0], [0.0, 0.0]],
         ],
         atol=1e-8,
         against="the expected value",
@@ -90,14 +98,14 @@ def check_part_b(lstm_sequence_forward: Callable[..., Any]) -> None:
     assert_close(
         "h_last",
         h_last_b,
-        [[0.1370996199, 0.1582869936], [0.2351310474, -0.1665763527]],
+        [[0.1401929786, 0.1430160391], [0.2730452308, -0.2242930631]],
         atol=1e-8,
         against="the expected value",
     )
     assert_close(
         "c_last",
         c_last_b,
-        [[0.1924681157, 0.2337464574], [0.4126277920, -0.3301073503]],
+        [[0.1880912726, 0.2320211469], [0.4199011581, -0.3715731619]],
         atol=1e-8,
         against="the expected value",
     )
@@ -120,7 +128,7 @@ def check_part_c(gru_cell_forward: Callable[..., Any]) -> None:
     assert_close(
         "h",
         h_out_c,
-        [[0.2309497710, -0.2046181292], [0.6519069214, 0.6741948541]],
+        [[0.3458136119, -0.0635837548], [0.7033326856, 0.7137587136]],
         atol=1e-8,
         against="the expected value",
     )

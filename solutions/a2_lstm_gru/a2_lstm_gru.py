@@ -15,16 +15,18 @@
 # %% [markdown]
 # # Assignment 2: LSTM and GRU cells, padded batches, and a cell that detects quotes
 #
-# In Lecture 2 you saw the LSTM cell written with torch and checked against `nn.LSTMCell`.
-# Here you write it yourself in NumPy, for a whole batch at once, then run it over a batch of
-# sequences of different lengths, write a GRU cell, and find a meaningful cell in a trained
-# network's activations.
+# In Lecture 2 you saw the LSTM and GRU cells written with torch and checked against
+# `nn.LSTMCell` and `nn.GRUCell`, and read how two variants of the LSTM differ from them. Here
+# you write, in NumPy and for a whole batch at once, the variants the lecture did not: an LSTM
+# with **peephole connections**, which you then run over a batch of sequences of different
+# lengths, and the GRU as its authors first wrote it, with the reset gate **before** the
+# recurrent matrix. Then you find a meaningful cell in a trained network's activations.
 #
 # **Goals.** After this assignment you can
 #
-# 1. compute one LSTM step for a batch from the gate equations (Part A);
-# 2. run an LSTM over a padded batch, using a mask so that padding changes nothing (Part B);
-# 3. compute one GRU step (Part C);
+# 1. compute one step of an LSTM with peephole connections for a batch (Part A);
+# 2. run that LSTM over a padded batch, using a mask so that padding changes nothing (Part B);
+# 3. compute one step of the GRU as first published, which is not PyTorch's (Part C);
 # 4. pick, from recorded activations, the cell that best detects "inside a quote" (Part D);
 # 5. work out how far a gradient travels along the GRU's update gate, and what tying its gates
 #    costs (Part E, written).
@@ -40,38 +42,54 @@
 # the dictionary keys are named after them: `params["U"]` holds the input matrices and
 # `params["W"]` the recurrent ones.
 #
-# **LSTM.** The four blocks of the weights are stacked in the order in which Lecture 2 first
-# lists the gates: **forget, input, candidate, output**, labelled (f, i, g, o), each of $H$
-# rows. The candidate is $\tilde c_t$ in the lecture; the code labels its block `g`, the
-# letter PyTorch uses for it.
-# (PyTorch stacks the blocks in the order i, f, g, o; the tests take care of the conversion,
-# you should not.)
+# **LSTM with peephole connections** (Lecture 2, "Two variants of the cell";
+# Gers and Schmidhuber, 2000). The four blocks of the weights are stacked in the order in
+# which Lecture 2 first lists the gates: **forget, input, candidate, output**, labelled
+# (f, i, g, o), each of $H$ rows. The candidate is $\tilde c_t$ in the lecture; the code
+# labels its block `g`, the letter PyTorch uses for it. (PyTorch stacks the blocks in the
+# order i, f, g, o; the tests take care of the conversion, you should not.)
+#
+# The gates also look at the cell, each unit at its own unit only: three vectors
+# $p_f, p_i, p_o$ of size $H$ (the rows of `params["P"]`, in that order) multiply the cell
+# elementwise. The forget and input gates see the **old** cell $c_{t-1}$; the output gate is
+# computed after the update and sees the **new** cell $c_t$:
 #
 # $$\begin{aligned}
 # a_t &= U x_t + W h_{t-1} + b \quad\text{(shape } 4H\text{, split into } a^f, a^i, a^g, a^o)\\
-# f_t &= \sigma(a^f), \quad i_t = \sigma(a^i), \quad \tilde c_t = \tanh(a^g), \quad o_t = \sigma(a^o)\\
-# c_t &= f_t \odot c_{t-1} + i_t \odot \tilde c_t, \qquad h_t = o_t \odot \tanh(c_t)
+# f_t &= \sigma(a^f + p_f \odot c_{t-1}), \quad i_t = \sigma(a^i + p_i \odot c_{t-1}), \quad \tilde c_t = \tanh(a^g)\\
+# c_t &= f_t \odot c_{t-1} + i_t \odot \tilde c_t, \qquad
+# o_t = \sigma(a^o + p_o \odot c_t), \qquad h_t = o_t \odot \tanh(c_t)
 # \end{aligned}$$
 #
 # where $U$ stacks $U_f, U_i, U_{\tilde c}, U_o$ and $W$ stacks $W_f, W_i, W_{\tilde c}, W_o$.
+# With $P = 0$ this is Lecture 2's cell, the one `torch.nn.LSTMCell` computes.
 #
 # | key | shape | holds |
 # | --- | --- | --- |
 # | `params["U"]` | (4H, D) | the input matrix $U$, blocks f, i, g, o |
 # | `params["W"]` | (4H, H) | the recurrent matrix $W$, blocks f, i, g, o |
 # | `params["b"]` | (4H,) | the bias $b$, blocks f, i, g, o |
+# | `params["P"]` | (3, H) | the peephole weights, rows $p_f, p_i, p_o$ |
 #
-# **GRU** (PyTorch's convention, with the reset gate applied after the recurrent matrix).
-# Blocks in the order **update, reset, candidate**, labelled (z, r, n); the candidate is
-# $\tilde h_t$ in the lecture, and `n` is PyTorch's label for it. Each side has its own bias,
-# $b^{\text{in}}$ next to $U$ and $b^{\text{rec}}$ next to $W$:
+# **GRU, as Cho et al. (2014) wrote it** (the reset gate applied *before* the recurrent
+# matrix; Keras calls it `reset_after=False`). Blocks in the order **update, reset,
+# candidate**, labelled (z, r, n); the candidate is $\tilde h_t$ in the lecture, and `n` is
+# PyTorch's label for it. Each side has its own bias, $b^{\text{in}}$ next to $U$ and
+# $b^{\text{rec}}$ next to $W$:
 #
 # $$\begin{aligned}
 # z_t &= \sigma(U_z x_t + b^{\text{in}}_z + W_z h_{t-1} + b^{\text{rec}}_z), \qquad
 # r_t = \sigma(U_r x_t + b^{\text{in}}_r + W_r h_{t-1} + b^{\text{rec}}_r)\\
-# \tilde h_t &= \tanh\left(U_h x_t + b^{\text{in}}_h + r_t \odot (W_h h_{t-1} + b^{\text{rec}}_h)\right), \qquad
+# \tilde h_t &= \tanh\left(U_h x_t + b^{\text{in}}_h + W_h (r_t \odot h_{t-1}) + b^{\text{rec}}_h\right), \qquad
 # h_t = (1 - z_t) \odot \tilde h_t + z_t \odot h_{t-1}
 # \end{aligned}$$
+#
+# Lecture 2's GRU (PyTorch's, cuDNN's) has $r_t \odot (W_h h_{t-1} + b^{\text{rec}}_h)$ in
+# the candidate instead. The two are different functions of the same weights: the reset
+# gate scales the units of the old state here, before $W_h$ mixes them, and the units of
+# $W_h h_{t-1} + b^{\text{rec}}_h$ there, after; $W_h (r \odot h) = r \odot (W_h h)$ holds for
+# every $r$ and $h$ only when $W_h$ is diagonal. Here $b^{\text{rec}}_h$ is not reset: it is
+# simply added, like $b^{\text{in}}_h$.
 #
 # | key | shape | holds |
 # | --- | --- | --- |
@@ -112,21 +130,24 @@ np.set_printoptions(precision=4, suppress=True)
 # %% [markdown]
 # ## Part A: one LSTM step (4 points)
 #
-# Implement `lstm_cell_forward` for a batch. A numerically safe sigmoid avoids overflow
-# warnings for large negative inputs: `0.5 * (1 + np.tanh(a / 2))` is the same function.
+# Implement `lstm_cell_forward` for a batch, with the peephole connections given at the top:
+# $p_f$ and $p_i$ on the old cell $c_{t-1}$, $p_o$ on the new cell $c_t$. A numerically safe
+# sigmoid avoids overflow warnings for large negative inputs: `0.5 * (1 + np.tanh(a / 2))`
+# is the same function.
 
 
 # %% nbgrader={"grade": false, "grade_id": "lstm_cell_forward", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def lstm_cell_forward(
     x: np.ndarray, h_prev: np.ndarray, c_prev: np.ndarray, params: dict[str, np.ndarray]
 ) -> tuple[np.ndarray, np.ndarray]:
-    """One LSTM step for a batch.
+    """One step of an LSTM with peephole connections, for a batch.
 
     Args:
         x: inputs x_t, shape (B, D).
         h_prev: hidden states h_{t-1}, shape (B, H).
         c_prev: cell states c_{t-1}, shape (B, H).
-        params: "U" (4H, D), "W" (4H, H), "b" (4H,), blocks in the order f, i, g, o.
+        params: "U" (4H, D), "W" (4H, H), "b" (4H,), blocks in the order f, i, g, o;
+            "P" (3, H), the peephole weights p_f, p_i, p_o.
 
     Returns:
         h: the new hidden states h_t, shape (B, H).
@@ -134,13 +155,16 @@ def lstm_cell_forward(
     """
     ### BEGIN SOLUTION
     width = np.shape(h_prev)[-1]
+    old = np.asarray(c_prev, float)
+    peek = np.asarray(params["P"], float)  # (3, H): rows f, i, o
     scores = np.asarray(x, float) @ params["U"].T + np.asarray(h_prev, float) @ params["W"].T
     scores = scores + params["b"]  # (B, 4H)
-    squash = 0.5 * (1.0 + np.tanh(0.5 * scores[:, : 2 * width]))  # forget and input gates
+    before = scores[:, : 2 * width] + np.concatenate([peek[0], peek[1]]) * np.tile(old, 2)
+    squash = 0.5 * (1.0 + np.tanh(0.5 * before))  # forget and input gates, which see c_{t-1}
     keep, write = squash[:, :width], squash[:, width:]
     proposal = np.tanh(scores[:, 2 * width : 3 * width])
-    reveal = 0.5 * (1.0 + np.tanh(0.5 * scores[:, 3 * width :]))
-    memory = keep * np.asarray(c_prev, float) + write * proposal
+    memory = keep * old + write * proposal
+    reveal = 0.5 * (1.0 + np.tanh(0.5 * (scores[:, 3 * width :] + peek[2] * memory)))  # sees c_t
     return reveal * np.tanh(memory), memory
     ### END SOLUTION
 
@@ -148,16 +172,18 @@ def lstm_cell_forward(
 # %% [markdown]
 # ### Visible test for Part A
 #
-# Fixed weights (no randomness); the expected numbers come from `torch.nn.LSTMCell` with the
-# blocks reordered.
+# Fixed weights (no randomness), with peepholes; the expected numbers come from the
+# equations above, written in torch in float64. (With $P = 0$ the same code agrees with
+# `torch.nn.LSTMCell`, blocks reordered; the hidden test checks both.)
 
 # %% nbgrader={"grade": true, "grade_id": "test_lstm_cell_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 check_part_a(lstm_cell_forward)
 
 # %% nbgrader={"grade": true, "grade_id": "test_lstm_cell_hidden", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
-# Hidden test (3 points): lstm_cell_forward against torch.nn.LSTMCell (weights copied and
-# reordered) for B = 1 and H = 1, other shapes, non-zero states, saturated gates and
-# non-contiguous arrays; inputs must come back unmodified.
+# Hidden test (3 points): lstm_cell_forward against the peephole equations (written in torch,
+# float64) for B = 1 and H = 1, other shapes, non-zero states, saturated gates and
+# non-contiguous arrays, and with P = 0 against torch.nn.LSTMCell (weights copied and
+# reordered); inputs must come back unmodified.
 ### BEGIN HIDDEN TESTS
 from autograder.hidden.a2_lstm_gru import check_lstm_cell
 
@@ -178,8 +204,9 @@ check_lstm_cell(lstm_cell_forward)
 # * the returned `(h_last, c_last)` is the state after each sequence's last real step (its
 #   initial state if it has no real step at all).
 #
-# Use your `lstm_cell_forward` for the steps. Hint: compute the step for the whole batch,
-# then use `np.where` with the mask column to choose, per row, the new or the old state.
+# Use your `lstm_cell_forward` for the steps (the cell of Part A, peepholes included:
+# `params` is the same dictionary). Hint: compute the step for the whole batch, then use
+# `np.where` with the mask column to choose, per row, the new or the old state.
 
 
 # %% nbgrader={"grade": false, "grade_id": "lstm_sequence_forward", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -221,16 +248,18 @@ def lstm_sequence_forward(
 # ### Visible test for Part B
 #
 # Two sequences of lengths 3 and 1, padded to $T = 3$. The second row's padding holds large
-# numbers that must not leak into the result. The expected values come from `torch.nn.LSTM`
-# on packed sequences, with the weights of Part A's visible test. Part A must pass first.
+# numbers that must not leak into the result. The expected values come from Part A's
+# equations run over each sequence's real steps alone, with the weights (peepholes included)
+# of Part A's visible test. Part A must pass first.
 
 # %% nbgrader={"grade": true, "grade_id": "test_lstm_sequence_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 check_part_b(lstm_sequence_forward)
 
 # %% nbgrader={"grade": true, "grade_id": "test_lstm_sequence_hidden", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
-# Hidden test (3 points): lstm_sequence_forward against torch.nn.LSTM on packed sequences, for
-# other lengths and shapes (T = 1, a sequence of length 0, non-zero initial states, garbage in
-# the padding); inputs must come back unmodified.
+# Hidden test (3 points): lstm_sequence_forward against the peephole cell run over each
+# sequence's real steps, and with P = 0 against torch.nn.LSTM on packed sequences, for other
+# lengths and shapes (T = 1, a sequence of length 0, non-zero initial states, garbage in the
+# padding); inputs must come back unmodified.
 ### BEGIN HIDDEN TESTS
 from autograder.hidden.a2_lstm_gru import check_lstm_sequence
 
@@ -240,16 +269,17 @@ check_lstm_sequence(lstm_sequence_forward)
 # %% [markdown]
 # ## Part C: one GRU step (3 points)
 #
-# Implement `gru_cell_forward` with the equations and the block order (z, r, n) given at the
-# top. Watch where the reset gate goes: it multiplies $W_h h_{t-1} + b^{\text{rec}}_h$, bias
-# included.
+# Implement `gru_cell_forward`, the GRU of Cho et al. (2014), with the equations and the
+# block order (z, r, n) given at the top. Watch where the reset gate goes: it multiplies the
+# old state $h_{t-1}$, unit by unit, *before* $W_h$ does; $b^{\text{rec}}_h$ is added
+# without a gate. Lecture 2's `gru_cell` (PyTorch's convention) computes another function.
 
 
 # %% nbgrader={"grade": false, "grade_id": "gru_cell_forward", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def gru_cell_forward(
     x: np.ndarray, h_prev: np.ndarray, params: dict[str, np.ndarray]
 ) -> np.ndarray:
-    """One GRU step for a batch.
+    """One GRU step for a batch, the reset gate applied before the recurrent matrix.
 
     Args:
         x: inputs, shape (B, D).
@@ -262,25 +292,30 @@ def gru_cell_forward(
     ### BEGIN SOLUTION
     old = np.asarray(h_prev, dtype=float)
     size = old.shape[-1]
+    mixing = np.asarray(params["W"], float)
     from_input = np.asarray(x, float) @ params["U"].T + params["b_in"]  # (B, 3H)
-    from_state = old @ params["W"].T + params["b_rec"]  # (B, 3H)
-    both = from_input[:, : 2 * size] + from_state[:, : 2 * size]
-    gates = 0.5 * (1.0 + np.tanh(0.5 * both))  # update, then reset
-    update, reset = gates[:, :size], gates[:, size:]
-    proposal = np.tanh(from_input[:, 2 * size :] + reset * from_state[:, 2 * size :])
+    from_state = old @ mixing[: 2 * size].T + params["b_rec"][: 2 * size]  # (B, 2H)
+    gates = 0.5 * (1.0 + np.tanh(0.5 * (from_input[:, : 2 * size] + from_state)))
+    update, reset = gates[:, :size], gates[:, size:]  # (B, H) each
+    recalled = (reset * old) @ mixing[2 * size :].T + params["b_rec"][2 * size :]  # (B, H)
+    proposal = np.tanh(from_input[:, 2 * size :] + recalled)
     return proposal + update * (old - proposal)
     ### END SOLUTION
 
 
 # %% [markdown]
 # ### Visible test for Part C
+#
+# Fixed weights (no randomness); the expected numbers come from the equations at the top,
+# written in torch in float64. A GRU in PyTorch's convention (Lecture 2's `gru_cell`, or
+# `torch.nn.GRUCell`) does not pass it.
 
 # %% nbgrader={"grade": true, "grade_id": "test_gru_cell_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 check_part_c(gru_cell_forward)
 
 # %% nbgrader={"grade": true, "grade_id": "test_gru_cell_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
-# Hidden test (2 points): gru_cell_forward against torch.nn.GRUCell (weights copied and
-# reordered) for B = 1 and H = 1, other shapes and non-contiguous arrays; inputs must come back
+# Hidden test (2 points): gru_cell_forward against the equations above (written in torch,
+# float64) for B = 1 and H = 1, other shapes and non-contiguous arrays; inputs must come back
 # unmodified.
 ### BEGIN HIDDEN TESTS
 from autograder.hidden.a2_lstm_gru import check_gru_cell
@@ -353,6 +388,7 @@ def remembered_after(forget_bias: float, steps: int = 50) -> float:
         "U": np.zeros((4, 1)),
         "W": np.zeros((4, 1)),
         "b": np.array([forget_bias, 10.0, 10.0, 10.0]),  # write once, then only forget
+        "P": np.zeros((3, 1)),  # no peepholes: the gates see the biases only
     }
     h, c = lstm_cell_forward(np.zeros((1, 1)), np.zeros((1, 1)), np.zeros((1, 1)), weights)
     first = c[0, 0]
@@ -373,7 +409,9 @@ except NotImplementedError:
 #
 # Lecture 2 differentiated the LSTM's cell update along the cell path. The GRU of Part C has no
 # cell: its memory path is the term $z_t \odot h_{t-1}$ of
-# $h_t = (1 - z_t) \odot \tilde h_t + z_t \odot h_{t-1}$. In 4 to 7 sentences:
+# $h_t = (1 - z_t) \odot \tilde h_t + z_t \odot h_{t-1}$. This line and the update gate are
+# the same in both conventions of the reset gate, which only changes how $\tilde h_t$ is
+# computed. In 4 to 7 sentences:
 #
 # 1. Holding $z_t$ and $\tilde h_t$ fixed, what is $\partial h_t / \partial h_{t-1}$ along this
 #    path, and what carries the gradient from $h_T$ back to $h_t$?
