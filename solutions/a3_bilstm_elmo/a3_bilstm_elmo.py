@@ -40,7 +40,8 @@
 # Positions are numbered from 0: sequence $b$ has `lengths[b]` real tokens at positions
 # $0, \dots, \text{lengths}[b] - 1$, and whatever sits at the later positions is padding.
 #
-# **The GRU** is Assignment 2's (Part C), with the same keys: for the gates in the order
+# **The GRU** is PyTorch's, the one Lecture 2 writes (Assignment 2's Part C asks for the
+# original variant instead), with the keys of Assignment 2: for the gates in the order
 # **update, reset, candidate** (labelled z, r, n), `params["U"]` (3H, D) holds the input
 # matrices $U_z, U_r, U_h$, `params["W"]` (3H, H) the recurrent matrices $W_z, W_r, W_h$,
 # and `params["b_in"]`, `params["b_rec"]` (3H,) the biases on the input and recurrent side:
@@ -52,8 +53,7 @@
 # h_t = (1 - z_t) \odot \tilde h_t + z_t \odot h_{t-1}
 # \end{aligned}$$
 #
-# The step is **given** below as `gru_step`, so that a mistake in Assignment 2 does not cost
-# you points here.
+# The step is **given** below as `gru_step`: you write no GRU here.
 #
 # **ELMo.** A bidirectional language model with $L$ layers gives each token $k$ the vectors
 # $h_{k,0}$ (the token layer, which sees no context) and $h_{k,j} = [\overrightarrow{h}_{k,j};
@@ -104,7 +104,7 @@ np.set_printoptions(precision=4, suppress=True)
 
 # %% nbgrader={"grade": false, "grade_id": "given_gru_step", "locked": true, "schema_version": 3, "solution": false, "task": false}
 def gru_step(x: np.ndarray, h: np.ndarray, params: dict[str, np.ndarray]) -> np.ndarray:
-    """One GRU step for a batch (Assignment 2, Part C), given.
+    """One GRU step for a batch (PyTorch's convention, as in Lecture 2), given.
 
     Args:
         x: inputs x_t, shape (B, D).

@@ -328,7 +328,7 @@ except NotImplementedError:
 # $W_c$ has shape (H, 2H) and its **first $H$ columns act on $c_t$**; $b_c$ is (H,),
 # $W_o$ is ($|\mathcal V|$, H) and $b_o$ is ($|\mathcal V|$,). Compute the log-sum-exp stably:
 # with $M = \max_u o_u$, $\log \sum_u \exp o_u = M + \log \sum_u \exp(o_u - M)$. The state
-# $h_t$ itself comes from the decoder's GRU, which Assignment 2 had you write; here it is given.
+# $h_t$ itself comes from the decoder's GRU (Lecture 2's cell); here it is given.
 #
 # Implement `decoder_output(kind, h, S, lengths, params)`: `params` holds `"W_c"`, `"b_c"`,
 # `"W_o"`, `"b_o"` and the parameters of the score `kind`. Return `(log_probs, weights)` of
