@@ -168,7 +168,7 @@ def installation(tmp_path_factory) -> Installation:
             + " ".join(line[2:])
             + " (the README's Linux recipe, from this machine's wheels: without its "
             + " ".join(line[:2])
-            + ")",
+            + ", and with --no-compile)",
         )
         done.write_text(
             json.dumps(
