@@ -1,23 +1,24 @@
-"""Hidden checks of Assignment 8: temperature, inverse-CDF draws, top-k, top-p, a KV-cache step.
+"""Hidden checks of Assignment 8: temperature, inverse-CDF draws, min-p, top-p, a KV-cache step.
 
 The hidden test cells of ``a8_gpt_decoding`` call, at autograde time::
 
     check_temperature_probs(temperature_probs)
     check_sample_tokens(sample_tokens)
-    check_top_k_probs(top_k_probs)
+    check_min_p_probs(min_p_probs)
     check_top_p_probs(top_p_probs)
     check_kv_attention_step(kv_attention_step)
 
 Each check works out its expected values here, before the student's function runs, with
 references written from the definitions in another way than the reference solution:
 softmax one row at a time with ``math.exp`` and ``math.fsum``; the token of ``u`` by bisection
-over the running sums of a Python list; top-k by counting, for every token, the logits
-strictly larger than its own; top-p by summing, for every token, the probabilities strictly
-larger than its own; the KV step against full causal attention over the whole prefix,
-recomputed at every step from the stacked queries, keys and values. The cases include exact
-ties at the k-th value and at the crossing of p, exact boundaries of the cumulative
-distribution, and t = 0; the top-p cases are chosen so that no token's mass above lies within
-1e-9 of p (the tests check it), so the order of a sum cannot decide a case. Then each check
+over the running sums of a Python list; min-p by every token's ratio to the most likely,
+e^(z_i - max z) with ``math.exp``, against p_base; top-p by summing, for every token, the
+probabilities strictly larger than its own; the KV step against full causal attention over
+the whole prefix, recomputed at every step from the stacked queries, keys and values. The
+cases include exact ties at the top, below it and at the crossing of p, exact boundaries of
+the cumulative distribution, and t = 0; the min-p cases keep p_base at least 1e-9 (relative)
+from every ratio below 1, and the top-p cases keep no token's mass above within 1e-9 of p
+(the tests check both), so rounding cannot decide a case. Then each check
 makes sure that bad input raises ValueError.
 
 While a student's function runs, the routines that would do its work (``course.decoding``'s
@@ -57,14 +58,14 @@ __all__ = [
     "shortcut_targets",
     "check_temperature_probs",
     "check_sample_tokens",
-    "check_top_k_probs",
+    "check_min_p_probs",
     "check_top_p_probs",
     "check_kv_attention_step",
 ]
 
 SOFTMAX_BY_HAND = "compute the probabilities by hand with NumPy"
 DRAW_BY_HAND = "map u to tokens by hand with NumPy"
-TOP_K_BY_HAND = "choose the k best tokens by hand with NumPy"
+MIN_P_BY_HAND = "choose the tokens above the threshold by hand with NumPy"
 NUCLEUS_BY_HAND = "choose the nucleus by hand with NumPy"
 CACHE_BY_HAND = "attend over the cache by hand with NumPy"
 INF = float("inf")
@@ -282,20 +283,8 @@ def check_sample_tokens(sample_tokens: Callable[..., Any]) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# Part C: top_k_probs
+# Part C: min_p_probs
 # --------------------------------------------------------------------------------------------
-
-
-def kept_by_count(logits: Any, k: int) -> np.ndarray:
-    """Token i is kept when fewer than k logits of its row are strictly larger than z_i."""
-    z = np.array(logits, dtype=np.float64)
-    keep = np.zeros(z.shape, dtype=bool)
-    flat_keep = keep.reshape(-1, z.shape[-1])
-    for row, scores in enumerate(_rows(z)):
-        ascending = np.sort(scores)
-        larger = len(scores) - np.searchsorted(ascending, scores, side="right")
-        flat_keep[row] = larger < k
-    return keep
 
 
 def renormalised(probs: np.ndarray, keep: np.ndarray) -> np.ndarray:
@@ -312,31 +301,64 @@ def _tied_rows(rng: np.random.Generator, rows: int, width: int, levels: int) -> 
     return rng.integers(0, levels, size=(rows, width)).astype(np.float64) * 0.7
 
 
-def top_k_cases() -> list[tuple[str, Any, Any]]:
-    """(label, logits, k) for top_k_probs."""
+def ratios_to_top(logits: Any) -> np.ndarray:
+    """Every token's probability over its row's largest, e^(z_i - max z) by math.exp token by
+    token (0 for a logit of -inf)."""
+    z = np.array(logits, dtype=np.float64)
+    out = np.zeros_like(z)
+    flat = _rows(out)
+    for row, scores in enumerate(_rows(z)):
+        top = max(scores)
+        flat[row] = [0.0 if s == -INF else math.exp(s - top) for s in scores]
+    return out
+
+
+def kept_by_ratio(logits: Any, p_base: float) -> np.ndarray:
+    """Token i is kept when pi_i >= p_base * max_j pi_j, i.e. e^(z_i - max z) >= p_base."""
+    return ratios_to_top(logits) >= p_base
+
+
+def min_p_margin(logits: Any, p_base: float) -> float:
+    """How far p_base lies, relative to it, from every ratio where rounding could matter (the
+    tests keep it above 1e-9). Tokens tied with the top have a ratio of exactly 1 in any
+    order of operations, and a ratio of 0 holds no probability."""
+    ratios = ratios_to_top(logits)
+    near = ratios[(ratios > 0) & (ratios < 1)]
+    if p_base == 0 or near.size == 0:
+        return INF
+    return float(np.min(np.abs(near - p_base)) / p_base)
+
+
+def min_p_cases() -> list[tuple[str, Any, Any]]:
+    """(label, logits, p_base) for min_p_probs."""
     rng = np.random.default_rng(8301)
     holes = rng.normal(size=(4, 10))
     holes[:, 3:] = -INF  # 3 finite logits per row
     top_tie = rng.normal(size=(5, 8))
     top_tie[:, [1, 6]] = top_tie.max(axis=1, keepdims=True) + 1.0  # two tokens share the top
+    peaked = rng.normal(size=(4, 30))
+    peaked[:, 0] = 9.0  # one token far above the others
     return [
-        ("a batch (16, 30), k = 5", rng.normal(0.0, 2.0, size=(16, 30)), 5),
-        ("|V| = 5,000, 3 rows, k = 50", rng.normal(0.0, 3.0, size=(3, 5000)), 50),
-        ("three axes (2, 4, 9), k = 3", rng.normal(size=(2, 4, 9)), 3),
-        ("one row (|V|,) = (12,), k = 4", rng.normal(size=12), 4),
-        ("exact ties at the k-th value (40, 20), k = 3", _tied_rows(rng, 40, 20, 5), 3),
-        ("exact ties at the k-th value (40, 20), k = 7", _tied_rows(rng, 40, 20, 6), 7),
-        ("two tokens tied at the top, k = 1", top_tie, 1),
-        ("k = 1 (greedy) on random logits", rng.normal(size=(10, 15)), 1),
-        ("k = |V| = 15", rng.normal(size=(6, 15)), 15),
-        ("k = 1,000 > |V| = 10", rng.normal(size=(6, 10)), 1000),
-        ("k given as a NumPy integer", rng.normal(size=(5, 9)), np.int64(4)),
-        ("-inf logits: 3 finite per row, k = 2", holes, 2),
-        ("-inf logits: 3 finite per row, k = 5", holes, 5),
-        ("logits near 10,000, k = 3", 10_000.0 + rng.normal(size=(4, 12)), 3),
-        ("float32 logits, k = 6", rng.normal(size=(8, 16)).astype(np.float32), 6),
-        ("integer logits (ties), k = 4", rng.integers(-3, 4, size=(8, 12)), 4),
-        ("a single token (|V| = 1), k = 1", rng.normal(size=(3, 1)), 1),
+        ("a batch (16, 30), p_base = 0.1", rng.normal(0.0, 2.0, size=(16, 30)), 0.1),
+        ("|V| = 5,000, 3 rows, p_base = 0.05", rng.normal(0.0, 3.0, size=(3, 5000)), 0.05),
+        ("three axes (2, 4, 9), p_base = 0.3", rng.normal(size=(2, 4, 9)), 0.3),
+        ("one row (|V|,) = (12,), p_base = 0.2", rng.normal(size=12), 0.2),
+        ("exact ties (40, 20), p_base = 0.45", _tied_rows(rng, 40, 20, 5), 0.45),
+        ("exact ties (40, 20), p_base = 0.2", _tied_rows(rng, 40, 20, 6), 0.2),
+        ("two tokens tied at the top, p_base = 1", top_tie, 1.0),
+        ("p_base = 1 (greedy) on random logits", rng.normal(size=(10, 15)), 1.0),
+        ("p_base = 0: every token", rng.normal(0.0, 3.0, size=(6, 15)), 0.0),
+        ("p_base = 1e-6 on widely spread logits", rng.normal(0.0, 6.0, size=(6, 40)), 1e-6),
+        ("peaked rows (one token 9 above the rest), p_base = 0.01", peaked, 0.01),
+        ("flat rows, p_base = 0.8", rng.normal(0.0, 0.1, size=(5, 50)), 0.8),
+        ("p_base given as a NumPy float", rng.normal(size=(5, 9)), np.float64(0.35)),
+        ("p_base given as an integer 1", rng.normal(size=(5, 9)), 1),
+        ("-inf logits: 3 finite per row, p_base = 0.25", holes, 0.25),
+        ("-inf logits: 3 finite per row, p_base = 0", holes, 0.0),
+        ("logits near 10,000, p_base = 0.15", 10_000.0 + rng.normal(size=(4, 12)), 0.15),
+        ("float32 logits, p_base = 0.3", rng.normal(size=(8, 16)).astype(np.float32), 0.3),
+        ("integer logits (ties), p_base = 0.1", rng.integers(-3, 4, size=(8, 12)), 0.1),
+        ("a single token (|V| = 1), p_base = 0.5", rng.normal(size=(3, 1)), 0.5),
     ]
 
 
@@ -373,34 +395,34 @@ def _judge_filtered(name: str, got: Any, expected: np.ndarray, logits: Any) -> N
         raise AssertionError("the probabilities are a view of the logits: return a new array")
 
 
-def check_top_k_probs(top_k_probs: Callable[..., Any]) -> None:
-    """Hidden test of Part C: the tokens kept by counting larger logits, renormalised."""
-    cases = top_k_cases()
-    for label, logits, k in cases:
-        expected = renormalised(reference_softmax(logits), kept_by_count(logits, int(k)))
+def check_min_p_probs(min_p_probs: Callable[..., Any]) -> None:
+    """Hidden test of Part C: the tokens kept by their ratio to the most likely, renormalised."""
+    cases = min_p_cases()
+    for label, logits, p_base in cases:
+        expected = renormalised(reference_softmax(logits), kept_by_ratio(logits, float(p_base)))
         inputs = _inputs(logits=logits)
         before = _snapshot(inputs)
-        with _case(f"top_k_probs, {label}"):
-            got = _call_valid(top_k_probs, TOP_K_BY_HAND, logits, k)
-            _expect_unchanged("top_k_probs", inputs, before)
-            _judge_filtered(f"top_k_probs(logits, {int(k)})", got, expected, logits)
+        with _case(f"min_p_probs, {label}"):
+            got = _call_valid(min_p_probs, MIN_P_BY_HAND, logits, p_base)
+            _expect_unchanged("min_p_probs", inputs, before)
+            _judge_filtered(f"min_p_probs(logits, {float(p_base):g})", got, expected, logits)
 
     good = [[1.0, 2.0, 3.0], [0.0, -1.0, 4.0]]
     bad_calls = [
-        ("k = 0", good, 0),
-        ("k = -2", good, -2),
-        ("k = 2.0 (a float)", good, 2.0),
-        ("k = 2.5", good, 2.5),
-        ("k = True", good, True),
-        ("k = '3' (a string)", good, "3"),
-        ("k = None", good, None),
-        ("a NaN logit", [[1.0, float("nan"), 0.0]], 2),
-        ("a +inf logit", [[1.0, INF, 0.0]], 2),
-        ("a row of -inf only", [[0.0, 1.0], [-INF, -INF]], 1),
+        ("p_base = -0.1", good, -0.1),
+        ("p_base = 1.5", good, 1.5),
+        ("p_base = nan", good, float("nan")),
+        ("p_base = inf", good, INF),
+        ("p_base = True", good, True),
+        ("p_base = '0.1' (a string)", good, "0.1"),
+        ("p_base = None", good, None),
+        ("a NaN logit", [[1.0, float("nan"), 0.0]], 0.1),
+        ("a +inf logit", [[1.0, INF, 0.0]], 0.1),
+        ("a row of -inf only", [[0.0, 1.0], [-INF, -INF]], 0.1),
     ]
     for description, *args in bad_calls:
-        _expect_value_error(top_k_probs, TOP_K_BY_HAND, f"top_k_probs with {description}", *args)
-    print(f"check_top_k_probs: all {len(cases) + len(bad_calls)} hidden cases passed.")
+        _expect_value_error(min_p_probs, MIN_P_BY_HAND, f"min_p_probs with {description}", *args)
+    print(f"check_min_p_probs: all {len(cases) + len(bad_calls)} hidden cases passed.")
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The visible tests of Assignment 8 (temperature, sampling, top-k, top-p, a cached attention step).
+"""The visible tests of Assignment 8 (temperature, sampling, min-p, top-p, a cached attention step).
 
 Each test cell of the notebook calls one check with the student's functions, which run under
 the rule of the part's hidden tests (:func:`course.checks.rules.by_hand`). Every function
@@ -150,51 +150,58 @@ def check_part_b(sample_tokens: Callable[..., Any]) -> None:
     print("Part B, visible test: passed.")
 
 
-def check_part_c(top_k_probs: Callable[..., Any]) -> None:
-    """Part C's visible test (top_k_probs)."""
+def check_part_c(min_p_probs: Callable[..., Any]) -> None:
+    """Part C's visible test (min_p_probs)."""
     __tracebackhide__ = True
-    logits_c = np.array([[3.0, 1.0, 2.0, 2.0, 0.0], [0.1, 0.4, 0.3, 0.2, 0.0]])
+    pi_c = np.array([[0.5, 0.2, 0.2, 0.05, 0.05], [0.1, 0.3, 0.3, 0.25, 0.05]])
+    logits_c = np.log(pi_c) + 3.0  # softmax(log pi + 3) = pi
     copy_c = logits_c.copy()
 
     def expected_c(kept: list[list[int]]) -> np.ndarray:
-        """softmax(logits_c) kept at the listed tokens of each row, renormalised."""
+        """pi_c kept at the listed tokens of each row, renormalised."""
         __tracebackhide__ = True
-        weights = np.zeros_like(logits_c)
+        mass = np.zeros_like(pi_c)
         for row, tokens in enumerate(kept):
-            weights[row, tokens] = np.exp(logits_c[row, tokens])
-        return weights / weights.sum(axis=1, keepdims=True)
+            mass[row, tokens] = pi_c[row, tokens]
+        return mass / mass.sum(axis=1, keepdims=True)
 
     cases_c = [
-        (2, [[0, 2, 3], [1, 2]], "k = 2 (row 0: both tokens tied at the 2nd value are kept)"),
-        (1, [[0], [1]], "k = 1 (greedy)"),
-        (3, [[0, 2, 3], [1, 2, 3]], "k = 3"),
-        (5, [[0, 1, 2, 3, 4]] * 2, "k = |V| = 5"),
-        (9, [[0, 1, 2, 3, 4]] * 2, "k = 9 > |V|"),
-    ]
-    for k_c, kept_c, label_c in cases_c:
-        with inputs_kept("top_k_probs", logits=logits_c):
-            got_c = by_hand(ASSIGNMENT, top_k_probs, logits_c, k_c)
+        (0.3, [[0, 1, 2], [0, 1, 2, 3]],
+         "p_base = 0.3: thresholds 0.15 and 0.09 (both tokens of 0.2 kept in row 0)"),
+        (0.5, [[0], [1, 2, 3]], "p_base = 0.5: thresholds 0.25 and 0.15"),
+        (0.9, [[0], [1, 2]], "p_base = 0.9: thresholds 0.45 and 0.27"),
+        (1.0, [[0], [1, 2]], "p_base = 1: the most likely token(s), ties at the top included"),
+        (0.05, [[0, 1, 2, 3, 4]] * 2, "p_base = 0.05: thresholds 0.025 and 0.015"),
+        (0.0, [[0, 1, 2, 3, 4]] * 2, "p_base = 0: every token"),
+    ]  # fmt: skip
+    for p_c, kept_c, label_c in cases_c:
+        with inputs_kept("min_p_probs", logits=logits_c):
+            got_c = by_hand(ASSIGNMENT, min_p_probs, logits_c, p_c)
         if not (isinstance(got_c, np.ndarray) and got_c.shape == logits_c.shape):
             raise CheckFailed(
-                f"top_k_probs should return a NumPy array of shape {logits_c.shape}, got "
+                f"min_p_probs should return a NumPy array of shape {logits_c.shape}, got "
                 f"{type(got_c).__name__} of shape {np.shape(got_c)}"
             )
         assert_close(
-            f"top_k_probs(logits_c, {k_c}) for {label_c}", got_c, expected_c(kept_c), atol=1e-12,
+            f"min_p_probs(logits_c, {p_c}) for {label_c}", got_c, expected_c(kept_c), atol=1e-12,
             against=f"the renormalised probabilities of tokens {kept_c}",
         )  # fmt: skip
     if not (np.array_equal(logits_c, copy_c)):
-        raise CheckFailed("top_k_probs modified its input logits")
+        raise CheckFailed("min_p_probs modified its input logits")
     assert_close(
-        "top_k_probs([2, 2, 0], 1): a tie at the top", by_hand(ASSIGNMENT, top_k_probs, [2.0, 2.0, 0.0], 1),
-        [0.5, 0.5, 0.0], atol=1e-12,
+        "min_p_probs([1000, 1000 + ln 0.3, 0], 0.2): huge logits",
+        by_hand(ASSIGNMENT, min_p_probs, [1000.0, 1000.0 + np.log(0.3), 0.0], 0.2),
+        [1 / 1.3, 0.3 / 1.3, 0.0], atol=1e-12,
     )  # fmt: skip
     expect_value_error(
         {
-            "top_k_probs(logits_c, 0)": lambda: by_hand(ASSIGNMENT, top_k_probs, logits_c, 0),
-            "top_k_probs(logits_c, 2.5)": lambda: by_hand(ASSIGNMENT, top_k_probs, logits_c, 2.5),
-            "top_k_probs([[-np.inf, -np.inf]], 1)": lambda: by_hand(
-                ASSIGNMENT, top_k_probs, [[-np.inf, -np.inf]], 1
+            "min_p_probs(logits_c, -0.1)": lambda: by_hand(ASSIGNMENT, min_p_probs, logits_c, -0.1),
+            "min_p_probs(logits_c, 1.5)": lambda: by_hand(ASSIGNMENT, min_p_probs, logits_c, 1.5),
+            "min_p_probs(logits_c, '0.3') (a string)": lambda: by_hand(
+                ASSIGNMENT, min_p_probs, logits_c, "0.3"
+            ),
+            "min_p_probs([[-np.inf, -np.inf]], 0.1)": lambda: by_hand(
+                ASSIGNMENT, min_p_probs, [[-np.inf, -np.inf]], 0.1
             ),
         }
     )

@@ -17,39 +17,41 @@
 #
 # Lecture 8 generated text from a GPT with the helpers of `course.decoding` (temperature,
 # top-k and nucleus filters on torch logits) and with the KV cache of `course.models.gpt`.
-# Here you write those steps yourself, in NumPy, in forms the lecture does not use: filters
-# that return **probabilities** rather than filtered logits, a sampler that turns given
-# uniform numbers into tokens (so that it can be checked without a random generator), and
-# one step of cached attention for a single head.
+# Here you write such steps yourself, in NumPy, in forms the lecture does not use: filters
+# that return **probabilities** rather than filtered logits, among them min-p, a filter the
+# lecture does not show; a sampler that turns given uniform numbers into tokens (so that it
+# can be checked without a random generator); and one step of cached attention for a single
+# head.
 #
 # **Goals.** After this assignment you can
 #
 # 1. turn logits into next-token probabilities at any temperature without overflow (Part A);
 # 2. draw tokens from those probabilities by the inverse of their cumulative distribution
 #    (Part B);
-# 3. keep only the k most likely tokens, ties included (Part C);
+# 3. keep only the tokens at least a fraction $p_{\text{base}}$ as likely as the most likely
+#    one, ties included (min-p, Part C);
 # 4. keep the smallest set of most likely tokens whose probability reaches p (Part D);
 # 5. compute a new position's attention from cached keys and values, and extend the cache
 #    (Part E);
-# 6. say why nucleus sampling adapts to the shape of the distribution and top-k does not,
-#    with numbers from your own functions (Part F, written).
+# 6. say where min-p and nucleus sampling agree and where they part, on peaked, flat and
+#    long-tailed distributions, with numbers from your own functions (Part F, written).
 #
 # ## How you are graded
 #
 # * Parts A to E are autograded. Each has a **visible test** that you can run now (fixed
 #   inputs; it names the quantity that is off, where and by how much), and a **hidden test**
 #   that runs at grading time on other inputs (random logits of other shapes, ties, huge and
-#   tiny temperatures, $k = 1$ and $k \ge |\mathcal{V}|$, tiny $p$ and $p = 1$, exact
+#   tiny temperatures, $p_{\text{base}} = 0$ and $1$, tiny $p$ and $p = 1$, exact
 #   boundaries of the cumulative distribution, longer sequences of cached steps, $t = 0$...)
 #   and checks that bad input raises `ValueError`. Hard-coding the visible answers keeps the
 #   visible points only.
 # * Part F is a short written answer, graded by hand.
 # * Write code only where it says `YOUR CODE HERE`; keep function names and signatures; do not
 #   delete or copy cells. Your functions must not modify their inputs, and return new arrays.
-# * Use NumPy. You may call your own functions from each other (`top_k_probs` may use
+# * Use NumPy. You may call your own functions from each other (`min_p_probs` may use
 #   `temperature_probs`, for instance). During the hidden tests the helpers of the `course` package
 #   (among them `course.decoding` and `course.models.gpt`), `transformers`' logits warpers
-#   (`TemperatureLogitsWarper`, `TopKLogitsWarper`, `TopPLogitsWarper`...), torch's `softmax`,
+#   (`TemperatureLogitsWarper`, `MinPLogitsWarper`, `TopPLogitsWarper`...), torch's `softmax`,
 #   `log_softmax`, `topk`, `sort`, `multinomial` and attention routines, and `scipy.special`'s
 #   `softmax`, `log_softmax` and `logsumexp` are replaced by traps: calling them from your functions
 #   fails the test. (`course.checks` is allowed.) The visible tests run your functions under the
@@ -258,37 +260,46 @@ check_sample_tokens(sample_tokens)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# ## Part C: top-k filtering, as probabilities (3 points)
+# ## Part C: min-p filtering, as probabilities (3 points)
 #
-# Top-k sampling draws only from the $k$ most likely tokens: the others get probability 0 and
-# the kept ones are renormalised. `course.decoding.top_k_filter` (torch) returns filtered
-# **logits** ($-\infty$ for a removed token); here you return the **probabilities**.
+# Lecture 8 truncated the distribution by a **count** (top-k) and by a **mass** (top-p).
+# Min-p sampling (Nguyen et al., "Turning Up the Heat: Min-p Sampling for Creative and
+# Coherent LLM Outputs", 2024) truncates by a **threshold relative to the most likely token**:
+# given $p_{\text{base}} \in [0, 1]$,
 #
-# **Ties.** When several tokens share the $k$-th largest logit, which of them are kept? The
-# rule of `course.decoding.top_k_filter` and of `transformers`' `TopKLogitsWarper` (read
-# both: each removes the tokens whose logit is *strictly below* the $k$-th largest value) is:
+# $$\text{keep token } i \iff \pi_i \ge p_{\text{base}} \cdot \max_j \pi_j,$$
 #
-# $$\text{keep token } i \iff \big|\{\, j : z_j > z_i \,\}\big| < k,$$
+# and renormalise the kept probabilities. When the model is sure (one large $\pi_j$) the
+# threshold is high and few tokens survive; when it hesitates (a flat $\pi$) the threshold
+# is low and many do.
 #
-# so **every token tied with the $k$-th is kept**, and more than $k$ tokens may survive. The
-# rule depends on the values only, never on the order of the tokens.
+# * The rule depends on the values only: **tokens tied in probability are kept or removed
+#   together**, and every token tied with the most likely one is always kept.
+# * $p_{\text{base}} = 0$ keeps every token; $p_{\text{base}} = 1$ keeps the most likely
+#   token(s) only (greedy decoding, ties included).
+# * Compare probabilities, not logits: the threshold scales the **largest probability**, not
+#   the largest logit. (Since $\pi_i / \max_j \pi_j = e^{z_i - \max_j z_j}$, the rule may also
+#   be written on logit differences.)
+# * This is the rule of `transformers`' `MinPLogitsWarper` (with its default
+#   `min_tokens_to_keep=1`, which never matters here: the most likely token always passes).
 #
-# Implement `top_k_probs(logits, k)`: `logits` of shape (…, $|\mathcal{V}|$), as in Part A
-# (filter each row along the last axis); return a new `float64` array of the same shape,
-# $\tilde\pi_i = \pi_i / \sum_{j \text{ kept}} \pi_j$ for kept tokens and 0 for the others,
-# with $\pi = \mathrm{softmax}(z)$. $k \ge |\mathcal{V}|$ keeps every token.
+# Implement `min_p_probs(logits, p_base)`: `logits` of shape (…, $|\mathcal{V}|$), as in
+# Part A (filter each row along the last axis); return a new `float64` array of the same
+# shape, $\tilde\pi_i = \pi_i / \sum_{j \text{ kept}} \pi_j$ for kept tokens and 0 for the
+# others, with $\pi = \mathrm{softmax}(z)$.
 #
-# **Bad input** raises `ValueError`: a `k` that is not an integer (booleans and `2.0`
-# included) or is $< 1$, and the bad logits of Part A.
+# **Bad input** raises `ValueError`: a `p_base` that is not a number (booleans included) or
+# lies outside the closed interval $[0, 1]$ (NaN included), and the bad logits of Part A.
 
 
-# %% nbgrader={"grade": false, "grade_id": "top_k_probs", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def top_k_probs(logits: np.ndarray | list, k: int) -> np.ndarray:
-    """softmax(logits) restricted to the k best tokens of each row (ties kept), renormalised.
+# %% nbgrader={"grade": false, "grade_id": "min_p_probs", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def min_p_probs(logits: np.ndarray | list, p_base: float) -> np.ndarray:
+    """softmax(logits) restricted to the tokens of probability >= p_base * (the row's largest),
+    renormalised.
 
     Args:
         logits: (..., |V|) scores, as in temperature_probs.
-        k: an integer >= 1; k >= |V| keeps every token.
+        p_base: the relative threshold, 0 <= p_base <= 1; 0 keeps every token.
 
     Returns:
         A new float64 array (..., |V|): 0 for removed tokens, rows summing to 1.
@@ -297,18 +308,14 @@ def top_k_probs(logits: np.ndarray | list, k: int) -> np.ndarray:
         ValueError: for the bad inputs listed above.
     """
     ### BEGIN SOLUTION
-    if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)):
-        raise ValueError(f"k must be an integer, got {k!r}")
-    if k < 1:
-        raise ValueError(f"k must be at least 1, got {k}")
+    numeric = isinstance(p_base, (int, float, np.integer, np.floating))
+    if isinstance(p_base, (bool, np.bool_)) or not numeric:
+        raise ValueError(f"p_base must be a number, got {p_base!r}")
+    if not 0.0 <= p_base <= 1.0:  # NaN fails both comparisons
+        raise ValueError(f"p_base must lie in [0, 1], got {p_base!r}")
     probs = temperature_probs(logits, 1.0)  # (..., |V|); also checks the logits
-    width = probs.shape[-1]
-    if k >= width:
-        return probs
-    z = np.asarray(logits, dtype=np.float64)
-    # np.partition puts the k-th largest value at index |V| - k, the smaller ones before it.
-    kth_best = np.partition(z, width - k, axis=-1)[..., width - k, None]  # (..., 1)
-    survivors = np.where(z >= kth_best, probs, 0.0)  # (..., |V|)
+    floor = p_base * np.max(probs, axis=-1, keepdims=True)  # (..., 1), one threshold per row
+    survivors = np.where(probs >= floor, probs, 0.0)  # (..., |V|); the top always survives
     return survivors / np.sum(survivors, axis=-1, keepdims=True)
     ### END SOLUTION
 
@@ -316,22 +323,25 @@ def top_k_probs(logits: np.ndarray | list, k: int) -> np.ndarray:
 # %% [markdown]
 # ### Visible test for Part C
 #
-# Row 0 has a tie at the 2nd largest logit (2 and 2 after 3); row 1 has none. The expected
-# probabilities keep the listed tokens with weights $e^{z_i}$ and renormalise.
+# The logits are logarithms of probabilities plus 3 (softmax ignores the shift), so that
+# $\pi$ is known: row 0 is $(0.5, 0.2, 0.2, 0.05, 0.05)$ (ties below the top), row 1 is
+# $(0.1, 0.3, 0.3, 0.25, 0.05)$ (a tie at the top). No value of $p_{\text{base}}$ that the
+# test uses lies on a ratio $\pi_i / \max_j \pi_j$ of a token below the top, where rounding
+# would decide.
 
-# %% nbgrader={"grade": true, "grade_id": "top_k_probs_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-check_part_c(top_k_probs)
+# %% nbgrader={"grade": true, "grade_id": "min_p_probs_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+check_part_c(min_p_probs)
 
-# %% nbgrader={"grade": true, "grade_id": "top_k_probs_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
-# Hidden test (2 points): top_k_probs against a count of the strictly larger logits, on
-# random logits of several shapes and seeds (|V| up to 5,000), rows with many exact ties at
-# the k-th value, k = 1, k = |V| and k > |V|, NumPy integer k, -inf logits, huge logits,
-# float32 and integer logits; results new float64 arrays; inputs unchanged; ValueError for
-# each bad input above.
+# %% nbgrader={"grade": true, "grade_id": "min_p_probs_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# Hidden test (2 points): min_p_probs against the ratio e^(z_i - max z) of every token to the
+# most likely one, token by token, on random logits of several shapes and seeds (|V| up to
+# 5,000), p_base from 0 to 1, ties at the top and below it, peaked and flat rows, -inf
+# logits, huge logits, float32 and integer logits, NumPy floats and integers as p_base;
+# results new float64 arrays; inputs unchanged; ValueError for each bad input above.
 ### BEGIN HIDDEN TESTS
-from autograder.hidden.a8_gpt_decoding import check_top_k_probs
+from autograder.hidden.a8_gpt_decoding import check_min_p_probs
 
-check_top_k_probs(top_k_probs)
+check_min_p_probs(min_p_probs)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -420,23 +430,31 @@ check_top_p_probs(top_p_probs)
 # %% [markdown]
 # ## Explore (not graded): the numbers for Part F
 #
-# Two next-token distributions over 50 tokens: a **peaked** one (the model is sure) and a
-# **flat** one (many continuations are plausible). For top-k with $k = 5$ and nucleus
-# sampling with $p = 0.9$: how many tokens are kept, and how much of the model's probability
-# do they hold?
+# Three next-token distributions: a **peaked** one over 50 tokens (the model is sure), a
+# **flat** one over 50 tokens (many continuations are plausible), and one with a **long tail**:
+# three strong tokens, then 2,000 tokens that are each unlikely but hold much probability
+# together (a large vocabulary). For min-p with $p_{\text{base}} = 0.1$ and nucleus sampling
+# with $p = 0.9$: how many tokens are kept, how much of the model's probability they hold,
+# and how likely the least likely kept token is. Then min-p on the peaked row at three
+# temperatures (the logits divided by $\tau$ before the filter).
 
 # %%
 try:
     rng_x = np.random.default_rng(80)
     peaked_x = np.concatenate([[8.0, 6.5, 5.0], rng_x.normal(0.0, 1.0, size=47)])
     flat_x = rng_x.normal(0.0, 0.3, size=50)
-    for name_x, row_x in (("peaked", peaked_x), ("flat", flat_x)):
+    tail_x = np.concatenate([[6.0, 5.5, 5.0], rng_x.normal(-1.5, 0.5, size=2000)])
+    for name_x, row_x in (("peaked", peaked_x), ("flat", flat_x), ("long tail", tail_x)):
         pi_x = temperature_probs(row_x, 1.0)
-        for label_x, kept_x in (("top-k, k = 5  ", top_k_probs(row_x, 5)),
-                                ("top-p, p = 0.9", top_p_probs(row_x, 0.9))):  # fmt: skip
+        for label_x, kept_x in (("min-p, p_base = 0.1", min_p_probs(row_x, 0.1)),
+                                ("top-p, p = 0.9     ", top_p_probs(row_x, 0.9))):  # fmt: skip
             mask_x = kept_x > 0
-            print(f"{name_x:6s} {label_x}: keeps {mask_x.sum():2d} token(s) holding "
-                  f"{pi_x[mask_x].sum():.3f} of the probability")  # fmt: skip
+            print(f"{name_x:9s} {label_x}: keeps {mask_x.sum():4d} token(s) holding "
+                  f"{pi_x[mask_x].sum():.3f} of the probability; the least likely kept has "
+                  f"{pi_x[mask_x].min():.1e}")  # fmt: skip
+    for tau_x in (0.5, 1.0, 2.0):
+        kept_x = np.count_nonzero(min_p_probs(peaked_x / tau_x, 0.1))
+        print(f"peaked row at τ = {tau_x}: min-p with p_base = 0.1 keeps {kept_x} token(s)")
 except NotImplementedError:
     print("Implement Parts A, C and D first, then run this cell again.")
 
@@ -575,32 +593,41 @@ except NotImplementedError:
     print("Implement Part E first, then run this cell again.")
 
 # %% [markdown]
-# ## Part F: why does nucleus sampling adapt, where top-k does not? (2 points, graded by hand)
+# ## Part F: a threshold relative to the top, against a fixed mass (2 points, graded by hand)
 #
-# In 4 to 8 sentences, with the numbers printed by the exploration cell after Part D. For the
-# peaked and the flat distribution, how many tokens does top-k with $k = 5$ keep, and how much
-# of the model's probability do they hold; the same for top-p with $p = 0.9$? What goes wrong
-# with a fixed $k$ in each case (think of what the removed tokens hold in the flat case, and
-# of what the kept tokens hold in the peaked case)? Why does a fixed $p$ not have that
-# problem? Finally: the temperature is applied **before** the filters (as `transformers`'
-# `generate` does); what happens to the size of the nucleus when $\tau$ is lowered?
+# In 4 to 8 sentences, with the numbers printed by the exploration cell after Part D. For each
+# of the three rows, how many tokens do min-p ($p_{\text{base}} = 0.1$) and top-p ($p = 0.9$)
+# keep, and how much of the model's probability do they hold? On which row do they agree,
+# and on which do they differ most? On that row, which rule keeps tokens that the model
+# itself finds very unlikely, and why does its criterion force it to (think of what a fixed
+# mass must do when the tail holds much of the probability)? Why does the other rule not
+# have that problem, and what does it give up in exchange? Finally: the temperature is
+# applied **before** the filter (as `transformers`' `generate` does); what happens to the
+# tokens min-p keeps when $\tau$ is lowered or raised, and why (write
+# $\pi_i / \max_j \pi_j$ at temperature $\tau$)?
 
-# %% [markdown] nbgrader={"grade": true, "grade_id": "topk_vs_topp", "locked": false, "points": 2, "schema_version": 3, "solution": true, "task": false}
-# **Model answer.** With the seeded rows of the exploration cell, top-k with $k = 5$ keeps 5
-# tokens in both cases. In the peaked row they hold 0.985 of the probability, and three of
-# the five have probabilities of 0.04 or less: tokens the model considers unlikely, which are
-# still drawn now and then and produce the incoherent choices that truncation is meant to
-# prevent. In the flat row the same 5 tokens hold only 0.175 of the probability: over 80% of
-# the plausible continuations are thrown away and the text becomes needlessly narrow and
-# repetitive. A fixed number of tokens cannot suit both shapes. Top-p with $p = 0.9$ keeps 2
-# tokens (0.941 of the probability) in the peaked row and 43 tokens (0.913) in the flat row:
-# the set grows and shrinks with the spread of the distribution, because the criterion is
-# the probability mass kept (always just over $p$), not a count, so only the unreliable tail
-# is cut, whatever its size. Lowering $\tau$ sharpens $\pi$ before the filter, so the most
-# likely tokens reach $p$ sooner and the nucleus shrinks (to one token, greedy decoding, as
-# $\tau \to 0$); raising $\tau$ flattens $\pi$ and the nucleus grows.
+# %% [markdown] nbgrader={"grade": true, "grade_id": "min_p_vs_top_p", "locked": false, "points": 2, "schema_version": 3, "solution": true, "task": false}
+# **Model answer.** With the seeded rows of the exploration cell, both rules keep the same 2
+# tokens of the peaked row, holding 0.941 of the probability. On the flat row both keep
+# many: min-p all 50 tokens (1.000 of the probability; every token is at least a tenth as
+# likely as the best) and top-p 43 tokens (0.913). They differ most on the long-tail row:
+# top-p keeps 1,133 tokens to reach 0.900 of the probability, and the least likely of them
+# has a probability of 1.6e-04, a token the model finds very unlikely. A fixed mass counts
+# what the tail holds **together**: when the three strong tokens hold only 0.609, the nucleus
+# must take in tail tokens one by one until the mass reaches $p$, however unlikely each of
+# them is. Min-p judges each token against the most likely one, so it keeps the 3 strong
+# tokens only (0.609 of the probability, the least likely kept at 1.1e-01), whatever the tail
+# holds in total. What it gives up is any guarantee on the mass: here it draws from 0.609 of
+# the model's probability, and on a flat row it may remove nothing at all. With the
+# temperature, $\pi_i / \max_j \pi_j = e^{(z_i - \max_j z_j)/\tau}$: lowering $\tau$ pushes
+# every ratio below 1 towards 0, so fewer tokens pass (the peaked row keeps 1 token at
+# $\tau = 0.5$, 2 at $\tau = 1.0$, 3 at $\tau = 2.0$), down to the most likely token alone,
+# greedy decoding, as $\tau \to 0$; raising $\tau$ raises every ratio and more tokens pass.
 #
-# *Grading notes: 1 point for the numbers of both filters on both rows and what goes wrong
-# with a fixed k (unlikely tokens kept when peaked, most of the mass cut when flat); 1 point
-# for p fixing the mass instead of the count, so the nucleus adapts, and the nucleus
-# shrinking as τ is lowered. Accept the student's own printed numbers.*
+# *Grading notes: 1 point for the numbers of both filters on the three rows and for naming
+# the long-tail row, where top-p must keep very unlikely tokens because its criterion is the
+# total mass; 1 point for min-p's threshold relative to the most likely token (each token
+# judged on its own, no guarantee on the mass kept) and for the kept set shrinking as τ is
+# lowered, with the ratio e^((z_i − max z)/τ). Accept the student's own printed numbers. The
+# numbers above are those the reference prints; `tests/grading/test_a8_hidden_checks.py`
+# checks each against the cell's output.*

@@ -2,16 +2,20 @@
 
 What every assignment must satisfy (structure, reference, untouched version, hard-coded
 answers, traps) is in ``test_assignments.py``. Here: independent implementations (softmax
-through ``np.logaddexp.reduce``, draws by ``np.searchsorted``, top-k by a threshold on the
-sorted row, top-p by suffix sums of the ascending row, the KV step through ``np.einsum``) with
-one switch per plausible bug, each of which must fail its check with a message that names
-the case; the hidden checks' references agree with ``transformers``' logits warpers and with
-``course.decoding``'s filters; the top-p cases never put p within 1e-9 of a token's mass
-above; the visible tests name the typical mistakes; and shortcuts through
-``course.decoding``, ``transformers`` and torch are caught inside the traps.
+through ``np.logaddexp.reduce``, draws by ``np.searchsorted``, min-p by log-probabilities
+against log p_base plus the largest, top-p by suffix sums of the ascending row, the KV step
+through ``np.einsum``) with one switch per plausible bug, each of which must fail its check
+with a message that names the case; the hidden checks' references agree with
+``transformers``' logits warpers and with ``course.decoding``'s filters; the min-p cases
+never put p_base within rounding of a token's ratio to the top, nor the top-p cases p within
+1e-9 of a token's mass above; the visible tests name the typical mistakes; shortcuts through
+``course.decoding``, ``transformers`` and torch are caught inside the traps; and the numbers
+of Part F's model answer are those its exploration cell prints.
 """
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pytest
@@ -22,12 +26,14 @@ from tests.grading.bug_injection import (
     Failure,
     expect_failure,
     expect_traps,
+    reference_namespace,
     row_id,
     run_visible,
     shortcut_tests,
+    solution,
     visible_mistake_tests,
 )
-from tests.grading.solution_loader import as_student
+from tests.grading.solution_loader import as_student, run_cell
 
 ASSIGNMENT = "a8_gpt_decoding"
 
@@ -97,38 +103,31 @@ def draw(probs, u, *, inclusive=False, unscaled=False, int32=False, loose_sum=Fa
 
 
 @np.errstate(all="ignore")  # the bug switches overflow and divide by zero on purpose
-def top_k(
+def min_p(
     logits,
-    k,
+    p_base,
     *,
-    exactly_k=False,
+    max_logit=False,
+    unscaled=False,
+    strict=False,
     as_logits=False,
     unnormalised=False,
-    reject_k_above_v=False,
-    accept_float_k=False,
+    accept_above_one=False,
 ):
-    if isinstance(k, bool) or not isinstance(
-        k, (int, np.integer, float if accept_float_k else int)
-    ):
-        raise ValueError("k")
-    if k < 1 or k != int(k):
-        raise ValueError("k")
+    if isinstance(p_base, bool) or not isinstance(p_base, (int, float, np.number)):
+        raise ValueError("p_base")
+    if not (0 <= p_base <= (np.inf if accept_above_one else 1)):
+        raise ValueError("p_base")
     z = _logits(logits)
-    width = z.shape[-1]
-    if reject_k_above_v and k > width:
-        raise ValueError("k > |V|")
-    k = min(int(k), width)
-    if exactly_k:
-        order = np.argsort(-z, axis=-1, kind="stable")[..., :k]
-        keep = np.zeros(z.shape, dtype=bool)
-        np.put_along_axis(keep, order, True, axis=-1)
-    else:
-        threshold = -np.sort(-z, axis=-1)[..., k - 1 : k]
-        keep = z >= threshold
+    log_probs = z - np.logaddexp.reduce(z, axis=-1, keepdims=True)
+    if max_logit:  # the threshold scales the largest logit, not the largest probability
+        keep = z >= p_base * z.max(axis=-1, keepdims=True)
+    else:  # log pi_i >= log p_base + log max pi (unscaled: against p_base alone)
+        floor = np.log(p_base) + (0.0 if unscaled else log_probs.max(axis=-1, keepdims=True))
+        keep = log_probs > floor if strict else log_probs >= floor
     if as_logits:
         return np.where(keep, z, -np.inf)
-    probs = softmax_rows(z, 1.0)
-    kept = np.where(keep, probs, 0.0)
+    kept = np.where(keep, np.exp(log_probs), 0.0)
     return kept if unnormalised else kept / kept.sum(axis=-1, keepdims=True)
 
 
@@ -219,7 +218,7 @@ def attend_step(
 def test_the_independent_implementations_pass_too(capsys):
     hidden.check_temperature_probs(as_student(softmax_rows, "temperature_probs"))
     hidden.check_sample_tokens(as_student(draw, "sample_tokens"))
-    hidden.check_top_k_probs(as_student(top_k, "top_k_probs"))
+    hidden.check_min_p_probs(as_student(min_p, "min_p_probs"))
     hidden.check_top_p_probs(as_student(top_p, "top_p_probs"))
     hidden.check_kv_attention_step(as_student(attend_step, "kv_attention_step"))
     assert capsys.readouterr().out.count("hidden cases passed") == 5
@@ -233,16 +232,17 @@ def _warped(warper, logits) -> np.ndarray:
 
 
 def test_the_references_agree_with_transformers_warpers():
-    from transformers import TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
+    from transformers import MinPLogitsWarper, TemperatureLogitsWarper, TopPLogitsWarper
 
     for _, logits, tau in hidden.temperature_cases():
         scaled = _warped(TemperatureLogitsWarper(float(tau)), logits)
         expected = torch.tensor(scaled).softmax(-1).numpy()
         np.testing.assert_allclose(hidden.reference_softmax(logits, float(tau)), expected,
                                    atol=1e-12, rtol=1e-8)  # fmt: skip
-    for _, logits, k in hidden.top_k_cases():
-        kept = np.isfinite(_warped(TopKLogitsWarper(int(k)), logits)) | np.isneginf(logits)
-        assert np.array_equal(hidden.kept_by_count(logits, int(k)) | np.isneginf(logits), kept)
+    for label, logits, p_base in hidden.min_p_cases():
+        ours = hidden.kept_by_ratio(logits, float(p_base)) & ~np.isneginf(logits)
+        theirs = np.isfinite(_warped(MinPLogitsWarper(float(p_base)), logits))
+        assert np.array_equal(ours, theirs), label
     differ = 0
     for label, logits, p in hidden.top_p_cases():
         if float(p) == 1.0:
@@ -258,15 +258,8 @@ def test_the_references_agree_with_transformers_warpers():
 
 
 def test_the_references_agree_with_course_decoding():
-    from course.decoding import top_k_filter, top_p_filter
+    from course.decoding import top_p_filter
 
-    for _, logits, k in hidden.top_k_cases():
-        z = torch.tensor(np.array(logits, dtype=np.float64))
-        expected = top_k_filter(z, int(k)).softmax(-1).numpy()
-        got = hidden.renormalised(
-            hidden.reference_softmax(logits), hidden.kept_by_count(logits, int(k))
-        )
-        np.testing.assert_allclose(got, expected, atol=1e-12, rtol=1e-8)
     for _, logits, p in hidden.top_p_cases():
         z = torch.tensor(np.array(logits, dtype=np.float64))
         expected = top_p_filter(z, float(p)).softmax(-1).numpy()
@@ -281,11 +274,22 @@ def test_no_top_p_case_puts_p_within_rounding_of_a_tokens_mass_above():
         assert hidden.nucleus_margin(logits, float(p)) > 1e-9, label
 
 
-def test_the_tie_cases_have_ties_that_matter():
-    for label, logits, k in hidden.top_k_cases():
-        if "tied" in label or "ties" in label:
-            counts = hidden.kept_by_count(logits, int(k)).reshape(-1, np.shape(logits)[-1]).sum(1)
-            assert (counts > int(k)).any(), label  # some row keeps more than k tokens
+def test_no_min_p_case_puts_p_base_within_rounding_of_a_ratio():
+    for label, logits, p_base in hidden.min_p_cases():
+        assert hidden.min_p_margin(logits, float(p_base)) > 1e-9, label
+
+
+def test_the_min_p_tie_cases_keep_tied_tokens_together():
+    """In each case labelled with ties, some row keeps two or more tokens of the smallest kept
+    probability: a rule that kept one of a tied group would keep fewer."""
+    for label, logits, p_base in hidden.min_p_cases():
+        if "tie" not in label:
+            continue
+        ratios = hidden.ratios_to_top(logits).reshape(-1, np.shape(logits)[-1])
+        keep = hidden.kept_by_ratio(logits, float(p_base)).reshape(ratios.shape)
+        lowest = [ratios[r][keep[r]].min() for r in range(len(ratios))]
+        tied = [np.count_nonzero(ratios[r][keep[r]] == lowest[r]) for r in range(len(ratios))]
+        assert max(tied) >= 2, label
 
 
 def test_the_kv_reference_is_attention_with_a_causal_mask():
@@ -310,7 +314,7 @@ def test_the_inverse_cdf_reference_on_exact_boundaries():
 
 
 BATCH = r"^temperature_probs, a batch \(32, 50\), τ = 0.7$"
-TOP_K = r"^top_k_probs, a batch \(16, 30\), k = 5$"
+MIN_P = r"^min_p_probs, a batch \(16, 30\), p_base = 0.1$"
 TOP_P = r"^top_p_probs, a batch \(20, 40\), p = 0.9$"
 D8 = r"^kv_attention_step, d_k = d_v = 8, 10 positions .*, step with t = 1 cached positions$"
 
@@ -349,17 +353,18 @@ def test_check_sample_tokens_rejects_bug(bugs, failure):
 @pytest.mark.parametrize(
     ("bugs", "failure"),
     [
-        ({"exactly_k": True}, Failure(r"^top_k_probs, exact ties at the k-th value \(40, 20\), k = 3$", r"^top_k_probs\(logits, 3\): row \d+ keeps tokens .* but the rule keeps")),
-        ({"as_logits": True}, Failure(TOP_K, r"^top_k_probs\(logits, 5\) contains -?inf")),
-        ({"unnormalised": True}, Failure(TOP_K, r"^top_k_probs\(logits, 5\) differs", "renormalised")),
-        ({"reject_k_above_v": True}, Failure(r"^top_k_probs, k = 1,000 > \|V\| = 10$", r"raised ValueError\('k > \|V\|'\)", "for valid input")),
-        ({"accept_float_k": True}, Failure(None, r"^top_k_probs with k = 2.0 \(a float\)", "should raise ValueError")),
+        ({"max_logit": True}, Failure(MIN_P, r"^min_p_probs\(logits, 0.1\)(: row \d+ keeps tokens .* but the rule keeps| contains nan)")),
+        ({"unscaled": True}, Failure(MIN_P, r"^min_p_probs\(logits, 0.1\): row \d+ keeps tokens .* but the rule keeps")),
+        ({"strict": True}, Failure("^min_p_probs, two tokens tied at the top, p_base = 1$", r"^min_p_probs\(logits, 1\) contains nan")),
+        ({"as_logits": True}, Failure(MIN_P, r"^min_p_probs\(logits, 0.1\) contains -?inf")),
+        ({"unnormalised": True}, Failure(MIN_P, r"^min_p_probs\(logits, 0.1\) differs", "renormalised")),
+        ({"accept_above_one": True}, Failure(None, "^min_p_probs with p_base = 1.5", "should raise ValueError")),
     ],
     ids=row_id,
 )  # fmt: skip
-def test_check_top_k_probs_rejects_bug(bugs, failure):
-    student = as_student(top_k, "top_k_probs", **bugs)
-    expect_failure(lambda: hidden.check_top_k_probs(student), failure)
+def test_check_min_p_probs_rejects_bug(bugs, failure):
+    student = as_student(min_p, "min_p_probs", **bugs)
+    expect_failure(lambda: hidden.check_min_p_probs(student), failure)
 
 
 @pytest.mark.parametrize(
@@ -400,18 +405,18 @@ def test_check_kv_attention_step_rejects_bug(bugs, failure):
 # --------------------------------------------------------------------------------------------
 
 
-def course_style_top_k(logits, k):
-    """The lecture's filter pasted in, in NumPy: it returns filtered logits, not probabilities."""
+def course_style_min_p(logits, p_base):
+    """A filter in the style of the lecture's: it returns filtered logits, not probabilities."""
     scores = np.asarray(logits, dtype=np.float64)
-    kth = np.sort(scores, axis=-1)[..., -k:][..., :1]  # the k-th best score
-    return np.where(scores < kth, -np.inf, scores)
+    floor = scores.max(axis=-1, keepdims=True) + np.log(p_base)
+    return np.where(scores < floor, -np.inf, scores)
 
 
-def lecture_top_k(logits, k):
-    """The lecture's torch filter called as it is: torch's topk does the work."""
-    scores = torch.tensor(np.asarray(logits, dtype=np.float64))
-    kth = scores.topk(k, dim=-1).values[..., -1:]
-    return scores.masked_fill(scores < kth, float("-inf")).numpy()
+def min_p_with_torch(logits, p_base):
+    """min-p through torch's softmax: the trap names it."""
+    probs = torch.tensor(np.asarray(logits, dtype=np.float64)).softmax(-1)
+    kept = probs.masked_fill(probs < p_base * probs.amax(-1, keepdim=True), 0.0)
+    return (kept / kept.sum(-1, keepdim=True)).numpy()
 
 
 test_visible_tests_name_the_mistake = visible_mistake_tests(
@@ -433,22 +438,27 @@ test_visible_tests_name_the_mistake = visible_mistake_tests(
             Failure(None, "^row 2: u = 0.25 gives token 0, expected 1"),
         ),
         (
-            "top_k_probs_visible",
-            {"top_k_probs": as_student(top_k, "tk", exactly_k=True)},
-            Failure(None, r"^top_k_probs\(logits_c, 2\) for k = 2 \(row 0: .*\) differs"),
+            "min_p_probs_visible",
+            {"min_p_probs": as_student(min_p, "mp", max_logit=True)},
+            Failure(None, r"^min_p_probs\(logits_c, 0.5\) for p_base = 0.5: .* differs"),
         ),
         (
-            "top_k_probs_visible",
-            {"top_k_probs": course_style_top_k},
-            Failure(None, r"^top_k_probs\(logits_c, 2\) .* contains -inf"),
+            "min_p_probs_visible",
+            {"min_p_probs": as_student(min_p, "mp", strict=True)},
+            Failure(None, r"^min_p_probs\(logits_c, 1.0\) for p_base = 1: .* contains nan"),
         ),
         (
-            "top_k_probs_visible",
-            {"top_k_probs": as_student(lecture_top_k, "top_k_probs")},
+            "min_p_probs_visible",
+            {"min_p_probs": course_style_min_p},
+            Failure(None, r"^min_p_probs\(logits_c, 0.3\) .* contains -inf"),
+        ),
+        (
+            "min_p_probs_visible",
+            {"min_p_probs": as_student(min_p_with_torch, "min_p_probs")},
             Failure(
                 None,
-                r"^top_k_probs called torch\.Tensor\.topk \(a routine this part forbids\): "
-                r"this part's hidden tests forbid the course's helpers and .*topk",
+                r"^min_p_probs called torch\.Tensor\.softmax \(a routine this part forbids\): "
+                r"this part's hidden tests forbid the course's helpers and .*softmax",
             ),
         ),
         (
@@ -489,7 +499,7 @@ def test_visible_tests_pass_with_the_independent_implementations():
     run_visible(
         ASSIGNMENT, "sample_tokens_visible", sample_tokens=as_student(draw, "sample_tokens")
     )
-    run_visible(ASSIGNMENT, "top_k_probs_visible", top_k_probs=as_student(top_k, "top_k_probs"))
+    run_visible(ASSIGNMENT, "min_p_probs_visible", min_p_probs=as_student(min_p, "min_p_probs"))
     run_visible(ASSIGNMENT, "top_p_probs_visible", top_p_probs=as_student(top_p, "top_p_probs"))
     run_visible(
         ASSIGNMENT, "kv_attention_step_visible", kv_attention_step=as_student(attend_step, "kv")
@@ -512,16 +522,18 @@ def draw_with_multinomial(probs, u):
     return draw(probs, u)
 
 
-def top_k_with_course(logits, k):
+def min_p_with_warper(logits, p_base):
+    from transformers import MinPLogitsWarper
+
+    MinPLogitsWarper(0.1)
+    return min_p(logits, p_base)
+
+
+def min_p_with_course(logits, p_base):
     from course.decoding import top_k_filter
 
     top_k_filter(torch.zeros(1, 3), 1)
-    return top_k(logits, k)
-
-
-def top_k_with_torch_topk(logits, k):
-    torch.tensor([1.0, 2.0]).topk(1)
-    return top_k(logits, k)
+    return min_p(logits, p_base)
 
 
 def top_p_with_warper(logits, p):
@@ -555,8 +567,8 @@ test_checks_reject_the_helpers_being_rewritten = shortcut_tests(
     [
         (hidden.check_temperature_probs, probs_with_torch, "temperature_probs", "torch.softmax"),
         (hidden.check_sample_tokens, draw_with_multinomial, "sample_tokens", "torch.multinomial"),
-        (hidden.check_top_k_probs, top_k_with_course, "top_k_probs", "course.decoding.top_k_filter"),
-        (hidden.check_top_k_probs, top_k_with_torch_topk, "top_k_probs", "torch.Tensor.topk"),
+        (hidden.check_min_p_probs, min_p_with_warper, "min_p_probs", "transformers.MinPLogitsWarper"),
+        (hidden.check_min_p_probs, min_p_with_course, "min_p_probs", "course.decoding.top_k_filter"),
         (hidden.check_top_p_probs, top_p_with_warper, "top_p_probs", "transformers.TopPLogitsWarper"),
         (hidden.check_top_p_probs, top_p_with_course, "top_p_probs", "course.decoding.filter_logits"),
         (hidden.check_kv_attention_step, step_with_course_gpt, "kv_attention_step", "course.models.gpt.block_with_cache"),
@@ -575,6 +587,7 @@ REQUIRED_TRAPS = {
     "torch.nn.functional.scaled_dot_product_attention",
     "transformers.TemperatureLogitsWarper",
     "transformers.TopKLogitsWarper",
+    "transformers.MinPLogitsWarper",
     "transformers.TopPLogitsWarper",
     "course.decoding.temperature_scale",
     "course.decoding.top_k_filter",
@@ -588,3 +601,33 @@ REQUIRED_TRAPS = {
 
 def test_traps_cover_the_routines_that_would_do_the_work():
     expect_traps(hidden, REQUIRED_TRAPS)
+
+
+# --------------------------------------------------------------------------------------------
+# Part F: the model answer's numbers are those the exploration cell prints
+# --------------------------------------------------------------------------------------------
+
+# Numbers of the model answer that are the question's own settings, not results.
+SETTINGS = {"0.1", "2,000"}
+
+
+def test_the_model_answer_quotes_the_numbers_the_exploration_cell_prints(capsys):
+    """Every number of Part F's model answer (counts, masses, probabilities, temperatures)
+    appears in what the reference's exploration cell for Part F prints."""
+    notebook = solution(ASSIGNMENT).notebook
+    explore = next(
+        cell.source
+        for before, cell in zip(notebook.cells, notebook.cells[1:], strict=False)
+        if "the numbers for Part F" in before.source and cell.cell_type == "code"
+    )
+    answer = next(c.source for c in notebook.cells if "**Model answer.**" in c.source and
+                  "long-tail" in c.source)  # fmt: skip
+    capsys.readouterr()
+    run_cell(explore, dict(reference_namespace(ASSIGNMENT)), "Part F's exploration cell")
+    printed = capsys.readouterr().out
+    assert "long tail top-p" in printed, printed
+    said = answer.split("*Grading notes")[0]
+    numbers = re.findall(r"(?<![\w.^])\d[\d,]*(?:\.\d+)?(?:e-\d+)?(?![\w^])", said)
+    assert len(numbers) >= 15, numbers
+    missing = [n for n in numbers if n not in SETTINGS and n.replace(",", "") not in printed]
+    assert missing == [], f"numbers of the model answer that the cell does not print: {missing}"
