@@ -1,4 +1,4 @@
-"""Hidden checks of Assignment 8: temperature, inverse-CDF draws, min-p, top-p, a KV-cache step.
+"""Hidden checks of Assignment 8: temperature, inverse-CDF draws, min-p, top-p, a sliding KV cache.
 
 The hidden test cells of ``a8_gpt_decoding`` call, at autograde time::
 
@@ -13,10 +13,12 @@ references written from the definitions in another way than the reference soluti
 softmax one row at a time with ``math.exp`` and ``math.fsum``; the token of ``u`` by bisection
 over the running sums of a Python list; min-p by every token's ratio to the most likely,
 e^(z_i - max z) with ``math.exp``, against p_base; top-p by summing, for every token, the
-probabilities strictly larger than its own; the KV step against full causal attention over
-the whole prefix, recomputed at every step from the stacked queries, keys and values. The
+probabilities strictly larger than its own; the sliding-window KV step against causal
+attention with a band mask over the whole prefix, recomputed at every step from the stacked
+queries, keys and values. The
 cases include exact ties at the top, below it and at the crossing of p, exact boundaries of
-the cumulative distribution, and t = 0; the min-p cases keep p_base at least 1e-9 (relative)
+the cumulative distribution, windows of 1 and longer than the sequence, full caches, and
+t = 0; the min-p cases keep p_base at least 1e-9 (relative)
 from every ratio below 1, and the top-p cases keep no token's mass above within 1e-9 of p
 (the tests check both), so rounding cannot decide a case. Then each check
 makes sure that bad input raises ValueError.
@@ -543,8 +545,11 @@ def check_top_p_probs(top_p_probs: Callable[..., Any]) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-def causal_attention_rows(queries: np.ndarray, keys: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Full causal attention over a whole prefix, every row: row i attends to positions 0..i.
+def banded_attention_rows(
+    queries: np.ndarray, keys: np.ndarray, values: np.ndarray, window: int
+) -> np.ndarray:
+    """Causal attention with a band mask over a whole prefix, every row: row i attends to the
+    positions j with i - window < j <= i.
 
     queries, keys (n, d_k), values (n, d_v) -> (n, d_v); each row's weights by math.exp and
     math.fsum after subtracting the row's largest allowed score.
@@ -553,19 +558,20 @@ def causal_attention_rows(queries: np.ndarray, keys: np.ndarray, values: np.ndar
     scores = queries @ keys.T / math.sqrt(d_k)  # (n, n)
     out = np.zeros((n, values.shape[1]))
     for i in range(n):
-        allowed = scores[i, : i + 1]  # causal: j <= i
+        first = max(0, i - window + 1)
+        allowed = scores[i, first : i + 1]  # the band: the last `window` positions up to i
         top = float(np.max(allowed))
         weights = [math.exp(float(s) - top) for s in allowed]
         total = math.fsum(weights)
-        out[i] = sum(w / total * values[j] for j, w in enumerate(weights))
+        out[i] = sum(w / total * values[first + j] for j, w in enumerate(weights))
     return out
 
 
-def kv_sequences() -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray, int, Any]]:
-    """(label, Q, K, V, prompt length, dtype/list marker) for kv_attention_step.
+def kv_sequences() -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray, int, Any, Any]]:
+    """(label, Q, K, V, prompt length, dtype/list marker, window) for kv_attention_step.
 
-    Q, K (n, d_k) and V (n, d_v) are whole sequences; the first ``prompt`` positions are given
-    as a ready cache, the others are fed one step at a time.
+    Q, K (n, d_k) and V (n, d_v) are whole sequences; the first ``prompt`` positions (no more
+    than the window) are given as a ready cache, the others are fed one step at a time.
     """
     rng = np.random.default_rng(8501)
 
@@ -575,21 +581,30 @@ def kv_sequences() -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray, int, A
         w_v = rng.normal(size=(d_v, d_model)) / math.sqrt(d_model)
         return x @ w_q.T, x @ w_k.T, x @ w_v.T
 
-    huge_q = rng.normal(size=(5, 4)) * 100.0
-    huge_k = rng.normal(size=(5, 4)) * 100.0  # scores of a few thousand
+    huge_q = rng.normal(size=(6, 4)) * 100.0
+    huge_k = rng.normal(size=(6, 4)) * 100.0  # scores of a few thousand
     far = np.array([[1.0, 0.0, 0.0]]), np.array([[-1.0, 0.0, 0.0]]), np.array([[2.0, -3.0]])
     return [
-        ("d_k = d_v = 8, 10 positions from projections of random inputs",
-         *projected(10, 12, 8, 8), 0, None),
-        ("d_k = 4, d_v = 6, 12 positions", *projected(12, 10, 4, 6), 0, None),
-        ("d_k = 1, d_v = 2, 6 positions", *projected(6, 3, 1, 2), 0, None),
-        ("a prompt of 5 positions already cached, then 4 steps (d_k = 6, d_v = 3)",
-         *projected(9, 8, 6, 3), 5, None),
-        ("scores of several thousand (exp would overflow)", huge_q, huge_k,
-         rng.normal(size=(5, 3)), 0, None),
-        ("float32 q, k, v and caches (d_k = 5, d_v = 4)", *projected(6, 7, 5, 4), 2, np.float32),
-        ("q, k, v given as lists (d_k = 3, d_v = 3)", *projected(5, 4, 3, 3), 0, list),
-        ("t = 0: the query points away from the key", *far, 0, None),
+        ("window 3, d_k = d_v = 8, 10 positions from projections of random inputs",
+         *projected(10, 12, 8, 8), 0, None, 3),
+        ("window 5, d_k = 4, d_v = 6, 12 positions", *projected(12, 10, 4, 6), 0, None, 5),
+        ("window 1, d_k = 1, d_v = 2, 6 positions", *projected(6, 3, 1, 2), 0, None, 1),
+        ("window 2, d_k = 3, d_v = 5, 7 positions", *projected(7, 6, 3, 5), 0, None, 2),
+        ("window 20 > 9 positions (the whole causal triangle), d_k = 5, d_v = 4",
+         *projected(9, 6, 5, 4), 0, None, 20),
+        ("window 4, a full cache of 4 positions given, then 5 steps (d_k = 6, d_v = 3)",
+         *projected(9, 8, 6, 3), 4, None, 4),
+        ("window 6, a prompt of 3 positions given, then 6 steps (d_k = 2, d_v = 2)",
+         *projected(9, 5, 2, 2), 3, None, 6),
+        ("window 3, scores of several thousand (exp would overflow)", huge_q, huge_k,
+         rng.normal(size=(6, 3)), 0, None, 3),
+        ("window 3, float32 q, k, v and caches (d_k = 5, d_v = 4)", *projected(6, 7, 5, 4), 2,
+         np.float32, 3),
+        ("window 2, q, k, v given as lists (d_k = 3, d_v = 3)", *projected(5, 4, 3, 3), 0, list,
+         2),
+        ("window given as a NumPy integer 3 (d_k = 4, d_v = 2)", *projected(6, 5, 4, 2), 0, None,
+         np.int64(3)),
+        ("window 1, t = 0: the query points away from the key", *far, 0, None, 1),
     ]  # fmt: skip
 
 
@@ -602,36 +617,42 @@ def _as_given(vector: np.ndarray, kind: Any) -> Any:
 
 
 def check_kv_attention_step(kv_attention_step: Callable[..., Any]) -> None:
-    """Hidden test of Part E: step after step on the student's own caches, against full causal
-    attention over the whole prefix."""
+    """Hidden test of Part E: step after step on the student's own caches, against causal
+    attention with a band mask over the whole prefix."""
     sequences = kv_sequences()
     steps = 0
-    for label, queries, keys, values, prompt, kind in sequences:
+    for label, queries, keys, values, prompt, kind, window in sequences:
+        w = int(window)
         if kind not in (None, list):
             queries, keys, values = (a.astype(kind) for a in (queries, keys, values))
         exact = [np.asarray(a, dtype=np.float64) for a in (queries, keys, values)]
-        expected = causal_attention_rows(*exact)  # (n, d_v)
+        expected = banded_attention_rows(*exact, w)  # (n, d_v)
         cache_k, cache_v = keys[:prompt].copy(), values[:prompt].copy()
         for t in range(prompt, len(keys)):
             steps += 1
-            args = (cache_k, cache_v, *(_as_given(a[t], kind) for a in (queries, keys, values)))
+            first = max(0, t + 1 - w)  # the oldest position the new one attends to
+            args = (cache_k, cache_v, *(_as_given(a[t], kind) for a in (queries, keys, values)),
+                    window)  # fmt: skip
             inputs = _inputs(keys=args[0], values=args[1], q=args[2], k=args[3], v=args[4])
             before = _snapshot(inputs)
-            with _case(f"kv_attention_step, {label}, step with t = {t} cached positions"):
+            with _case(f"kv_attention_step, {label}, step at position {t} "
+                       f"({len(cache_k)} cached)"):  # fmt: skip
                 result = _call_valid(kv_attention_step, CACHE_BY_HAND, *args)
                 _expect_unchanged("kv_attention_step", inputs, before)
                 z, new_k, new_v = _unpack(result, "kv_attention_step",
                                           ("z", "new_keys", "new_values"))  # fmt: skip
                 _expect_array("z", z, (values.shape[1],), np.float64)
-                _expect_array("new_keys", new_k, (t + 1, keys.shape[1]), np.float64)
-                _expect_array("new_values", new_v, (t + 1, values.shape[1]), np.float64)
-                assert_close(f"new_keys (t + 1 = {t + 1} positions)", new_k, exact[1][: t + 1],
-                             atol=0, against="the keys of the prefix, oldest first")  # fmt: skip
-                assert_close(f"new_values (t + 1 = {t + 1} positions)", new_v,
-                             exact[2][: t + 1], atol=0,
-                             against="the values of the prefix, oldest first")  # fmt: skip
+                _expect_array("new_keys", new_k, (t + 1 - first, keys.shape[1]), np.float64)
+                _expect_array("new_values", new_v, (t + 1 - first, values.shape[1]), np.float64)
+                assert_close(f"new_keys (window {w}, position {t})", new_k,
+                             exact[1][first : t + 1], atol=0,
+                             against=f"the keys of positions {first} to {t}, oldest first")  # fmt: skip
+                assert_close(f"new_values (window {w}, position {t})", new_v,
+                             exact[2][first : t + 1], atol=0,
+                             against=f"the values of positions {first} to {t}, oldest first")  # fmt: skip
                 assert_close(f"z at position {t}", z, expected[t], atol=1e-10, rtol=1e-9,
-                             against=f"row {t} of full causal attention over the prefix")  # fmt: skip
+                             against=f"row {t} of causal attention with a band of {w} over "
+                             "the prefix")  # fmt: skip
                 for cache in (args[0], args[1]):
                     if np.shares_memory(new_k, cache) or np.shares_memory(new_v, cache):
                         raise AssertionError("a returned cache shares memory with an input cache")
@@ -640,16 +661,22 @@ def check_kv_attention_step(kv_attention_step: Callable[..., Any]) -> None:
     ks, vs = np.zeros((2, 4)), np.zeros((2, 3))
     q, k, v = np.ones(4), np.ones(4), np.ones(3)
     bad_calls = [
-        ("keys of one axis, shape (4,)", np.zeros(4), vs, q, k, v),
-        ("keys of three axes, shape (1, 2, 4)", ks[None], vs, q, k, v),
-        ("2 cached keys but 3 cached values", ks, np.zeros((3, 3)), q, k, v),
-        ("q of length 3 for d_k = 4", ks, vs, np.ones(3), k, v),
-        ("k of length 5 for d_k = 4", ks, vs, q, np.ones(5), v),
-        ("v of length 4 for d_v = 3", ks, vs, q, k, np.ones(4)),
-        ("q of shape (1, 4)", ks, vs, np.ones((1, 4)), k, v),
+        ("window 0", ks, vs, q, k, v, 0),
+        ("window -1", ks, vs, q, k, v, -1),
+        ("window 2.0 (a float)", ks, vs, q, k, v, 2.0),
+        ("window True", ks, vs, q, k, v, True),
+        ("window None", ks, vs, q, k, v, None),
+        ("3 cached positions for window 2", np.zeros((3, 4)), np.zeros((3, 3)), q, k, v, 2),
+        ("keys of one axis, shape (4,)", np.zeros(4), vs, q, k, v, 4),
+        ("keys of three axes, shape (1, 2, 4)", ks[None], vs, q, k, v, 4),
+        ("2 cached keys but 3 cached values", ks, np.zeros((3, 3)), q, k, v, 4),
+        ("q of length 3 for d_k = 4", ks, vs, np.ones(3), k, v, 4),
+        ("k of length 5 for d_k = 4", ks, vs, q, np.ones(5), v, 4),
+        ("v of length 4 for d_v = 3", ks, vs, q, k, np.ones(4), 4),
+        ("q of shape (1, 4)", ks, vs, np.ones((1, 4)), k, v, 4),
         ("d_k = 0 (caches (0, 0) and (0, 3))", np.zeros((0, 0)), np.zeros((0, 3)), np.ones(0),
-         np.ones(0), v),
-        ("d_v = 0", np.zeros((0, 4)), np.zeros((0, 0)), q, k, np.ones(0)),
+         np.ones(0), v, 4),
+        ("d_v = 0", np.zeros((0, 4)), np.zeros((0, 0)), q, k, np.ones(0), 4),
     ]  # fmt: skip
     for description, *args in bad_calls:
         _expect_value_error(

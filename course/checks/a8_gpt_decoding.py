@@ -1,4 +1,4 @@
-"""The visible tests of Assignment 8 (temperature, sampling, min-p, top-p, a cached attention step).
+"""The visible tests of Assignment 8 (temperature, sampling, min-p, top-p, a sliding-window KV step).
 
 Each test cell of the notebook calls one check with the student's functions, which run under
 the rule of the part's hidden tests (:func:`course.checks.rules.by_hand`). Every function
@@ -262,14 +262,19 @@ def check_part_d(top_p_probs: Callable[..., Any]) -> None:
 
 
 def check_part_e(kv_attention_step: Callable[..., Any]) -> None:
-    """Part E's visible test (kv_attention_step)."""
+    """Part E's visible test (kv_attention_step with a sliding window)."""
     __tracebackhide__ = True
-    q_e = np.array([[1.0, -1.0, 0.5, 2.0], [2 * np.log(3.0), 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]])
-    k_e = np.array([[0.0, 0.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0], [0.3, -0.2, 0.7, 1.0]])
-    v_e = np.array([[1.0, 2.0, 3.0], [-1.0, 0.0, 5.0], [4.0, -2.0, 0.0]])
-    expected_e = [v_e[0], 0.25 * v_e[0] + 0.75 * v_e[1], v_e.mean(axis=0)]
+    window_e = 2
+    q_e = np.array([[1.0, -1.0, 0.5, 2.0], [2 * np.log(3.0), 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0],
+                    [2 * np.log(3.0), 0.0, 0.0, 0.0]])  # fmt: skip
+    k_e = np.array([[0.0, 0.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0], [0.0, -0.2, 0.7, 1.0],
+                    [1.0, 0.0, 0.0, 0.0]])  # fmt: skip
+    v_e = np.array([[1.0, 2.0, 3.0], [-1.0, 0.0, 5.0], [4.0, -2.0, 0.0], [2.0, 1.0, -1.0]])
+    expected_e = [v_e[0], 0.25 * v_e[0] + 0.75 * v_e[1], 0.5 * (v_e[1] + v_e[2]),
+                  0.25 * v_e[2] + 0.75 * v_e[3]]  # fmt: skip
     keys_e, values_e = np.zeros((0, 4)), np.zeros((0, 3))
-    for step_e in range(3):
+    for step_e in range(4):
+        first_e = max(0, step_e + 1 - window_e)  # the oldest position still in the window
         with inputs_kept("kv_attention_step", keys=keys_e, values=values_e, q_e=q_e, k_e=k_e,
                          v_e=v_e) as before_e:  # fmt: skip
             result_e = by_hand(
@@ -280,28 +285,38 @@ def check_part_e(kv_attention_step: Callable[..., Any]) -> None:
                 q_e[step_e],
                 k_e[step_e],
                 v_e[step_e],
+                window_e,
             )
         if not (isinstance(result_e, tuple) and len(result_e) == 3):
             raise CheckFailed("kv_attention_step should return the tuple (z, new_keys, new_values)")
         z_e, new_keys_e, new_values_e = result_e
-        for name_e, got_e, shape_e in (("z", z_e, (3,)), ("new_keys", new_keys_e, (step_e + 1, 4)),
-                                       ("new_values", new_values_e, (step_e + 1, 3))):  # fmt: skip
+        rows_e = step_e + 1 - first_e
+        for name_e, got_e, shape_e in (("z", z_e, (3,)), ("new_keys", new_keys_e, (rows_e, 4)),
+                                       ("new_values", new_values_e, (rows_e, 3))):  # fmt: skip
             if not (isinstance(got_e, np.ndarray) and got_e.shape == shape_e):
                 raise CheckFailed(
-                    f"step {step_e + 1}: {name_e} should be a NumPy array of shape {shape_e}, got "
-                    f"{type(got_e).__name__} of shape {np.shape(got_e)}"
+                    f"step {step_e + 1} (window {window_e}): {name_e} should be a NumPy array of "
+                    f"shape {shape_e}, got {type(got_e).__name__} of shape {np.shape(got_e)}"
                 )
-        assert_close(f"new_keys after step {step_e + 1}", new_keys_e, before_e["k_e"][: step_e + 1],
-                     atol=0, against="the keys so far, oldest first")  # fmt: skip
+        assert_close(f"new_keys after step {step_e + 1}", new_keys_e,
+                     before_e["k_e"][first_e : step_e + 1], atol=0,
+                     against=f"the keys of positions {first_e + 1} to {step_e + 1}, oldest first")  # fmt: skip
         assert_close(f"new_values after step {step_e + 1}", new_values_e,
-                     before_e["v_e"][: step_e + 1], atol=0,
-                     against="the values so far, oldest first")  # fmt: skip
-        assert_close(f"z at step {step_e + 1} (t = {step_e} cached positions)", z_e, expected_e[step_e],
-                     atol=1e-12, against="the weighted values worked out by hand")  # fmt: skip
+                     before_e["v_e"][first_e : step_e + 1], atol=0,
+                     against=f"the values of positions {first_e + 1} to {step_e + 1}, oldest first")  # fmt: skip
+        assert_close(f"z at step {step_e + 1} ({len(keys_e)} cached, window {window_e})",
+                     z_e, expected_e[step_e], atol=1e-12,
+                     against="the weighted values worked out by hand")  # fmt: skip
         keys_e, values_e = new_keys_e, new_values_e
+    z_one_e, keys_one_e, _ = by_hand(ASSIGNMENT, kv_attention_step, k_e[:1], v_e[:1], q_e[1],
+                                     k_e[1], v_e[1], 1)  # fmt: skip
+    assert_close("z with window 1 (the position attends to itself only)", z_one_e, v_e[1],
+                 atol=1e-12)  # fmt: skip
+    assert_close("new_keys with window 1", keys_one_e, k_e[1:2], atol=0,
+                 against="the new key alone")  # fmt: skip
     z_big_e, _, _ = by_hand(ASSIGNMENT, kv_attention_step,
         np.array([[500.0, 0.0], [499.0, 0.0]]), np.array([[1.0], [2.0]]), [2.0, 0.0], [498.0, 0.0],
-        [3.0],
+        [3.0], 3,
     )  # fmt: skip
     # scores 1000/√2, 998/√2 and 996/√2: weights proportional to 1, e^(-√2), e^(-2√2)
     weights_big_e = np.exp([0.0, -np.sqrt(2.0), -2 * np.sqrt(2.0)])
@@ -309,39 +324,22 @@ def check_part_e(kv_attention_step: Callable[..., Any]) -> None:
                  [weights_big_e @ [1.0, 2.0, 3.0] / weights_big_e.sum()], atol=1e-12)  # fmt: skip
     expect_value_error(
         {
-            "kv_attention_step(np.zeros((2, 4)), np.zeros((3, 3)), q_e[0], k_e[0], v_e[0])": lambda: (
-                by_hand(
-                    ASSIGNMENT,
-                    kv_attention_step,
-                    np.zeros((2, 4)),
-                    np.zeros((3, 3)),
-                    q_e[0],
-                    k_e[0],
-                    v_e[0],
-                )
+            "kv_attention_step(np.zeros((2, 4)), np.zeros((3, 3)), q_e[0], k_e[0], v_e[0], 4)": lambda: (
+                by_hand(ASSIGNMENT, kv_attention_step, np.zeros((2, 4)), np.zeros((3, 3)), q_e[0],
+                        k_e[0], v_e[0], 4)
             ),
-            "kv_attention_step(np.zeros((2, 4)), np.zeros((2, 3)), q_e[0][:3], k_e[0], v_e[0])": lambda: (
-                by_hand(
-                    ASSIGNMENT,
-                    kv_attention_step,
-                    np.zeros((2, 4)),
-                    np.zeros((2, 3)),
-                    q_e[0][:3],
-                    k_e[0],
-                    v_e[0],
-                )
+            "kv_attention_step(np.zeros((2, 4)), np.zeros((2, 3)), q_e[0][:3], k_e[0], v_e[0], 4)": lambda: (
+                by_hand(ASSIGNMENT, kv_attention_step, np.zeros((2, 4)), np.zeros((2, 3)),
+                        q_e[0][:3], k_e[0], v_e[0], 4)
             ),
-            "kv_attention_step(np.zeros((2, 4)), np.zeros((2, 3)), q_e[0], k_e[0], q_e[0])": lambda: (
-                by_hand(
-                    ASSIGNMENT,
-                    kv_attention_step,
-                    np.zeros((2, 4)),
-                    np.zeros((2, 3)),
-                    q_e[0],
-                    k_e[0],
-                    q_e[0],
-                )
+            "kv_attention_step(np.zeros((2, 4)), np.zeros((2, 3)), q_e[0], k_e[0], v_e[0], 0) (window 0)": lambda: (
+                by_hand(ASSIGNMENT, kv_attention_step, np.zeros((2, 4)), np.zeros((2, 3)), q_e[0],
+                        k_e[0], v_e[0], 0)
+            ),
+            "kv_attention_step(np.zeros((3, 4)), np.zeros((3, 3)), q_e[0], k_e[0], v_e[0], 2) (3 cached > window 2)": lambda: (
+                by_hand(ASSIGNMENT, kv_attention_step, np.zeros((3, 4)), np.zeros((3, 3)), q_e[0],
+                        k_e[0], v_e[0], 2)
             ),
         }
-    )
+    )  # fmt: skip
     print("Part E, visible test: passed.")

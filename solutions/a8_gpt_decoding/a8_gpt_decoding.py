@@ -21,7 +21,7 @@
 # that return **probabilities** rather than filtered logits, among them min-p, a filter the
 # lecture does not show; a sampler that turns given uniform numbers into tokens (so that it
 # can be checked without a random generator); and one step of cached attention for a single
-# head.
+# head, with a sliding window that the lecture's cache does not have.
 #
 # **Goals.** After this assignment you can
 #
@@ -31,8 +31,8 @@
 # 3. keep only the tokens at least a fraction $p_{\text{base}}$ as likely as the most likely
 #    one, ties included (min-p, Part C);
 # 4. keep the smallest set of most likely tokens whose probability reaches p (Part D);
-# 5. compute a new position's attention from cached keys and values, and extend the cache
-#    (Part E);
+# 5. compute a new position's attention over a sliding window of cached keys and values,
+#    and roll the cache (Part E);
 # 6. say where min-p and nucleus sampling agree and where they part, on peaked, flat and
 #    long-tailed distributions, with numbers from your own functions (Part F, written).
 #
@@ -42,7 +42,8 @@
 #   inputs; it names the quantity that is off, where and by how much), and a **hidden test**
 #   that runs at grading time on other inputs (random logits of other shapes, ties, huge and
 #   tiny temperatures, $p_{\text{base}} = 0$ and $1$, tiny $p$ and $p = 1$, exact
-#   boundaries of the cumulative distribution, longer sequences of cached steps, $t = 0$...)
+#   boundaries of the cumulative distribution, longer sequences of cached steps, windows of
+#   1 position and longer than the sequence, $t = 0$...)
 #   and checks that bad input raises `ValueError`. Hard-coding the visible answers keeps the
 #   visible points only.
 # * Part F is a short written answer, graded by hand.
@@ -60,7 +61,7 @@
 #
 # Notation: $|\mathcal{V}|$ is the vocabulary size, $z \in \mathbb{R}^{|\mathcal{V}|}$ a row of
 # logits (scores), $\tau$ the temperature, $\pi = \mathrm{softmax}(z)$; in Part E, $t$ is the
-# number of cached positions and $d_k$, $d_v$ the sizes of a key and a value.
+# number of cached positions, $w$ the window and $d_k$, $d_v$ the sizes of a key and a value.
 #
 # Autograded: 14 points. Written: 2 points.
 #
@@ -459,33 +460,47 @@ except NotImplementedError:
     print("Implement Parts A, C and D first, then run this cell again.")
 
 # %% [markdown]
-# ## Part E: one step of attention with a KV cache (3 points)
+# ## Part E: one step of attention with a sliding-window KV cache (3 points)
 #
-# A GPT generates one token at a time. At step $t + 1$, the new position's query $q$ must
-# attend to the keys and values of **all** positions so far, the new one included (causal
-# attention: nothing later exists yet). The keys and values of the $t$ earlier positions do
-# not change from step to step, so they are kept in a **cache**, $K_{\text{cache}}$ of shape
-# $(t, d_k)$ and $V_{\text{cache}}$ of shape $(t, d_v)$, and only $q, k, v$ of the new position
-# are computed. For one head:
+# A GPT generates one token at a time. At step $t + 1$ the new position's query $q$ attends to
+# the keys and values of the positions so far, the new one included, and the keys and values
+# of the earlier positions do not change from step to step: they are kept in a **cache**, and
+# only $q, k, v$ of the new position are computed. Lecture 8's cache grows by one row per
+# token, up to the model's `max_len` positions. Models such as Mistral (after Longformer's
+# local attention) bound it with a **sliding window** of $w$ positions: each position
+# attends only to itself and the $w - 1$ positions before it, so the cache never needs more
+# than $w$ rows (a "rolling buffer"), whatever the length of the text.
 #
-# $$K' = \begin{bmatrix} K_{\text{cache}} \\ k^\top \end{bmatrix},\quad
-#   V' = \begin{bmatrix} V_{\text{cache}} \\ v^\top \end{bmatrix},\quad
-#   a = \mathrm{softmax}\!\left(\frac{K' q}{\sqrt{d_k}}\right) \in \mathbb{R}^{t+1},\quad
+# For one head, with a cache $K_{\text{cache}}$ of shape $(t, d_k)$ and $V_{\text{cache}}$ of
+# shape $(t, d_v)$ that holds at most $w$ positions ($t \le w$), the oldest first:
+#
+# $$K' = \text{the last } \min(t + 1, w) \text{ rows of }
+#   \begin{bmatrix} K_{\text{cache}} \\ k^\top \end{bmatrix},\quad
+#   V' = \text{the same rows of }
+#   \begin{bmatrix} V_{\text{cache}} \\ v^\top \end{bmatrix},$$
+#
+# $$a = \mathrm{softmax}\!\left(\frac{K' q}{\sqrt{d_k}}\right),\quad
 #   z = V'^\top a = \sum_{j} a_j\, v_j.$$
 #
-# This $z$ is exactly row $t + 1$ of full causal attention
-# $\mathrm{softmax}(QK^\top/\sqrt{d_k} + M)V$ over the whole prefix (Lecture 5), at the cost
-# of one row instead of all of them.
+# When the cache is full ($t = w$), the oldest row is dropped before attending: the new
+# position attends to exactly $w$ positions, itself included. This $z$ is row $n$ of causal
+# attention with a **band mask** over the whole prefix of $n$ positions,
+# $\mathrm{softmax}(QK^\top/\sqrt{d_k} + M)V$ with $M_{ij} = 0$ for $i - w < j \le i$ and
+# $-\infty$ elsewhere (the band of `transformers`' sliding-window masks), at the cost of at
+# most $w$ scores instead of a whole matrix. With $w \ge n$ the band is the whole causal
+# triangle (Lecture 5's mask), and the step is the lecture's.
 #
-# Implement `kv_attention_step(keys, values, q, k, v)`: `keys` $(t, d_k)$, `values`
-# $(t, d_v)$, `q` and `k` $(d_k,)$, `v` $(d_v,)$, with $t \ge 0$ (at the first step the caches
-# have shapes $(0, d_k)$ and $(0, d_v)$). Return the tuple `(z, new_keys, new_values)`: $z$ of
-# shape $(d_v,)$ and the extended caches $K'$ $(t + 1, d_k)$ and $V'$ $(t + 1, d_v)$, new
-# `float64` arrays (the inputs stay as they were). It must not overflow for large scores.
+# Implement `kv_attention_step(keys, values, q, k, v, window)`: `keys` $(t, d_k)$, `values`
+# $(t, d_v)$, `q` and `k` $(d_k,)$, `v` $(d_v,)$, `window` $= w$, with $0 \le t \le w$ (at the
+# first step the caches have shapes $(0, d_k)$ and $(0, d_v)$). Return the tuple
+# `(z, new_keys, new_values)`: $z$ of shape $(d_v,)$ and the trimmed caches $K'$ and $V'$ of
+# $\min(t + 1, w)$ rows each, oldest first, new `float64` arrays (the inputs stay as they
+# were). It must not overflow for large scores.
 #
-# **Bad input** raises `ValueError`: caches that are not 2-D or hold different numbers of
-# positions, $d_k < 1$ or $d_v < 1$, and `q`, `k` or `v` whose shape is not $(d_k,)$, $(d_k,)$,
-# $(d_v,)$.
+# **Bad input** raises `ValueError`: a `window` that is not an integer (booleans and `2.0`
+# included) or is $< 1$; caches that are not 2-D, hold different numbers of positions, or hold
+# more than `window` positions; $d_k < 1$ or $d_v < 1$; and `q`, `k` or `v` whose shape is not
+# $(d_k,)$, $(d_k,)$, $(d_v,)$.
 
 
 # %% nbgrader={"grade": false, "grade_id": "kv_attention_step", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -495,26 +510,35 @@ def kv_attention_step(
     q: np.ndarray | list,
     k: np.ndarray | list,
     v: np.ndarray | list,
+    window: int,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Attention output of a new position from cached keys and values; the caches extended.
+    """Attention output of a new position over the last `window` positions; the caches rolled.
 
     Args:
-        keys: (t, d_k) cached keys; values: (t, d_v) cached values; t >= 0.
+        keys: (t, d_k) cached keys; values: (t, d_v) cached values; 0 <= t <= window.
         q, k: (d_k,) the new position's query and key; v: (d_v,) its value.
+        window: w >= 1, the number of positions a position attends to, itself included.
 
     Returns:
-        (z, new_keys, new_values): (d_v,), (t + 1, d_k), (t + 1, d_v), new float64 arrays.
+        (z, new_keys, new_values): (d_v,), (min(t + 1, w), d_k), (min(t + 1, w), d_v), new
+        float64 arrays; the caches hold the last positions, oldest first.
 
     Raises:
         ValueError: for the bad inputs listed above.
     """
     ### BEGIN SOLUTION
+    if isinstance(window, (bool, np.bool_)) or not isinstance(window, (int, np.integer)):
+        raise ValueError(f"window must be an integer, got {window!r}")
+    if not window >= 1:
+        raise ValueError(f"window must be at least 1 position, got {window}")
     past_k = np.asarray(keys, dtype=np.float64)
     past_v = np.asarray(values, dtype=np.float64)
     if past_k.ndim != 2 or past_v.ndim != 2:
         raise ValueError(f"the caches must be 2-D, got shapes {past_k.shape} and {past_v.shape}")
     if past_k.shape[0] != past_v.shape[0]:
         raise ValueError(f"the caches hold {past_k.shape[0]} keys but {past_v.shape[0]} values")
+    if past_k.shape[0] > window:
+        raise ValueError(f"the caches hold {past_k.shape[0]} positions, more than window={window}")
     d_k, d_v = past_k.shape[1], past_v.shape[1]
     if min(d_k, d_v) < 1:
         raise ValueError(f"d_k and d_v must be at least 1, got {d_k} and {d_v}")
@@ -522,10 +546,11 @@ def kv_attention_step(
     for name, vector, size in (("q", query, d_k), ("k", key, d_k), ("v", value, d_v)):
         if vector.shape != (size,):
             raise ValueError(f"{name} must have shape ({size},), got {vector.shape}")
-    new_keys = np.concatenate([past_k, key[np.newaxis, :]])  # (t+1, d_k)
-    new_values = np.concatenate([past_v, value[np.newaxis, :]])  # (t+1, d_v)
-    logits = new_keys @ query * (1.0 / np.sqrt(d_k))  # (t+1,) one score per position
-    weights = np.exp(logits - logits.max())  # (t+1,), the largest is 1: no overflow
+    # Append, then keep the last `window` rows: the oldest drops out once the cache is full.
+    new_keys = np.concatenate([past_k, key[np.newaxis, :]])[-window:]  # (min(t+1, w), d_k)
+    new_values = np.concatenate([past_v, value[np.newaxis, :]])[-window:]  # (min(t+1, w), d_v)
+    logits = new_keys @ query * (1.0 / np.sqrt(d_k))  # one score per position in the window
+    weights = np.exp(logits - logits.max())  # the largest is 1: no overflow
     z = weights @ new_values / weights.sum()  # (d_v,)
     return z, new_keys, new_values
     ### END SOLUTION
@@ -534,22 +559,27 @@ def kv_attention_step(
 # %% [markdown]
 # ### Visible test for Part E
 #
-# $d_k = 4$ ($\sqrt{d_k} = 2$) and $d_v = 3$, three steps from an empty cache. At the first
-# step the only position attends to itself, so $z = v_1$. At the second, $q_2 \cdot k_1 = 0$
-# and $q_2 \cdot k_2 / 2 = \ln 3$, so the weights are $(1/4, 3/4)$. At the third, $q_3 = 0$
-# gives equal weights. Then a step with scores near 1000, where $e^{1000}$ would overflow.
+# $d_k = 4$ ($\sqrt{d_k} = 2$), $d_v = 3$ and a window of $w = 2$, four steps from an empty
+# cache. At the first step the only position attends to itself, so $z = v_1$. At the second,
+# $q_2 \cdot k_1 = 0$ and $q_2 \cdot k_2 / 2 = \ln 3$, so the weights are $(1/4, 3/4)$. At the
+# third, the cache is full: position 1 drops out, and $q_3 = 0$ gives equal weights to
+# positions 2 and 3. At the fourth, position 2 drops out, $q_4 \cdot k_3 = 0$ and
+# $q_4 \cdot k_4 / 2 = \ln 3$: weights $(1/4, 3/4)$ on positions 3 and 4 (position 2, whose key
+# equals $k_4$, would have taken weight 3/7 had it stayed). Then $w = 1$, where a position
+# attends to itself only, and a step with scores near 1000, where $e^{1000}$ would overflow.
 
 # %% nbgrader={"grade": true, "grade_id": "kv_attention_step_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 check_part_e(kv_attention_step)
 
 # %% nbgrader={"grade": true, "grade_id": "kv_attention_step_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 # Hidden test (2 points): kv_attention_step, fed back its own caches step after step, against
-# full causal attention recomputed over the whole prefix at every step, for d_k = d_v and
-# d_k ≠ d_v, d_k = 1, sequences of up to 12 positions, queries and keys from projections
-# of random inputs, a prompt already in the cache, scores of several thousand, float32 and
-# list inputs, and t = 0 with a query that does not match the key; the returned caches hold
-# the keys and values in order; results new float64 arrays; inputs unchanged; ValueError
-# for each bad input above.
+# causal attention with a band mask recomputed over the whole prefix at every step, for
+# windows of 1, 2, 3 and 5 positions and windows longer than the sequence, d_k = d_v and
+# d_k ≠ d_v, d_k = 1, sequences of up to 12 positions, queries and keys from projections of
+# random inputs, a prompt already in the cache, scores of several thousand, float32 and list
+# inputs, a NumPy integer window, and t = 0 with a query that does not match the key; the
+# returned caches hold the last positions in order; results new float64 arrays; inputs
+# unchanged; ValueError for each bad input above.
 ### BEGIN HIDDEN TESTS
 from autograder.hidden.a8_gpt_decoding import check_kv_attention_step
 
@@ -557,34 +587,40 @@ check_kv_attention_step(kv_attention_step)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# ## Explore (not graded): what the cache saves
+# ## Explore (not graded): what the window saves
 #
 # Generating $n$ tokens by recomputing full attention over the prefix at every step costs
-# about $\sum_{t=1}^{n} t^2 \approx n^3/3$ query–key products; with the cache, each step
-# computes one row, $\sum_t t \approx n^2/2$. The time of 100 cached steps with your function,
-# against recomputing every row of the attention matrix at each step:
+# about $\sum_{t=1}^{n} t^2 \approx n^3/3$ query–key products; a growing cache computes one
+# row per step, $\sum_t t \approx n^2/2$; a sliding window of $w$ computes at most $w$ scores
+# per step, about $n w$ in all, and its cache never holds more than $w$ positions. The time of
+# 200 steps with your function and $w = 16$, against recomputing every row of the banded
+# attention matrix at each step:
 
 # %%
 import time
 
 try:
     rng_x = np.random.default_rng(81)
-    n_x, d_x = 100, 16
+    n_x, d_x, w_x = 200, 16, 16
     q_x, k_x, v_x = (rng_x.normal(size=(n_x, d_x)) for _ in range(3))
     started_x = time.perf_counter()
     keys_x, values_x = np.zeros((0, d_x)), np.zeros((0, d_x))
     for i_x in range(n_x):
-        z_x, keys_x, values_x = kv_attention_step(keys_x, values_x, q_x[i_x], k_x[i_x], v_x[i_x])
+        z_x, keys_x, values_x = kv_attention_step(
+            keys_x, values_x, q_x[i_x], k_x[i_x], v_x[i_x], w_x
+        )
     cached_x = time.perf_counter() - started_x
     started_x = time.perf_counter()
     for i_x in range(1, n_x + 1):
         scores_x = q_x[:i_x] @ k_x[:i_x].T / np.sqrt(d_x)  # every row, again
-        scores_x[np.triu_indices(i_x, 1)] = -np.inf
+        rows_x, cols_x = np.indices(scores_x.shape)
+        scores_x[(cols_x > rows_x) | (cols_x <= rows_x - w_x)] = -np.inf  # the band mask
         full_x = np.exp(scores_x - scores_x.max(axis=1, keepdims=True))
-        rows_x = (full_x / full_x.sum(axis=1, keepdims=True)) @ v_x[:i_x]
+        out_x = (full_x / full_x.sum(axis=1, keepdims=True)) @ v_x[:i_x]
     again_x = time.perf_counter() - started_x
+    print(f"the cache holds {len(keys_x)} positions after {n_x} steps")
     print(
-        f"last output, cached vs recomputed: largest difference {np.abs(z_x - rows_x[-1]).max():.1e}"
+        f"last output, cached vs recomputed: largest difference {np.abs(z_x - out_x[-1]).max():.1e}"
     )
     print(
         f"{n_x} steps: with the cache {cached_x * 1e3:.1f} ms, recomputing {again_x * 1e3:.1f} ms"

@@ -177,6 +177,7 @@ def attend_step(
     q,
     k,
     v,
+    window,
     *,
     no_scale=False,
     scale_by_dv=False,
@@ -184,11 +185,22 @@ def attend_step(
     prepend=False,
     no_shift=False,
     keep_dtype=False,
+    window_plus_one=False,
+    narrow=False,
+    first_rows=False,
+    accept_float_window=False,
+    accept_long_cache=False,
 ):
+    kinds = (int, np.integer, float) if accept_float_window else (int, np.integer)
+    if isinstance(window, bool) or not isinstance(window, kinds) or window < 1:
+        raise ValueError("window")
+    window = int(window)
     keys, values = np.asarray(keys), np.asarray(values)
     q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
     if keys.ndim != 2 or values.ndim != 2 or len(keys) != len(values):
         raise ValueError("caches")
+    if len(keys) > window and not accept_long_cache:
+        raise ValueError("a cache longer than the window")
     d_k, d_v = keys.shape[1], values.shape[1]
     if d_k < 1 or d_v < 1 or q.shape != (d_k,) or k.shape != (d_k,) or v.shape != (d_v,):
         raise ValueError("vectors")
@@ -197,8 +209,16 @@ def attend_step(
     parts_v = [v[None].astype(dtype), values.astype(dtype)]
     if not prepend:
         parts_k, parts_v = parts_k[::-1], parts_v[::-1]
-    new_k, new_v = np.concatenate(parts_k), np.concatenate(parts_v)
-    seen_k, seen_v = (keys, values) if cache_only and len(keys) else (new_k, new_v)
+    whole_k, whole_v = np.concatenate(parts_k), np.concatenate(parts_v)  # up to window + 1 rows
+    if first_rows:  # the newest rows dropped instead of the oldest
+        new_k, new_v = whole_k[:window], whole_v[:window]
+    else:
+        new_k, new_v = whole_k[-window:], whole_v[-window:]
+    # the rows the new position attends to: window_plus_one trims only the old cache
+    span = len(whole_k) if window_plus_one else max(window - 1, 1) if narrow else window
+    seen_k, seen_v = (new_k, new_v) if first_rows else (whole_k[-span:], whole_v[-span:])
+    if cache_only and len(keys):
+        seen_k, seen_v = keys, values
     scale = np.sqrt(d_v if scale_by_dv else d_k)
     scores = np.einsum("td,d->t", seen_k.astype(np.float64), q.astype(np.float64))
     scores = scores if no_scale else scores / scale
@@ -292,13 +312,35 @@ def test_the_min_p_tie_cases_keep_tied_tokens_together():
         assert max(tied) >= 2, label
 
 
-def test_the_kv_reference_is_attention_with_a_causal_mask():
+def test_the_kv_reference_is_attention_with_a_band_mask():
+    """The reference against torch's attention under the sliding-window mask of transformers'
+    Mistral-style models (position i attends to j with i - window < j <= i)."""
+    from transformers.masking_utils import sliding_window_causal_mask_function
+
     rng = np.random.default_rng(0)
-    q, k, v = rng.normal(size=(3, 7, 4))
-    expected = torch.nn.functional.scaled_dot_product_attention(
-        *(torch.tensor(a) for a in (q, k, v)), is_causal=True
-    ).numpy()
-    np.testing.assert_allclose(hidden.causal_attention_rows(q, k, v), expected, atol=1e-12)
+    q, k, v = rng.normal(size=(3, 9, 4))
+    tensors = [torch.tensor(a) for a in (q, k, v)]
+    rows, cols = (torch.tensor(a) for a in np.indices((9, 9)))
+    zero = torch.tensor(0)
+    for window in (1, 2, 3, 5):
+        band = sliding_window_causal_mask_function(window)(zero, zero, rows, cols)  # True: attend
+        assert band.sum().item() == sum(min(i + 1, window) for i in range(9))
+        expected = torch.nn.functional.scaled_dot_product_attention(*tensors, attn_mask=band)
+        np.testing.assert_allclose(
+            hidden.banded_attention_rows(q, k, v, window), expected.numpy(), atol=1e-12
+        )
+    causal = torch.nn.functional.scaled_dot_product_attention(*tensors, is_causal=True)
+    np.testing.assert_allclose(hidden.banded_attention_rows(q, k, v, 9), causal.numpy(), atol=1e-12)
+
+
+def test_the_kv_sequences_fill_the_window_and_give_no_longer_cache():
+    """Every sequence but the one longer than its window runs past a full cache (where the
+    oldest position must drop out), and no prompt exceeds its window."""
+    for label, queries, _, _, prompt, _, window in hidden.kv_sequences():
+        assert prompt <= int(window), label
+        assert len(queries) > int(window) or "whole causal triangle" in label or "t = 0" in label, (
+            label
+        )
 
 
 def test_the_inverse_cdf_reference_on_exact_boundaries():
@@ -316,7 +358,7 @@ def test_the_inverse_cdf_reference_on_exact_boundaries():
 BATCH = r"^temperature_probs, a batch \(32, 50\), τ = 0.7$"
 MIN_P = r"^min_p_probs, a batch \(16, 30\), p_base = 0.1$"
 TOP_P = r"^top_p_probs, a batch \(20, 40\), p = 0.9$"
-D8 = r"^kv_attention_step, d_k = d_v = 8, 10 positions .*, step with t = 1 cached positions$"
+D8 = r"^kv_attention_step, window 3, d_k = d_v = 8, 10 positions .*, step at position {} \({} cached\)$"
 
 
 @pytest.mark.parametrize(
@@ -386,12 +428,17 @@ def test_check_top_p_probs_rejects_bug(bugs, failure):
 @pytest.mark.parametrize(
     ("bugs", "failure"),
     [
-        ({"no_scale": True}, Failure(D8, "^z at position 1 differs", "row 1 of full causal attention")),
-        ({"scale_by_dv": True}, Failure("^kv_attention_step, d_k = 4, d_v = 6, 12 positions, step with t = 1 ", "^z at position 1 differs")),
-        ({"cache_only": True}, Failure(D8, "^z at position 1 differs")),
-        ({"prepend": True}, Failure(D8, r"^new_keys \(t \+ 1 = 2 positions\) differs", "oldest first")),
-        ({"no_shift": True}, Failure("^kv_attention_step, scores of several thousand ", r"^z at position \d+ contains nan")),
-        ({"keep_dtype": True}, Failure("^kv_attention_step, float32 q, k, v and caches ", "^z should be float64", "got dtype float32")),
+        ({"no_scale": True}, Failure(D8.format(1, 1), "^z at position 1 differs", "row 1 of causal attention with a band of 3")),
+        ({"scale_by_dv": True}, Failure(r"^kv_attention_step, window 5, d_k = 4, d_v = 6, 12 positions, step at position 1 ", "^z at position 1 differs")),
+        ({"cache_only": True}, Failure(D8.format(1, 1), "^z at position 1 differs")),
+        ({"prepend": True}, Failure(D8.format(1, 1), r"^new_keys \(window 3, position 1\) differs", "oldest first")),
+        ({"no_shift": True}, Failure("^kv_attention_step, window 3, scores of several thousand ", r"^z at position \d+ contains nan")),
+        ({"keep_dtype": True}, Failure("^kv_attention_step, window 3, float32 q, k, v and caches ", "^z should be float64", "got dtype float32")),
+        ({"window_plus_one": True}, Failure(D8.format(3, 3), "^z at position 3 differs", "band of 3")),
+        ({"narrow": True}, Failure(D8.format(2, 2), "^z at position 2 differs", "band of 3")),
+        ({"first_rows": True}, Failure(D8.format(3, 3), r"^new_keys \(window 3, position 3\) differs", "positions 1 to 3, oldest first")),
+        ({"accept_float_window": True}, Failure(None, r"^kv_attention_step with window 2.0 \(a float\)", "should raise ValueError")),
+        ({"accept_long_cache": True}, Failure(None, "^kv_attention_step with 3 cached positions for window 2", "should raise ValueError")),
     ],
     ids=row_id,
 )  # fmt: skip
@@ -481,12 +528,22 @@ test_visible_tests_name_the_mistake = visible_mistake_tests(
         (
             "kv_attention_step_visible",
             {"kv_attention_step": as_student(attend_step, "kv", no_scale=True)},
-            Failure(None, r"^z at step 2 \(t = 1 cached positions\) differs"),
+            Failure(None, r"^z at step 2 \(1 cached, window 2\) differs"),
         ),
         (
             "kv_attention_step_visible",
             {"kv_attention_step": as_student(attend_step, "kv", prepend=True)},
             Failure(None, "^new_keys after step 2 differs", "oldest first"),
+        ),
+        (
+            "kv_attention_step_visible",
+            {"kv_attention_step": as_student(attend_step, "kv", window_plus_one=True)},
+            Failure(None, r"^z at step 3 \(2 cached, window 2\) differs"),
+        ),
+        (
+            "kv_attention_step_visible",
+            {"kv_attention_step": as_student(attend_step, "kv", first_rows=True)},
+            Failure(None, "^new_keys after step 3 differs", "positions 2 to 3, oldest first"),
         ),
     ],
 )
@@ -550,17 +607,17 @@ def top_p_with_course(logits, p):
     return top_p(logits, p)
 
 
-def step_with_course_gpt(keys, values, q, k, v):
+def step_with_course_gpt(keys, values, q, k, v, window):
     from course.models.gpt import block_with_cache
 
     block_with_cache(None, None, None)
-    return attend_step(keys, values, q, k, v)
+    return attend_step(keys, values, q, k, v, window)
 
 
-def step_with_sdpa(keys, values, q, k, v):
+def step_with_sdpa(keys, values, q, k, v, window):
     torch.nn.functional.scaled_dot_product_attention(torch.zeros(1, 2), torch.zeros(1, 2),
                                                      torch.zeros(1, 2))  # fmt: skip
-    return attend_step(keys, values, q, k, v)
+    return attend_step(keys, values, q, k, v, window)
 
 
 test_checks_reject_the_helpers_being_rewritten = shortcut_tests(
