@@ -955,4 +955,4 @@ print(f"lecture ran in {time.perf_counter() - LECTURE_START:.0f} s")
 #   learns to answer from its context, far above every context-free baseline.
 #
 # **Next:** Assignment 8 (`a8_gpt_decoding`) has you write temperature sampling, min-$p$ and
-# top-$p$ filtering and an attention step with a sliding-window KV cache yourself.
+# typical sampling filters and an attention step with a sliding-window KV cache yourself.

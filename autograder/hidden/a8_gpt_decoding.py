@@ -1,27 +1,29 @@
-"""Hidden checks of Assignment 8: temperature, inverse-CDF draws, min-p, top-p, a sliding KV cache.
+"""Hidden checks of Assignment 8: temperature, inverse-CDF draws, min-p, typical, a sliding KV cache.
 
 The hidden test cells of ``a8_gpt_decoding`` call, at autograde time::
 
     check_temperature_probs(temperature_probs)
     check_sample_tokens(sample_tokens)
     check_min_p_probs(min_p_probs)
-    check_top_p_probs(top_p_probs)
+    check_typical_probs(typical_probs)
     check_kv_attention_step(kv_attention_step)
 
 Each check works out its expected values here, before the student's function runs, with
 references written from the definitions in another way than the reference solution:
 softmax one row at a time with ``math.exp`` and ``math.fsum``; the token of ``u`` by bisection
 over the running sums of a Python list; min-p by every token's ratio to the most likely,
-e^(z_i - max z) with ``math.exp``, against p_base; top-p by summing, for every token, the
-probabilities strictly larger than its own; the sliding-window KV step against causal
-attention with a band mask over the whole prefix, recomputed at every step from the stacked
-queries, keys and values. The
-cases include exact ties at the top, below it and at the crossing of p, exact boundaries of
-the cumulative distribution, windows of 1 and longer than the sequence, full caches, and
-t = 0; the min-p cases keep p_base at least 1e-9 (relative)
-from every ratio below 1, and the top-p cases keep no token's mass above within 1e-9 of p
-(the tests check both), so rounding cannot decide a case. Then each check
-makes sure that bad input raises ValueError.
+e^(z_i - max z) with ``math.exp``, against p_base; typical sampling by every token's
+distance |-ln pi_i - H| from the entropy (``math.log`` and ``math.fsum``) and, for every
+token, the probability of the tokens strictly closer, summed over distinct distances; the
+sliding-window KV step against causal attention with a band mask over the whole prefix,
+recomputed at every step from the stacked queries, keys and values. The cases include exact
+ties at the top, below it and at the crossing of p, a most likely token that typical
+sampling removes, exact boundaries of the cumulative distribution, windows of 1 and longer
+than the sequence, full caches, and t = 0; the min-p cases keep p_base at least 1e-9
+(relative) from every ratio below 1, and the typical cases keep p 1e-9 from every token's
+mass ahead and the distances of tokens of different probability 1e-9 apart (the tests check
+both), so rounding cannot decide a case. Then each check makes sure that bad input raises
+ValueError.
 
 While a student's function runs, the routines that would do its work (``course.decoding``'s
 filters and sampler and ``course.models.gpt`` by name, every public callable of the
@@ -61,14 +63,14 @@ __all__ = [
     "check_temperature_probs",
     "check_sample_tokens",
     "check_min_p_probs",
-    "check_top_p_probs",
+    "check_typical_probs",
     "check_kv_attention_step",
 ]
 
 SOFTMAX_BY_HAND = "compute the probabilities by hand with NumPy"
 DRAW_BY_HAND = "map u to tokens by hand with NumPy"
 MIN_P_BY_HAND = "choose the tokens above the threshold by hand with NumPy"
-NUCLEUS_BY_HAND = "choose the nucleus by hand with NumPy"
+TYPICAL_BY_HAND = "choose the typical tokens by hand with NumPy"
 CACHE_BY_HAND = "attend over the cache by hand with NumPy"
 INF = float("inf")
 
@@ -428,42 +430,69 @@ def check_min_p_probs(min_p_probs: Callable[..., Any]) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# Part D: top_p_probs
+# Part D: typical_probs
 # --------------------------------------------------------------------------------------------
 
 
-def mass_above(probs: np.ndarray) -> np.ndarray:
-    """For every token, the total probability of the tokens of its row strictly more likely:
-    each row's distinct values from the top, with exact (fsum) running totals."""
-    above = np.zeros_like(probs)
-    flat = _rows(above)
-    for row, values in enumerate(_rows(probs)):
-        levels = sorted(set(values.tolist()), reverse=True)
-        ahead, sums = 0.0, {}
-        for level in levels:
-            sums[level] = ahead
-            ahead = math.fsum([ahead, level * float(np.count_nonzero(values == level))])
-        flat[row] = [sums[value] for value in values.tolist()]
-    return above
-
-
-def kept_by_mass(logits: Any, p: float) -> np.ndarray:
-    """Token i is kept when the tokens strictly more likely than it hold less than p; p = 1
-    keeps every token."""
+def typicality(logits: Any) -> np.ndarray:
+    """Every token's distance from typical, |-ln pi_i - H(pi)|: the entropy of each row by
+    math.log and math.fsum (a token of probability 0 adds 0), inf for a probability of 0."""
     probs = reference_softmax(logits)
+    out = np.zeros_like(probs)
+    flat = _rows(out)
+    for row, values in enumerate(_rows(probs).tolist()):
+        entropy = -math.fsum(x * math.log(x) for x in values if x > 0)
+        flat[row] = [abs(-math.log(x) - entropy) if x > 0 else INF for x in values]
+    return out
+
+
+def mass_more_typical(logits: Any) -> np.ndarray:
+    """For every token, the total probability of the tokens of its row strictly more typical
+    (smaller distance): each row's distinct distances from the smallest, with exact (fsum)
+    running totals."""
+    probs = reference_softmax(logits)
+    distance = typicality(logits)
+    ahead_all = np.zeros_like(probs)
+    flat = _rows(ahead_all)
+    for row, (values, gaps) in enumerate(zip(_rows(probs), _rows(distance), strict=True)):
+        ahead, sums = 0.0, {}
+        for level in sorted(set(gaps.tolist())):
+            sums[level] = ahead
+            ahead = math.fsum([ahead, math.fsum(values[gaps == level].tolist())])
+        flat[row] = [sums[gap] for gap in gaps.tolist()]
+    return ahead_all
+
+
+def kept_by_typicality(logits: Any, p: float) -> np.ndarray:
+    """Token i is kept when the tokens strictly more typical than it hold less than p; p = 1
+    keeps every token."""
     if p == 1:
-        return np.ones(probs.shape, dtype=bool)
-    return mass_above(probs) < p
+        return np.ones(np.shape(logits), dtype=bool)
+    return mass_more_typical(logits) < p
 
 
-def nucleus_margin(logits: Any, p: float) -> float:
-    """How far p lies from every token's mass above, where rounding could matter (the tests
-    keep it above 1e-9). The most likely tokens have exactly 0 above them in any order."""
-    above = mass_above(reference_softmax(logits))
-    summed = above[above > 0]
-    if p == 1 or summed.size == 0:
+def typical_margin(logits: Any, p: float) -> float:
+    """Where rounding could decide a case (the tests keep this above 1e-9): the distance of p
+    from every token's mass ahead, and the gap between the distances of two tokens of
+    different probability. (Tokens of equal probability have equal distances in any order of
+    operations, and the most typical tokens have exactly 0 ahead.)"""
+    if p == 1:
         return INF
-    return float(np.min(np.abs(summed - p)))
+    probs = _rows(reference_softmax(logits))
+    distance = _rows(typicality(logits))
+    ahead = _rows(mass_more_typical(logits))
+    margin = INF
+    for values, gaps, before in zip(probs, distance, ahead, strict=True):
+        summed = before[before > 0]
+        if summed.size:
+            margin = min(margin, float(np.min(np.abs(summed - p))))
+        finite = np.isfinite(gaps)
+        order = np.argsort(gaps[finite])
+        sorted_gaps, sorted_probs = gaps[finite][order], values[finite][order]
+        differ = sorted_probs[1:] != sorted_probs[:-1]
+        if differ.any():
+            margin = min(margin, float(np.min(np.diff(sorted_gaps)[differ])))
+    return margin
 
 
 def _log_rows(rows: list[list[float]]) -> np.ndarray:
@@ -472,17 +501,17 @@ def _log_rows(rows: list[list[float]]) -> np.ndarray:
         return np.log(np.array(rows, dtype=np.float64))
 
 
-def top_p_cases() -> list[tuple[str, Any, Any]]:
-    """(label, logits, p) for top_p_probs."""
+def typical_cases() -> list[tuple[str, Any, Any]]:
+    """(label, logits, p) for typical_probs."""
     rng = np.random.default_rng(8401)
     crossing_ties = _log_rows([
-        [0.4, 0.15, 0.15, 0.15, 0.1, 0.05],  # p = 0.65 crosses at the second of three 0.15
+        [0.4, 0.15, 0.15, 0.15, 0.1, 0.05],  # the three of 0.15 are the most typical
         [0.05, 0.15, 0.4, 0.15, 0.1, 0.15],  # the same values, shuffled
-        [0.3, 0.3, 0.1, 0.1, 0.1, 0.1],  # p = 0.65 and 0.75 cross inside the four of 0.1
+        [0.3, 0.3, 0.1, 0.1, 0.1, 0.1],  # p = 0.25 and 0.5 cross inside a tied group
         [0.2, 0.2, 0.2, 0.2, 0.2, 0.0],  # five tokens tied, one impossible
     ])  # fmt: skip
-    top_ties = rng.normal(size=(5, 10))
-    top_ties[:, [2, 7]] = top_ties.max(axis=1, keepdims=True) + 2.0
+    top_dropped = rng.normal(0.0, 0.2, size=(6, 12))
+    top_dropped[:, 3] += 2.0  # one token far more likely than the others: far below H
     peaked = rng.normal(size=(4, 30))
     peaked[:, 0] = 12.0  # one token of probability about 0.9999
     holes = rng.normal(size=(4, 12))
@@ -492,13 +521,13 @@ def top_p_cases() -> list[tuple[str, Any, Any]]:
         ("|V| = 5,000, 3 rows, p = 0.95", rng.normal(0.0, 2.0, size=(3, 5000)), 0.95),
         ("three axes (2, 3, 12), p = 0.5", rng.normal(size=(2, 3, 12)), 0.5),
         ("one row (|V|,) = (25,), p = 0.3", rng.normal(0.0, 1.5, size=25), 0.3),
-        ("ties at the crossing of p = 0.65", crossing_ties, 0.65),
-        ("ties at the crossing of p = 0.75", crossing_ties, 0.75),
+        ("the most likely token less typical than the rest, p = 0.4", top_dropped, 0.4),
+        ("ties at the crossing of p = 0.25", crossing_ties, 0.25),
+        ("ties at the crossing of p = 0.5", crossing_ties, 0.5),
         ("many exact ties (30, 16), p = 0.37", _tied_rows(rng, 30, 16, 4), 0.37),
-        ("two tokens tied at the top, p = 1e-12", top_ties, 1e-12),
-        ("p = 1e-12: the most likely token only", rng.normal(size=(6, 20)), 1e-12),
+        ("p = 1e-12: the most typical token(s) only", rng.normal(size=(6, 20)), 1e-12),
         ("p = 1: every token", rng.normal(size=(6, 20)), 1.0),
-        ("p = 0.999999 on flat rows", rng.normal(0.0, 0.1, size=(3, 50)), 0.999999),
+        ("p = 0.999 on flat rows", rng.normal(0.0, 0.1, size=(3, 50)), 0.999),
         ("peaked rows (one token near 0.9999), p = 0.9", peaked, 0.9),
         ("-inf logits (5 finite per row), p = 0.8", holes, 0.8),
         ("-inf logits, p = 1", holes, 1.0),
@@ -510,17 +539,17 @@ def top_p_cases() -> list[tuple[str, Any, Any]]:
     ]
 
 
-def check_top_p_probs(top_p_probs: Callable[..., Any]) -> None:
-    """Hidden test of Part D: the tokens kept by the mass strictly above them, renormalised."""
-    cases = top_p_cases()
+def check_typical_probs(typical_probs: Callable[..., Any]) -> None:
+    """Hidden test of Part D: the tokens kept by the mass strictly more typical, renormalised."""
+    cases = typical_cases()
     for label, logits, p in cases:
-        expected = renormalised(reference_softmax(logits), kept_by_mass(logits, float(p)))
+        expected = renormalised(reference_softmax(logits), kept_by_typicality(logits, float(p)))
         inputs = _inputs(logits=logits)
         before = _snapshot(inputs)
-        with _case(f"top_p_probs, {label}"):
-            got = _call_valid(top_p_probs, NUCLEUS_BY_HAND, logits, p)
-            _expect_unchanged("top_p_probs", inputs, before)
-            _judge_filtered(f"top_p_probs(logits, {float(p):g})", got, expected, logits)
+        with _case(f"typical_probs, {label}"):
+            got = _call_valid(typical_probs, TYPICAL_BY_HAND, logits, p)
+            _expect_unchanged("typical_probs", inputs, before)
+            _judge_filtered(f"typical_probs(logits, {float(p):g})", got, expected, logits)
 
     good = [[1.0, 2.0, 3.0], [0.0, -1.0, 4.0]]
     bad_calls = [
@@ -536,8 +565,10 @@ def check_top_p_probs(top_p_probs: Callable[..., Any]) -> None:
         ("a row of -inf only", [[0.0, 1.0], [-INF, -INF]], 0.9),
     ]
     for description, *args in bad_calls:
-        _expect_value_error(top_p_probs, NUCLEUS_BY_HAND, f"top_p_probs with {description}", *args)
-    print(f"check_top_p_probs: all {len(cases) + len(bad_calls)} hidden cases passed.")
+        _expect_value_error(
+            typical_probs, TYPICAL_BY_HAND, f"typical_probs with {description}", *args
+        )
+    print(f"check_typical_probs: all {len(cases) + len(bad_calls)} hidden cases passed.")
 
 
 # --------------------------------------------------------------------------------------------

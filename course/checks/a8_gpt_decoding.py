@@ -1,4 +1,4 @@
-"""The visible tests of Assignment 8 (temperature, sampling, min-p, top-p, a sliding-window KV step).
+"""The visible tests of Assignment 8 (temperature, sampling, min-p, typical, a sliding-window KV step).
 
 Each test cell of the notebook calls one check with the student's functions, which run under
 the rule of the part's hidden tests (:func:`course.checks.rules.by_hand`). Every function
@@ -208,11 +208,12 @@ def check_part_c(min_p_probs: Callable[..., Any]) -> None:
     print("Part C, visible test: passed.")
 
 
-def check_part_d(top_p_probs: Callable[..., Any]) -> None:
-    """Part D's visible test (top_p_probs)."""
+def check_part_d(typical_probs: Callable[..., Any]) -> None:
+    """Part D's visible test (typical_probs)."""
     __tracebackhide__ = True
-    pi_d = np.array([[0.5, 0.2, 0.2, 0.1], [0.05, 0.55, 0.3, 0.1]])
-    logits_d = np.log(pi_d)
+    pi_d = np.array([[0.4, 0.12, 0.12, 0.12, 0.12, 0.12], [0.5, 0.25, 0.125, 0.0625, 0.0625, 0.0]])
+    with np.errstate(divide="ignore"):
+        logits_d = np.log(pi_d)  # row 1 ends with a token of probability 0 (logit -inf)
     copy_d = logits_d.copy()
 
     def expected_d(kept: list[list[int]]) -> np.ndarray:
@@ -224,37 +225,40 @@ def check_part_d(top_p_probs: Callable[..., Any]) -> None:
         return mass / mass.sum(axis=1, keepdims=True)
 
     cases_d = [
-        (0.45, [[0], [1]], "p = 0.45: the most likely token alone crosses p"),
-        (
-            0.6,
-            [[0, 1, 2], [1, 2]],
-            "p = 0.6: row 0 crosses p at 0.2, and both tokens of 0.2 are kept",
-        ),
-        (0.7, [[0, 1, 2], [1, 2]], "p = 0.7: the token that crosses p is kept"),
-        (0.97, [[0, 1, 2, 3], [0, 1, 2, 3]], "p = 0.97"),
-        (1.0, [[0, 1, 2, 3], [0, 1, 2, 3]], "p = 1: every token"),
-        (1e-9, [[0], [1]], "p = 1e-9: at least one token is kept"),
-    ]
+        (0.2, [[1, 2, 3, 4, 5], [1]],
+         "p = 0.2: the most typical tokens (row 0: all five tied ones, not the most likely)"),
+        (0.5, [[1, 2, 3, 4, 5], [0, 1]], "p = 0.5: the token that crosses p is kept"),
+        (0.7, [[0, 1, 2, 3, 4, 5], [0, 1]], "p = 0.7"),
+        (0.8, [[0, 1, 2, 3, 4, 5], [0, 1, 2]], "p = 0.8"),
+        (0.9, [[0, 1, 2, 3, 4, 5], [0, 1, 2, 3, 4]],
+         "p = 0.9: row 1 crosses p at 0.0625, and both tokens of 0.0625 are kept"),
+        (1.0, [[0, 1, 2, 3, 4, 5], [0, 1, 2, 3, 4]], "p = 1: every token"),
+        (1e-9, [[1, 2, 3, 4, 5], [1]], "p = 1e-9: at least the most typical token(s)"),
+    ]  # fmt: skip
     for p_d, kept_d, label_d in cases_d:
-        with inputs_kept("top_p_probs", logits=logits_d):
-            got_d = by_hand(ASSIGNMENT, top_p_probs, logits_d, p_d)
+        with inputs_kept("typical_probs", logits=logits_d):
+            got_d = by_hand(ASSIGNMENT, typical_probs, logits_d, p_d)
         if not (isinstance(got_d, np.ndarray) and got_d.shape == logits_d.shape):
             raise CheckFailed(
-                f"top_p_probs should return a NumPy array of shape {logits_d.shape}, got "
+                f"typical_probs should return a NumPy array of shape {logits_d.shape}, got "
                 f"{type(got_d).__name__} of shape {np.shape(got_d)}"
             )
         assert_close(
-            f"top_p_probs(logits_d, {p_d}) for {label_d}", got_d, expected_d(kept_d), atol=1e-12,
+            f"typical_probs(logits_d, {p_d}) for {label_d}", got_d, expected_d(kept_d), atol=1e-12,
             against=f"the renormalised probabilities of tokens {kept_d}",
         )  # fmt: skip
     if not (np.array_equal(logits_d, copy_d)):
-        raise CheckFailed("top_p_probs modified its input logits")
+        raise CheckFailed("typical_probs modified its input logits")
     expect_value_error(
         {
-            "top_p_probs(logits_d, 0.0)": lambda: by_hand(ASSIGNMENT, top_p_probs, logits_d, 0.0),
-            "top_p_probs(logits_d, 1.5)": lambda: by_hand(ASSIGNMENT, top_p_probs, logits_d, 1.5),
-            "top_p_probs([[np.inf, 1.0]], 0.5)": lambda: by_hand(
-                ASSIGNMENT, top_p_probs, [[np.inf, 1.0]], 0.5
+            "typical_probs(logits_d, 0.0)": lambda: by_hand(
+                ASSIGNMENT, typical_probs, logits_d, 0.0
+            ),
+            "typical_probs(logits_d, 1.5)": lambda: by_hand(
+                ASSIGNMENT, typical_probs, logits_d, 1.5
+            ),
+            "typical_probs([[np.inf, 1.0]], 0.5)": lambda: by_hand(
+                ASSIGNMENT, typical_probs, [[np.inf, 1.0]], 0.5
             ),
         }
     )

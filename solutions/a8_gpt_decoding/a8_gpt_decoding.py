@@ -17,11 +17,12 @@
 #
 # Lecture 8 generated text from a GPT with the helpers of `course.decoding` (temperature,
 # top-k and nucleus filters on torch logits) and with the KV cache of `course.models.gpt`.
-# Here you write such steps yourself, in NumPy, in forms the lecture does not use: filters
-# that return **probabilities** rather than filtered logits, among them min-p, a filter the
-# lecture does not show; a sampler that turns given uniform numbers into tokens (so that it
-# can be checked without a random generator); and one step of cached attention for a single
-# head, with a sliding window that the lecture's cache does not have.
+# Here you write such steps yourself, in NumPy, in forms the lecture does not use: two
+# filters the lecture does not show, min-p and typical sampling, that return
+# **probabilities** rather than filtered logits; a sampler that turns given uniform numbers
+# into tokens (so that it can be checked without a random generator); and one step of
+# cached attention for a single head, with a sliding window that the lecture's cache does
+# not have.
 #
 # **Goals.** After this assignment you can
 #
@@ -30,10 +31,11 @@
 #    (Part B);
 # 3. keep only the tokens at least a fraction $p_{\text{base}}$ as likely as the most likely
 #    one, ties included (min-p, Part C);
-# 4. keep the smallest set of most likely tokens whose probability reaches p (Part D);
+# 4. keep the smallest set of the most typical tokens (surprisal closest to the entropy)
+#    whose probability reaches p (typical sampling, Part D);
 # 5. compute a new position's attention over a sliding window of cached keys and values,
 #    and roll the cache (Part E);
-# 6. say where min-p and nucleus sampling agree and where they part, on peaked, flat and
+# 6. say where min-p and typical sampling agree and where they part, on peaked, flat and
 #    long-tailed distributions, with numbers from your own functions (Part F, written).
 #
 # ## How you are graded
@@ -43,16 +45,15 @@
 #   that runs at grading time on other inputs (random logits of other shapes, ties, huge and
 #   tiny temperatures, $p_{\text{base}} = 0$ and $1$, tiny $p$ and $p = 1$, exact
 #   boundaries of the cumulative distribution, longer sequences of cached steps, windows of
-#   1 position and longer than the sequence, $t = 0$...)
-#   and checks that bad input raises `ValueError`. Hard-coding the visible answers keeps the
-#   visible points only.
+#   1 position and longer than the sequence, $t = 0$...) and checks that bad input raises
+#   `ValueError`. Hard-coding the visible answers keeps the visible points only.
 # * Part F is a short written answer, graded by hand.
 # * Write code only where it says `YOUR CODE HERE`; keep function names and signatures; do not
 #   delete or copy cells. Your functions must not modify their inputs, and return new arrays.
 # * Use NumPy. You may call your own functions from each other (`min_p_probs` may use
 #   `temperature_probs`, for instance). During the hidden tests the helpers of the `course` package
 #   (among them `course.decoding` and `course.models.gpt`), `transformers`' logits warpers
-#   (`TemperatureLogitsWarper`, `MinPLogitsWarper`, `TopPLogitsWarper`...), torch's `softmax`,
+#   (`TemperatureLogitsWarper`, `MinPLogitsWarper`, `TypicalLogitsWarper`...), torch's `softmax`,
 #   `log_softmax`, `topk`, `sort`, `multinomial` and attention routines, and `scipy.special`'s
 #   `softmax`, `log_softmax` and `logsumexp` are replaced by traps: calling them from your functions
 #   fails the test. (`course.checks` is allowed.) The visible tests run your functions under the
@@ -346,39 +347,47 @@ check_min_p_probs(min_p_probs)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# ## Part D: nucleus (top-p) filtering, as probabilities (3 points)
+# ## Part D: typical sampling, as probabilities (3 points)
 #
-# Nucleus sampling (Holtzman et al., 2020) keeps the smallest set of most likely tokens whose
-# total probability reaches $p$: sort $\pi$ from the largest down and keep tokens until the
-# running total is $\ge p$, **including the token that crosses $p$**. As a rule on values,
-# the one `course.decoding.top_p_filter` uses:
+# Lecture 8's nucleus keeps the **most likely** tokens until their mass reaches $p$. Locally
+# typical sampling (Meister, Pimentel, Wiher and Cotterell, "Locally Typical Sampling", TACL
+# 2023) keeps the most **typical** ones instead: those whose information content, the
+# surprisal $-\ln \pi_i$, is closest to the information content the model expects, the
+# entropy
 #
-# $$\text{keep token } i \iff \sum_{j \,:\, \pi_j > \pi_i} \pi_j < p,$$
+# $$H(\pi) = -\sum_j \pi_j \ln \pi_j \quad \text{(in nats; a token of probability 0 adds 0)}.$$
 #
-# the probability of the tokens *strictly more likely* than $i$ is still below $p$.
+# With $\varepsilon_i = \left|-\ln \pi_i - H(\pi)\right|$ (and $\varepsilon_i = \infty$ where
+# $\pi_i = 0$), it keeps the smallest set of the most typical tokens whose total probability
+# reaches $p$, the token that crosses $p$ included. As a rule on values:
 #
-# * The most likely token is always kept (nothing is more likely than it, and $0 < p$).
-# * **Ties at the crossing**: every token tied in probability with the one that crosses $p$
-#   is kept too (they all have the same mass above them), so the nucleus may hold a little
-#   more than the sort would give. That is the course's choice; `transformers`'
-#   `TopPLogitsWarper` sorts the tokens and keeps the tied ones that its sort happens to put
-#   first, so there the two can differ (read the docstring of `course.decoding`).
+# $$\text{keep token } i \iff \sum_{j \,:\, \varepsilon_j < \varepsilon_i} \pi_j < p,$$
+#
+# the probability of the tokens *strictly more typical* than $i$ is still below $p$.
+#
+# * The most typical token is always kept, but **the most likely one need not be**: when one
+#   token is much more likely than all the others, its surprisal lies far below $H$, and
+#   tokens of middling probability are more typical than it.
+# * **Ties**: tokens of equal probability have equal $\varepsilon$ and are kept or removed
+#   together (more generally, so are tokens of equal $\varepsilon$). `transformers`'
+#   `TypicalLogitsWarper` sorts $\varepsilon$ and keeps every token whose $\varepsilon$ is at
+#   most that of the token that crosses $p$: the same rule, the ties included.
 # * $p = 1$ keeps every token.
 #
-# Implement `top_p_probs(logits, p)`: `logits` as in Parts A and C; return a new `float64`
+# Implement `typical_probs(logits, p)`: `logits` as in Parts A and C; return a new `float64`
 # array of the same shape with the kept tokens' probabilities renormalised and 0 elsewhere.
 #
 # **Bad input** raises `ValueError`: a `p` that is not a number (booleans included) or lies
 # outside $(0, 1]$ (NaN included), and the bad logits of Part A.
 
 
-# %% nbgrader={"grade": false, "grade_id": "top_p_probs", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def top_p_probs(logits: np.ndarray | list, p: float) -> np.ndarray:
-    """softmax(logits) restricted to each row's nucleus of mass p, renormalised.
+# %% nbgrader={"grade": false, "grade_id": "typical_probs", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def typical_probs(logits: np.ndarray | list, p: float) -> np.ndarray:
+    """softmax(logits) restricted to each row's most typical tokens of mass p, renormalised.
 
     Args:
         logits: (..., |V|) scores, as in temperature_probs.
-        p: the nucleus mass, 0 < p <= 1.
+        p: the mass of the typical set, 0 < p <= 1.
 
     Returns:
         A new float64 array (..., |V|): 0 for removed tokens, rows summing to 1.
@@ -395,37 +404,47 @@ def top_p_probs(logits: np.ndarray | list, p: float) -> np.ndarray:
     probs = temperature_probs(logits, 1.0)  # (..., |V|); also checks the logits
     if p == 1:
         return probs
-    ranked = np.flip(np.sort(probs, axis=-1), axis=-1)  # (..., |V|), most likely first
-    running = np.cumsum(ranked, axis=-1)  # (..., |V|)
-    ahead = running - ranked  # the mass before each sorted position
-    ahead[..., 0] = 0.0  # exactly nothing ahead of the first (running - ranked may round)
-    size = np.count_nonzero(ahead < p, axis=-1)[..., None]  # (..., 1), at least 1
-    floor = np.take_along_axis(ranked, size - 1, axis=-1)  # the crossing token's probability
-    nucleus = np.where(probs >= floor, probs, 0.0)  # ties with the crossing token stay
-    return nucleus / np.sum(nucleus, axis=-1, keepdims=True)
+    possible = probs > 0
+    surprisal = -np.log(np.where(possible, probs, 1.0))  # (..., |V|); 0 where pi = 0, unused
+    entropy = np.sum(probs * surprisal, axis=-1, keepdims=True)  # (..., 1), nats
+    distance = np.where(possible, np.abs(surprisal - entropy), np.inf)  # epsilon_i
+    order = np.argsort(distance, axis=-1)  # (..., |V|), most typical first
+    gaps = np.take_along_axis(distance, order, axis=-1)
+    masses = np.take_along_axis(probs, order, axis=-1)
+    before = np.cumsum(masses, axis=-1) - masses  # the mass ahead of each sorted position
+    before[..., 0] = 0.0  # exactly nothing ahead of the most typical
+    crossing = np.count_nonzero(before < p, axis=-1)[..., None] - 1  # (..., 1)
+    widest = np.take_along_axis(gaps, crossing, axis=-1)  # the crossing token's distance
+    typical = np.where(distance <= widest, probs, 0.0)  # ties with the crossing token stay
+    return typical / np.sum(typical, axis=-1, keepdims=True)
     ### END SOLUTION
 
 
 # %% [markdown]
 # ### Visible test for Part D
 #
-# The logits are logarithms of probabilities, so that $\pi$ is known: row 0 is
-# $(0.5, 0.2, 0.2, 0.1)$ (a tie at 0.2), row 1 is $(0.05, 0.55, 0.3, 0.1)$. No value of $p$
-# that the test uses lies on a partial sum, where rounding would decide.
+# The logits are logarithms of probabilities, so that $\pi$ is known. Row 0 is
+# $(0.4, 0.12, 0.12, 0.12, 0.12, 0.12)$: its entropy lies closer to the surprisal of the
+# five tokens of 0.12 than to that of the most likely token, so for $p \le 0.6$ the most
+# likely token is removed. Row 1 is $(0.5, 0.25, 0.125, 0.0625, 0.0625)$, with
+# $H = 1.875 \ln 2$: the token of 0.25 is the most typical, then 0.5, then 0.125, then the two
+# tied tokens of 0.0625. No value of $p$ that the test uses lies on a partial sum, where
+# rounding would decide.
 
-# %% nbgrader={"grade": true, "grade_id": "top_p_probs_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-check_part_d(top_p_probs)
+# %% nbgrader={"grade": true, "grade_id": "typical_probs_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+check_part_d(typical_probs)
 
-# %% nbgrader={"grade": true, "grade_id": "top_p_probs_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
-# Hidden test (2 points): top_p_probs against the mass of the strictly more likely tokens,
-# summed token by token, on random logits of several shapes and seeds (|V| up to 5,000), p
-# from 1e-12 to 1, rows with ties at the crossing and at the top, peaked and flat rows, -inf
-# logits, float32 and integer logits, NumPy floats as p; results new float64 arrays; inputs
-# unchanged; ValueError for each bad input above.
+# %% nbgrader={"grade": true, "grade_id": "typical_probs_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# Hidden test (2 points): typical_probs against the mass of the strictly more typical
+# tokens, summed over distinct distances from the entropy, on random logits of several
+# shapes and seeds (|V| up to 5,000), p from 1e-12 to 1, rows whose most likely token is
+# removed, ties at the crossing, peaked and flat rows, -inf logits, float32 and integer
+# logits, NumPy floats as p; results new float64 arrays; inputs unchanged; ValueError for
+# each bad input above.
 ### BEGIN HIDDEN TESTS
-from autograder.hidden.a8_gpt_decoding import check_top_p_probs
+from autograder.hidden.a8_gpt_decoding import check_typical_probs
 
-check_top_p_probs(top_p_probs)
+check_typical_probs(typical_probs)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -434,10 +453,12 @@ check_top_p_probs(top_p_probs)
 # Three next-token distributions: a **peaked** one over 50 tokens (the model is sure), a
 # **flat** one over 50 tokens (many continuations are plausible), and one with a **long tail**:
 # three strong tokens, then 2,000 tokens that are each unlikely but hold much probability
-# together (a large vocabulary). For min-p with $p_{\text{base}} = 0.1$ and nucleus sampling
-# with $p = 0.9$: how many tokens are kept, how much of the model's probability they hold,
-# and how likely the least likely kept token is. Then min-p on the peaked row at three
-# temperatures (the logits divided by $\tau$ before the filter).
+# together (a large vocabulary). For each: the entropy $H$ and the surprisal of the most
+# likely token; then, for min-p with $p_{\text{base}} = 0.1$ and typical sampling with
+# $p = 0.9$, how many tokens are kept, how much of the model's probability they hold, whether
+# the most likely token is among them, and how likely the least likely kept token is. Last,
+# min-p on the peaked row at three temperatures (the logits divided by $\tau$ before the
+# filter).
 
 # %%
 try:
@@ -447,11 +468,15 @@ try:
     tail_x = np.concatenate([[6.0, 5.5, 5.0], rng_x.normal(-1.5, 0.5, size=2000)])
     for name_x, row_x in (("peaked", peaked_x), ("flat", flat_x), ("long tail", tail_x)):
         pi_x = temperature_probs(row_x, 1.0)
+        entropy_x = -np.sum(pi_x * np.log(pi_x))
+        print(f"{name_x}: H = {entropy_x:.3f} nats; the most likely token has probability "
+              f"{pi_x.max():.3f}, surprisal {-np.log(pi_x.max()):.3f}")  # fmt: skip
         for label_x, kept_x in (("min-p, p_base = 0.1", min_p_probs(row_x, 0.1)),
-                                ("top-p, p = 0.9     ", top_p_probs(row_x, 0.9))):  # fmt: skip
+                                ("typical, p = 0.9   ", typical_probs(row_x, 0.9))):  # fmt: skip
             mask_x = kept_x > 0
-            print(f"{name_x:9s} {label_x}: keeps {mask_x.sum():4d} token(s) holding "
-                  f"{pi_x[mask_x].sum():.3f} of the probability; the least likely kept has "
+            print(f"    {label_x}: keeps {mask_x.sum():4d} token(s) holding "
+                  f"{pi_x[mask_x].sum():.3f} of the probability; the most likely "
+                  f"{'kept' if mask_x[pi_x.argmax()] else 'REMOVED'}; the least likely kept has "
                   f"{pi_x[mask_x].min():.1e}")  # fmt: skip
     for tau_x in (0.5, 1.0, 2.0):
         kept_x = np.count_nonzero(min_p_probs(peaked_x / tau_x, 0.1))
@@ -629,41 +654,47 @@ except NotImplementedError:
     print("Implement Part E first, then run this cell again.")
 
 # %% [markdown]
-# ## Part F: a threshold relative to the top, against a fixed mass (2 points, graded by hand)
+# ## Part F: a threshold relative to the top, against a set around the entropy (2 points, graded by hand)
 #
 # In 4 to 8 sentences, with the numbers printed by the exploration cell after Part D. For each
-# of the three rows, how many tokens do min-p ($p_{\text{base}} = 0.1$) and top-p ($p = 0.9$)
-# keep, and how much of the model's probability do they hold? On which row do they agree,
-# and on which do they differ most? On that row, which rule keeps tokens that the model
-# itself finds very unlikely, and why does its criterion force it to (think of what a fixed
-# mass must do when the tail holds much of the probability)? Why does the other rule not
-# have that problem, and what does it give up in exchange? Finally: the temperature is
-# applied **before** the filter (as `transformers`' `generate` does); what happens to the
-# tokens min-p keeps when $\tau$ is lowered or raised, and why (write
-# $\pi_i / \max_j \pi_j$ at temperature $\tau$)?
+# of the three rows, how many tokens do min-p ($p_{\text{base}} = 0.1$) and typical sampling
+# ($p = 0.9$) keep, and how much of the model's probability do they hold? On which row do
+# they agree? On the flat row, typical sampling removes the most likely token: why (compare
+# its surprisal with $H$), and what kind of token is that rule designed to avoid? On which
+# row does typical sampling keep tokens that the model itself finds very unlikely, and why
+# must it (think of where $H$ lies when the tail holds much of the probability, and of what a
+# set of mass $p$ must then take in)? Why does min-p not do that, and what does it give up in
+# exchange? Finally: the temperature is applied **before** the filter (as `transformers`'
+# `generate` does); what happens to the tokens min-p keeps when $\tau$ is lowered or raised,
+# and why (write $\pi_i / \max_j \pi_j$ at temperature $\tau$)?
 
-# %% [markdown] nbgrader={"grade": true, "grade_id": "min_p_vs_top_p", "locked": false, "points": 2, "schema_version": 3, "solution": true, "task": false}
+# %% [markdown] nbgrader={"grade": true, "grade_id": "min_p_vs_typical", "locked": false, "points": 2, "schema_version": 3, "solution": true, "task": false}
 # **Model answer.** With the seeded rows of the exploration cell, both rules keep the same 2
-# tokens of the peaked row, holding 0.941 of the probability. On the flat row both keep
-# many: min-p all 50 tokens (1.000 of the probability; every token is at least a tenth as
-# likely as the best) and top-p 43 tokens (0.913). They differ most on the long-tail row:
-# top-p keeps 1,133 tokens to reach 0.900 of the probability, and the least likely of them
-# has a probability of 1.6e-04, a token the model finds very unlikely. A fixed mass counts
-# what the tail holds **together**: when the three strong tokens hold only 0.609, the nucleus
-# must take in tail tokens one by one until the mass reaches $p$, however unlikely each of
-# them is. Min-p judges each token against the most likely one, so it keeps the 3 strong
-# tokens only (0.609 of the probability, the least likely kept at 1.1e-01), whatever the tail
-# holds in total. What it gives up is any guarantee on the mass: here it draws from 0.609 of
-# the model's probability, and on a flat row it may remove nothing at all. With the
-# temperature, $\pi_i / \max_j \pi_j = e^{(z_i - \max_j z_j)/\tau}$: lowering $\tau$ pushes
-# every ratio below 1 towards 0, so fewer tokens pass (the peaked row keeps 1 token at
-# $\tau = 0.5$, 2 at $\tau = 1.0$, 3 at $\tau = 2.0$), down to the most likely token alone,
-# greedy decoding, as $\tau \to 0$; raising $\tau$ raises every ratio and more tokens pass.
+# tokens of the peaked row, holding 0.941 of the probability. On the flat row min-p keeps all
+# 50 tokens (1.000 of the probability; every token is at least a tenth as likely as the
+# best), and typical sampling keeps 45 (0.908) but removes the most likely token, of
+# probability 0.046: its surprisal, 3.070, lies further below $H = 3.862$ than the surprisal
+# of tokens of middling probability lies from $H$. Typical sampling avoids tokens that carry
+# much less information than the model expects, the choices that make generated text dull
+# and repetitive, and so it may drop the most likely token; min-p never does. They differ
+# most on the long-tail row: $H = 4.212$ is high because the tail holds much of the
+# probability, so the most typical tokens are tail tokens, and a set of mass 0.9 must take
+# in tail tokens one by one: typical sampling keeps 1,133 tokens (0.900), the least likely
+# of them with a probability of 1.6e-04. Min-p judges each token against the most likely one,
+# whatever the tail holds together: it keeps the 3 strong tokens only (0.609, the least
+# likely kept at 1.1e-01). In exchange it gives up any guarantee on the mass kept (0.609
+# here, 1.000 on the flat row) and any protection against overly predictable tokens. With
+# the temperature, $\pi_i / \max_j \pi_j = e^{(z_i - \max_j z_j)/\tau}$: lowering $\tau$
+# pushes every ratio below 1 towards 0, so fewer tokens pass (the peaked row keeps 1 token
+# at $\tau = 0.5$, 2 at $\tau = 1.0$, 3 at $\tau = 2.0$), down to the most likely token
+# alone, greedy decoding, as $\tau \to 0$; raising $\tau$ raises every ratio and more tokens
+# pass.
 #
-# *Grading notes: 1 point for the numbers of both filters on the three rows and for naming
-# the long-tail row, where top-p must keep very unlikely tokens because its criterion is the
-# total mass; 1 point for min-p's threshold relative to the most likely token (each token
-# judged on its own, no guarantee on the mass kept) and for the kept set shrinking as τ is
-# lowered, with the ratio e^((z_i − max z)/τ). Accept the student's own printed numbers. The
-# numbers above are those the reference prints; `tests/grading/test_a8_hidden_checks.py`
-# checks each against the cell's output.*
+# *Grading notes: 1 point for the numbers of both filters on the three rows, the most likely
+# token removed by typical sampling on the flat row (its surprisal far below H: too
+# predictable), and the long-tail row, where typical sampling must keep very unlikely tokens
+# because H is high and its set has a fixed mass; 1 point for min-p's threshold relative to
+# the most likely token (each token judged on its own, no guarantee on the mass kept) and for
+# the kept set shrinking as τ is lowered, with the ratio e^((z_i − max z)/τ). Accept the
+# student's own printed numbers. The numbers above are those the reference prints;
+# `tests/grading/test_a8_hidden_checks.py` checks each against the cell's output.*

@@ -3,14 +3,15 @@
 What every assignment must satisfy (structure, reference, untouched version, hard-coded
 answers, traps) is in ``test_assignments.py``. Here: independent implementations (softmax
 through ``np.logaddexp.reduce``, draws by ``np.searchsorted``, min-p by log-probabilities
-against log p_base plus the largest, top-p by suffix sums of the ascending row, the KV step
-through ``np.einsum``) with one switch per plausible bug, each of which must fail its check
-with a message that names the case; the hidden checks' references agree with
-``transformers``' logits warpers and with ``course.decoding``'s filters; the min-p cases
-never put p_base within rounding of a token's ratio to the top, nor the top-p cases p within
-1e-9 of a token's mass above; the visible tests name the typical mistakes; shortcuts through
-``course.decoding``, ``transformers`` and torch are caught inside the traps; and the numbers
-of Part F's model answer are those its exploration cell prints.
+against log p_base plus the largest, typical sampling by a stable sort of the distances from
+the entropy and ``np.searchsorted``, the sliding-window KV step through ``np.einsum``) with
+one switch per plausible bug, each of which must fail its check with a message that names
+the case; the hidden checks' references agree with ``transformers``' logits warpers (min-p,
+typical) and sliding-window mask; the min-p cases never put p_base within rounding of a
+token's ratio to the top, nor the typical cases p within 1e-9 of a token's mass ahead; the
+visible tests name the typical mistakes; shortcuts through ``course.decoding``,
+``transformers`` and torch are caught inside the traps; and the numbers of Part F's model
+answer are those its exploration cell prints.
 """
 
 from __future__ import annotations
@@ -132,10 +133,13 @@ def min_p(
 
 
 @np.errstate(all="ignore")  # the bug switches overflow and divide by zero on purpose
-def top_p(
+def typical(
     logits,
     p,
     *,
+    signed=False,
+    bits=False,
+    zeros_in_entropy=False,
     drop_crossing=False,
     sorted_ties=False,
     unnormalised=False,
@@ -147,23 +151,26 @@ def top_p(
     if not (0 <= p <= 1) or (p == 0 and not accept_p_zero):
         raise ValueError("p")
     z = _logits(logits)
-    probs = softmax_rows(z, 1.0)
-    flat = probs.reshape(-1, probs.shape[-1])
-    keep = np.zeros(flat.shape, dtype=bool)
-    for row, values in enumerate(flat):
-        if sorted_ties:  # transformers' rule: the ascending sort's cumulative sum against 1 - p
-            order = np.argsort(values, kind="stable")
-            removed = np.cumsum(values[order]) <= 1 - p
-            removed[-1] = False
-            keep[row, order[~removed]] = True
-            continue
-        ascending = np.sort(values)
-        suffix = np.append(np.cumsum(ascending[::-1])[::-1], 0.0)  # suffix[i] = sum ascending[i:]
-        above = suffix[np.searchsorted(ascending, values, side="right")]
-        keep[row] = (above + values < p) if drop_crossing else (above < p)
+    log_probs = z - np.logaddexp.reduce(z, axis=-1, keepdims=True)  # -inf where pi = 0
+    probs = np.exp(log_probs)
+    terms = probs * log_probs if zeros_in_entropy else np.where(probs > 0, probs * log_probs, 0)
+    entropy = -np.sum(terms, axis=-1, keepdims=True) / (np.log(2) if bits else 1.0)
+    offset = -log_probs - entropy  # the surprisal minus the entropy
+    distance = offset if signed else np.abs(offset)
+    flat_d, flat_p = distance.reshape(-1, z.shape[-1]), probs.reshape(-1, z.shape[-1])
+    keep = np.zeros(flat_d.shape, dtype=bool)
+    for row, (gaps, values) in enumerate(zip(flat_d, flat_p, strict=True)):
+        order = np.argsort(gaps, kind="stable")
+        running = np.concatenate([[0.0], np.cumsum(values[order])])  # mass of the first k
+        if sorted_ties:  # the sorted tokens up to the one that crosses p, ties cut by the sort
+            crossing = min(int(np.count_nonzero(running[1:] < p)), len(gaps) - 1)
+            keep[row, order[: crossing + 1]] = True
+        else:  # the mass of the tokens strictly closer: the running sum before the first tie
+            ahead = running[np.searchsorted(gaps[order], gaps, side="left")]
+            keep[row] = (ahead + values < p) if drop_crossing else (ahead < p)
         if p == 1:
             keep[row] = True
-    keep = keep.reshape(probs.shape)
+    keep = keep.reshape(z.shape)
     if as_logits:
         return np.where(keep, z, -np.inf)
     kept = np.where(keep, probs, 0.0)
@@ -239,7 +246,7 @@ def test_the_independent_implementations_pass_too(capsys):
     hidden.check_temperature_probs(as_student(softmax_rows, "temperature_probs"))
     hidden.check_sample_tokens(as_student(draw, "sample_tokens"))
     hidden.check_min_p_probs(as_student(min_p, "min_p_probs"))
-    hidden.check_top_p_probs(as_student(top_p, "top_p_probs"))
+    hidden.check_typical_probs(as_student(typical, "typical_probs"))
     hidden.check_kv_attention_step(as_student(attend_step, "kv_attention_step"))
     assert capsys.readouterr().out.count("hidden cases passed") == 5
 
@@ -252,7 +259,7 @@ def _warped(warper, logits) -> np.ndarray:
 
 
 def test_the_references_agree_with_transformers_warpers():
-    from transformers import MinPLogitsWarper, TemperatureLogitsWarper, TopPLogitsWarper
+    from transformers import MinPLogitsWarper, TemperatureLogitsWarper, TypicalLogitsWarper
 
     for _, logits, tau in hidden.temperature_cases():
         scaled = _warped(TemperatureLogitsWarper(float(tau)), logits)
@@ -263,35 +270,30 @@ def test_the_references_agree_with_transformers_warpers():
         ours = hidden.kept_by_ratio(logits, float(p_base)) & ~np.isneginf(logits)
         theirs = np.isfinite(_warped(MinPLogitsWarper(float(p_base)), logits))
         assert np.array_equal(ours, theirs), label
-    differ = 0
-    for label, logits, p in hidden.top_p_cases():
+    for label, logits, p in hidden.typical_cases():
         if float(p) == 1.0:
-            continue  # TopPLogitsWarper refuses p = 1 only in old versions; generate skips it
-        ours = hidden.kept_by_mass(logits, float(p)) & ~np.isneginf(logits)
-        theirs = np.isfinite(_warped(TopPLogitsWarper(float(p)), logits))
-        if "tie" in label:
-            assert (ours >= theirs).all()  # the course keeps every tied token, a superset
-            differ += int((ours != theirs).any())
-        else:
-            assert np.array_equal(ours, theirs), label
-    assert differ >= 2, "the tie cases should be ones where the course and transformers differ"
+            continue  # TypicalLogitsWarper refuses a mass of 1; it would keep every token
+        ours = hidden.kept_by_typicality(logits, float(p)) & ~np.isneginf(logits)
+        theirs = np.isfinite(_warped(TypicalLogitsWarper(float(p)), logits))
+        assert np.array_equal(ours, theirs), label
 
 
-def test_the_references_agree_with_course_decoding():
-    from course.decoding import top_p_filter
-
-    for _, logits, p in hidden.top_p_cases():
-        z = torch.tensor(np.array(logits, dtype=np.float64))
-        expected = top_p_filter(z, float(p)).softmax(-1).numpy()
-        got = hidden.renormalised(
-            hidden.reference_softmax(logits), hidden.kept_by_mass(logits, float(p))
-        )
-        np.testing.assert_allclose(got, expected, atol=1e-12, rtol=1e-8)
+def test_no_typical_case_lets_rounding_decide():
+    for label, logits, p in hidden.typical_cases():
+        assert hidden.typical_margin(logits, float(p)) > 1e-9, label
 
 
-def test_no_top_p_case_puts_p_within_rounding_of_a_tokens_mass_above():
-    for label, logits, p in hidden.top_p_cases():
-        assert hidden.nucleus_margin(logits, float(p)) > 1e-9, label
+def test_the_typical_cases_do_what_their_labels_say():
+    """The most likely token is removed in every row of the case that says so, and the tie
+    cases are ones where cutting ties at the sort's crossing keeps fewer tokens."""
+    for label, logits, p in hidden.typical_cases():
+        keep = hidden.kept_by_typicality(logits, float(p)).reshape(-1, np.shape(logits)[-1])
+        probs = hidden.reference_softmax(logits).reshape(keep.shape)
+        if "most likely token less typical" in label:
+            assert not keep[np.arange(len(keep)), probs.argmax(axis=1)].any(), label
+        if "ties at the crossing" in label:
+            cut = typical(logits, p, sorted_ties=True).reshape(keep.shape) > 0
+            assert (cut.sum(axis=1) < keep.sum(axis=1)).any(), label
 
 
 def test_no_min_p_case_puts_p_base_within_rounding_of_a_ratio():
@@ -357,7 +359,7 @@ def test_the_inverse_cdf_reference_on_exact_boundaries():
 
 BATCH = r"^temperature_probs, a batch \(32, 50\), τ = 0.7$"
 MIN_P = r"^min_p_probs, a batch \(16, 30\), p_base = 0.1$"
-TOP_P = r"^top_p_probs, a batch \(20, 40\), p = 0.9$"
+TYPICAL = r"^typical_probs, a batch \(20, 40\), p = 0.9$"
 D8 = r"^kv_attention_step, window 3, d_k = d_v = 8, 10 positions .*, step at position {} \({} cached\)$"
 
 
@@ -412,17 +414,20 @@ def test_check_min_p_probs_rejects_bug(bugs, failure):
 @pytest.mark.parametrize(
     ("bugs", "failure"),
     [
-        ({"drop_crossing": True}, Failure(TOP_P, r"^top_p_probs\(logits, 0.9\)(: row \d+ keeps tokens .* but the rule keeps| contains nan)")),
-        ({"sorted_ties": True}, Failure("^top_p_probs, ties at the crossing of p = 0.65$", r"^top_p_probs\(logits, 0.65\): row 0 keeps tokens \[0, [123], [123]\]", r"the rule keeps \[0, 1, 2, 3\]")),
-        ({"unnormalised": True}, Failure(TOP_P, r"^top_p_probs\(logits, 0.9\) differs")),
-        ({"as_logits": True}, Failure(TOP_P, r"^top_p_probs\(logits, 0.9\) contains -?inf")),
-        ({"accept_p_zero": True}, Failure(None, "^top_p_probs with p = 0", "should raise ValueError")),
+        ({"signed": True}, Failure(r"^typical_probs, \|V\| = 5,000, 3 rows, p = 0.95$", r"^typical_probs\(logits, 0.95\): row \d+ keeps tokens .* but the rule keeps")),
+        ({"bits": True}, Failure(TYPICAL, r"^typical_probs\(logits, 0.9\): row \d+ keeps tokens .* but the rule keeps")),
+        ({"zeros_in_entropy": True}, Failure(r"^typical_probs, -inf logits \(5 finite per row\), p = 0.8$", r"^typical_probs\(logits, 0.8\): row 0 keeps tokens \[0, 1, 2, 3, 4\] but the rule keeps \[0, 1, 4\]")),
+        ({"drop_crossing": True}, Failure(TYPICAL, r"^typical_probs\(logits, 0.9\)(: row \d+ keeps tokens .* but the rule keeps| contains nan)")),
+        ({"sorted_ties": True}, Failure("^typical_probs, ties at the crossing of p = 0.25$", r"^typical_probs\(logits, 0.25\): row 0 keeps tokens \[[123], [123]\]", r"the rule keeps \[1, 2, 3\]")),
+        ({"unnormalised": True}, Failure(TYPICAL, r"^typical_probs\(logits, 0.9\) differs")),
+        ({"as_logits": True}, Failure(TYPICAL, r"^typical_probs\(logits, 0.9\) contains -?inf")),
+        ({"accept_p_zero": True}, Failure(None, "^typical_probs with p = 0", "should raise ValueError")),
     ],
     ids=row_id,
 )  # fmt: skip
-def test_check_top_p_probs_rejects_bug(bugs, failure):
-    student = as_student(top_p, "top_p_probs", **bugs)
-    expect_failure(lambda: hidden.check_top_p_probs(student), failure)
+def test_check_typical_probs_rejects_bug(bugs, failure):
+    student = as_student(typical, "typical_probs", **bugs)
+    expect_failure(lambda: hidden.check_typical_probs(student), failure)
 
 
 @pytest.mark.parametrize(
@@ -457,6 +462,16 @@ def course_style_min_p(logits, p_base):
     scores = np.asarray(logits, dtype=np.float64)
     floor = scores.max(axis=-1, keepdims=True) + np.log(p_base)
     return np.where(scores < floor, -np.inf, scores)
+
+
+def nucleus_as_typical(logits, p):
+    """Lecture 8's nucleus rule (most likely first) where the most typical should come first."""
+    probs = softmax_rows(logits, 1.0)
+    ascending = np.sort(probs, axis=-1)
+    above = np.cumsum(ascending[..., ::-1], axis=-1)[..., ::-1] - ascending  # mass more likely
+    floor = np.min(np.where(above < p, ascending, np.inf), axis=-1, keepdims=True)
+    kept = np.where(probs >= floor, probs, 0.0)
+    return kept / kept.sum(axis=-1, keepdims=True)
 
 
 def min_p_with_torch(logits, p_base):
@@ -509,21 +524,26 @@ test_visible_tests_name_the_mistake = visible_mistake_tests(
             ),
         ),
         (
-            "top_p_probs_visible",
-            {"top_p_probs": as_student(top_p, "tpp", drop_crossing=True)},
+            "typical_probs_visible",
+            {"typical_probs": as_student(typical, "tp", signed=True)},
+            Failure(None, r"^typical_probs\(logits_d, 0.2\) for p = 0.2: .* differs"),
+        ),
+        (
+            "typical_probs_visible",
+            {"typical_probs": as_student(typical, "tp", zeros_in_entropy=True)},
             Failure(
-                None,
-                r"^top_p_probs\(logits_d, 0.45\) for p = 0.45: .* contains nan"
-                r"|^top_p_probs\(logits_d, 0.6\)",
+                None, r"^typical_probs\(logits_d, 0.2\) for p = 0.2: .* differs .* at \[1, 1\]"
             ),
         ),
         (
-            "top_p_probs_visible",
-            {"top_p_probs": as_student(top_p, "tpp", sorted_ties=True)},
-            Failure(
-                None,
-                r"^top_p_probs\(logits_d, 0.6\) for p = 0.6: row 0 crosses p at 0.2, .* differs",
-            ),
+            "typical_probs_visible",
+            {"typical_probs": as_student(typical, "tp", sorted_ties=True)},
+            Failure(None, r"^typical_probs\(logits_d, 0.2\) for p = 0.2: .* differs"),
+        ),
+        (
+            "typical_probs_visible",
+            {"typical_probs": as_student(nucleus_as_typical, "typical_probs")},
+            Failure(None, r"^typical_probs\(logits_d, 0.2\) for p = 0.2: .* differs"),
         ),
         (
             "kv_attention_step_visible",
@@ -557,7 +577,9 @@ def test_visible_tests_pass_with_the_independent_implementations():
         ASSIGNMENT, "sample_tokens_visible", sample_tokens=as_student(draw, "sample_tokens")
     )
     run_visible(ASSIGNMENT, "min_p_probs_visible", min_p_probs=as_student(min_p, "min_p_probs"))
-    run_visible(ASSIGNMENT, "top_p_probs_visible", top_p_probs=as_student(top_p, "top_p_probs"))
+    run_visible(
+        ASSIGNMENT, "typical_probs_visible", typical_probs=as_student(typical, "typical_probs")
+    )
     run_visible(
         ASSIGNMENT, "kv_attention_step_visible", kv_attention_step=as_student(attend_step, "kv")
     )
@@ -593,18 +615,23 @@ def min_p_with_course(logits, p_base):
     return min_p(logits, p_base)
 
 
-def top_p_with_warper(logits, p):
-    from transformers import TopPLogitsWarper
+def typical_with_warper(logits, p):
+    from transformers import TypicalLogitsWarper
 
-    TopPLogitsWarper(0.5)
-    return top_p(logits, p)
+    TypicalLogitsWarper(0.5)
+    return typical(logits, p)
 
 
-def top_p_with_course(logits, p):
+def typical_with_course(logits, p):
     from course.decoding import filter_logits
 
     filter_logits(torch.zeros(1, 3), top_p=0.5)
-    return top_p(logits, p)
+    return typical(logits, p)
+
+
+def typical_with_torch_sort(logits, p):
+    torch.tensor([2.0, 1.0]).sort()
+    return typical(logits, p)
 
 
 def step_with_course_gpt(keys, values, q, k, v, window):
@@ -626,8 +653,9 @@ test_checks_reject_the_helpers_being_rewritten = shortcut_tests(
         (hidden.check_sample_tokens, draw_with_multinomial, "sample_tokens", "torch.multinomial"),
         (hidden.check_min_p_probs, min_p_with_warper, "min_p_probs", "transformers.MinPLogitsWarper"),
         (hidden.check_min_p_probs, min_p_with_course, "min_p_probs", "course.decoding.top_k_filter"),
-        (hidden.check_top_p_probs, top_p_with_warper, "top_p_probs", "transformers.TopPLogitsWarper"),
-        (hidden.check_top_p_probs, top_p_with_course, "top_p_probs", "course.decoding.filter_logits"),
+        (hidden.check_typical_probs, typical_with_warper, "typical_probs", "transformers.TypicalLogitsWarper"),
+        (hidden.check_typical_probs, typical_with_course, "typical_probs", "course.decoding.filter_logits"),
+        (hidden.check_typical_probs, typical_with_torch_sort, "typical_probs", "torch.Tensor.sort"),
         (hidden.check_kv_attention_step, step_with_course_gpt, "kv_attention_step", "course.models.gpt.block_with_cache"),
         (hidden.check_kv_attention_step, step_with_sdpa, "kv_attention_step", "torch.nn.functional.scaled_dot_product_attention"),
     ]
@@ -646,6 +674,7 @@ REQUIRED_TRAPS = {
     "transformers.TopKLogitsWarper",
     "transformers.MinPLogitsWarper",
     "transformers.TopPLogitsWarper",
+    "transformers.TypicalLogitsWarper",
     "course.decoding.temperature_scale",
     "course.decoding.top_k_filter",
     "course.decoding.top_p_filter",
@@ -665,7 +694,7 @@ def test_traps_cover_the_routines_that_would_do_the_work():
 # --------------------------------------------------------------------------------------------
 
 # Numbers of the model answer that are the question's own settings, not results.
-SETTINGS = {"0.1", "2,000"}
+SETTINGS = {"0.1", "0.9", "2,000"}
 
 
 def test_the_model_answer_quotes_the_numbers_the_exploration_cell_prints(capsys):
@@ -682,7 +711,7 @@ def test_the_model_answer_quotes_the_numbers_the_exploration_cell_prints(capsys)
     capsys.readouterr()
     run_cell(explore, dict(reference_namespace(ASSIGNMENT)), "Part F's exploration cell")
     printed = capsys.readouterr().out
-    assert "long tail top-p" in printed, printed
+    assert "long tail: H" in printed, printed
     said = answer.split("*Grading notes")[0]
     numbers = re.findall(r"(?<![\w.^])\d[\d,]*(?:\.\d+)?(?:e-\d+)?(?![\w^])", said)
     assert len(numbers) >= 15, numbers
