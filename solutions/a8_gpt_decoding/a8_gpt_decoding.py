@@ -365,9 +365,10 @@ check_min_p_probs(min_p_probs)
 #
 # the probability of the tokens *strictly more typical* than $i$ is still below $p$.
 #
-# * The most typical token is always kept, but **the most likely one need not be**: when one
-#   token is much more likely than all the others, its surprisal lies far below $H$, and
-#   tokens of middling probability are more typical than it.
+# * The most typical token is always kept, but **the most likely one need not be**: its
+#   surprisal $-\ln \max_j \pi_j$ is the smallest of all, and it may lie further below $H$
+#   than the surprisal of tokens of middling probability lies from $H$ (row 0 of the visible
+#   test below, and the flat row of the exploration cell after it).
 # * **Ties**: tokens of equal probability have equal $\varepsilon$ and are kept or removed
 #   together (more generally, so are tokens of equal $\varepsilon$). `transformers`'
 #   `TypicalLogitsWarper` sorts $\varepsilon$ and keeps every token whose $\varepsilon$ is at
