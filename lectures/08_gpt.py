@@ -954,5 +954,5 @@ print(f"lecture ran in {time.perf_counter() - LECTURE_START:.0f} s")
 #   weight changes. A 2-layer GPT trained on sequences that each bring their own mapping
 #   learns to answer from its context, far above every context-free baseline.
 #
-# **Next:** Assignment 8 (`a8_gpt_decoding`) has you write temperature sampling, top-$k$ and
-# top-$p$ filtering and a KV-cached attention step yourself.
+# **Next:** Assignment 8 (`a8_gpt_decoding`) has you write temperature sampling, min-$p$ and
+# typical sampling filters and an attention step with a sliding-window KV cache yourself.

@@ -1,24 +1,29 @@
-"""Hidden checks of Assignment 8: temperature, inverse-CDF draws, top-k, top-p, a KV-cache step.
+"""Hidden checks of Assignment 8: temperature, inverse-CDF draws, min-p, typical, a sliding KV cache.
 
 The hidden test cells of ``a8_gpt_decoding`` call, at autograde time::
 
     check_temperature_probs(temperature_probs)
     check_sample_tokens(sample_tokens)
-    check_top_k_probs(top_k_probs)
-    check_top_p_probs(top_p_probs)
+    check_min_p_probs(min_p_probs)
+    check_typical_probs(typical_probs)
     check_kv_attention_step(kv_attention_step)
 
 Each check works out its expected values here, before the student's function runs, with
 references written from the definitions in another way than the reference solution:
 softmax one row at a time with ``math.exp`` and ``math.fsum``; the token of ``u`` by bisection
-over the running sums of a Python list; top-k by counting, for every token, the logits
-strictly larger than its own; top-p by summing, for every token, the probabilities strictly
-larger than its own; the KV step against full causal attention over the whole prefix,
+over the running sums of a Python list; min-p by every token's ratio to the most likely,
+e^(z_i - max z) with ``math.exp``, against p_base; typical sampling by every token's
+distance |-ln pi_i - H| from the entropy (``math.log`` and ``math.fsum``) and, for every
+token, the probability of the tokens strictly closer, summed over distinct distances; the
+sliding-window KV step against causal attention with a band mask over the whole prefix,
 recomputed at every step from the stacked queries, keys and values. The cases include exact
-ties at the k-th value and at the crossing of p, exact boundaries of the cumulative
-distribution, and t = 0; the top-p cases are chosen so that no token's mass above lies within
-1e-9 of p (the tests check it), so the order of a sum cannot decide a case. Then each check
-makes sure that bad input raises ValueError.
+ties at the top, below it and at the crossing of p, a most likely token that typical
+sampling removes, exact boundaries of the cumulative distribution, windows of 1 and longer
+than the sequence, full caches, and t = 0; the min-p cases keep p_base at least 1e-9
+(relative) from every ratio below 1, and the typical cases keep p 1e-9 from every token's
+mass ahead and the distances of tokens of different probability 1e-9 apart (the tests check
+both), so rounding cannot decide a case. Then each check makes sure that bad input raises
+ValueError.
 
 While a student's function runs, the routines that would do its work (``course.decoding``'s
 filters and sampler and ``course.models.gpt`` by name, every public callable of the
@@ -40,7 +45,8 @@ from typing import Any
 import numpy as np
 
 from autograder.hidden import shortcuts
-from autograder.hidden.shortcuts import Case, ShortcutUsed
+from autograder.hidden.shortcuts import ShortcutUsed
+from autograder.hidden.shortcuts import case as _case
 from autograder.hidden.shortcuts import describe as _describe
 from autograder.hidden.shortcuts import expect_array as _expect_array
 from autograder.hidden.shortcuts import expect_unchanged as _expect_unchanged
@@ -56,15 +62,15 @@ __all__ = [
     "shortcut_targets",
     "check_temperature_probs",
     "check_sample_tokens",
-    "check_top_k_probs",
-    "check_top_p_probs",
+    "check_min_p_probs",
+    "check_typical_probs",
     "check_kv_attention_step",
 ]
 
 SOFTMAX_BY_HAND = "compute the probabilities by hand with NumPy"
 DRAW_BY_HAND = "map u to tokens by hand with NumPy"
-TOP_K_BY_HAND = "choose the k best tokens by hand with NumPy"
-NUCLEUS_BY_HAND = "choose the nucleus by hand with NumPy"
+MIN_P_BY_HAND = "choose the tokens above the threshold by hand with NumPy"
+TYPICAL_BY_HAND = "choose the typical tokens by hand with NumPy"
 CACHE_BY_HAND = "attend over the cache by hand with NumPy"
 INF = float("inf")
 
@@ -115,70 +121,39 @@ def _rows(array: np.ndarray) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 
 
-def temperature_cases() -> list[Case]:
-    """The hidden cases of temperature_probs: logits and temperature."""
+def temperature_cases() -> list[tuple[str, Any, Any]]:
+    """(label, logits, temperature) for temperature_probs."""
     rng = np.random.default_rng(8101)
     with_holes = rng.normal(0.0, 2.0, size=(6, 9))
     with_holes[rng.random((6, 9)) < 0.4] = -INF
     with_holes[:, 4] = rng.normal(size=6)  # every row keeps a finite logit
     return [
-        Case("one row (|V|,) = (7,), τ = 1", logits=rng.normal(0.0, 2.0, size=7), temperature=1.0),
-        Case(
-            "a batch (32, 50), τ = 0.7", logits=rng.normal(0.0, 3.0, size=(32, 50)), temperature=0.7
-        ),
-        Case("three axes (2, 3, 11), τ = 1.3", logits=rng.normal(size=(2, 3, 11)), temperature=1.3),
-        Case("a single token, (4, 1), τ = 0.5", logits=rng.normal(size=(4, 1)), temperature=0.5),
-        Case(
-            "|V| = 5,000, a batch of 3, τ = 1",
-            logits=rng.normal(0.0, 4.0, size=(3, 5000)),
-            temperature=1.0,
-        ),
-        Case(
-            "logits near +10,000, τ = 1",
-            logits=10_000.0 + rng.normal(0.0, 3.0, size=(5, 20)),
-            temperature=1.0,
-        ),
-        Case(
-            "logits near -10,000, τ = 2",
-            logits=-10_000.0 + rng.normal(0.0, 3.0, size=(5, 20)),
-            temperature=2.0,
-        ),
-        Case(
-            "τ = 0.001 (nearly greedy)",
-            logits=np.arange(12.0).reshape(2, 6) * 0.01,
-            temperature=0.001,
-        ),
-        Case(
-            "τ = 1,000 (nearly uniform)",
-            logits=rng.normal(0.0, 5.0, size=(4, 30)),
-            temperature=1000.0,
-        ),
-        Case("rows with -inf logits (removed tokens)", logits=with_holes, temperature=0.9),
-        Case(
-            "float32 logits",
-            logits=rng.normal(0.0, 2.0, size=(6, 13)).astype(np.float32),
-            temperature=1.0,
-        ),
-        Case(
-            "integer logits, τ = 2 (an int)", logits=rng.integers(-5, 6, size=(4, 8)), temperature=2
-        ),
-        Case("a list of lists", logits=rng.normal(size=(3, 5)).round(3).tolist(), temperature=1.5),
-        Case(
-            "τ given as a NumPy float", logits=rng.normal(size=(2, 6)), temperature=np.float64(0.8)
-        ),
-        Case("non-contiguous logits", logits=_strided(rng.normal(size=(4, 7))), temperature=1.0),
+        ("one row (|V|,) = (7,), τ = 1", rng.normal(0.0, 2.0, size=7), 1.0),
+        ("a batch (32, 50), τ = 0.7", rng.normal(0.0, 3.0, size=(32, 50)), 0.7),
+        ("three axes (2, 3, 11), τ = 1.3", rng.normal(size=(2, 3, 11)), 1.3),
+        ("a single token, (4, 1), τ = 0.5", rng.normal(size=(4, 1)), 0.5),
+        ("|V| = 5,000, a batch of 3, τ = 1", rng.normal(0.0, 4.0, size=(3, 5000)), 1.0),
+        ("logits near +10,000, τ = 1", 10_000.0 + rng.normal(0.0, 3.0, size=(5, 20)), 1.0),
+        ("logits near -10,000, τ = 2", -10_000.0 + rng.normal(0.0, 3.0, size=(5, 20)), 2.0),
+        ("τ = 0.001 (nearly greedy)", np.arange(12.0).reshape(2, 6) * 0.01, 0.001),
+        ("τ = 1,000 (nearly uniform)", rng.normal(0.0, 5.0, size=(4, 30)), 1000.0),
+        ("rows with -inf logits (removed tokens)", with_holes, 0.9),
+        ("float32 logits", rng.normal(0.0, 2.0, size=(6, 13)).astype(np.float32), 1.0),
+        ("integer logits, τ = 2 (an int)", rng.integers(-5, 6, size=(4, 8)), 2),
+        ("a list of lists", rng.normal(size=(3, 5)).round(3).tolist(), 1.5),
+        ("τ given as a NumPy float", rng.normal(size=(2, 6)), np.float64(0.8)),
+        ("non-contiguous logits", _strided(rng.normal(size=(4, 7))), 1.0),
     ]
 
 
 def check_temperature_probs(temperature_probs: Callable[..., Any]) -> None:
     """Hidden test of Part A: softmax(z / τ) row by row, against math.exp and math.fsum."""
     cases = temperature_cases()
-    for case in cases:
-        logits, tau = case.logits, case.temperature
+    for label, logits, tau in cases:
         expected = reference_softmax(logits, float(tau))
         inputs = _inputs(logits=logits)
         before = _snapshot(inputs)
-        with case.named("temperature_probs"):
+        with _case(f"temperature_probs, {label}"):
             got = _call_valid(temperature_probs, SOFTMAX_BY_HAND, logits, tau)
             _expect_unchanged("temperature_probs", inputs, before)
             _expect_array("the probabilities", got, expected.shape, np.float64)
@@ -230,8 +205,8 @@ def inverse_cdf(probs: Any, u: Any) -> np.ndarray:
     return np.array(tokens, dtype=np.int64)
 
 
-def sample_cases() -> list[Case]:
-    """The hidden cases of sample_tokens: probs and u."""
+def sample_cases() -> list[tuple[str, Any, Any]]:
+    """(label, probs, u) for sample_tokens."""
     rng = np.random.default_rng(8201)
     dyadic = np.array([0.125, 0.375, 0.25, 0.0, 0.25])  # boundaries 0.125, 0.5, 0.75
     edges = [0.0, 0.125, 0.5, 0.75]
@@ -243,22 +218,21 @@ def sample_cases() -> list[Case]:
                                                          [1 - 9e-8]])  # fmt: skip
     big = rng.dirichlet(np.full(20_000, 0.1), size=2)
     return [
-        Case("random distributions (400, 20), uniform u",
-             probs=rng.dirichlet(np.ones(20), size=400), u=rng.random(400)),
-        Case("u on exact boundaries (probabilities [1/8, 3/8, 1/4, 0, 1/4])",
-             probs=np.tile(dyadic, (len(exact_u), 1)), u=exact_u),
-        Case("zero probabilities at the start, inside and at the end of a row",
-             probs=np.tile(holes, (len(holes_u), 1)), u=holes_u),
-        Case("rows summing to 1 ± 5e-7, u = 0 and u = the largest double below 1",
-             probs=np.repeat(off, 2, axis=0), u=np.tile([0.0, BELOW_ONE], 4)),
-        Case("a single token (|V| = 1)", probs=np.ones((3, 1)), u=np.array([0.0, 0.5, BELOW_ONE])),
-        Case("|V| = 20,000 (two rows)", probs=big, u=rng.random(2)),
-        Case("float32 probabilities",
-             probs=rng.dirichlet(np.ones(7), size=50).astype(np.float32), u=rng.random(50)),
-        Case("lists of plain numbers", probs=[[0.5, 0.25, 0.25], [0.1, 0.0, 0.9]], u=[0.6, 0.1]),
-        Case("peaked rows (one token of 0.999999)",
-             probs=np.tile([0.999999, 0.0000005, 0.0000005], (4, 1)),
-             u=np.array([0.2, 0.9999991, 0.99999951,
+        ("random distributions (400, 20), uniform u", rng.dirichlet(np.ones(20), size=400),
+         rng.random(400)),
+        ("u on exact boundaries (probabilities [1/8, 3/8, 1/4, 0, 1/4])",
+         np.tile(dyadic, (len(exact_u), 1)), exact_u),
+        ("zero probabilities at the start, inside and at the end of a row",
+         np.tile(holes, (len(holes_u), 1)), holes_u),
+        ("rows summing to 1 ± 5e-7, u = 0 and u = the largest double below 1",
+         np.repeat(off, 2, axis=0), np.tile([0.0, BELOW_ONE], 4)),
+        ("a single token (|V| = 1)", np.ones((3, 1)), np.array([0.0, 0.5, BELOW_ONE])),
+        ("|V| = 20,000 (two rows)", big, rng.random(2)),
+        ("float32 probabilities", rng.dirichlet(np.ones(7), size=50).astype(np.float32),
+         rng.random(50)),
+        ("lists of plain numbers", [[0.5, 0.25, 0.25], [0.1, 0.0, 0.9]], [0.6, 0.1]),
+        ("peaked rows (one token of 0.999999)",
+         np.tile([0.999999, 0.0000005, 0.0000005], (4, 1)), np.array([0.2, 0.9999991, 0.99999951,
                                                                     BELOW_ONE])),
     ]  # fmt: skip
 
@@ -266,12 +240,11 @@ def sample_cases() -> list[Case]:
 def check_sample_tokens(sample_tokens: Callable[..., Any]) -> None:
     """Hidden test of Part B: the inverse cumulative distribution, row by row."""
     cases = sample_cases()
-    for case in cases:
-        probs, u = case.probs, case.u
+    for label, probs, u in cases:
         expected = inverse_cdf(probs, u)
         inputs = _inputs(probs=probs, u=u)
         before = _snapshot(inputs)
-        with case.named("sample_tokens"):
+        with _case(f"sample_tokens, {label}"):
             got = _call_valid(sample_tokens, DRAW_BY_HAND, probs, u)
             _expect_unchanged("sample_tokens", inputs, before)
             if not isinstance(got, np.ndarray) or got.shape != expected.shape:
@@ -314,20 +287,8 @@ def check_sample_tokens(sample_tokens: Callable[..., Any]) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# Part C: top_k_probs
+# Part C: min_p_probs
 # --------------------------------------------------------------------------------------------
-
-
-def kept_by_count(logits: Any, k: int) -> np.ndarray:
-    """Token i is kept when fewer than k logits of its row are strictly larger than z_i."""
-    z = np.array(logits, dtype=np.float64)
-    keep = np.zeros(z.shape, dtype=bool)
-    flat_keep = keep.reshape(-1, z.shape[-1])
-    for row, scores in enumerate(_rows(z)):
-        ascending = np.sort(scores)
-        larger = len(scores) - np.searchsorted(ascending, scores, side="right")
-        flat_keep[row] = larger < k
-    return keep
 
 
 def renormalised(probs: np.ndarray, keep: np.ndarray) -> np.ndarray:
@@ -344,35 +305,64 @@ def _tied_rows(rng: np.random.Generator, rows: int, width: int, levels: int) -> 
     return rng.integers(0, levels, size=(rows, width)).astype(np.float64) * 0.7
 
 
-def top_k_cases() -> list[Case]:
-    """The hidden cases of top_k_probs: logits and k."""
+def ratios_to_top(logits: Any) -> np.ndarray:
+    """Every token's probability over its row's largest, e^(z_i - max z) by math.exp token by
+    token (0 for a logit of -inf)."""
+    z = np.array(logits, dtype=np.float64)
+    out = np.zeros_like(z)
+    flat = _rows(out)
+    for row, scores in enumerate(_rows(z)):
+        top = max(scores)
+        flat[row] = [0.0 if s == -INF else math.exp(s - top) for s in scores]
+    return out
+
+
+def kept_by_ratio(logits: Any, p_base: float) -> np.ndarray:
+    """Token i is kept when pi_i >= p_base * max_j pi_j, i.e. e^(z_i - max z) >= p_base."""
+    return ratios_to_top(logits) >= p_base
+
+
+def min_p_margin(logits: Any, p_base: float) -> float:
+    """How far p_base lies, relative to it, from every ratio where rounding could matter (the
+    tests keep it above 1e-9). Tokens tied with the top have a ratio of exactly 1 in any
+    order of operations, and a ratio of 0 holds no probability."""
+    ratios = ratios_to_top(logits)
+    near = ratios[(ratios > 0) & (ratios < 1)]
+    if p_base == 0 or near.size == 0:
+        return INF
+    return float(np.min(np.abs(near - p_base)) / p_base)
+
+
+def min_p_cases() -> list[tuple[str, Any, Any]]:
+    """(label, logits, p_base) for min_p_probs."""
     rng = np.random.default_rng(8301)
     holes = rng.normal(size=(4, 10))
     holes[:, 3:] = -INF  # 3 finite logits per row
     top_tie = rng.normal(size=(5, 8))
     top_tie[:, [1, 6]] = top_tie.max(axis=1, keepdims=True) + 1.0  # two tokens share the top
+    peaked = rng.normal(size=(4, 30))
+    peaked[:, 0] = 9.0  # one token far above the others
     return [
-        Case("a batch (16, 30), k = 5", logits=rng.normal(0.0, 2.0, size=(16, 30)), k=5),
-        Case("|V| = 5,000, 3 rows, k = 50", logits=rng.normal(0.0, 3.0, size=(3, 5000)), k=50),
-        Case("three axes (2, 4, 9), k = 3", logits=rng.normal(size=(2, 4, 9)), k=3),
-        Case("one row (|V|,) = (12,), k = 4", logits=rng.normal(size=12), k=4),
-        Case(
-            "exact ties at the k-th value (40, 20), k = 3", logits=_tied_rows(rng, 40, 20, 5), k=3
-        ),
-        Case(
-            "exact ties at the k-th value (40, 20), k = 7", logits=_tied_rows(rng, 40, 20, 6), k=7
-        ),
-        Case("two tokens tied at the top, k = 1", logits=top_tie, k=1),
-        Case("k = 1 (greedy) on random logits", logits=rng.normal(size=(10, 15)), k=1),
-        Case("k = |V| = 15", logits=rng.normal(size=(6, 15)), k=15),
-        Case("k = 1,000 > |V| = 10", logits=rng.normal(size=(6, 10)), k=1000),
-        Case("k given as a NumPy integer", logits=rng.normal(size=(5, 9)), k=np.int64(4)),
-        Case("-inf logits: 3 finite per row, k = 2", logits=holes, k=2),
-        Case("-inf logits: 3 finite per row, k = 5", logits=holes, k=5),
-        Case("logits near 10,000, k = 3", logits=10_000.0 + rng.normal(size=(4, 12)), k=3),
-        Case("float32 logits, k = 6", logits=rng.normal(size=(8, 16)).astype(np.float32), k=6),
-        Case("integer logits (ties), k = 4", logits=rng.integers(-3, 4, size=(8, 12)), k=4),
-        Case("a single token (|V| = 1), k = 1", logits=rng.normal(size=(3, 1)), k=1),
+        ("a batch (16, 30), p_base = 0.1", rng.normal(0.0, 2.0, size=(16, 30)), 0.1),
+        ("|V| = 5,000, 3 rows, p_base = 0.05", rng.normal(0.0, 3.0, size=(3, 5000)), 0.05),
+        ("three axes (2, 4, 9), p_base = 0.3", rng.normal(size=(2, 4, 9)), 0.3),
+        ("one row (|V|,) = (12,), p_base = 0.2", rng.normal(size=12), 0.2),
+        ("exact ties (40, 20), p_base = 0.45", _tied_rows(rng, 40, 20, 5), 0.45),
+        ("exact ties (40, 20), p_base = 0.2", _tied_rows(rng, 40, 20, 6), 0.2),
+        ("two tokens tied at the top, p_base = 1", top_tie, 1.0),
+        ("p_base = 1 (greedy) on random logits", rng.normal(size=(10, 15)), 1.0),
+        ("p_base = 0: every token", rng.normal(0.0, 3.0, size=(6, 15)), 0.0),
+        ("p_base = 1e-6 on widely spread logits", rng.normal(0.0, 6.0, size=(6, 40)), 1e-6),
+        ("peaked rows (one token 9 above the rest), p_base = 0.01", peaked, 0.01),
+        ("flat rows, p_base = 0.8", rng.normal(0.0, 0.1, size=(5, 50)), 0.8),
+        ("p_base given as a NumPy float", rng.normal(size=(5, 9)), np.float64(0.35)),
+        ("p_base given as an integer 1", rng.normal(size=(5, 9)), 1),
+        ("-inf logits: 3 finite per row, p_base = 0.25", holes, 0.25),
+        ("-inf logits: 3 finite per row, p_base = 0", holes, 0.0),
+        ("logits near 10,000, p_base = 0.15", 10_000.0 + rng.normal(size=(4, 12)), 0.15),
+        ("float32 logits, p_base = 0.3", rng.normal(size=(8, 16)).astype(np.float32), 0.3),
+        ("integer logits (ties), p_base = 0.1", rng.integers(-3, 4, size=(8, 12)), 0.1),
+        ("a single token (|V| = 1), p_base = 0.5", rng.normal(size=(3, 1)), 0.5),
     ]
 
 
@@ -409,74 +399,100 @@ def _judge_filtered(name: str, got: Any, expected: np.ndarray, logits: Any) -> N
         raise AssertionError("the probabilities are a view of the logits: return a new array")
 
 
-def check_top_k_probs(top_k_probs: Callable[..., Any]) -> None:
-    """Hidden test of Part C: the tokens kept by counting larger logits, renormalised."""
-    cases = top_k_cases()
-    for case in cases:
-        logits, k = case.logits, case.k
-        expected = renormalised(reference_softmax(logits), kept_by_count(logits, int(k)))
+def check_min_p_probs(min_p_probs: Callable[..., Any]) -> None:
+    """Hidden test of Part C: the tokens kept by their ratio to the most likely, renormalised."""
+    cases = min_p_cases()
+    for label, logits, p_base in cases:
+        expected = renormalised(reference_softmax(logits), kept_by_ratio(logits, float(p_base)))
         inputs = _inputs(logits=logits)
         before = _snapshot(inputs)
-        with case.named("top_k_probs"):
-            got = _call_valid(top_k_probs, TOP_K_BY_HAND, logits, k)
-            _expect_unchanged("top_k_probs", inputs, before)
-            _judge_filtered(f"top_k_probs(logits, {int(k)})", got, expected, logits)
+        with _case(f"min_p_probs, {label}"):
+            got = _call_valid(min_p_probs, MIN_P_BY_HAND, logits, p_base)
+            _expect_unchanged("min_p_probs", inputs, before)
+            _judge_filtered(f"min_p_probs(logits, {float(p_base):g})", got, expected, logits)
 
     good = [[1.0, 2.0, 3.0], [0.0, -1.0, 4.0]]
     bad_calls = [
-        ("k = 0", good, 0),
-        ("k = -2", good, -2),
-        ("k = 2.0 (a float)", good, 2.0),
-        ("k = 2.5", good, 2.5),
-        ("k = True", good, True),
-        ("k = '3' (a string)", good, "3"),
-        ("k = None", good, None),
-        ("a NaN logit", [[1.0, float("nan"), 0.0]], 2),
-        ("a +inf logit", [[1.0, INF, 0.0]], 2),
-        ("a row of -inf only", [[0.0, 1.0], [-INF, -INF]], 1),
+        ("p_base = -0.1", good, -0.1),
+        ("p_base = 1.5", good, 1.5),
+        ("p_base = nan", good, float("nan")),
+        ("p_base = inf", good, INF),
+        ("p_base = True", good, True),
+        ("p_base = '0.1' (a string)", good, "0.1"),
+        ("p_base = None", good, None),
+        ("a NaN logit", [[1.0, float("nan"), 0.0]], 0.1),
+        ("a +inf logit", [[1.0, INF, 0.0]], 0.1),
+        ("a row of -inf only", [[0.0, 1.0], [-INF, -INF]], 0.1),
     ]
     for description, *args in bad_calls:
-        _expect_value_error(top_k_probs, TOP_K_BY_HAND, f"top_k_probs with {description}", *args)
-    print(f"check_top_k_probs: all {len(cases) + len(bad_calls)} hidden cases passed.")
+        _expect_value_error(min_p_probs, MIN_P_BY_HAND, f"min_p_probs with {description}", *args)
+    print(f"check_min_p_probs: all {len(cases) + len(bad_calls)} hidden cases passed.")
 
 
 # --------------------------------------------------------------------------------------------
-# Part D: top_p_probs
+# Part D: typical_probs
 # --------------------------------------------------------------------------------------------
 
 
-def mass_above(probs: np.ndarray) -> np.ndarray:
-    """For every token, the total probability of the tokens of its row strictly more likely:
-    each row's distinct values from the top, with exact (fsum) running totals."""
-    above = np.zeros_like(probs)
-    flat = _rows(above)
-    for row, values in enumerate(_rows(probs)):
-        levels = sorted(set(values.tolist()), reverse=True)
-        ahead, sums = 0.0, {}
-        for level in levels:
-            sums[level] = ahead
-            ahead = math.fsum([ahead, level * float(np.count_nonzero(values == level))])
-        flat[row] = [sums[value] for value in values.tolist()]
-    return above
-
-
-def kept_by_mass(logits: Any, p: float) -> np.ndarray:
-    """Token i is kept when the tokens strictly more likely than it hold less than p; p = 1
-    keeps every token."""
+def typicality(logits: Any) -> np.ndarray:
+    """Every token's distance from typical, |-ln pi_i - H(pi)|: the entropy of each row by
+    math.log and math.fsum (a token of probability 0 adds 0), inf for a probability of 0."""
     probs = reference_softmax(logits)
+    out = np.zeros_like(probs)
+    flat = _rows(out)
+    for row, values in enumerate(_rows(probs).tolist()):
+        entropy = -math.fsum(x * math.log(x) for x in values if x > 0)
+        flat[row] = [abs(-math.log(x) - entropy) if x > 0 else INF for x in values]
+    return out
+
+
+def mass_more_typical(logits: Any) -> np.ndarray:
+    """For every token, the total probability of the tokens of its row strictly more typical
+    (smaller distance): each row's distinct distances from the smallest, with exact (fsum)
+    running totals."""
+    probs = reference_softmax(logits)
+    distance = typicality(logits)
+    ahead_all = np.zeros_like(probs)
+    flat = _rows(ahead_all)
+    for row, (values, gaps) in enumerate(zip(_rows(probs), _rows(distance), strict=True)):
+        ahead, sums = 0.0, {}
+        for level in sorted(set(gaps.tolist())):
+            sums[level] = ahead
+            ahead = math.fsum([ahead, math.fsum(values[gaps == level].tolist())])
+        flat[row] = [sums[gap] for gap in gaps.tolist()]
+    return ahead_all
+
+
+def kept_by_typicality(logits: Any, p: float) -> np.ndarray:
+    """Token i is kept when the tokens strictly more typical than it hold less than p; p = 1
+    keeps every token."""
     if p == 1:
-        return np.ones(probs.shape, dtype=bool)
-    return mass_above(probs) < p
+        return np.ones(np.shape(logits), dtype=bool)
+    return mass_more_typical(logits) < p
 
 
-def nucleus_margin(logits: Any, p: float) -> float:
-    """How far p lies from every token's mass above, where rounding could matter (the tests
-    keep it above 1e-9). The most likely tokens have exactly 0 above them in any order."""
-    above = mass_above(reference_softmax(logits))
-    summed = above[above > 0]
-    if p == 1 or summed.size == 0:
+def typical_margin(logits: Any, p: float) -> float:
+    """Where rounding could decide a case (the tests keep this above 1e-9): the distance of p
+    from every token's mass ahead, and the gap between the distances of two tokens of
+    different probability. (Tokens of equal probability have equal distances in any order of
+    operations, and the most typical tokens have exactly 0 ahead.)"""
+    if p == 1:
         return INF
-    return float(np.min(np.abs(summed - p)))
+    probs = _rows(reference_softmax(logits))
+    distance = _rows(typicality(logits))
+    ahead = _rows(mass_more_typical(logits))
+    margin = INF
+    for values, gaps, before in zip(probs, distance, ahead, strict=True):
+        summed = before[before > 0]
+        if summed.size:
+            margin = min(margin, float(np.min(np.abs(summed - p))))
+        finite = np.isfinite(gaps)
+        order = np.argsort(gaps[finite])
+        sorted_gaps, sorted_probs = gaps[finite][order], values[finite][order]
+        differ = sorted_probs[1:] != sorted_probs[:-1]
+        if differ.any():
+            margin = min(margin, float(np.min(np.diff(sorted_gaps)[differ])))
+    return margin
 
 
 def _log_rows(rows: list[list[float]]) -> np.ndarray:
@@ -485,56 +501,55 @@ def _log_rows(rows: list[list[float]]) -> np.ndarray:
         return np.log(np.array(rows, dtype=np.float64))
 
 
-def top_p_cases() -> list[Case]:
-    """The hidden cases of top_p_probs: logits and p."""
+def typical_cases() -> list[tuple[str, Any, Any]]:
+    """(label, logits, p) for typical_probs."""
     rng = np.random.default_rng(8401)
     crossing_ties = _log_rows([
-        [0.4, 0.15, 0.15, 0.15, 0.1, 0.05],  # p = 0.65 crosses at the second of three 0.15
+        [0.4, 0.15, 0.15, 0.15, 0.1, 0.05],  # the three of 0.15 are the most typical
         [0.05, 0.15, 0.4, 0.15, 0.1, 0.15],  # the same values, shuffled
-        [0.3, 0.3, 0.1, 0.1, 0.1, 0.1],  # p = 0.65 and 0.75 cross inside the four of 0.1
+        [0.3, 0.3, 0.1, 0.1, 0.1, 0.1],  # p = 0.25 and 0.5 cross inside a tied group
         [0.2, 0.2, 0.2, 0.2, 0.2, 0.0],  # five tokens tied, one impossible
     ])  # fmt: skip
-    top_ties = rng.normal(size=(5, 10))
-    top_ties[:, [2, 7]] = top_ties.max(axis=1, keepdims=True) + 2.0
+    top_dropped = rng.normal(0.0, 0.2, size=(6, 12))
+    top_dropped[:, 3] += 2.0  # one token far more likely than the others: far below H
     peaked = rng.normal(size=(4, 30))
     peaked[:, 0] = 12.0  # one token of probability about 0.9999
     holes = rng.normal(size=(4, 12))
     holes[:, 5:] = -INF
     return [
-        Case("a batch (20, 40), p = 0.9", logits=rng.normal(0.0, 2.0, size=(20, 40)), p=0.9),
-        Case("|V| = 5,000, 3 rows, p = 0.95", logits=rng.normal(0.0, 2.0, size=(3, 5000)), p=0.95),
-        Case("three axes (2, 3, 12), p = 0.5", logits=rng.normal(size=(2, 3, 12)), p=0.5),
-        Case("one row (|V|,) = (25,), p = 0.3", logits=rng.normal(0.0, 1.5, size=25), p=0.3),
-        Case("ties at the crossing of p = 0.65", logits=crossing_ties, p=0.65),
-        Case("ties at the crossing of p = 0.75", logits=crossing_ties, p=0.75),
-        Case("many exact ties (30, 16), p = 0.37", logits=_tied_rows(rng, 30, 16, 4), p=0.37),
-        Case("two tokens tied at the top, p = 1e-12", logits=top_ties, p=1e-12),
-        Case("p = 1e-12: the most likely token only", logits=rng.normal(size=(6, 20)), p=1e-12),
-        Case("p = 1: every token", logits=rng.normal(size=(6, 20)), p=1.0),
-        Case("p = 0.999999 on flat rows", logits=rng.normal(0.0, 0.1, size=(3, 50)), p=0.999999),
-        Case("peaked rows (one token near 0.9999), p = 0.9", logits=peaked, p=0.9),
-        Case("-inf logits (5 finite per row), p = 0.8", logits=holes, p=0.8),
-        Case("-inf logits, p = 1", logits=holes, p=1.0),
-        Case("logits near 10,000, p = 0.7", logits=10_000.0 + rng.normal(size=(4, 12)), p=0.7),
-        Case("float32 logits, p = 0.8", logits=rng.normal(size=(8, 16)).astype(np.float32), p=0.8),
-        Case("integer logits (ties), p = 0.55", logits=rng.integers(-3, 4, size=(8, 12)), p=0.55),
-        Case("p given as a NumPy float", logits=rng.normal(size=(5, 9)), p=np.float64(0.66)),
-        Case("a single token (|V| = 1), p = 0.5", logits=rng.normal(size=(3, 1)), p=0.5),
+        ("a batch (20, 40), p = 0.9", rng.normal(0.0, 2.0, size=(20, 40)), 0.9),
+        ("|V| = 5,000, 3 rows, p = 0.95", rng.normal(0.0, 2.0, size=(3, 5000)), 0.95),
+        ("three axes (2, 3, 12), p = 0.5", rng.normal(size=(2, 3, 12)), 0.5),
+        ("one row (|V|,) = (25,), p = 0.3", rng.normal(0.0, 1.5, size=25), 0.3),
+        ("the most likely token less typical than the rest, p = 0.4", top_dropped, 0.4),
+        ("ties at the crossing of p = 0.25", crossing_ties, 0.25),
+        ("ties at the crossing of p = 0.5", crossing_ties, 0.5),
+        ("many exact ties (30, 16), p = 0.37", _tied_rows(rng, 30, 16, 4), 0.37),
+        ("p = 1e-12: the most typical token(s) only", rng.normal(size=(6, 20)), 1e-12),
+        ("p = 1: every token", rng.normal(size=(6, 20)), 1.0),
+        ("p = 0.999 on flat rows", rng.normal(0.0, 0.1, size=(3, 50)), 0.999),
+        ("peaked rows (one token near 0.9999), p = 0.9", peaked, 0.9),
+        ("-inf logits (5 finite per row), p = 0.8", holes, 0.8),
+        ("-inf logits, p = 1", holes, 1.0),
+        ("logits near 10,000, p = 0.7", 10_000.0 + rng.normal(size=(4, 12)), 0.7),
+        ("float32 logits, p = 0.8", rng.normal(size=(8, 16)).astype(np.float32), 0.8),
+        ("integer logits (ties), p = 0.55", rng.integers(-3, 4, size=(8, 12)), 0.55),
+        ("p given as a NumPy float", rng.normal(size=(5, 9)), np.float64(0.66)),
+        ("a single token (|V| = 1), p = 0.5", rng.normal(size=(3, 1)), 0.5),
     ]
 
 
-def check_top_p_probs(top_p_probs: Callable[..., Any]) -> None:
-    """Hidden test of Part D: the tokens kept by the mass strictly above them, renormalised."""
-    cases = top_p_cases()
-    for case in cases:
-        logits, p = case.logits, case.p
-        expected = renormalised(reference_softmax(logits), kept_by_mass(logits, float(p)))
+def check_typical_probs(typical_probs: Callable[..., Any]) -> None:
+    """Hidden test of Part D: the tokens kept by the mass strictly more typical, renormalised."""
+    cases = typical_cases()
+    for label, logits, p in cases:
+        expected = renormalised(reference_softmax(logits), kept_by_typicality(logits, float(p)))
         inputs = _inputs(logits=logits)
         before = _snapshot(inputs)
-        with case.named("top_p_probs"):
-            got = _call_valid(top_p_probs, NUCLEUS_BY_HAND, logits, p)
-            _expect_unchanged("top_p_probs", inputs, before)
-            _judge_filtered(f"top_p_probs(logits, {float(p):g})", got, expected, logits)
+        with _case(f"typical_probs, {label}"):
+            got = _call_valid(typical_probs, TYPICAL_BY_HAND, logits, p)
+            _expect_unchanged("typical_probs", inputs, before)
+            _judge_filtered(f"typical_probs(logits, {float(p):g})", got, expected, logits)
 
     good = [[1.0, 2.0, 3.0], [0.0, -1.0, 4.0]]
     bad_calls = [
@@ -550,8 +565,10 @@ def check_top_p_probs(top_p_probs: Callable[..., Any]) -> None:
         ("a row of -inf only", [[0.0, 1.0], [-INF, -INF]], 0.9),
     ]
     for description, *args in bad_calls:
-        _expect_value_error(top_p_probs, NUCLEUS_BY_HAND, f"top_p_probs with {description}", *args)
-    print(f"check_top_p_probs: all {len(cases) + len(bad_calls)} hidden cases passed.")
+        _expect_value_error(
+            typical_probs, TYPICAL_BY_HAND, f"typical_probs with {description}", *args
+        )
+    print(f"check_typical_probs: all {len(cases) + len(bad_calls)} hidden cases passed.")
 
 
 # --------------------------------------------------------------------------------------------
@@ -559,8 +576,11 @@ def check_top_p_probs(top_p_probs: Callable[..., Any]) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-def causal_attention_rows(queries: np.ndarray, keys: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Full causal attention over a whole prefix, every row: row i attends to positions 0..i.
+def banded_attention_rows(
+    queries: np.ndarray, keys: np.ndarray, values: np.ndarray, window: int
+) -> np.ndarray:
+    """Causal attention with a band mask over a whole prefix, every row: row i attends to the
+    positions j with i - window < j <= i.
 
     queries, keys (n, d_k), values (n, d_v) -> (n, d_v); each row's weights by math.exp and
     math.fsum after subtracting the row's largest allowed score.
@@ -569,18 +589,20 @@ def causal_attention_rows(queries: np.ndarray, keys: np.ndarray, values: np.ndar
     scores = queries @ keys.T / math.sqrt(d_k)  # (n, n)
     out = np.zeros((n, values.shape[1]))
     for i in range(n):
-        allowed = scores[i, : i + 1]  # causal: j <= i
+        first = max(0, i - window + 1)
+        allowed = scores[i, first : i + 1]  # the band: the last `window` positions up to i
         top = float(np.max(allowed))
         weights = [math.exp(float(s) - top) for s in allowed]
         total = math.fsum(weights)
-        out[i] = sum(w / total * values[j] for j, w in enumerate(weights))
+        out[i] = sum(w / total * values[first + j] for j, w in enumerate(weights))
     return out
 
 
-def kv_sequences() -> list[Case]:
-    """The hidden cases of kv_attention_step: whole sequences queries, keys (n, d_k) and values
-    (n, d_v); the first ``prompt`` positions are given as a ready cache, the others are fed one
-    step at a time, as arrays of dtype ``kind`` (None: float64) or as lists (``kind`` = list).
+def kv_sequences() -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray, int, Any, Any]]:
+    """(label, Q, K, V, prompt length, dtype/list marker, window) for kv_attention_step.
+
+    Q, K (n, d_k) and V (n, d_v) are whole sequences; the first ``prompt`` positions (no more
+    than the window) are given as a ready cache, the others are fed one step at a time.
     """
     rng = np.random.default_rng(8501)
 
@@ -590,26 +612,30 @@ def kv_sequences() -> list[Case]:
         w_v = rng.normal(size=(d_v, d_model)) / math.sqrt(d_model)
         return x @ w_q.T, x @ w_k.T, x @ w_v.T
 
-    def case(label: str, qkv: tuple[np.ndarray, ...], prompt: int = 0, kind: Any = None) -> Case:
-        queries, keys, values = qkv
-        return Case(label, queries=queries, keys=keys, values=values, prompt=prompt, kind=kind)
-
-    huge_q = rng.normal(size=(5, 4)) * 100.0
-    huge_k = rng.normal(size=(5, 4)) * 100.0  # scores of a few thousand
+    huge_q = rng.normal(size=(6, 4)) * 100.0
+    huge_k = rng.normal(size=(6, 4)) * 100.0  # scores of a few thousand
     far = np.array([[1.0, 0.0, 0.0]]), np.array([[-1.0, 0.0, 0.0]]), np.array([[2.0, -3.0]])
     return [
-        case("d_k = d_v = 8, 10 positions from projections of random inputs",
-             projected(10, 12, 8, 8)),
-        case("d_k = 4, d_v = 6, 12 positions", projected(12, 10, 4, 6)),
-        case("d_k = 1, d_v = 2, 6 positions", projected(6, 3, 1, 2)),
-        case("a prompt of 5 positions already cached, then 4 steps (d_k = 6, d_v = 3)",
-             projected(9, 8, 6, 3), prompt=5),
-        case("scores of several thousand (exp would overflow)",
-             (huge_q, huge_k, rng.normal(size=(5, 3)))),
-        case("float32 q, k, v and caches (d_k = 5, d_v = 4)", projected(6, 7, 5, 4), prompt=2,
-             kind=np.float32),
-        case("q, k, v given as lists (d_k = 3, d_v = 3)", projected(5, 4, 3, 3), kind=list),
-        case("t = 0: the query points away from the key", far),
+        ("window 3, d_k = d_v = 8, 10 positions from projections of random inputs",
+         *projected(10, 12, 8, 8), 0, None, 3),
+        ("window 5, d_k = 4, d_v = 6, 12 positions", *projected(12, 10, 4, 6), 0, None, 5),
+        ("window 1, d_k = 1, d_v = 2, 6 positions", *projected(6, 3, 1, 2), 0, None, 1),
+        ("window 2, d_k = 3, d_v = 5, 7 positions", *projected(7, 6, 3, 5), 0, None, 2),
+        ("window 20 > 9 positions (the whole causal triangle), d_k = 5, d_v = 4",
+         *projected(9, 6, 5, 4), 0, None, 20),
+        ("window 4, a full cache of 4 positions given, then 5 steps (d_k = 6, d_v = 3)",
+         *projected(9, 8, 6, 3), 4, None, 4),
+        ("window 6, a prompt of 3 positions given, then 6 steps (d_k = 2, d_v = 2)",
+         *projected(9, 5, 2, 2), 3, None, 6),
+        ("window 3, scores of several thousand (exp would overflow)", huge_q, huge_k,
+         rng.normal(size=(6, 3)), 0, None, 3),
+        ("window 3, float32 q, k, v and caches (d_k = 5, d_v = 4)", *projected(6, 7, 5, 4), 2,
+         np.float32, 3),
+        ("window 2, q, k, v given as lists (d_k = 3, d_v = 3)", *projected(5, 4, 3, 3), 0, list,
+         2),
+        ("window given as a NumPy integer 3 (d_k = 4, d_v = 2)", *projected(6, 5, 4, 2), 0, None,
+         np.int64(3)),
+        ("window 1, t = 0: the query points away from the key", *far, 0, None, 1),
     ]  # fmt: skip
 
 
@@ -622,39 +648,42 @@ def _as_given(vector: np.ndarray, kind: Any) -> Any:
 
 
 def check_kv_attention_step(kv_attention_step: Callable[..., Any]) -> None:
-    """Hidden test of Part E: step after step on the student's own caches, against full causal
-    attention over the whole prefix."""
+    """Hidden test of Part E: step after step on the student's own caches, against causal
+    attention with a band mask over the whole prefix."""
     sequences = kv_sequences()
     steps = 0
-    for case in sequences:
-        queries, keys, values, prompt, kind = (
-            case.queries, case.keys, case.values, case.prompt, case.kind
-        )  # fmt: skip
+    for label, queries, keys, values, prompt, kind, window in sequences:
+        w = int(window)
         if kind not in (None, list):
             queries, keys, values = (a.astype(kind) for a in (queries, keys, values))
         exact = [np.asarray(a, dtype=np.float64) for a in (queries, keys, values)]
-        expected = causal_attention_rows(*exact)  # (n, d_v)
+        expected = banded_attention_rows(*exact, w)  # (n, d_v)
         cache_k, cache_v = keys[:prompt].copy(), values[:prompt].copy()
         for t in range(prompt, len(keys)):
             steps += 1
-            args = (cache_k, cache_v, *(_as_given(a[t], kind) for a in (queries, keys, values)))
+            first = max(0, t + 1 - w)  # the oldest position the new one attends to
+            args = (cache_k, cache_v, *(_as_given(a[t], kind) for a in (queries, keys, values)),
+                    window)  # fmt: skip
             inputs = _inputs(keys=args[0], values=args[1], q=args[2], k=args[3], v=args[4])
             before = _snapshot(inputs)
-            with case.named("kv_attention_step", f"step with t = {t} cached positions"):
+            with _case(f"kv_attention_step, {label}, step at position {t} "
+                       f"({len(cache_k)} cached)"):  # fmt: skip
                 result = _call_valid(kv_attention_step, CACHE_BY_HAND, *args)
                 _expect_unchanged("kv_attention_step", inputs, before)
                 z, new_k, new_v = _unpack(result, "kv_attention_step",
                                           ("z", "new_keys", "new_values"))  # fmt: skip
                 _expect_array("z", z, (values.shape[1],), np.float64)
-                _expect_array("new_keys", new_k, (t + 1, keys.shape[1]), np.float64)
-                _expect_array("new_values", new_v, (t + 1, values.shape[1]), np.float64)
-                assert_close(f"new_keys (t + 1 = {t + 1} positions)", new_k, exact[1][: t + 1],
-                             atol=0, against="the keys of the prefix, oldest first")  # fmt: skip
-                assert_close(f"new_values (t + 1 = {t + 1} positions)", new_v,
-                             exact[2][: t + 1], atol=0,
-                             against="the values of the prefix, oldest first")  # fmt: skip
+                _expect_array("new_keys", new_k, (t + 1 - first, keys.shape[1]), np.float64)
+                _expect_array("new_values", new_v, (t + 1 - first, values.shape[1]), np.float64)
+                assert_close(f"new_keys (window {w}, position {t})", new_k,
+                             exact[1][first : t + 1], atol=0,
+                             against=f"the keys of positions {first} to {t}, oldest first")  # fmt: skip
+                assert_close(f"new_values (window {w}, position {t})", new_v,
+                             exact[2][first : t + 1], atol=0,
+                             against=f"the values of positions {first} to {t}, oldest first")  # fmt: skip
                 assert_close(f"z at position {t}", z, expected[t], atol=1e-10, rtol=1e-9,
-                             against=f"row {t} of full causal attention over the prefix")  # fmt: skip
+                             against=f"row {t} of causal attention with a band of {w} over "
+                             "the prefix")  # fmt: skip
                 for cache in (args[0], args[1]):
                     if np.shares_memory(new_k, cache) or np.shares_memory(new_v, cache):
                         raise AssertionError("a returned cache shares memory with an input cache")
@@ -663,16 +692,22 @@ def check_kv_attention_step(kv_attention_step: Callable[..., Any]) -> None:
     ks, vs = np.zeros((2, 4)), np.zeros((2, 3))
     q, k, v = np.ones(4), np.ones(4), np.ones(3)
     bad_calls = [
-        ("keys of one axis, shape (4,)", np.zeros(4), vs, q, k, v),
-        ("keys of three axes, shape (1, 2, 4)", ks[None], vs, q, k, v),
-        ("2 cached keys but 3 cached values", ks, np.zeros((3, 3)), q, k, v),
-        ("q of length 3 for d_k = 4", ks, vs, np.ones(3), k, v),
-        ("k of length 5 for d_k = 4", ks, vs, q, np.ones(5), v),
-        ("v of length 4 for d_v = 3", ks, vs, q, k, np.ones(4)),
-        ("q of shape (1, 4)", ks, vs, np.ones((1, 4)), k, v),
+        ("window 0", ks, vs, q, k, v, 0),
+        ("window -1", ks, vs, q, k, v, -1),
+        ("window 2.0 (a float)", ks, vs, q, k, v, 2.0),
+        ("window True", ks, vs, q, k, v, True),
+        ("window None", ks, vs, q, k, v, None),
+        ("3 cached positions for window 2", np.zeros((3, 4)), np.zeros((3, 3)), q, k, v, 2),
+        ("keys of one axis, shape (4,)", np.zeros(4), vs, q, k, v, 4),
+        ("keys of three axes, shape (1, 2, 4)", ks[None], vs, q, k, v, 4),
+        ("2 cached keys but 3 cached values", ks, np.zeros((3, 3)), q, k, v, 4),
+        ("q of length 3 for d_k = 4", ks, vs, np.ones(3), k, v, 4),
+        ("k of length 5 for d_k = 4", ks, vs, q, np.ones(5), v, 4),
+        ("v of length 4 for d_v = 3", ks, vs, q, k, np.ones(4), 4),
+        ("q of shape (1, 4)", ks, vs, np.ones((1, 4)), k, v, 4),
         ("d_k = 0 (caches (0, 0) and (0, 3))", np.zeros((0, 0)), np.zeros((0, 3)), np.ones(0),
-         np.ones(0), v),
-        ("d_v = 0", np.zeros((0, 4)), np.zeros((0, 0)), q, k, np.ones(0)),
+         np.ones(0), v, 4),
+        ("d_v = 0", np.zeros((0, 4)), np.zeros((0, 0)), q, k, np.ones(0), 4),
     ]  # fmt: skip
     for description, *args in bad_calls:
         _expect_value_error(

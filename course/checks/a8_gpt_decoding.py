@@ -1,4 +1,4 @@
-"""The visible tests of Assignment 8 (temperature, sampling, top-k, top-p, a cached attention step).
+"""The visible tests of Assignment 8 (temperature, sampling, min-p, typical, a sliding-window KV step).
 
 Each test cell of the notebook calls one check with the student's functions, which run under
 the rule of the part's hidden tests (:func:`course.checks.rules.by_hand`). Every function
@@ -150,62 +150,70 @@ def check_part_b(sample_tokens: Callable[..., Any]) -> None:
     print("Part B, visible test: passed.")
 
 
-def check_part_c(top_k_probs: Callable[..., Any]) -> None:
-    """Part C's visible test (top_k_probs)."""
+def check_part_c(min_p_probs: Callable[..., Any]) -> None:
+    """Part C's visible test (min_p_probs)."""
     __tracebackhide__ = True
-    logits_c = np.array([[3.0, 1.0, 2.0, 2.0, 0.0], [0.1, 0.4, 0.3, 0.2, 0.0]])
+    pi_c = np.array([[0.5, 0.2, 0.2, 0.05, 0.05], [0.1, 0.3, 0.3, 0.25, 0.05]])
+    logits_c = np.log(pi_c) + 3.0  # softmax(log pi + 3) = pi
     copy_c = logits_c.copy()
 
     def expected_c(kept: list[list[int]]) -> np.ndarray:
-        """softmax(logits_c) kept at the listed tokens of each row, renormalised."""
+        """pi_c kept at the listed tokens of each row, renormalised."""
         __tracebackhide__ = True
-        weights = np.zeros_like(logits_c)
+        mass = np.zeros_like(pi_c)
         for row, tokens in enumerate(kept):
-            weights[row, tokens] = np.exp(logits_c[row, tokens])
-        return weights / weights.sum(axis=1, keepdims=True)
+            mass[row, tokens] = pi_c[row, tokens]
+        return mass / mass.sum(axis=1, keepdims=True)
 
     cases_c = [
-        (2, [[0, 2, 3], [1, 2]], "k = 2 (row 0: both tokens tied at the 2nd value are kept)"),
-        (1, [[0], [1]], "k = 1 (greedy)"),
-        (3, [[0, 2, 3], [1, 2, 3]], "k = 3"),
-        (5, [[0, 1, 2, 3, 4]] * 2, "k = |V| = 5"),
-        (9, [[0, 1, 2, 3, 4]] * 2, "k = 9 > |V|"),
-    ]
-    for k_c, kept_c, label_c in cases_c:
-        with inputs_kept("top_k_probs", logits=logits_c):
-            got_c = by_hand(ASSIGNMENT, top_k_probs, logits_c, k_c)
+        (0.3, [[0, 1, 2], [0, 1, 2, 3]],
+         "p_base = 0.3: thresholds 0.15 and 0.09 (both tokens of 0.2 kept in row 0)"),
+        (0.5, [[0], [1, 2, 3]], "p_base = 0.5: thresholds 0.25 and 0.15"),
+        (0.9, [[0], [1, 2]], "p_base = 0.9: thresholds 0.45 and 0.27"),
+        (1.0, [[0], [1, 2]], "p_base = 1: the most likely token(s), ties at the top included"),
+        (0.05, [[0, 1, 2, 3, 4]] * 2, "p_base = 0.05: thresholds 0.025 and 0.015"),
+        (0.0, [[0, 1, 2, 3, 4]] * 2, "p_base = 0: every token"),
+    ]  # fmt: skip
+    for p_c, kept_c, label_c in cases_c:
+        with inputs_kept("min_p_probs", logits=logits_c):
+            got_c = by_hand(ASSIGNMENT, min_p_probs, logits_c, p_c)
         if not (isinstance(got_c, np.ndarray) and got_c.shape == logits_c.shape):
             raise CheckFailed(
-                f"top_k_probs should return a NumPy array of shape {logits_c.shape}, got "
+                f"min_p_probs should return a NumPy array of shape {logits_c.shape}, got "
                 f"{type(got_c).__name__} of shape {np.shape(got_c)}"
             )
         assert_close(
-            f"top_k_probs(logits_c, {k_c}) for {label_c}", got_c, expected_c(kept_c), atol=1e-12,
+            f"min_p_probs(logits_c, {p_c}) for {label_c}", got_c, expected_c(kept_c), atol=1e-12,
             against=f"the renormalised probabilities of tokens {kept_c}",
         )  # fmt: skip
     if not (np.array_equal(logits_c, copy_c)):
-        raise CheckFailed("top_k_probs modified its input logits")
+        raise CheckFailed("min_p_probs modified its input logits")
     assert_close(
-        "top_k_probs([2, 2, 0], 1): a tie at the top", by_hand(ASSIGNMENT, top_k_probs, [2.0, 2.0, 0.0], 1),
-        [0.5, 0.5, 0.0], atol=1e-12,
+        "min_p_probs([1000, 1000 + ln 0.3, 0], 0.2): huge logits",
+        by_hand(ASSIGNMENT, min_p_probs, [1000.0, 1000.0 + np.log(0.3), 0.0], 0.2),
+        [1 / 1.3, 0.3 / 1.3, 0.0], atol=1e-12,
     )  # fmt: skip
     expect_value_error(
         {
-            "top_k_probs(logits_c, 0)": lambda: by_hand(ASSIGNMENT, top_k_probs, logits_c, 0),
-            "top_k_probs(logits_c, 2.5)": lambda: by_hand(ASSIGNMENT, top_k_probs, logits_c, 2.5),
-            "top_k_probs([[-np.inf, -np.inf]], 1)": lambda: by_hand(
-                ASSIGNMENT, top_k_probs, [[-np.inf, -np.inf]], 1
+            "min_p_probs(logits_c, -0.1)": lambda: by_hand(ASSIGNMENT, min_p_probs, logits_c, -0.1),
+            "min_p_probs(logits_c, 1.5)": lambda: by_hand(ASSIGNMENT, min_p_probs, logits_c, 1.5),
+            "min_p_probs(logits_c, '0.3') (a string)": lambda: by_hand(
+                ASSIGNMENT, min_p_probs, logits_c, "0.3"
+            ),
+            "min_p_probs([[-np.inf, -np.inf]], 0.1)": lambda: by_hand(
+                ASSIGNMENT, min_p_probs, [[-np.inf, -np.inf]], 0.1
             ),
         }
     )
     print("Part C, visible test: passed.")
 
 
-def check_part_d(top_p_probs: Callable[..., Any]) -> None:
-    """Part D's visible test (top_p_probs)."""
+def check_part_d(typical_probs: Callable[..., Any]) -> None:
+    """Part D's visible test (typical_probs)."""
     __tracebackhide__ = True
-    pi_d = np.array([[0.5, 0.2, 0.2, 0.1], [0.05, 0.55, 0.3, 0.1]])
-    logits_d = np.log(pi_d)
+    pi_d = np.array([[0.4, 0.12, 0.12, 0.12, 0.12, 0.12], [0.5, 0.25, 0.125, 0.0625, 0.0625, 0.0]])
+    with np.errstate(divide="ignore"):
+        logits_d = np.log(pi_d)  # row 1 ends with a token of probability 0 (logit -inf)
     copy_d = logits_d.copy()
 
     def expected_d(kept: list[list[int]]) -> np.ndarray:
@@ -217,37 +225,40 @@ def check_part_d(top_p_probs: Callable[..., Any]) -> None:
         return mass / mass.sum(axis=1, keepdims=True)
 
     cases_d = [
-        (0.45, [[0], [1]], "p = 0.45: the most likely token alone crosses p"),
-        (
-            0.6,
-            [[0, 1, 2], [1, 2]],
-            "p = 0.6: row 0 crosses p at 0.2, and both tokens of 0.2 are kept",
-        ),
-        (0.7, [[0, 1, 2], [1, 2]], "p = 0.7: the token that crosses p is kept"),
-        (0.97, [[0, 1, 2, 3], [0, 1, 2, 3]], "p = 0.97"),
-        (1.0, [[0, 1, 2, 3], [0, 1, 2, 3]], "p = 1: every token"),
-        (1e-9, [[0], [1]], "p = 1e-9: at least one token is kept"),
-    ]
+        (0.2, [[1, 2, 3, 4, 5], [1]],
+         "p = 0.2: the most typical tokens (row 0: all five tied ones, not the most likely)"),
+        (0.5, [[1, 2, 3, 4, 5], [0, 1]], "p = 0.5: the token that crosses p is kept"),
+        (0.7, [[0, 1, 2, 3, 4, 5], [0, 1]], "p = 0.7"),
+        (0.8, [[0, 1, 2, 3, 4, 5], [0, 1, 2]], "p = 0.8"),
+        (0.9, [[0, 1, 2, 3, 4, 5], [0, 1, 2, 3, 4]],
+         "p = 0.9: row 1 crosses p at 0.0625, and both tokens of 0.0625 are kept"),
+        (1.0, [[0, 1, 2, 3, 4, 5], [0, 1, 2, 3, 4]], "p = 1: every token"),
+        (1e-9, [[1, 2, 3, 4, 5], [1]], "p = 1e-9: at least the most typical token(s)"),
+    ]  # fmt: skip
     for p_d, kept_d, label_d in cases_d:
-        with inputs_kept("top_p_probs", logits=logits_d):
-            got_d = by_hand(ASSIGNMENT, top_p_probs, logits_d, p_d)
+        with inputs_kept("typical_probs", logits=logits_d):
+            got_d = by_hand(ASSIGNMENT, typical_probs, logits_d, p_d)
         if not (isinstance(got_d, np.ndarray) and got_d.shape == logits_d.shape):
             raise CheckFailed(
-                f"top_p_probs should return a NumPy array of shape {logits_d.shape}, got "
+                f"typical_probs should return a NumPy array of shape {logits_d.shape}, got "
                 f"{type(got_d).__name__} of shape {np.shape(got_d)}"
             )
         assert_close(
-            f"top_p_probs(logits_d, {p_d}) for {label_d}", got_d, expected_d(kept_d), atol=1e-12,
+            f"typical_probs(logits_d, {p_d}) for {label_d}", got_d, expected_d(kept_d), atol=1e-12,
             against=f"the renormalised probabilities of tokens {kept_d}",
         )  # fmt: skip
     if not (np.array_equal(logits_d, copy_d)):
-        raise CheckFailed("top_p_probs modified its input logits")
+        raise CheckFailed("typical_probs modified its input logits")
     expect_value_error(
         {
-            "top_p_probs(logits_d, 0.0)": lambda: by_hand(ASSIGNMENT, top_p_probs, logits_d, 0.0),
-            "top_p_probs(logits_d, 1.5)": lambda: by_hand(ASSIGNMENT, top_p_probs, logits_d, 1.5),
-            "top_p_probs([[np.inf, 1.0]], 0.5)": lambda: by_hand(
-                ASSIGNMENT, top_p_probs, [[np.inf, 1.0]], 0.5
+            "typical_probs(logits_d, 0.0)": lambda: by_hand(
+                ASSIGNMENT, typical_probs, logits_d, 0.0
+            ),
+            "typical_probs(logits_d, 1.5)": lambda: by_hand(
+                ASSIGNMENT, typical_probs, logits_d, 1.5
+            ),
+            "typical_probs([[np.inf, 1.0]], 0.5)": lambda: by_hand(
+                ASSIGNMENT, typical_probs, [[np.inf, 1.0]], 0.5
             ),
         }
     )
@@ -255,14 +266,19 @@ def check_part_d(top_p_probs: Callable[..., Any]) -> None:
 
 
 def check_part_e(kv_attention_step: Callable[..., Any]) -> None:
-    """Part E's visible test (kv_attention_step)."""
+    """Part E's visible test (kv_attention_step with a sliding window)."""
     __tracebackhide__ = True
-    q_e = np.array([[1.0, -1.0, 0.5, 2.0], [2 * np.log(3.0), 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]])
-    k_e = np.array([[0.0, 0.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0], [0.3, -0.2, 0.7, 1.0]])
-    v_e = np.array([[1.0, 2.0, 3.0], [-1.0, 0.0, 5.0], [4.0, -2.0, 0.0]])
-    expected_e = [v_e[0], 0.25 * v_e[0] + 0.75 * v_e[1], v_e.mean(axis=0)]
+    window_e = 2
+    q_e = np.array([[1.0, -1.0, 0.5, 2.0], [2 * np.log(3.0), 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0],
+                    [2 * np.log(3.0), 0.0, 0.0, 0.0]])  # fmt: skip
+    k_e = np.array([[0.0, 0.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0], [0.0, -0.2, 0.7, 1.0],
+                    [1.0, 0.0, 0.0, 0.0]])  # fmt: skip
+    v_e = np.array([[1.0, 2.0, 3.0], [-1.0, 0.0, 5.0], [4.0, -2.0, 0.0], [2.0, 1.0, -1.0]])
+    expected_e = [v_e[0], 0.25 * v_e[0] + 0.75 * v_e[1], 0.5 * (v_e[1] + v_e[2]),
+                  0.25 * v_e[2] + 0.75 * v_e[3]]  # fmt: skip
     keys_e, values_e = np.zeros((0, 4)), np.zeros((0, 3))
-    for step_e in range(3):
+    for step_e in range(4):
+        first_e = max(0, step_e + 1 - window_e)  # the oldest position still in the window
         with inputs_kept("kv_attention_step", keys=keys_e, values=values_e, q_e=q_e, k_e=k_e,
                          v_e=v_e) as before_e:  # fmt: skip
             result_e = by_hand(
@@ -273,28 +289,38 @@ def check_part_e(kv_attention_step: Callable[..., Any]) -> None:
                 q_e[step_e],
                 k_e[step_e],
                 v_e[step_e],
+                window_e,
             )
         if not (isinstance(result_e, tuple) and len(result_e) == 3):
             raise CheckFailed("kv_attention_step should return the tuple (z, new_keys, new_values)")
         z_e, new_keys_e, new_values_e = result_e
-        for name_e, got_e, shape_e in (("z", z_e, (3,)), ("new_keys", new_keys_e, (step_e + 1, 4)),
-                                       ("new_values", new_values_e, (step_e + 1, 3))):  # fmt: skip
+        rows_e = step_e + 1 - first_e
+        for name_e, got_e, shape_e in (("z", z_e, (3,)), ("new_keys", new_keys_e, (rows_e, 4)),
+                                       ("new_values", new_values_e, (rows_e, 3))):  # fmt: skip
             if not (isinstance(got_e, np.ndarray) and got_e.shape == shape_e):
                 raise CheckFailed(
-                    f"step {step_e + 1}: {name_e} should be a NumPy array of shape {shape_e}, got "
-                    f"{type(got_e).__name__} of shape {np.shape(got_e)}"
+                    f"step {step_e + 1} (window {window_e}): {name_e} should be a NumPy array of "
+                    f"shape {shape_e}, got {type(got_e).__name__} of shape {np.shape(got_e)}"
                 )
-        assert_close(f"new_keys after step {step_e + 1}", new_keys_e, before_e["k_e"][: step_e + 1],
-                     atol=0, against="the keys so far, oldest first")  # fmt: skip
+        assert_close(f"new_keys after step {step_e + 1}", new_keys_e,
+                     before_e["k_e"][first_e : step_e + 1], atol=0,
+                     against=f"the keys of positions {first_e + 1} to {step_e + 1}, oldest first")  # fmt: skip
         assert_close(f"new_values after step {step_e + 1}", new_values_e,
-                     before_e["v_e"][: step_e + 1], atol=0,
-                     against="the values so far, oldest first")  # fmt: skip
-        assert_close(f"z at step {step_e + 1} (t = {step_e} cached positions)", z_e, expected_e[step_e],
-                     atol=1e-12, against="the weighted values worked out by hand")  # fmt: skip
+                     before_e["v_e"][first_e : step_e + 1], atol=0,
+                     against=f"the values of positions {first_e + 1} to {step_e + 1}, oldest first")  # fmt: skip
+        assert_close(f"z at step {step_e + 1} ({len(keys_e)} cached, window {window_e})",
+                     z_e, expected_e[step_e], atol=1e-12,
+                     against="the weighted values worked out by hand")  # fmt: skip
         keys_e, values_e = new_keys_e, new_values_e
+    z_one_e, keys_one_e, _ = by_hand(ASSIGNMENT, kv_attention_step, k_e[:1], v_e[:1], q_e[1],
+                                     k_e[1], v_e[1], 1)  # fmt: skip
+    assert_close("z with window 1 (the position attends to itself only)", z_one_e, v_e[1],
+                 atol=1e-12)  # fmt: skip
+    assert_close("new_keys with window 1", keys_one_e, k_e[1:2], atol=0,
+                 against="the new key alone")  # fmt: skip
     z_big_e, _, _ = by_hand(ASSIGNMENT, kv_attention_step,
         np.array([[500.0, 0.0], [499.0, 0.0]]), np.array([[1.0], [2.0]]), [2.0, 0.0], [498.0, 0.0],
-        [3.0],
+        [3.0], 3,
     )  # fmt: skip
     # scores 1000/√2, 998/√2 and 996/√2: weights proportional to 1, e^(-√2), e^(-2√2)
     weights_big_e = np.exp([0.0, -np.sqrt(2.0), -2 * np.sqrt(2.0)])
@@ -302,39 +328,22 @@ def check_part_e(kv_attention_step: Callable[..., Any]) -> None:
                  [weights_big_e @ [1.0, 2.0, 3.0] / weights_big_e.sum()], atol=1e-12)  # fmt: skip
     expect_value_error(
         {
-            "kv_attention_step(np.zeros((2, 4)), np.zeros((3, 3)), q_e[0], k_e[0], v_e[0])": lambda: (
-                by_hand(
-                    ASSIGNMENT,
-                    kv_attention_step,
-                    np.zeros((2, 4)),
-                    np.zeros((3, 3)),
-                    q_e[0],
-                    k_e[0],
-                    v_e[0],
-                )
+            "kv_attention_step(np.zeros((2, 4)), np.zeros((3, 3)), q_e[0], k_e[0], v_e[0], 4)": lambda: (
+                by_hand(ASSIGNMENT, kv_attention_step, np.zeros((2, 4)), np.zeros((3, 3)), q_e[0],
+                        k_e[0], v_e[0], 4)
             ),
-            "kv_attention_step(np.zeros((2, 4)), np.zeros((2, 3)), q_e[0][:3], k_e[0], v_e[0])": lambda: (
-                by_hand(
-                    ASSIGNMENT,
-                    kv_attention_step,
-                    np.zeros((2, 4)),
-                    np.zeros((2, 3)),
-                    q_e[0][:3],
-                    k_e[0],
-                    v_e[0],
-                )
+            "kv_attention_step(np.zeros((2, 4)), np.zeros((2, 3)), q_e[0][:3], k_e[0], v_e[0], 4)": lambda: (
+                by_hand(ASSIGNMENT, kv_attention_step, np.zeros((2, 4)), np.zeros((2, 3)),
+                        q_e[0][:3], k_e[0], v_e[0], 4)
             ),
-            "kv_attention_step(np.zeros((2, 4)), np.zeros((2, 3)), q_e[0], k_e[0], q_e[0])": lambda: (
-                by_hand(
-                    ASSIGNMENT,
-                    kv_attention_step,
-                    np.zeros((2, 4)),
-                    np.zeros((2, 3)),
-                    q_e[0],
-                    k_e[0],
-                    q_e[0],
-                )
+            "kv_attention_step(np.zeros((2, 4)), np.zeros((2, 3)), q_e[0], k_e[0], v_e[0], 0) (window 0)": lambda: (
+                by_hand(ASSIGNMENT, kv_attention_step, np.zeros((2, 4)), np.zeros((2, 3)), q_e[0],
+                        k_e[0], v_e[0], 0)
+            ),
+            "kv_attention_step(np.zeros((3, 4)), np.zeros((3, 3)), q_e[0], k_e[0], v_e[0], 2) (3 cached > window 2)": lambda: (
+                by_hand(ASSIGNMENT, kv_attention_step, np.zeros((3, 4)), np.zeros((3, 3)), q_e[0],
+                        k_e[0], v_e[0], 2)
             ),
         }
-    )
+    )  # fmt: skip
     print("Part E, visible test: passed.")
