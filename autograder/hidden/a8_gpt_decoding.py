@@ -46,7 +46,6 @@ import numpy as np
 
 from autograder.hidden import shortcuts
 from autograder.hidden.shortcuts import ShortcutUsed
-from autograder.hidden.shortcuts import case as _case
 from autograder.hidden.shortcuts import describe as _describe
 from autograder.hidden.shortcuts import expect_array as _expect_array
 from autograder.hidden.shortcuts import expect_unchanged as _expect_unchanged
@@ -121,39 +120,82 @@ def _rows(array: np.ndarray) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 
 
-def temperature_cases() -> list[tuple[str, Any, Any]]:
-    """(label, logits, temperature) for temperature_probs."""
+def temperature_cases() -> list[shortcuts.Case]:
+    """The hidden cases of temperature_probs: logits and temperature."""
     rng = np.random.default_rng(8101)
     with_holes = rng.normal(0.0, 2.0, size=(6, 9))
     with_holes[rng.random((6, 9)) < 0.4] = -INF
     with_holes[:, 4] = rng.normal(size=6)  # every row keeps a finite logit
     return [
-        ("one row (|V|,) = (7,), τ = 1", rng.normal(0.0, 2.0, size=7), 1.0),
-        ("a batch (32, 50), τ = 0.7", rng.normal(0.0, 3.0, size=(32, 50)), 0.7),
-        ("three axes (2, 3, 11), τ = 1.3", rng.normal(size=(2, 3, 11)), 1.3),
-        ("a single token, (4, 1), τ = 0.5", rng.normal(size=(4, 1)), 0.5),
-        ("|V| = 5,000, a batch of 3, τ = 1", rng.normal(0.0, 4.0, size=(3, 5000)), 1.0),
-        ("logits near +10,000, τ = 1", 10_000.0 + rng.normal(0.0, 3.0, size=(5, 20)), 1.0),
-        ("logits near -10,000, τ = 2", -10_000.0 + rng.normal(0.0, 3.0, size=(5, 20)), 2.0),
-        ("τ = 0.001 (nearly greedy)", np.arange(12.0).reshape(2, 6) * 0.01, 0.001),
-        ("τ = 1,000 (nearly uniform)", rng.normal(0.0, 5.0, size=(4, 30)), 1000.0),
-        ("rows with -inf logits (removed tokens)", with_holes, 0.9),
-        ("float32 logits", rng.normal(0.0, 2.0, size=(6, 13)).astype(np.float32), 1.0),
-        ("integer logits, τ = 2 (an int)", rng.integers(-5, 6, size=(4, 8)), 2),
-        ("a list of lists", rng.normal(size=(3, 5)).round(3).tolist(), 1.5),
-        ("τ given as a NumPy float", rng.normal(size=(2, 6)), np.float64(0.8)),
-        ("non-contiguous logits", _strided(rng.normal(size=(4, 7))), 1.0),
+        shortcuts.Case(
+            "one row (|V|,) = (7,), τ = 1", logits=rng.normal(0.0, 2.0, size=7), temperature=1.0
+        ),
+        shortcuts.Case(
+            "a batch (32, 50), τ = 0.7", logits=rng.normal(0.0, 3.0, size=(32, 50)), temperature=0.7
+        ),
+        shortcuts.Case(
+            "three axes (2, 3, 11), τ = 1.3", logits=rng.normal(size=(2, 3, 11)), temperature=1.3
+        ),
+        shortcuts.Case(
+            "a single token, (4, 1), τ = 0.5", logits=rng.normal(size=(4, 1)), temperature=0.5
+        ),
+        shortcuts.Case(
+            "|V| = 5,000, a batch of 3, τ = 1",
+            logits=rng.normal(0.0, 4.0, size=(3, 5000)),
+            temperature=1.0,
+        ),
+        shortcuts.Case(
+            "logits near +10,000, τ = 1",
+            logits=10_000.0 + rng.normal(0.0, 3.0, size=(5, 20)),
+            temperature=1.0,
+        ),
+        shortcuts.Case(
+            "logits near -10,000, τ = 2",
+            logits=-10_000.0 + rng.normal(0.0, 3.0, size=(5, 20)),
+            temperature=2.0,
+        ),
+        shortcuts.Case(
+            "τ = 0.001 (nearly greedy)",
+            logits=np.arange(12.0).reshape(2, 6) * 0.01,
+            temperature=0.001,
+        ),
+        shortcuts.Case(
+            "τ = 1,000 (nearly uniform)",
+            logits=rng.normal(0.0, 5.0, size=(4, 30)),
+            temperature=1000.0,
+        ),
+        shortcuts.Case(
+            "rows with -inf logits (removed tokens)", logits=with_holes, temperature=0.9
+        ),
+        shortcuts.Case(
+            "float32 logits",
+            logits=rng.normal(0.0, 2.0, size=(6, 13)).astype(np.float32),
+            temperature=1.0,
+        ),
+        shortcuts.Case(
+            "integer logits, τ = 2 (an int)", logits=rng.integers(-5, 6, size=(4, 8)), temperature=2
+        ),
+        shortcuts.Case(
+            "a list of lists", logits=rng.normal(size=(3, 5)).round(3).tolist(), temperature=1.5
+        ),
+        shortcuts.Case(
+            "τ given as a NumPy float", logits=rng.normal(size=(2, 6)), temperature=np.float64(0.8)
+        ),
+        shortcuts.Case(
+            "non-contiguous logits", logits=_strided(rng.normal(size=(4, 7))), temperature=1.0
+        ),
     ]
 
 
 def check_temperature_probs(temperature_probs: Callable[..., Any]) -> None:
     """Hidden test of Part A: softmax(z / τ) row by row, against math.exp and math.fsum."""
     cases = temperature_cases()
-    for label, logits, tau in cases:
+    for case in cases:
+        logits, tau = case.logits, case.temperature
         expected = reference_softmax(logits, float(tau))
         inputs = _inputs(logits=logits)
         before = _snapshot(inputs)
-        with _case(f"temperature_probs, {label}"):
+        with case.named("temperature_probs"):
             got = _call_valid(temperature_probs, SOFTMAX_BY_HAND, logits, tau)
             _expect_unchanged("temperature_probs", inputs, before)
             _expect_array("the probabilities", got, expected.shape, np.float64)
@@ -205,8 +247,8 @@ def inverse_cdf(probs: Any, u: Any) -> np.ndarray:
     return np.array(tokens, dtype=np.int64)
 
 
-def sample_cases() -> list[tuple[str, Any, Any]]:
-    """(label, probs, u) for sample_tokens."""
+def sample_cases() -> list[shortcuts.Case]:
+    """The hidden cases of sample_tokens: probs and u."""
     rng = np.random.default_rng(8201)
     dyadic = np.array([0.125, 0.375, 0.25, 0.0, 0.25])  # boundaries 0.125, 0.5, 0.75
     edges = [0.0, 0.125, 0.5, 0.75]
@@ -218,33 +260,37 @@ def sample_cases() -> list[tuple[str, Any, Any]]:
                                                          [1 - 9e-8]])  # fmt: skip
     big = rng.dirichlet(np.full(20_000, 0.1), size=2)
     return [
-        ("random distributions (400, 20), uniform u", rng.dirichlet(np.ones(20), size=400),
-         rng.random(400)),
-        ("u on exact boundaries (probabilities [1/8, 3/8, 1/4, 0, 1/4])",
-         np.tile(dyadic, (len(exact_u), 1)), exact_u),
-        ("zero probabilities at the start, inside and at the end of a row",
-         np.tile(holes, (len(holes_u), 1)), holes_u),
-        ("rows summing to 1 ± 5e-7, u = 0 and u = the largest double below 1",
-         np.repeat(off, 2, axis=0), np.tile([0.0, BELOW_ONE], 4)),
-        ("a single token (|V| = 1)", np.ones((3, 1)), np.array([0.0, 0.5, BELOW_ONE])),
-        ("|V| = 20,000 (two rows)", big, rng.random(2)),
-        ("float32 probabilities", rng.dirichlet(np.ones(7), size=50).astype(np.float32),
-         rng.random(50)),
-        ("lists of plain numbers", [[0.5, 0.25, 0.25], [0.1, 0.0, 0.9]], [0.6, 0.1]),
-        ("peaked rows (one token of 0.999999)",
-         np.tile([0.999999, 0.0000005, 0.0000005], (4, 1)), np.array([0.2, 0.9999991, 0.99999951,
-                                                                    BELOW_ONE])),
+        shortcuts.Case("random distributions (400, 20), uniform u",
+                       probs=rng.dirichlet(np.ones(20), size=400), u=rng.random(400)),
+        shortcuts.Case("u on exact boundaries (probabilities [1/8, 3/8, 1/4, 0, 1/4])",
+                       probs=np.tile(dyadic, (len(exact_u), 1)), u=exact_u),
+        shortcuts.Case("zero probabilities at the start, inside and at the end of a row",
+                       probs=np.tile(holes, (len(holes_u), 1)), u=holes_u),
+        shortcuts.Case("rows summing to 1 ± 5e-7, u = 0 and u = the largest double below 1",
+                       probs=np.repeat(off, 2, axis=0), u=np.tile([0.0, BELOW_ONE], 4)),
+        shortcuts.Case("a single token (|V| = 1)", probs=np.ones((3, 1)),
+                       u=np.array([0.0, 0.5, BELOW_ONE])),
+        shortcuts.Case("|V| = 20,000 (two rows)", probs=big, u=rng.random(2)),
+        shortcuts.Case("float32 probabilities",
+                       probs=rng.dirichlet(np.ones(7), size=50).astype(np.float32),
+                       u=rng.random(50)),
+        shortcuts.Case("lists of plain numbers", probs=[[0.5, 0.25, 0.25], [0.1, 0.0, 0.9]],
+                       u=[0.6, 0.1]),
+        shortcuts.Case("peaked rows (one token of 0.999999)",
+                       probs=np.tile([0.999999, 0.0000005, 0.0000005], (4, 1)),
+                       u=np.array([0.2, 0.9999991, 0.99999951, BELOW_ONE])),
     ]  # fmt: skip
 
 
 def check_sample_tokens(sample_tokens: Callable[..., Any]) -> None:
     """Hidden test of Part B: the inverse cumulative distribution, row by row."""
     cases = sample_cases()
-    for label, probs, u in cases:
+    for case in cases:
+        probs, u = case.probs, case.u
         expected = inverse_cdf(probs, u)
         inputs = _inputs(probs=probs, u=u)
         before = _snapshot(inputs)
-        with _case(f"sample_tokens, {label}"):
+        with case.named("sample_tokens"):
             got = _call_valid(sample_tokens, DRAW_BY_HAND, probs, u)
             _expect_unchanged("sample_tokens", inputs, before)
             if not isinstance(got, np.ndarray) or got.shape != expected.shape:
@@ -333,8 +379,8 @@ def min_p_margin(logits: Any, p_base: float) -> float:
     return float(np.min(np.abs(near - p_base)) / p_base)
 
 
-def min_p_cases() -> list[tuple[str, Any, Any]]:
-    """(label, logits, p_base) for min_p_probs."""
+def min_p_cases() -> list[shortcuts.Case]:
+    """The hidden cases of min_p_probs: logits and p_base."""
     rng = np.random.default_rng(8301)
     holes = rng.normal(size=(4, 10))
     holes[:, 3:] = -INF  # 3 finite logits per row
@@ -343,26 +389,68 @@ def min_p_cases() -> list[tuple[str, Any, Any]]:
     peaked = rng.normal(size=(4, 30))
     peaked[:, 0] = 9.0  # one token far above the others
     return [
-        ("a batch (16, 30), p_base = 0.1", rng.normal(0.0, 2.0, size=(16, 30)), 0.1),
-        ("|V| = 5,000, 3 rows, p_base = 0.05", rng.normal(0.0, 3.0, size=(3, 5000)), 0.05),
-        ("three axes (2, 4, 9), p_base = 0.3", rng.normal(size=(2, 4, 9)), 0.3),
-        ("one row (|V|,) = (12,), p_base = 0.2", rng.normal(size=12), 0.2),
-        ("exact ties (40, 20), p_base = 0.45", _tied_rows(rng, 40, 20, 5), 0.45),
-        ("exact ties (40, 20), p_base = 0.2", _tied_rows(rng, 40, 20, 6), 0.2),
-        ("two tokens tied at the top, p_base = 1", top_tie, 1.0),
-        ("p_base = 1 (greedy) on random logits", rng.normal(size=(10, 15)), 1.0),
-        ("p_base = 0: every token", rng.normal(0.0, 3.0, size=(6, 15)), 0.0),
-        ("p_base = 1e-6 on widely spread logits", rng.normal(0.0, 6.0, size=(6, 40)), 1e-6),
-        ("peaked rows (one token 9 above the rest), p_base = 0.01", peaked, 0.01),
-        ("flat rows, p_base = 0.8", rng.normal(0.0, 0.1, size=(5, 50)), 0.8),
-        ("p_base given as a NumPy float", rng.normal(size=(5, 9)), np.float64(0.35)),
-        ("p_base given as an integer 1", rng.normal(size=(5, 9)), 1),
-        ("-inf logits: 3 finite per row, p_base = 0.25", holes, 0.25),
-        ("-inf logits: 3 finite per row, p_base = 0", holes, 0.0),
-        ("logits near 10,000, p_base = 0.15", 10_000.0 + rng.normal(size=(4, 12)), 0.15),
-        ("float32 logits, p_base = 0.3", rng.normal(size=(8, 16)).astype(np.float32), 0.3),
-        ("integer logits (ties), p_base = 0.1", rng.integers(-3, 4, size=(8, 12)), 0.1),
-        ("a single token (|V| = 1), p_base = 0.5", rng.normal(size=(3, 1)), 0.5),
+        shortcuts.Case(
+            "a batch (16, 30), p_base = 0.1", logits=rng.normal(0.0, 2.0, size=(16, 30)), p_base=0.1
+        ),
+        shortcuts.Case(
+            "|V| = 5,000, 3 rows, p_base = 0.05",
+            logits=rng.normal(0.0, 3.0, size=(3, 5000)),
+            p_base=0.05,
+        ),
+        shortcuts.Case(
+            "three axes (2, 4, 9), p_base = 0.3", logits=rng.normal(size=(2, 4, 9)), p_base=0.3
+        ),
+        shortcuts.Case(
+            "one row (|V|,) = (12,), p_base = 0.2", logits=rng.normal(size=12), p_base=0.2
+        ),
+        shortcuts.Case(
+            "exact ties (40, 20), p_base = 0.45", logits=_tied_rows(rng, 40, 20, 5), p_base=0.45
+        ),
+        shortcuts.Case(
+            "exact ties (40, 20), p_base = 0.2", logits=_tied_rows(rng, 40, 20, 6), p_base=0.2
+        ),
+        shortcuts.Case("two tokens tied at the top, p_base = 1", logits=top_tie, p_base=1.0),
+        shortcuts.Case(
+            "p_base = 1 (greedy) on random logits", logits=rng.normal(size=(10, 15)), p_base=1.0
+        ),
+        shortcuts.Case(
+            "p_base = 0: every token", logits=rng.normal(0.0, 3.0, size=(6, 15)), p_base=0.0
+        ),
+        shortcuts.Case(
+            "p_base = 1e-6 on widely spread logits",
+            logits=rng.normal(0.0, 6.0, size=(6, 40)),
+            p_base=1e-6,
+        ),
+        shortcuts.Case(
+            "peaked rows (one token 9 above the rest), p_base = 0.01", logits=peaked, p_base=0.01
+        ),
+        shortcuts.Case(
+            "flat rows, p_base = 0.8", logits=rng.normal(0.0, 0.1, size=(5, 50)), p_base=0.8
+        ),
+        shortcuts.Case(
+            "p_base given as a NumPy float", logits=rng.normal(size=(5, 9)), p_base=np.float64(0.35)
+        ),
+        shortcuts.Case("p_base given as an integer 1", logits=rng.normal(size=(5, 9)), p_base=1),
+        shortcuts.Case("-inf logits: 3 finite per row, p_base = 0.25", logits=holes, p_base=0.25),
+        shortcuts.Case("-inf logits: 3 finite per row, p_base = 0", logits=holes, p_base=0.0),
+        shortcuts.Case(
+            "logits near 10,000, p_base = 0.15",
+            logits=10_000.0 + rng.normal(size=(4, 12)),
+            p_base=0.15,
+        ),
+        shortcuts.Case(
+            "float32 logits, p_base = 0.3",
+            logits=rng.normal(size=(8, 16)).astype(np.float32),
+            p_base=0.3,
+        ),
+        shortcuts.Case(
+            "integer logits (ties), p_base = 0.1",
+            logits=rng.integers(-3, 4, size=(8, 12)),
+            p_base=0.1,
+        ),
+        shortcuts.Case(
+            "a single token (|V| = 1), p_base = 0.5", logits=rng.normal(size=(3, 1)), p_base=0.5
+        ),
     ]
 
 
@@ -402,11 +490,12 @@ def _judge_filtered(name: str, got: Any, expected: np.ndarray, logits: Any) -> N
 def check_min_p_probs(min_p_probs: Callable[..., Any]) -> None:
     """Hidden test of Part C: the tokens kept by their ratio to the most likely, renormalised."""
     cases = min_p_cases()
-    for label, logits, p_base in cases:
+    for case in cases:
+        logits, p_base = case.logits, case.p_base
         expected = renormalised(reference_softmax(logits), kept_by_ratio(logits, float(p_base)))
         inputs = _inputs(logits=logits)
         before = _snapshot(inputs)
-        with _case(f"min_p_probs, {label}"):
+        with case.named("min_p_probs"):
             got = _call_valid(min_p_probs, MIN_P_BY_HAND, logits, p_base)
             _expect_unchanged("min_p_probs", inputs, before)
             _judge_filtered(f"min_p_probs(logits, {float(p_base):g})", got, expected, logits)
@@ -501,8 +590,8 @@ def _log_rows(rows: list[list[float]]) -> np.ndarray:
         return np.log(np.array(rows, dtype=np.float64))
 
 
-def typical_cases() -> list[tuple[str, Any, Any]]:
-    """(label, logits, p) for typical_probs."""
+def typical_cases() -> list[shortcuts.Case]:
+    """The hidden cases of typical_probs: logits and p."""
     rng = np.random.default_rng(8401)
     crossing_ties = _log_rows([
         [0.4, 0.15, 0.15, 0.15, 0.1, 0.05],  # the three of 0.15 are the most typical
@@ -517,36 +606,59 @@ def typical_cases() -> list[tuple[str, Any, Any]]:
     holes = rng.normal(size=(4, 12))
     holes[:, 5:] = -INF
     return [
-        ("a batch (20, 40), p = 0.9", rng.normal(0.0, 2.0, size=(20, 40)), 0.9),
-        ("|V| = 5,000, 3 rows, p = 0.95", rng.normal(0.0, 2.0, size=(3, 5000)), 0.95),
-        ("three axes (2, 3, 12), p = 0.5", rng.normal(size=(2, 3, 12)), 0.5),
-        ("one row (|V|,) = (25,), p = 0.3", rng.normal(0.0, 1.5, size=25), 0.3),
-        ("the most likely token less typical than the rest, p = 0.4", top_dropped, 0.4),
-        ("ties at the crossing of p = 0.25", crossing_ties, 0.25),
-        ("ties at the crossing of p = 0.5", crossing_ties, 0.5),
-        ("many exact ties (30, 16), p = 0.37", _tied_rows(rng, 30, 16, 4), 0.37),
-        ("p = 1e-12: the most typical token(s) only", rng.normal(size=(6, 20)), 1e-12),
-        ("p = 1: every token", rng.normal(size=(6, 20)), 1.0),
-        ("p = 0.999 on flat rows", rng.normal(0.0, 0.1, size=(3, 50)), 0.999),
-        ("peaked rows (one token near 0.9999), p = 0.9", peaked, 0.9),
-        ("-inf logits (5 finite per row), p = 0.8", holes, 0.8),
-        ("-inf logits, p = 1", holes, 1.0),
-        ("logits near 10,000, p = 0.7", 10_000.0 + rng.normal(size=(4, 12)), 0.7),
-        ("float32 logits, p = 0.8", rng.normal(size=(8, 16)).astype(np.float32), 0.8),
-        ("integer logits (ties), p = 0.55", rng.integers(-3, 4, size=(8, 12)), 0.55),
-        ("p given as a NumPy float", rng.normal(size=(5, 9)), np.float64(0.66)),
-        ("a single token (|V| = 1), p = 0.5", rng.normal(size=(3, 1)), 0.5),
+        shortcuts.Case(
+            "a batch (20, 40), p = 0.9", logits=rng.normal(0.0, 2.0, size=(20, 40)), p=0.9
+        ),
+        shortcuts.Case(
+            "|V| = 5,000, 3 rows, p = 0.95", logits=rng.normal(0.0, 2.0, size=(3, 5000)), p=0.95
+        ),
+        shortcuts.Case("three axes (2, 3, 12), p = 0.5", logits=rng.normal(size=(2, 3, 12)), p=0.5),
+        shortcuts.Case(
+            "one row (|V|,) = (25,), p = 0.3", logits=rng.normal(0.0, 1.5, size=25), p=0.3
+        ),
+        shortcuts.Case(
+            "the most likely token less typical than the rest, p = 0.4", logits=top_dropped, p=0.4
+        ),
+        shortcuts.Case("ties at the crossing of p = 0.25", logits=crossing_ties, p=0.25),
+        shortcuts.Case("ties at the crossing of p = 0.5", logits=crossing_ties, p=0.5),
+        shortcuts.Case(
+            "many exact ties (30, 16), p = 0.37", logits=_tied_rows(rng, 30, 16, 4), p=0.37
+        ),
+        shortcuts.Case(
+            "p = 1e-12: the most typical token(s) only", logits=rng.normal(size=(6, 20)), p=1e-12
+        ),
+        shortcuts.Case("p = 1: every token", logits=rng.normal(size=(6, 20)), p=1.0),
+        shortcuts.Case(
+            "p = 0.999 on flat rows", logits=rng.normal(0.0, 0.1, size=(3, 50)), p=0.999
+        ),
+        shortcuts.Case("peaked rows (one token near 0.9999), p = 0.9", logits=peaked, p=0.9),
+        shortcuts.Case("-inf logits (5 finite per row), p = 0.8", logits=holes, p=0.8),
+        shortcuts.Case("-inf logits, p = 1", logits=holes, p=1.0),
+        shortcuts.Case(
+            "logits near 10,000, p = 0.7", logits=10_000.0 + rng.normal(size=(4, 12)), p=0.7
+        ),
+        shortcuts.Case(
+            "float32 logits, p = 0.8", logits=rng.normal(size=(8, 16)).astype(np.float32), p=0.8
+        ),
+        shortcuts.Case(
+            "integer logits (ties), p = 0.55", logits=rng.integers(-3, 4, size=(8, 12)), p=0.55
+        ),
+        shortcuts.Case(
+            "p given as a NumPy float", logits=rng.normal(size=(5, 9)), p=np.float64(0.66)
+        ),
+        shortcuts.Case("a single token (|V| = 1), p = 0.5", logits=rng.normal(size=(3, 1)), p=0.5),
     ]
 
 
 def check_typical_probs(typical_probs: Callable[..., Any]) -> None:
     """Hidden test of Part D: the tokens kept by the mass strictly more typical, renormalised."""
     cases = typical_cases()
-    for label, logits, p in cases:
+    for case in cases:
+        logits, p = case.logits, case.p
         expected = renormalised(reference_softmax(logits), kept_by_typicality(logits, float(p)))
         inputs = _inputs(logits=logits)
         before = _snapshot(inputs)
-        with _case(f"typical_probs, {label}"):
+        with case.named("typical_probs"):
             got = _call_valid(typical_probs, TYPICAL_BY_HAND, logits, p)
             _expect_unchanged("typical_probs", inputs, before)
             _judge_filtered(f"typical_probs(logits, {float(p):g})", got, expected, logits)
@@ -598,45 +710,118 @@ def banded_attention_rows(
     return out
 
 
-def kv_sequences() -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray, int, Any, Any]]:
-    """(label, Q, K, V, prompt length, dtype/list marker, window) for kv_attention_step.
+def kv_sequences() -> list[shortcuts.Case]:
+    """The hidden sequences of kv_attention_step: queries, keys, values, prompt (its length),
+    kind (None, a dtype or list: how q, k, v and the caches are given) and window.
 
-    Q, K (n, d_k) and V (n, d_v) are whole sequences; the first ``prompt`` positions (no more
-    than the window) are given as a ready cache, the others are fed one step at a time.
+    queries, keys (n, d_k) and values (n, d_v) are whole sequences; the first ``prompt``
+    positions (no more than the window) are given as a ready cache, the others are fed one
+    step at a time.
     """
     rng = np.random.default_rng(8501)
 
-    def projected(n: int, d_model: int, d_k: int, d_v: int) -> tuple[np.ndarray, ...]:
+    def projected(n: int, d_model: int, d_k: int, d_v: int) -> dict[str, np.ndarray]:
+        """queries, keys and values: projections of random inputs."""
         x = rng.normal(size=(n, d_model))  # inputs, then W^Q, W^K (d_k, d_model), W^V
         w_q, w_k = rng.normal(size=(2, d_k, d_model)) / math.sqrt(d_model)
         w_v = rng.normal(size=(d_v, d_model)) / math.sqrt(d_model)
-        return x @ w_q.T, x @ w_k.T, x @ w_v.T
+        return {"queries": x @ w_q.T, "keys": x @ w_k.T, "values": x @ w_v.T}
 
     huge_q = rng.normal(size=(6, 4)) * 100.0
     huge_k = rng.normal(size=(6, 4)) * 100.0  # scores of a few thousand
-    far = np.array([[1.0, 0.0, 0.0]]), np.array([[-1.0, 0.0, 0.0]]), np.array([[2.0, -3.0]])
+    far = {
+        "queries": np.array([[1.0, 0.0, 0.0]]),
+        "keys": np.array([[-1.0, 0.0, 0.0]]),
+        "values": np.array([[2.0, -3.0]]),
+    }
     return [
-        ("window 3, d_k = d_v = 8, 10 positions from projections of random inputs",
-         *projected(10, 12, 8, 8), 0, None, 3),
-        ("window 5, d_k = 4, d_v = 6, 12 positions", *projected(12, 10, 4, 6), 0, None, 5),
-        ("window 1, d_k = 1, d_v = 2, 6 positions", *projected(6, 3, 1, 2), 0, None, 1),
-        ("window 2, d_k = 3, d_v = 5, 7 positions", *projected(7, 6, 3, 5), 0, None, 2),
-        ("window 20 > 9 positions (the whole causal triangle), d_k = 5, d_v = 4",
-         *projected(9, 6, 5, 4), 0, None, 20),
-        ("window 4, a full cache of 4 positions given, then 5 steps (d_k = 6, d_v = 3)",
-         *projected(9, 8, 6, 3), 4, None, 4),
-        ("window 6, a prompt of 3 positions given, then 6 steps (d_k = 2, d_v = 2)",
-         *projected(9, 5, 2, 2), 3, None, 6),
-        ("window 3, scores of several thousand (exp would overflow)", huge_q, huge_k,
-         rng.normal(size=(6, 3)), 0, None, 3),
-        ("window 3, float32 q, k, v and caches (d_k = 5, d_v = 4)", *projected(6, 7, 5, 4), 2,
-         np.float32, 3),
-        ("window 2, q, k, v given as lists (d_k = 3, d_v = 3)", *projected(5, 4, 3, 3), 0, list,
-         2),
-        ("window given as a NumPy integer 3 (d_k = 4, d_v = 2)", *projected(6, 5, 4, 2), 0, None,
-         np.int64(3)),
-        ("window 1, t = 0: the query points away from the key", *far, 0, None, 1),
-    ]  # fmt: skip
+        shortcuts.Case(
+            "window 3, d_k = d_v = 8, 10 positions from projections of random inputs",
+            **projected(10, 12, 8, 8),
+            prompt=0,
+            kind=None,
+            window=3,
+        ),
+        shortcuts.Case(
+            "window 5, d_k = 4, d_v = 6, 12 positions",
+            **projected(12, 10, 4, 6),
+            prompt=0,
+            kind=None,
+            window=5,
+        ),
+        shortcuts.Case(
+            "window 1, d_k = 1, d_v = 2, 6 positions",
+            **projected(6, 3, 1, 2),
+            prompt=0,
+            kind=None,
+            window=1,
+        ),
+        shortcuts.Case(
+            "window 2, d_k = 3, d_v = 5, 7 positions",
+            **projected(7, 6, 3, 5),
+            prompt=0,
+            kind=None,
+            window=2,
+        ),
+        shortcuts.Case(
+            "window 20 > 9 positions (the whole causal triangle), d_k = 5, d_v = 4",
+            **projected(9, 6, 5, 4),
+            prompt=0,
+            kind=None,
+            window=20,
+        ),
+        shortcuts.Case(
+            "window 4, a full cache of 4 positions given, then 5 steps (d_k = 6, d_v = 3)",
+            **projected(9, 8, 6, 3),
+            prompt=4,
+            kind=None,
+            window=4,
+        ),
+        shortcuts.Case(
+            "window 6, a prompt of 3 positions given, then 6 steps (d_k = 2, d_v = 2)",
+            **projected(9, 5, 2, 2),
+            prompt=3,
+            kind=None,
+            window=6,
+        ),
+        shortcuts.Case(
+            "window 3, scores of several thousand (exp would overflow)",
+            queries=huge_q,
+            keys=huge_k,
+            values=rng.normal(size=(6, 3)),
+            prompt=0,
+            kind=None,
+            window=3,
+        ),
+        shortcuts.Case(
+            "window 3, float32 q, k, v and caches (d_k = 5, d_v = 4)",
+            **projected(6, 7, 5, 4),
+            prompt=2,
+            kind=np.float32,
+            window=3,
+        ),
+        shortcuts.Case(
+            "window 2, q, k, v given as lists (d_k = 3, d_v = 3)",
+            **projected(5, 4, 3, 3),
+            prompt=0,
+            kind=list,
+            window=2,
+        ),
+        shortcuts.Case(
+            "window given as a NumPy integer 3 (d_k = 4, d_v = 2)",
+            **projected(6, 5, 4, 2),
+            prompt=0,
+            kind=None,
+            window=np.int64(3),
+        ),
+        shortcuts.Case(
+            "window 1, t = 0: the query points away from the key",
+            **far,
+            prompt=0,
+            kind=None,
+            window=1,
+        ),
+    ]
 
 
 def _as_given(vector: np.ndarray, kind: Any) -> Any:
@@ -652,7 +837,9 @@ def check_kv_attention_step(kv_attention_step: Callable[..., Any]) -> None:
     attention with a band mask over the whole prefix."""
     sequences = kv_sequences()
     steps = 0
-    for label, queries, keys, values, prompt, kind, window in sequences:
+    for case in sequences:
+        queries, keys, values = case.queries, case.keys, case.values
+        prompt, kind, window = case.prompt, case.kind, case.window
         w = int(window)
         if kind not in (None, list):
             queries, keys, values = (a.astype(kind) for a in (queries, keys, values))
@@ -666,8 +853,8 @@ def check_kv_attention_step(kv_attention_step: Callable[..., Any]) -> None:
                     window)  # fmt: skip
             inputs = _inputs(keys=args[0], values=args[1], q=args[2], k=args[3], v=args[4])
             before = _snapshot(inputs)
-            with _case(f"kv_attention_step, {label}, step at position {t} "
-                       f"({len(cache_k)} cached)"):  # fmt: skip
+            with case.named("kv_attention_step",
+                            f"step at position {t} ({len(cache_k)} cached)"):  # fmt: skip
                 result = _call_valid(kv_attention_step, CACHE_BY_HAND, *args)
                 _expect_unchanged("kv_attention_step", inputs, before)
                 z, new_k, new_v = _unpack(result, "kv_attention_step",

@@ -261,32 +261,36 @@ def _warped(warper, logits) -> np.ndarray:
 def test_the_references_agree_with_transformers_warpers():
     from transformers import MinPLogitsWarper, TemperatureLogitsWarper, TypicalLogitsWarper
 
-    for _, logits, tau in hidden.temperature_cases():
-        scaled = _warped(TemperatureLogitsWarper(float(tau)), logits)
+    for case in hidden.temperature_cases():
+        tau = float(case.temperature)
+        scaled = _warped(TemperatureLogitsWarper(tau), case.logits)
         expected = torch.tensor(scaled).softmax(-1).numpy()
-        np.testing.assert_allclose(hidden.reference_softmax(logits, float(tau)), expected,
-                                   atol=1e-12, rtol=1e-8)  # fmt: skip
-    for label, logits, p_base in hidden.min_p_cases():
-        ours = hidden.kept_by_ratio(logits, float(p_base)) & ~np.isneginf(logits)
-        theirs = np.isfinite(_warped(MinPLogitsWarper(float(p_base)), logits))
-        assert np.array_equal(ours, theirs), label
-    for label, logits, p in hidden.typical_cases():
-        if float(p) == 1.0:
+        np.testing.assert_allclose(hidden.reference_softmax(case.logits, tau), expected,
+                                   atol=1e-12, rtol=1e-8, err_msg=case.label)  # fmt: skip
+    for case in hidden.min_p_cases():
+        p_base = float(case.p_base)
+        ours = hidden.kept_by_ratio(case.logits, p_base) & ~np.isneginf(case.logits)
+        theirs = np.isfinite(_warped(MinPLogitsWarper(p_base), case.logits))
+        assert np.array_equal(ours, theirs), case.label
+    for case in hidden.typical_cases():
+        p = float(case.p)
+        if p == 1.0:
             continue  # TypicalLogitsWarper refuses a mass of 1; it would keep every token
-        ours = hidden.kept_by_typicality(logits, float(p)) & ~np.isneginf(logits)
-        theirs = np.isfinite(_warped(TypicalLogitsWarper(float(p)), logits))
-        assert np.array_equal(ours, theirs), label
+        ours = hidden.kept_by_typicality(case.logits, p) & ~np.isneginf(case.logits)
+        theirs = np.isfinite(_warped(TypicalLogitsWarper(p), case.logits))
+        assert np.array_equal(ours, theirs), case.label
 
 
 def test_no_typical_case_lets_rounding_decide():
-    for label, logits, p in hidden.typical_cases():
-        assert hidden.typical_margin(logits, float(p)) > 1e-9, label
+    for case in hidden.typical_cases():
+        assert hidden.typical_margin(case.logits, float(case.p)) > 1e-9, case.label
 
 
 def test_the_typical_cases_do_what_their_labels_say():
     """The most likely token is removed in every row of the case that says so, and the tie
     cases are ones where cutting ties at the sort's crossing keeps fewer tokens."""
-    for label, logits, p in hidden.typical_cases():
+    for case in hidden.typical_cases():
+        logits, p, label = case.logits, case.p, case.label
         keep = hidden.kept_by_typicality(logits, float(p)).reshape(-1, np.shape(logits)[-1])
         probs = hidden.reference_softmax(logits).reshape(keep.shape)
         if "most likely token less typical" in label:
@@ -297,21 +301,21 @@ def test_the_typical_cases_do_what_their_labels_say():
 
 
 def test_no_min_p_case_puts_p_base_within_rounding_of_a_ratio():
-    for label, logits, p_base in hidden.min_p_cases():
-        assert hidden.min_p_margin(logits, float(p_base)) > 1e-9, label
+    for case in hidden.min_p_cases():
+        assert hidden.min_p_margin(case.logits, float(case.p_base)) > 1e-9, case.label
 
 
 def test_the_min_p_tie_cases_keep_tied_tokens_together():
     """In each case labelled with ties, some row keeps two or more tokens of the smallest kept
     probability: a rule that kept one of a tied group would keep fewer."""
-    for label, logits, p_base in hidden.min_p_cases():
-        if "tie" not in label:
+    for case in hidden.min_p_cases():
+        if "tie" not in case.label:
             continue
-        ratios = hidden.ratios_to_top(logits).reshape(-1, np.shape(logits)[-1])
-        keep = hidden.kept_by_ratio(logits, float(p_base)).reshape(ratios.shape)
+        ratios = hidden.ratios_to_top(case.logits).reshape(-1, np.shape(case.logits)[-1])
+        keep = hidden.kept_by_ratio(case.logits, float(case.p_base)).reshape(ratios.shape)
         lowest = [ratios[r][keep[r]].min() for r in range(len(ratios))]
         tied = [np.count_nonzero(ratios[r][keep[r]] == lowest[r]) for r in range(len(ratios))]
-        assert max(tied) >= 2, label
+        assert max(tied) >= 2, case.label
 
 
 def test_the_kv_reference_is_attention_with_a_band_mask():
@@ -338,9 +342,10 @@ def test_the_kv_reference_is_attention_with_a_band_mask():
 def test_the_kv_sequences_fill_the_window_and_give_no_longer_cache():
     """Every sequence but the one longer than its window runs past a full cache (where the
     oldest position must drop out), and no prompt exceeds its window."""
-    for label, queries, _, _, prompt, _, window in hidden.kv_sequences():
-        assert prompt <= int(window), label
-        assert len(queries) > int(window) or "whole causal triangle" in label or "t = 0" in label, (
+    for case in hidden.kv_sequences():
+        window, label = int(case.window), case.label
+        assert case.prompt <= window, label
+        assert len(case.queries) > window or "whole causal triangle" in label or "t = 0" in label, (
             label
         )
 
