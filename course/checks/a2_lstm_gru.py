@@ -1,10 +1,10 @@
 """The visible tests of Assignment 2 (LSTM and GRU cells, a padded LSTM, the quote cell).
 
-The expected numbers are those of the hidden module's references
-(``autograder.hidden.a2_lstm_gru``: the peephole LSTM step, run over each sequence's real
-steps for Part B, and the GRU with the reset gate before the recurrent matrix), printed to
-ten decimals; ``tests/grading/test_a2_hidden_checks.py`` checks that the references pass these
-tests.
+The expected numbers are those of references written by hand in torch (float64): the peephole
+LSTM step, run over each sequence's real steps for Part B, and the GRU with the reset gate
+before the recurrent matrix, printed to ten decimals. The course's own tests check that those
+references pass these tests, and that with the peepholes at 0 they agree with
+``torch.nn.LSTMCell`` and ``torch.nn.LSTM``.
 
 Each test cell of the notebook calls one check with the student's functions, which run under
 the rule of the part's hidden tests (:func:`course.checks.rules.by_hand`). Every function
