@@ -5,7 +5,8 @@ of the one it uses in the dark theme, reaches WCAG 2.x AA contrast (4.5:1) again
 background a code block has in that theme: the style's own (``div.highlight``) and the theme's
 surface colour, which pydata-sphinx-theme paints on the ``pre`` inside it. The browser test
 (tests/build/test_website.py) leaves code blocks out of axe-core's colour-contrast rule, whose
-time the thousands of token spans dominated; this test covers them instead.
+time the thousands of token spans dominated; this test covers them instead. Nor does axe-core
+read the text inside an image: the logo's text colours are checked here too.
 """
 
 from __future__ import annotations
@@ -152,3 +153,17 @@ def test_the_built_site_highlights_with_the_checked_styles():
         prefix = f'html[data-theme="{mode}"] .highlight'
         expected = HtmlFormatter(style=name).get_background_style_defs(prefix)
         assert any(line in css for line in expected if "background" in line), (mode, name)
+
+
+def test_the_logo_of_each_theme_is_readable_on_its_background():
+    """The sidebar's logo is an image with text: the light theme's (``logo``) and the dark
+    theme's (``image_dark``) text colours reach 4.5:1 on that theme's page background."""
+    config = yaml.safe_load((BOOK / "_config.yml").read_text())
+    options = config["sphinx"]["config"]["html_theme_options"]
+    logos = {"light": config["logo"], "dark": options["logo"]["image_dark"]}
+    backgrounds = theme_colours("--pst-color-background")
+    for mode, logo in logos.items():
+        fills = re.findall(r'<text[^>]*\sfill="(#[0-9a-fA-F]{3,6})"', (BOOK / logo).read_text())
+        assert fills, f"{logo} has no text with a fill colour"
+        low = [f for f in fills if contrast(f, backgrounds[mode]) < AA]
+        assert not low, f"{logo}: text colours {low} below {AA}:1 on {backgrounds[mode]}"
