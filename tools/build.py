@@ -60,6 +60,8 @@ METRICS = BUILD / "metrics"
 FITS = BUILD / "fits"  # each lecture's training runs, recorded for its JupyterLab run to replay
 TIMINGS = BUILD / "timings.json"
 COMMON_INPUTS = (REPO / "course", REPO / "requirements.txt", REPO / "requirements-student.txt")
+# what else a lecture's outputs depend on: how it is executed (the kernel's figure format)
+LECTURE_INPUTS = (*COMMON_INPUTS, REPO / "tools" / "notebooks.py")
 JOBS_VARIABLE = "COURSE_BUILD_JOBS"
 FAILURES = (NotebookBuildError, nbg.NbgraderError, FileNotFoundError)
 
@@ -264,7 +266,7 @@ def lecture_units() -> list[Unit]:
         Unit(
             label=f"lecture {source.stem}",
             key=f"lecture-{source.stem}",
-            digest=files_digest([source, *COMMON_INPUTS], REPO),
+            digest=files_digest([source, *LECTURE_INPUTS], REPO),
             outputs=(BUILD / "lectures" / f"{source.stem}.ipynb",),
             work=run_lecture,
             args=(source, BUILD, _kernel_env()),

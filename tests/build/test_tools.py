@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import io
 import json
 import os
 import subprocess
@@ -11,6 +13,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from PIL import Image
 
 from autograder import nbgrader_format as nbg
 from tools import build
@@ -317,8 +320,13 @@ def test_widget_outputs_are_dropped_but_figures_and_text_kept(tmp_path):
         o for o in outputs if "application/vnd.jupyter.widget-view+json" in o.get("data", {})
     ]
     assert "widgets" not in notebook.metadata
-    assert any("image/png" in o.get("data", {}) for o in outputs)
+    figures = [o for o in outputs if "image/png" in o.get("data", {})]
+    assert len(figures) == 1, outputs
     assert any("trained" in o.get("text", "") for o in outputs)
+    # the figure has twice the pixels of the size it is shown at, recorded with it (retina)
+    png = Image.open(io.BytesIO(base64.b64decode(figures[0]["data"]["image/png"])))
+    shown = figures[0]["metadata"]["image/png"]
+    assert (png.width // 2, png.height // 2) == (shown["width"], shown["height"]), png.size
 
 
 def test_replays_from_several_cells_do_not_clobber_each_other():

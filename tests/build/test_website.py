@@ -3,8 +3,9 @@
 The site is served on 127.0.0.1 and every request to another host is blocked (and fails the
 page that made it). For every page: it answers 200, logs no console error, its math is
 typeset by the local MathJax, every image loads and every internal link (and its #anchor)
-resolves. Search finds lecture text. Screenshots and a table of page sizes go to
-``build/screenshots/``.
+resolves, and axe-core finds no serious or critical accessibility problem at 1280 px in the
+light theme and at a phone's 390 px, nor with its colour rules in the dark theme. Search finds lecture text. Screenshots, a
+table of page sizes and the accessibility counts go to ``build/screenshots/``.
 
 Chromium is required, not optional: `make test` installs it (`make browser`) when absent.
 """
@@ -16,6 +17,7 @@ import gzip
 import importlib.util
 import re
 import shutil
+from collections import Counter
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -44,6 +46,12 @@ def _site_pages() -> list[str]:
 
 PAGES = _site_pages()
 SIZES: dict[str, tuple[int, int, int]] = {}  # page -> (files loaded, bytes, bytes gzipped)
+# What axe-core checks each page in: the desktop width in the light theme (the site's default),
+# the same in the dark theme, and a phone's width.
+VIEWS = ("1280 px, light", "1280 px, dark (colour rules)", "390 px, light")
+PHONE = (390, 844)
+ACCESSIBILITY = {view: Counter() for view in VIEWS}  # view -> impact -> violated rules, all pages
+CHECKED = Counter()  # view -> pages axe-core checked in it
 
 
 @functools.cache
@@ -119,17 +127,83 @@ def _local_file(url: str, site_url: str) -> Path:
     return target / "index.html" if target.is_dir() or not path else target
 
 
-def _accessibility_problems(page) -> list[str]:
-    """axe-core's serious and critical violations on the open page (WCAG 2.x A and AA and its
-    best practices), one line each: the rule, its help and the first elements it names."""
+@functools.cache
+def _axe_script() -> str:
     from axe_playwright_python.sync_playwright import Axe
 
-    found = Axe().run(page).response["violations"]
+    return Axe().axe_script
+
+
+# axe-core's colour-contrast rule leaves out the tokens of highlighted code (.highlight): their
+# thousands of spans made that rule most of axe's time on a lecture page, and
+# tests/build/test_code_colours.py checks every token colour of both themes' highlighting styles
+# against the code block's background instead. Every other rule still covers code blocks.
+AXE_SETUP = """() => axe.configure({
+  rules: [{id: 'color-contrast', selector: '*:not(.highlight *)'}],
+})"""
+
+AXE_RUN = """async (rules) => (await axe.run(document, rules.length
+    ? {resultTypes: ['violations'], runOnly: {type: 'rule', values: rules}}
+    : {resultTypes: ['violations']})).violations
+  .map((v) => ({id: v.id, impact: v.impact, help: v.help,
+                targets: v.nodes.slice(0, 3).map((n) => n.target)}))"""
+
+# The dark theme changes the page's colours and nothing else (the same elements, names, roles
+# and layout) but the logo, which it swaps for the dark one: in it axe-core runs only the rules
+# that colours or that image can change, so that three views cost about what one view of all
+# rules with the code's tokens did.
+DARK_RULES = ("color-contrast", "link-in-text-block", "image-alt")
+
+# pydata-sphinx-theme makes each block that scrolls sideways reachable by keyboard (tabindex 0),
+# 300 ms after a resize: at the phone's width many more code blocks scroll
+SCROLLERS_READY = """() => [...document.querySelectorAll('#main-content *')].every((e) =>
+  e.scrollWidth <= e.clientWidth || e.tabIndex >= 0
+  || !['auto', 'scroll'].includes(getComputedStyle(e).overflowX))"""
+
+THEME = """(theme) => {
+  const html = document.documentElement;
+  html.dataset.mode = html.dataset.theme = theme;
+  return getComputedStyle(document.body).backgroundColor;
+}"""
+
+
+def _accessibility_problems(page, view: str, rules: tuple[str, ...] = ()) -> list[str]:
+    """axe-core's serious and critical violations on the open page as it is now (WCAG 2.x A and
+    AA and its best practices, or only ``rules``), one line each: the view, the rule, its help
+    and the first elements it names. Every violation is counted in ACCESSIBILITY[view] by its
+    impact."""
+    if not page.evaluate("() => Boolean(window.axe)"):
+        page.evaluate(_axe_script())
+        page.evaluate(AXE_SETUP)
+    found = page.evaluate(AXE_RUN, list(rules))
+    CHECKED[view] += 1
+    ACCESSIBILITY[view].update(v["impact"] for v in found)
     return [
-        f"{v['id']} ({v['impact']}): {v['help']}, at {[n['target'] for n in v['nodes'][:3]]}"
+        f"{view}: {v['id']} ({v['impact']}): {v['help']}, at {v['targets']}"
         for v in found
         if v["impact"] in ("serious", "critical")
     ]
+
+
+def _accessibility_problems_in_every_view(page) -> list[str]:
+    """:func:`_accessibility_problems` at 1280 px in the light theme, then in the dark theme
+    (switched as the theme's button does: ``data-theme`` on ``<html>``; DARK_RULES), then at
+    390 px."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    page.add_style_tag(content="*, *::before, *::after { transition: none !important; }")
+    light = page.evaluate(THEME, "light")
+    problems = _accessibility_problems(page, VIEWS[0])
+    dark = page.evaluate(THEME, "dark")
+    assert dark != light, f"the dark theme did not change the page's background ({light})"
+    problems += _accessibility_problems(page, VIEWS[1], DARK_RULES)
+    page.evaluate(THEME, "light")
+    page.set_viewport_size({"width": PHONE[0], "height": PHONE[1]})
+    try:
+        page.wait_for_function(SCROLLERS_READY, polling=100, timeout=3_000)
+    except PlaywrightTimeout:
+        pass  # axe-core names the blocks a keyboard cannot scroll
+    return problems + _accessibility_problems(page, VIEWS[2])
 
 
 def _open(context, url: str):
@@ -418,8 +492,6 @@ def test_page_works_offline_in_a_browser(name, context, site_url):
         assert len(context.blocked) == blocked_before, (
             f"{name} tried to reach the internet: {context.blocked[blocked_before:]}"
         )
-        serious = _accessibility_problems(page)
-        assert not serious, f"{name}: axe-core finds serious or critical problems: {serious}"
         files = {_local_file(url, site_url) for url in loaded if url.startswith(site_url)}
         files = {f for f in files if f.is_file()}
         SIZES[name] = (
@@ -427,6 +499,8 @@ def test_page_works_offline_in_a_browser(name, context, site_url):
             sum(f.stat().st_size for f in files),
             sum(_gzipped_size(f) for f in files),
         )
+        serious = _accessibility_problems_in_every_view(page)
+        assert not serious, f"{name}: axe-core finds serious or critical problems: {serious}"
     finally:
         page.close()
 
@@ -470,6 +544,102 @@ def test_screenshots_of_the_landing_page_and_a_lecture(context, site_url):
         page.close()
     for name in ("landing.png", "lecture.png", "lecture-bptt.png"):
         assert (SCREENSHOTS / name).stat().st_size > 10_000, f"{name} looks empty"
+
+
+# the size of each figure's picture (the dark theme pads images on a white ground)
+FIGURES = """() => Array.from(document.querySelectorAll('.cell_output img')).map((img) => {
+  const style = getComputedStyle(img);
+  const padding = (a, b) => parseFloat(style[a]) + parseFloat(style[b]);
+  return {src: img.getAttribute('src'), ratio: img.naturalWidth / img.naturalHeight,
+          shown: [img.clientWidth - padding('paddingLeft', 'paddingRight'),
+                  img.clientHeight - padding('paddingTop', 'paddingBottom')]};
+})"""
+
+
+@pytest.mark.browser
+@pytest.mark.build
+def test_screenshots_on_a_phone_and_in_the_dark_theme(browser, site_url):
+    """The landing page and a lecture at 390 px, and in the dark theme chosen as a reader's
+    choice is remembered (``mode`` in localStorage): the theme applies it, and the sidebar shows
+    the dark logo (its text's contrast: tests/build/test_code_colours.py). The lecture's
+    figures fit the screen's width at their own aspect ratio."""
+    local = urlsplit(site_url).netloc
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    for suffix, viewport, mode in (("390px", PHONE, "light"), ("dark", (1280, 900), "dark")):
+        context = offline_context(
+            browser, lambda url: urlsplit(url).netloc == local, viewport=viewport, timeout_ms=60_000
+        )
+        context.add_init_script(f"localStorage.setItem('mode', '{mode}')")
+        page = context.new_page()
+        try:
+            for name, shot in (("intro.html", "landing"), (FIRST_LECTURE, "lecture")):
+                page.goto(site_url + name, wait_until="load")
+                assert page.evaluate("() => document.documentElement.dataset.theme") == mode
+                page.evaluate(TYPESET)
+                page.evaluate(IMAGES)
+                page.screenshot(path=SCREENSHOTS / f"{shot}-{suffix}.png")
+            page.locator(".cell_output img").first.scroll_into_view_if_needed()
+            page.screenshot(path=SCREENSHOTS / f"lecture-figure-{suffix}.png")
+            figures = page.evaluate(FIGURES)
+            assert len(figures) >= 3, figures
+            wide = [f for f in figures if f["shown"][0] > viewport[0]]
+            assert not wide, f"figures wider than the {viewport[0]} px screen: {wide}"
+            squashed = [
+                f for f in figures if abs(f["shown"][0] / f["shown"][1] - f["ratio"]) > 0.02
+            ]
+            assert not squashed, f"figures not at their own aspect ratio: {squashed}"
+            if mode == "dark":
+                logo = page.locator("img.logo__image:visible")
+                assert logo.count() == 1 and logo.get_attribute("src").endswith("logo-dark.svg")
+        finally:
+            context.close()
+        assert context.blocked == []
+    for name in ("landing", "lecture", "lecture-figure"):
+        for suffix in ("390px", "dark"):
+            assert (SCREENSHOTS / f"{name}-{suffix}.png").stat().st_size > 10_000, (
+                f"{name}-{suffix}.png looks empty"
+            )
+
+
+class _Figures(HTMLParser):
+    """The ``<img>`` tags of a page's cell outputs: (src, the size its style shows it at, in
+    CSS pixels, or None)."""
+
+    SIZE = re.compile(r"width:\s*(\d+)px;\s*height:\s*(\d+)px")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.depth = 0  # how deep inside a cell output
+        self.found: list[tuple[str, tuple[int, int] | None]] = []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if self.depth or "cell_output" in (attrs.get("class") or "").split():
+            self.depth += tag not in _ProseText.VOID
+            if tag == "img":
+                size = self.SIZE.search(attrs.get("style") or "")
+                self.found.append((attrs["src"], size and (int(size[1]), int(size[2]))))
+
+    def handle_endtag(self, tag):
+        if self.depth and tag not in _ProseText.VOID:
+            self.depth -= 1
+
+
+@pytest.mark.build
+def test_lecture_figures_have_twice_the_pixels_of_their_shown_size():
+    """Sharp on high-density screens: each figure of the first lecture's page (the build
+    executes every lecture alike, tools/notebooks.py) is a PNG with twice the pixels of the
+    width and height its tag's style shows it at."""
+    from PIL import Image
+
+    parser = _Figures()
+    path = HTML / FIRST_LECTURE
+    parser.feed(path.read_text(encoding="utf-8"))
+    assert len(parser.found) >= 3, parser.found
+    for src, shown in parser.found:
+        assert shown, f"{src} has no shown size"
+        with Image.open(path.parent / unquote(src)) as png:
+            assert (png.width // 2, png.height // 2) == shown, (src, png.size, shown)
 
 
 def _offline_site_extension():
@@ -614,4 +784,24 @@ def test_report_page_sizes():
         lines.append(f"| {name} | {count} | {size / 1024:,.0f} | {gzipped / 1024:,.0f} |")
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     (SCREENSHOTS / "page_sizes.md").write_text("\n".join(lines) + "\n")
+    print("\n" + "\n".join(lines))
+
+
+@pytest.mark.browser
+@pytest.mark.build
+def test_report_accessibility_counts():
+    """Write how many axe-core violations (rules violated on a page) each view had, by impact,
+    over every page (build/screenshots/accessibility.md); every page was checked in each view."""
+    pages = len([name for name in PAGES if not _anchors(HTML / name).refresh])
+    assert all(CHECKED[view] == pages for view in VIEWS), (CHECKED, pages)
+    impacts = ("critical", "serious", "moderate", "minor")
+    lines = [
+        "| view | pages | " + " | ".join(impacts) + " |",
+        "| --- | ---: | " + " | ".join("---:" for _ in impacts) + " |",
+    ]
+    for view in VIEWS:
+        counts = " | ".join(str(ACCESSIBILITY[view][impact]) for impact in impacts)
+        lines.append(f"| {view} | {CHECKED[view]} | {counts} |")
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    (SCREENSHOTS / "accessibility.md").write_text("\n".join(lines) + "\n")
     print("\n" + "\n".join(lines))
