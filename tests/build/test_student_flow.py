@@ -60,6 +60,9 @@ LECTURES = sorted(p.name for p in (DIST / "lectures").glob("*.ipynb"))
 ASSIGNMENTS = [f"{a}/{s.stem}.ipynb" for a in nbg.assignment_ids() for s in nbg.source_files(a)]
 LABS = max(1, int(os.environ.get("COURSE_STUDENT_LABS", "2")))
 RUN_TIMEOUT = 900  # seconds for Run All of one notebook (lectures train for ~20-40 s each)
+# Between two cells of Run All the kernel is idle for a moment; idle this long with cells
+# still unrun, Run All has stopped (a cell raised).
+STOPPED_SECONDS = 20
 TEACHER_PANELS = ("Formgrader", "Course List", "Create Assignment", "Assignment List", "Nbgrader")
 # MyST markup that JupyterLab would show raw: a role ({eq}, {cite:p}... rendered without its
 # backticks), a target line, or an equation label left after display math.
@@ -283,17 +286,38 @@ def _code_cell_prompts(page) -> list[tuple[str, str]]:
     )
 
 
+def _shown_error(page) -> str:
+    """The end of the first error output shown in the notebook ("" if none)."""
+    return page.evaluate(
+        """sel => { const e = Array.from(document.querySelectorAll(sel + ' .jp-OutputArea-output'))
+            .find(o => o.getAttribute('data-mime-type') === 'application/vnd.jupyter.stderr'
+                       && /Error/.test(o.textContent));
+          return e ? e.textContent.trim().slice(-600) : ''; }""",
+        NOTEBOOK,
+    )
+
+
 def _run_all(page, lab, path: str) -> float:
+    """Run All from the Run menu; wait until every code cell has run. A cell that raises
+    stops Run All, leaving the cells after it unrun with the kernel idle: after
+    STOPPED_SECONDS of that, fail with the error the notebook shows."""
     started = time.perf_counter()
     _menu(page, "Run", "Run All Cells")
     deadline = time.monotonic() + RUN_TIMEOUT
+    idle_since = None
     while True:
         prompts = _code_cell_prompts(page)
         pending = [
             p for p, source in prompts if source.strip() and not re.fullmatch(r"\s*\[\d+\]:\s*", p)
         ]
-        if prompts and not pending and all(s == "idle" for s in _kernel_states(lab)):
+        idle = all(s == "idle" for s in _kernel_states(lab))
+        if prompts and not pending and idle:
             break
+        idle_since = (idle_since or time.monotonic()) if idle else None
+        assert idle_since is None or time.monotonic() - idle_since < STOPPED_SECONDS, (
+            f"{path}: Run All stopped, {len(pending)} code cell(s) not run, the kernel idle; "
+            f"the notebook shows: {_shown_error(page) or 'no error'}"
+        )
         assert time.monotonic() < deadline, f"{path}: Run All did not finish: {pending[:3]}"
         page.wait_for_timeout(1000)
     _wait_idle(page, lab)
