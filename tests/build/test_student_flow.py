@@ -638,6 +638,22 @@ def test_lecture_runs_cleanly_in_jupyterlab(context, lab, lecture):
         equation.scroll_into_view_if_needed()
         _shot(page, f"{name}-equations")
 
+    # each diagram the lecture draws (course.viz.diagrams) is shown, as an image that loaded
+    diagrams = page.locator(f"{NOTEBOOK} .jp-CodeCell", has_text="_diagram(")
+    shown = 0
+    for i in range(diagrams.count()):
+        cell = diagrams.nth(i)
+        cell.scroll_into_view_if_needed()
+        image = cell.locator(".jp-OutputArea-output img")
+        if not image.count():
+            continue
+        assert image.first.evaluate("e => e.complete && e.naturalWidth > 0"), (
+            f"{lecture}: diagram {i} is not drawn"
+        )
+        _shot(page, f"{name}-diagram{shown}", image.first)
+        shown += 1
+    assert shown >= 1, f"{lecture} shows no diagram"
+
     moved = _check_widgets(page, lab, name)
     assert moved >= 1 or "interact" not in json.dumps([c.source for c in saved.cells]), (
         f"{lecture} creates widgets, but none was found live in JupyterLab"
