@@ -120,7 +120,9 @@ def interact_attention(**defaults: Any) -> Any:
     return widgets.interact(
         show,
         sentence=widgets.Text(value="the animal did not cross the street because it was too tired"),
-        head=widgets.IntSlider(min=0, max=defaults.get("num_heads", 4) - 1, value=0),
+        head=widgets.IntSlider(
+            min=0, max=defaults.get("num_heads", 4) - 1, value=0, continuous_update=False
+        ),
         scaled=widgets.Checkbox(value=True),
     )
 
@@ -206,6 +208,6 @@ def interact_positions() -> Any:
     return widgets.interact(
         show,
         kind=widgets.Dropdown(options=list(POSITION_KINDS), value="sinusoidal"),
-        n=widgets.IntSlider(min=8, max=256, step=8, value=64),
-        d=widgets.IntSlider(min=8, max=256, step=8, value=64),
+        n=widgets.IntSlider(min=8, max=256, step=8, value=64, continuous_update=False),
+        d=widgets.IntSlider(min=8, max=256, step=8, value=64, continuous_update=False),
     )

@@ -61,7 +61,7 @@ def interact_fill_mask(model: BertForPreTraining, wordpiece: WordPiece) -> Any:
     return widgets.interact(
         show,
         text=widgets.Text(value=FILL_MASK_EXAMPLE, continuous_update=False),
-        k=widgets.IntSlider(value=8, min=3, max=15),
+        k=widgets.IntSlider(value=8, min=3, max=15, continuous_update=False),
     )
 
 

@@ -95,11 +95,19 @@ def interact_sampling_filters() -> Any:
 
     return widgets.interact(
         show,
-        temperature=widgets.FloatSlider(min=0.1, max=3.0, step=0.1, value=1.0),
-        top_k=widgets.IntSlider(
-            min=0, max=len(EXAMPLE_TOKENS), value=0, description="top-k (0 off)"
+        temperature=widgets.FloatSlider(
+            min=0.1, max=3.0, step=0.1, value=1.0, continuous_update=False
         ),
-        top_p=widgets.FloatSlider(min=0.05, max=1.0, step=0.05, value=1.0, description="top-p"),
+        top_k=widgets.IntSlider(
+            min=0,
+            max=len(EXAMPLE_TOKENS),
+            value=0,
+            description="top-k (0 off)",
+            continuous_update=False,
+        ),
+        top_p=widgets.FloatSlider(
+            min=0.05, max=1.0, step=0.05, value=1.0, description="top-p", continuous_update=False
+        ),
     )
 
 
@@ -190,9 +198,15 @@ def interact_model_samples(model: Any, vocab: Any, prompt: str = "And God said, 
 
     return widgets.interact(
         show,
-        temperature=widgets.FloatSlider(min=0.1, max=2.0, step=0.1, value=1.0),
-        top_k=widgets.IntSlider(min=0, max=40, value=0, description="top-k (0 off)"),
-        top_p=widgets.FloatSlider(min=0.05, max=1.0, step=0.05, value=1.0, description="top-p"),
+        temperature=widgets.FloatSlider(
+            min=0.1, max=2.0, step=0.1, value=1.0, continuous_update=False
+        ),
+        top_k=widgets.IntSlider(
+            min=0, max=40, value=0, description="top-k (0 off)", continuous_update=False
+        ),
+        top_p=widgets.FloatSlider(
+            min=0.05, max=1.0, step=0.05, value=1.0, description="top-p", continuous_update=False
+        ),
     )
 
 

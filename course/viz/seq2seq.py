@@ -129,5 +129,5 @@ def interact_alignment(alignments: Mapping[str, Sequence[Alignment]]) -> Any:
     return widgets.interact(
         show,
         score=widgets.Dropdown(options=list(alignments), value=next(iter(alignments))),
-        example=widgets.IntSlider(min=0, max=count - 1, value=0),
+        example=widgets.IntSlider(min=0, max=count - 1, value=0, continuous_update=False),
     )

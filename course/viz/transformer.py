@@ -101,7 +101,7 @@ def interact_depth_gradients() -> Any:
 
     return widgets.interact(
         show,
-        depth=widgets.IntSlider(min=2, max=64, step=2, value=24),
+        depth=widgets.IntSlider(min=2, max=64, step=2, value=24, continuous_update=False),
         residual=widgets.Checkbox(value=True, description="residual"),
         norm=widgets.Dropdown(options=list(NORM_PLACEMENTS), value="pre"),
     )
@@ -171,8 +171,8 @@ def interact_heads(examples: Sequence[HeadMaps]) -> Any:
 
     return widgets.interact(
         show,
-        example=widgets.IntSlider(min=0, max=len(examples) - 1, value=0),
+        example=widgets.IntSlider(min=0, max=len(examples) - 1, value=0, continuous_update=False),
         part=widgets.Dropdown(options=list(PARTS), value="cross"),
-        layer=widgets.IntSlider(min=0, max=num_layers - 1, value=0),
-        head=widgets.IntSlider(min=0, max=num_heads - 1, value=0),
+        layer=widgets.IntSlider(min=0, max=num_layers - 1, value=0, continuous_update=False),
+        head=widgets.IntSlider(min=0, max=num_heads - 1, value=0, continuous_update=False),
     )

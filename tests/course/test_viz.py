@@ -220,3 +220,30 @@ def test_plot_recall_draws_accuracy_against_distance_and_the_recall_loss():
     assert left.get_xscale() == "log"
     np.testing.assert_allclose(right.get_lines()[0].get_ydata(), [1.5, 0.75, 0.3])
     assert right.get_lines()[1].get_ydata()[0] == pytest.approx(np.log(8))  # guessing
+
+
+def test_every_slider_redraws_when_released_not_at_each_value_it_passes():
+    """A slider of a course widget sends its value when the student lets go of it: with
+    ipywidgets' default (continuous_update=True) a drag across a slider queues a redraw of the
+    figure for each value it passes, seconds of work on a 2-core laptop for one move."""
+    import ast
+    from pathlib import Path
+
+    import course.viz
+
+    sliders, live = 0, []
+    for path in sorted(Path(course.viz.__file__).parent.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr.endswith("Slider")
+            ):
+                continue
+            sliders += 1
+            keywords = {k.arg: k.value for k in node.keywords}
+            flag = keywords.get("continuous_update")
+            if not (isinstance(flag, ast.Constant) and flag.value is False):
+                live.append(f"{path.name}:{node.lineno}")
+    assert sliders >= 10, f"found only {sliders} sliders in course.viz"
+    assert not live, f"sliders that redraw while they move: {live}"
