@@ -62,13 +62,6 @@ def test_an_address_that_is_not_http_is_refused(pyproject, monkeypatch, value):
         build.repository_url(pyproject)
 
 
-def test_the_course_sets_no_address_yet(monkeypatch):
-    """The repository's own pyproject.toml has no address: the site shows no repository link.
-    Setting one there makes this test fail, and it may then go."""
-    monkeypatch.delenv(build.REPOSITORY_VARIABLE, raising=False)
-    assert build.repository_url() is None
-
-
 def test_the_build_says_the_site_has_no_link_and_how_to_add_one(tmp_path, monkeypatch, capsys):
     """One line, before anything is copied (here the bundle is missing, so the build stops)."""
     monkeypatch.delenv(build.REPOSITORY_VARIABLE, raising=False)
