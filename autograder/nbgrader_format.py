@@ -218,6 +218,11 @@ def make_course_dir(
     return root
 
 
+# The nbgrader processes this process is running now: a build worker whose build is gone ends
+# them before it exits (tools.build.exit_with_parent); their kernels end with them.
+RUNNING: set[subprocess.Popen] = set()
+
+
 def nbgrader(
     course_dir: Path,
     *args: str,
@@ -243,6 +248,7 @@ def nbgrader(
         stderr=subprocess.STDOUT,
         text=True,
     )
+    RUNNING.add(process)
     watchdog = threading.Timer(timeout, process.kill) if timeout is not None else None
     if watchdog is not None:
         watchdog.start()
@@ -255,6 +261,7 @@ def nbgrader(
                 on_line(line)
         code = process.wait()
     finally:
+        RUNNING.discard(process)
         if watchdog is not None:
             watchdog.cancel()
     log = "".join(lines)

@@ -127,13 +127,16 @@ def exit_with_parent(parent: int, every: float = 1.0) -> None:
     A build killed outright (``kill``, a CI step's timeout, a closed terminal) runs no clean-up
     of its own, and its workers would go on executing notebooks that nobody waits for. A thread
     checks every ``every`` seconds whether the worker's parent is still ``parent``; when it is
-    not (on POSIX an orphan is adopted by another process), the worker exits, and the Jupyter
-    kernel it started follows it (ipykernel ends when its own parent does).
+    not (on POSIX an orphan is adopted by another process), the worker ends the nbgrader
+    commands it is running (``nbgrader_format.RUNNING``) and exits; the Jupyter kernels they and
+    the worker started follow (ipykernel ends when its own parent does).
     """
 
     def watch() -> None:
         while os.getppid() == parent:
             time.sleep(every)
+        for process in list(nbg.RUNNING):
+            process.kill()
         os._exit(1)
 
     threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()

@@ -399,6 +399,55 @@ sys.exit(build.main(["lectures"]))
 """
 
 
+# A build worker (exit_with_parent) running an nbgrader command; "nbgrader" here is a stand-in
+# on PYTHONPATH that writes its pid and waits, as a long autograde does.
+WORKER_IN_NBGRADER = """
+import sys
+from pathlib import Path
+from autograder import nbgrader_format as nbg
+from tools import build
+build.exit_with_parent(int(sys.argv[1]), every=0.2)
+nbg.nbgrader(Path(sys.argv[2]), "autograde", "a1")
+"""
+DRIVER = """
+import subprocess, sys, time
+subprocess.Popen([sys.executable, "-c", sys.argv[1], str(__import__("os").getpid()), sys.argv[2]])
+time.sleep(600)
+"""
+
+
+def test_a_killed_build_ends_the_nbgrader_command_its_worker_runs(tmp_path):
+    fake = tmp_path / "fake" / "nbgrader"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("")
+    (fake / "__main__.py").write_text(
+        "import os, pathlib, time\n"
+        f"pathlib.Path({str(tmp_path / 'nbgrader.pid')!r}).write_text(str(os.getpid()))\n"
+        "time.sleep(600)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(build.REPO), str(tmp_path / "fake")])}
+    driver = subprocess.Popen(
+        [sys.executable, "-c", DRIVER, WORKER_IN_NBGRADER, str(tmp_path)], cwd=build.REPO, env=env
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "nbgrader.pid").exists():
+            assert time.monotonic() < deadline, "the worker never started nbgrader"
+            time.sleep(0.1)
+        nbgrader = int((tmp_path / "nbgrader.pid").read_text())
+        workers = _children(driver.pid)
+        assert workers and _alive(nbgrader)
+    finally:
+        driver.kill()
+        driver.wait()
+    deadline = time.monotonic() + 30
+    while any(map(_alive, [*workers, nbgrader])):
+        assert time.monotonic() < deadline, (
+            f"still running after the build was killed: worker {workers}, nbgrader {nbgrader}"
+        )
+        time.sleep(0.1)
+
+
 def test_a_killed_build_leaves_no_worker_or_kernel_running(tmp_path):
     # A build killed outright runs no clean-up: its worker (and the kernel executing the
     # lecture) must notice that their build is gone and end, not run on unattended.
