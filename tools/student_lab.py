@@ -42,6 +42,11 @@ BUNDLE_ZIP = REPO / "dist" / "student.zip"
 STUDENT_REQUIREMENTS = "requirements-student.txt"
 
 SOLUTION_MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
+# What the student's processes do not take from the test's environment: its Python path and
+# venv, and PYTHONDONTWRITEBYTECODE, so that the installation (made with --no-compile) caches
+# each module the first time it is imported, as a student's does at its install; with it set
+# (as on the course machines) every kernel compiled torch again.
+NOT_INHERITED = frozenset({"PYTHONPATH", "VIRTUAL_ENV", "PYTHONDONTWRITEBYTECODE"})
 
 
 class StudentLabError(RuntimeError):
@@ -125,8 +130,9 @@ def install_bundle(bundle: Path, venv: Path, *, python: str = sys.executable) ->
 
     pip byte-compiles every module it installs, tens of thousands in torch, transformers and
     JupyterLab, which doubled the install's time here (about 200 s against 100 s on 2 cores);
-    without it Python compiles each module the first time it is imported, which is what the
-    tests then do. What is installed, and from where, is the same."""
+    without it Python compiles each module the first time it is imported and caches it (the
+    environment here leaves out PYTHONDONTWRITEBYTECODE: :data:`NOT_INHERITED`). What is
+    installed, and from where, is the same."""
     if venv.exists():
         shutil.rmtree(venv)
     started = time.perf_counter()
@@ -137,7 +143,7 @@ def install_bundle(bundle: Path, venv: Path, *, python: str = sys.executable) ->
         *([*pip, "install", "--quiet", *arguments] for arguments in first),
         [*pip, "install", "--quiet", "--no-compile", *install[2:]],  # without the CPU index
     ]
-    env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "VIRTUAL_ENV"}}
+    env = {k: v for k, v in os.environ.items() if k not in NOT_INHERITED}
     for command in steps:
         result = subprocess.run(command, cwd=bundle, env=env, capture_output=True, text=True)
         if result.returncode != 0:
@@ -217,7 +223,7 @@ def lab_environment(
     env = {
         k: v
         for k, v in os.environ.items()
-        if k not in {"PYTHONPATH", "VIRTUAL_ENV", "COURSE_METRICS_DIR"}
+        if k not in {*NOT_INHERITED, "COURSE_METRICS_DIR"}
         and not k.startswith(("JUPYTER", "IPYTHON", "NBGRADER", "COURSE_FIT_"))
     }
     if replay is not None:

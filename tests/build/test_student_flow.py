@@ -42,6 +42,7 @@ from tools.build import BUILD, DIST, FITS, TIMINGS, grades_path
 from tools.notebooks import REPO
 from tools.student_lab import (
     BUNDLE_ZIP,
+    NOT_INHERITED,
     Installation,
     filled_in_answers,
     install_bundle,
@@ -423,7 +424,7 @@ def _bundle_python(installation, *args: str, cwd: Path, timeout: float = 600):
     return subprocess.run(
         [str(installation.bin / "python"), *args],
         cwd=cwd, capture_output=True, text=True, timeout=timeout,
-        env={k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "VIRTUAL_ENV"}},
+        env={k: v for k, v in os.environ.items() if k not in NOT_INHERITED},
     )  # fmt: skip
 
 

@@ -481,3 +481,18 @@ def test_a_killed_build_leaves_no_worker_or_kernel_running(tmp_path):
             f"still running after the build was killed: workers {workers}, kernel {kernel}"
         )
         time.sleep(0.2)
+
+
+def test_the_students_processes_cache_what_they_compile(tmp_path, monkeypatch):
+    # The student flow installs the bundle with pip's --no-compile: its kernels must cache each
+    # module they compile, even where the suite's own environment says not to.
+    from tools import student_lab
+
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    venv = Path(sys.executable).parent.parent
+    installation = student_lab.Installation(tmp_path, venv, 0.0, 0.0)
+    env = student_lab.lab_environment(installation, tmp_path / "home")
+    assert "PYTHONDONTWRITEBYTECODE" not in env
+    (tmp_path / "lesson.py").write_text("x = 1\n")
+    subprocess.run([sys.executable, "-c", "import lesson"], cwd=tmp_path, env=env, check=True)
+    assert list((tmp_path / "__pycache__").glob("lesson.*.pyc"))
