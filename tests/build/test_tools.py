@@ -399,6 +399,32 @@ sys.exit(build.main(["lectures"]))
 """
 
 
+def _kill_once_started(
+    driver: subprocess.Popen, pid_file: Path, what: str, *, start: float, end: float
+) -> None:
+    """Wait (``start`` s at most) until ``what`` under ``driver``'s worker writes its pid to
+    ``pid_file``; kill ``driver`` as a build is killed outright; then its workers and ``what``
+    must end within ``end`` s."""
+    try:
+        deadline = time.monotonic() + start
+        while not pid_file.exists():
+            assert driver.poll() is None, f"the build ended before {what} started"
+            assert time.monotonic() < deadline, f"{what} never started"
+            time.sleep(0.1)
+        pid = int(pid_file.read_text())
+        workers = _children(driver.pid)
+        assert workers and _alive(pid)
+    finally:
+        driver.kill()
+        driver.wait()
+    deadline = time.monotonic() + end
+    while any(map(_alive, [*workers, pid])):
+        assert time.monotonic() < deadline, (
+            f"still running after the build was killed: workers {workers}, {what} {pid}"
+        )
+        time.sleep(0.1)
+
+
 # A build worker (exit_with_parent) running an nbgrader command; "nbgrader" here is a stand-in
 # on PYTHONPATH that writes its pid and waits, as a long autograde does.
 WORKER_IN_NBGRADER = """
@@ -429,23 +455,7 @@ def test_a_killed_build_ends_the_nbgrader_command_its_worker_runs(tmp_path):
     driver = subprocess.Popen(
         [sys.executable, "-c", DRIVER, WORKER_IN_NBGRADER, str(tmp_path)], cwd=build.REPO, env=env
     )
-    try:
-        deadline = time.monotonic() + 60
-        while not (tmp_path / "nbgrader.pid").exists():
-            assert time.monotonic() < deadline, "the worker never started nbgrader"
-            time.sleep(0.1)
-        nbgrader = int((tmp_path / "nbgrader.pid").read_text())
-        workers = _children(driver.pid)
-        assert workers and _alive(nbgrader)
-    finally:
-        driver.kill()
-        driver.wait()
-    deadline = time.monotonic() + 30
-    while any(map(_alive, [*workers, nbgrader])):
-        assert time.monotonic() < deadline, (
-            f"still running after the build was killed: worker {workers}, nbgrader {nbgrader}"
-        )
-        time.sleep(0.1)
+    _kill_once_started(driver, tmp_path / "nbgrader.pid", "nbgrader", start=60, end=30)
 
 
 def test_a_killed_build_leaves_no_worker_or_kernel_running(tmp_path):
@@ -463,24 +473,7 @@ def test_a_killed_build_leaves_no_worker_or_kernel_running(tmp_path):
         env={**os.environ, build.JOBS_VARIABLE: "1"},
         stdout=subprocess.DEVNULL,
     )
-    try:
-        deadline = time.monotonic() + 180
-        while not (tmp_path / "kernel.pid").exists():
-            assert driver.poll() is None, "the build ended before the lecture ran"
-            assert time.monotonic() < deadline, "the lecture's kernel never started"
-            time.sleep(0.2)
-        kernel = int((tmp_path / "kernel.pid").read_text())
-        workers = _children(driver.pid)
-        assert workers and _alive(kernel)
-    finally:
-        driver.kill()
-        driver.wait()
-    deadline = time.monotonic() + 60
-    while any(map(_alive, [*workers, kernel])):
-        assert time.monotonic() < deadline, (
-            f"still running after the build was killed: workers {workers}, kernel {kernel}"
-        )
-        time.sleep(0.2)
+    _kill_once_started(driver, tmp_path / "kernel.pid", "the lecture's kernel", start=180, end=60)
 
 
 def test_the_students_processes_cache_what_they_compile(tmp_path, monkeypatch):
