@@ -384,9 +384,11 @@ plt.show()
 
 
 # %%
+train_ids = [vocab.ids(s) for s in train_sentences]  # once, for every order below
+test_ids = [vocab.ids(s) for s in heldout_sample]
+
+
 def ngram_perplexities(order):
-    train_ids = [vocab.ids(s) for s in train_sentences]
-    test_ids = [vocab.ids(s) for s in heldout_sample]
     forward = KneserNey(train_ids, len(vocab), order).perplexity(test_ids)
     backward = KneserNey([s[::-1] for s in train_ids], len(vocab), order).perplexity(
         [s[::-1] for s in test_ids]

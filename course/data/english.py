@@ -37,7 +37,7 @@ import json
 import zlib
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from typing import Any, Literal
 
@@ -309,22 +309,47 @@ def _parse_example(record: dict, task: str, path: object, number: int) -> Exampl
     )
 
 
+# The WordNet file read once per process: (path, modification time, size) -> {(task, split):
+# examples}. Every line is parsed and checked (about 1.3 s), and a lecture asks for several
+# splits of both tasks, and majority_baseline for the training split again.
+_TAGGING: dict[tuple[str, int, int], dict[tuple[str, str], tuple[Example, ...]]] = {}
+
+
+def _tagging_examples(path: Any) -> dict[tuple[str, str], tuple[Example, ...]]:
+    try:
+        stat = path.stat()
+    except (OSError, AttributeError):  # missing, or a resource that is not a file on disk
+        stat = None
+    key = (str(path), stat.st_mtime_ns, stat.st_size) if stat is not None else None
+    if key is not None and key in _TAGGING:
+        return _TAGGING[key]
+    found: dict[tuple[str, str], list[Example]] = {
+        (task, split): [] for task in TASKS for split in SPLITS
+    }
+    for number, record in _read_records(WORDNET_FILE):  # raises if the file is missing
+        example = _parse_example(record, "pos", path, number)  # checks every line
+        split = _split_of(record, path, number)
+        found["pos", split].append(example)
+        if example.supersense in SUPERSENSE_LABELS:
+            found["supersense", split].append(replace(example, label=example.supersense))
+    examples = {which: tuple(items) for which, items in found.items()}
+    if key is not None:
+        _TAGGING.clear()  # one version of the file at a time
+        _TAGGING[key] = examples
+    return examples
+
+
 def load_tagging_task(task: str, split: Split) -> list[Example]:
     """Return the examples of one task and split, in WordNet order.
 
     ``task`` is "pos" (every example; labels ``POS_LABELS``) or "supersense" (examples whose
     target is a noun or a verb; labels ``SUPERSENSE_LABELS``). Each Example's ``label`` is the
     answer for that task. Class counts and majority baselines: ``course/data/files/README.md``.
+    The file is read once per process (again if it changes); each call returns a new list.
     """
-    labels = task_labels(task)
+    task_labels(task)
     _check_split(split)
-    path = DATA_DIR / WORDNET_FILE
-    examples: list[Example] = []
-    for number, record in _read_records(WORDNET_FILE):
-        example = _parse_example(record, task, path, number)  # checks every line
-        if _split_of(record, path, number) == split and example.label in labels:
-            examples.append(example)
-    return examples
+    return list(_tagging_examples(DATA_DIR / WORDNET_FILE)[task, split])
 
 
 def majority_baseline(task: str, split: Split = "test") -> tuple[str, float]:

@@ -402,14 +402,16 @@ def compare_with_tokenizers(
     start = time.perf_counter()
     theirs = train_tokenizers_wordpiece(counts, vocab_size)
     seconds_theirs = time.perf_counter() - start
-    heldout = [w for text in heldout_texts for w in pre_tokenize(text)]
-    if not heldout:
+    heldout = Counter(w for text in heldout_texts for w in pre_tokenize(text))
+    words = sum(heldout.values())
+    if not words:
         raise ValueError("heldout_texts: no words to measure on")
 
     def measure(wp: WordPiece) -> tuple[float, float]:
-        pieces = [wp.tokenize_word(w) for w in heldout]
-        unknown = sum(p == [wp.unk_token] for p in pieces)
-        return sum(map(len, pieces)) / len(heldout), unknown / len(heldout)
+        """Tokens per held-out word and the share of [UNK] words (each distinct word once)."""
+        pieces = {w: wp.tokenize_word(w) for w in heldout}
+        unknown = sum(n for w, n in heldout.items() if pieces[w] == [wp.unk_token])
+        return sum(n * len(pieces[w]) for w, n in heldout.items()) / words, unknown / words
 
     (tpw_ours, unk_ours), (tpw_theirs, unk_theirs) = measure(ours), measure(theirs)
     return VocabularyComparison(

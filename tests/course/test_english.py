@@ -325,6 +325,26 @@ def test_bad_fields_are_a_clear_error(data_copy, change, fragment):
     _expect_error(CorruptCorpusFileError, path, LOADERS[WORDNET_FILE], fragment)
 
 
+def test_the_tagging_file_is_read_once_and_again_when_it_changes(data_copy, monkeypatch):
+    """load_tagging_task parses the file once per process: each call still gets a list of its
+    own, and a changed file (a corpus rebuilt while a kernel runs) is read again."""
+    path = data_copy / WORDNET_FILE
+    first = load_tagging_task("pos", "train")
+    first.clear()  # the caller's list: the next call is not affected
+    reads = []
+    real = english._read_records
+    monkeypatch.setattr(english, "_read_records", lambda name: reads.append(name) or real(name))
+    again = load_tagging_task("pos", "train")
+    assert again and load_tagging_task("supersense", "train") and reads == []
+    assert {e.label for e in load_tagging_task("supersense", "val")} <= set(SUPERSENSE_LABELS)
+    records = [json.loads(x) for x in gzip.decompress(path.read_bytes()).splitlines()[:300]]
+    prep.write_jsonl_gz(path, records)  # fewer lines: another size
+    shorter = load_tagging_task("pos", "train")
+    assert reads == [WORDNET_FILE]
+    assert shorter == again[: len(shorter)] and 0 < len(shorter) < len(again)
+    assert len(shorter) == sum(r["split"] == "train" for r in records)
+
+
 def test_empty_or_malformed_prose_is_a_clear_error(data_copy):
     path = data_copy / PROSE_FILES["web"]
     prep.write_jsonl_gz(path, [])
