@@ -26,6 +26,7 @@ import csv
 import functools
 import hashlib
 import json
+import math
 import multiprocessing
 import multiprocessing.connection
 import os
@@ -55,6 +56,7 @@ from autograder.platform.sandbox import (
     Limits,
     SandboxUnavailable,
     check_sandbox_available,
+    cpu_cap,
     memory_cap,
     set_memory_bound,
 )
@@ -537,6 +539,9 @@ def run_parallel(jobs: list[Job], workers: int):
             yield job.entry, record
 
 
+CPU_CAP_ROOTLESS = "no cap per kernel: no cpu cgroup in rootless mode (run as root for one)"
+
+
 def memory_cap_rootless(limits: Limits) -> str:
     return (
         f"{limits.memory_mb} MB of address space per process only: no memory cgroup in"
@@ -587,12 +592,23 @@ class GradingOptions:
         return self.shards or out / "shards"
 
 
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not value > 0 or math.isinf(value):
+        raise argparse.ArgumentTypeError(f"expected a number above 0, got {text!r}")
+    return value
+
+
 def options_from(args: argparse.Namespace) -> GradingOptions:
     """The options of a run, from the parsed command line (:func:`command_parser`)."""
     limits = Limits(
         cell_timeout=args.timeout,
         memory_mb=args.memory_mb,
         kernel_memory_mb=args.kernel_memory_mb,
+        kernel_cpus=args.kernel_cpus,
         reply_mb=args.max_reply_mb,
         processes=args.max_processes,
         files=args.max_files,
@@ -765,6 +781,7 @@ def grade(assignment: str, path: Path, out: Path, options: GradingOptions) -> in
     )
     state["sandbox"] = mode
     state["memory"] = memory_cap(limits) if mode == ROOT else memory_cap_rootless(limits)
+    state["cpu"] = cpu_cap(limits) if mode == ROOT else CPU_CAP_ROOTLESS
     state["timing"] = {
         "judged": len(todo),
         "judge_seconds": judge_seconds,
@@ -790,6 +807,7 @@ def grade(assignment: str, path: Path, out: Path, options: GradingOptions) -> in
             )
         print(f"sandbox: {SANDBOX_WORDS[mode]}")
         print(f"memory: {state['memory']}")
+        print(f"cpu: {state['cpu']}")
     return exit_code(rows)
 
 
@@ -1304,6 +1322,12 @@ def command_parser() -> argparse.ArgumentParser:
     cmd.add_argument("--memory-mb", type=int, default=2048, help="address space per kernel")
     cmd.add_argument(
         "--kernel-memory-mb", type=int, default=4096, help="memory of a whole kernel (4096)"
+    )
+    cmd.add_argument(
+        "--kernel-cpus",
+        type=_positive_float,
+        default=1.0,
+        help="processor cores a whole kernel may use (1; root mode, cgroups)",
     )
     cmd.add_argument("--max-processes", type=int, default=64, help="processes per kernel")
     cmd.add_argument(

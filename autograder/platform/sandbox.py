@@ -52,6 +52,7 @@ class Limits:
     cell_timeout: float = 30.0
     memory_mb: int = 2048  # address space (RLIMIT_AS) of every process in the kernel
     kernel_memory_mb: int = 4096  # all the kernel's processes together (a memory cgroup)
+    kernel_cpus: float = 1.0  # processor cores all the kernel's processes share (a cpu cgroup)
     reply_mb: int = 128  # the largest message the grader receives from the kernel (ZMQ drops more)
     processes: int = 64  # RLIMIT_NPROC of the sandbox uid (threads count too)
     cpu_seconds: int = 600  # RLIMIT_CPU, a backstop against CPU burnt outside any deadline
@@ -192,7 +193,7 @@ class MemoryCgroup:
     runs under still hold.
     """
 
-    def __init__(self, parent: Path, version: int, limit_mb: int):
+    def __init__(self, parent: Path, version: int, limit_mb: int, cpus: float | None = None):
         self.version = version
         self.path = parent / f"kernel-{uuid.uuid4().hex[:12]}"
         self.path.mkdir()
@@ -202,6 +203,8 @@ class MemoryCgroup:
                 (self.path / "memory.max").write_text(limit)
                 if (self.path / "memory.swap.max").exists():
                     (self.path / "memory.swap.max").write_text("0")
+                if cpus is not None:  # one cgroup holds a process in v2: its cpu cap too
+                    (self.path / "cpu.max").write_text(_cpu_max(cpus))
             else:
                 (self.path / "memory.limit_in_bytes").write_text(limit)
                 if (self.path / "memory.memsw.limit_in_bytes").exists():
@@ -223,19 +226,25 @@ class MemoryCgroup:
         return 0
 
     def remove(self) -> None:
-        """Remove the cgroup once its processes are gone (a killed pid namespace takes a moment)."""
-        for _ in range(50):
-            try:
-                self.path.rmdir()
-                return
-            except FileNotFoundError:
-                return
-            except OSError:
-                time.sleep(0.1)
+        _remove_cgroup(self.path)
 
 
-def _cgroup_parent() -> tuple[Path, int] | str:
-    """(folder of this process's memory cgroup, version), or why there is none to write."""
+def _remove_cgroup(path: Path) -> None:
+    """Remove a kernel's cgroup once its processes are gone (a killed pid namespace takes a
+    moment)."""
+    for _ in range(50):
+        try:
+            path.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            time.sleep(0.1)
+
+
+def _cgroup_parent(controller: str = "memory") -> tuple[Path, int] | str:
+    """(folder of this process's cgroup for ``controller``, version), or why there is none to
+    write."""
     try:
         own = Path("/proc/self/cgroup").read_text().splitlines()
         mounts = Path("/proc/self/mountinfo").read_text().splitlines()
@@ -244,29 +253,61 @@ def _cgroup_parent() -> tuple[Path, int] | str:
     for line in own:
         number, controllers, path = line.split(":", 2)
         version = 2 if number == "0" and controllers == "" else 1
-        if version == 1 and "memory" not in controllers.split(","):
+        if version == 1 and controller not in controllers.split(","):
             continue
         for mount in mounts:
             fields, _, rest = mount.partition(" - ")
             fstype, _, options = rest.split(" ")[:3] if rest.count(" ") >= 2 else ("", "", "")
             root, point = fields.split(" ")[3:5]
             wanted = "cgroup2" if version == 2 else "cgroup"
-            if fstype != wanted or (version == 1 and "memory" not in options.split(",")):
+            if fstype != wanted or (version == 1 and controller not in options.split(",")):
                 continue
             relative = path if root == "/" else path[len(root) :] if path.startswith(root) else ""
             folder = Path(point + relative.rstrip("/"))
             if version == 2:
                 controls = folder / "cgroup.subtree_control"
                 try:
-                    if "memory" not in controls.read_text().split():
-                        continue  # not delegated to us: a child could not limit memory
+                    if controller not in controls.read_text().split():
+                        continue  # not delegated to us: a child could not limit it
                 except OSError:
                     continue
             if os.access(folder, os.W_OK):
                 return folder, version
     return (
-        "no memory cgroup this user may write to (cgroup v2 needs the memory controller delegated)"
+        f"no {controller} cgroup this user may write to (cgroup v2 needs the {controller}"
+        " controller delegated)"
     )
+
+
+CPU_PERIOD_US = 100_000  # the scheduler's period for a cpu cap; the cap is a share of each
+
+
+def _cpu_max(cpus: float) -> str:
+    return f"{max(1000, round(cpus * CPU_PERIOD_US))} {CPU_PERIOD_US}"
+
+
+class CpuCgroup:
+    """A cgroup v1 ``cpu`` cgroup for one kernel, under this process's own: all the kernel's
+    processes together get at most ``cpus`` cores (CFS bandwidth control). Under cgroup v2 the
+    cap is written in the kernel's :class:`MemoryCgroup` instead (a process is in one cgroup).
+
+    Without it, a kernel that starts many busy processes (a fork bomb) takes every core until
+    its deadline, and the other kernels of the batch, slowed, may time out on honest cells.
+    """
+
+    def __init__(self, parent: Path, cpus: float):
+        self.path = parent / f"kernel-{uuid.uuid4().hex[:12]}"
+        self.path.mkdir()
+        quota, period = _cpu_max(cpus).split()
+        try:
+            (self.path / "cpu.cfs_period_us").write_text(period)
+            (self.path / "cpu.cfs_quota_us").write_text(quota)
+        except OSError:
+            self.remove()
+            raise
+
+    def remove(self) -> None:
+        _remove_cgroup(self.path)
 
 
 _CGROUP: list[tuple[Path, int] | str] = []
@@ -283,6 +324,39 @@ def memory_cgroups() -> tuple[Path, int] | str:
                 found = f"cannot make a memory cgroup in {found[0]} ({error.strerror})"
         _CGROUP.append(found)
     return _CGROUP[0]
+
+
+_CPU_CGROUP: list[tuple[Path, int] | str] = []
+
+
+def cpu_cgroups() -> tuple[Path, int] | str:
+    """Where kernels' cpu caps go, tried once: (folder, 1) for a cgroup v1 ``cpu`` hierarchy,
+    (folder, 2) when the memory cgroups of :func:`memory_cgroups` take ``cpu.max`` too; or why
+    there is none."""
+    if not _CPU_CGROUP:
+        found = _cgroup_parent("cpu")
+        memory = memory_cgroups()
+        if not isinstance(found, str) and found[1] == 2:
+            if isinstance(memory, str) or memory[0] != found[0]:
+                found = "cgroup v2 delegates cpu where the kernels' memory cgroups are not"
+        if not isinstance(found, str):
+            try:
+                if found[1] == 1:
+                    CpuCgroup(found[0], 1.0).remove()
+                else:
+                    MemoryCgroup(found[0], 2, 64, cpus=1.0).remove()
+            except OSError as error:
+                found = f"cannot make a cpu cgroup in {found[0]} ({error.strerror})"
+        _CPU_CGROUP.append(found)
+    return _CPU_CGROUP[0]
+
+
+def cpu_cap(limits: Limits) -> str:
+    """How the kernels' processor time is limited, in words (the TA's summary, state.json)."""
+    found = cpu_cgroups()
+    if isinstance(found, str):
+        return f"no cap per kernel: {found}"
+    return f"{limits.kernel_cpus:g} core(s) per kernel, all its processes together (cgroup v{found[1]})"
 
 
 def memory_cap(limits: Limits) -> str:
@@ -366,7 +440,7 @@ def launcher_script(
     uid: int,
     connection: str,
     mode: str = ROOT,
-    cgroup: Path | None = None,
+    cgroups: tuple[Path, ...] = (),
 ) -> str:
     """The shell script that builds the private root and execs the kernel inside it.
 
@@ -395,7 +469,7 @@ def launcher_script(
         f"R={q(str(root))}",
         hostname,
     ]
-    if cgroup is not None:  # this shell and every process of the kernel, from now on
+    for cgroup in cgroups:  # this shell and every process of the kernel, from now on
         lines.append(f"echo $$ > {q(str(cgroup / 'cgroup.procs'))}")
     lines += [
         # every folder the kernel may write to is in this tmpfs: bytes and files are capped
@@ -532,6 +606,7 @@ class SandboxKernel:
         self.restarts = 0
         self.deadline = math.inf  # time.monotonic() after which nothing more runs (see judge)
         self.cgroup: MemoryCgroup | None = None
+        self.cpu_cgroup: CpuCgroup | None = None  # cgroup v1 only (see CpuCgroup)
         self.oom_kills = 0  # processes stopped for the kernel's memory cap, over all its restarts
         self.km: _SandboxManager | None = None
         self.kc = None
@@ -574,8 +649,13 @@ class SandboxKernel:
             # the kernel (another uid) must read its connection file; it holds only its own key
             os.chown(runtime / connection, self.slot.uid, self.slot.uid)
         where = memory_cgroups() if self.mode == ROOT else "rootless"
+        cpu = cpu_cgroups() if self.mode == ROOT else "rootless"
         if not isinstance(where, str):
-            self.cgroup = MemoryCgroup(where[0], where[1], self.limits.kernel_memory_mb)
+            cpus = self.limits.kernel_cpus if cpu == (where[0], 2) else None
+            self.cgroup = MemoryCgroup(where[0], where[1], self.limits.kernel_memory_mb, cpus)
+        if not isinstance(cpu, str) and cpu[1] == 1:
+            self.cpu_cgroup = CpuCgroup(cpu[0], self.limits.kernel_cpus)
+        cgroups = tuple(c.path for c in (self.cgroup, self.cpu_cgroup) if c is not None)
         script = launcher_script(
             root,
             work,
@@ -585,7 +665,7 @@ class SandboxKernel:
             self.slot.uid,
             connection,
             self.mode,
-            self.cgroup.path if self.cgroup else None,
+            cgroups,
         )
         namespaces = _NAMESPACES if self.mode == ROOT else _OUTER_NAMESPACES
         (run / "start.sh").write_text(script)
@@ -626,6 +706,9 @@ class SandboxKernel:
             self.cgroup.remove()
             self.oom_kills += self.cgroup.oom_kills()
             self.cgroup = None
+        if self.cpu_cgroup is not None:
+            self.cpu_cgroup.remove()
+            self.cpu_cgroup = None
         if getattr(self, "_context", None) is not None:
             self._context.destroy(linger=0)
             self._context = None

@@ -29,6 +29,7 @@ def test_every_option_of_the_command_line_reaches_the_options(tmp_path, monkeypa
     monkeypatch.chdir(tmp_path)
     options = _options(
         *("--workers", "0", "--timeout", "5", "--memory-mb", "100", "--kernel-memory-mb", "300"),
+        *("--kernel-cpus", "0.5"),
         *("--max-processes", "7", "--max-reply-mb", "9", "--deadline", "50", "--max-files", "11"),
         *("--record-timeout", "12", "--grader-memory-mb", "13", "--force", "--quiet"),
         *("--similar-to", "past", "--similarity-threshold", "0.5", "--policy", "p.toml"),
@@ -38,6 +39,7 @@ def test_every_option_of_the_command_line_reaches_the_options(tmp_path, monkeypa
         cell_timeout=5,
         memory_mb=100,
         kernel_memory_mb=300,
+        kernel_cpus=0.5,
         processes=7,
         reply_mb=9,
         submission_timeout=50,
@@ -68,3 +70,10 @@ def test_the_options_are_frozen_and_refuse_a_shard_that_merges():
         options.force = True  # type: ignore[misc]
     with pytest.raises(grade.GradingError, match="--shard and --merge: one or the other"):
         grade.GradingOptions(shard=(0, 2), merge=True)
+
+
+@pytest.mark.parametrize("cores", ["0", "-1", "many", "inf", "nan"])
+def test_kernel_cpus_must_be_a_number_above_zero(cores, capsys):
+    with pytest.raises(SystemExit):
+        _options("--kernel-cpus", cores)
+    assert f"--kernel-cpus: expected a number above 0, got {cores!r}" in capsys.readouterr().err

@@ -417,6 +417,49 @@ def test_the_grader_refuses_a_message_over_the_reply_cap_unread(tmp_path):
     assert after.refused == 0 and after.payloads == ["small"] and restarts == 2
 
 
+BUSY_PROCESSES = """import os, time
+children = []
+for _ in range(4):
+    pid = os.fork()
+    if pid == 0:
+        end = time.monotonic() + 3
+        while time.monotonic() < end:
+            pass
+        os._exit(0)
+    children.append(pid)
+for pid in children:
+    os.waitpid(pid, 0)
+used = os.times()
+print(round(used.children_user + used.children_system, 2))
+"""
+
+
+def test_a_kernels_processes_share_the_cores_it_is_given(tmp_path):
+    """Four processes busy for 3 s in a kernel given a quarter of a core use about 0.75 s of
+    processor time together (uncapped, on two idle cores, they would use 6 s, and beside three
+    busy processes about 3 s); the cap is the kernel's own cgroup's."""
+    from autograder.platform import sandbox
+
+    found = sandbox.cpu_cgroups()
+    assert not isinstance(found, str), found
+    kernel = sandbox.SandboxKernel(tmp_path, sandbox.Limits(cell_timeout=30, kernel_cpus=0.25))
+    try:
+        cgroup = kernel.cpu_cgroup or kernel.cgroup
+        if found[1] == 1:
+            quota = (cgroup.path / "cpu.cfs_quota_us").read_text().split()
+            period = (cgroup.path / "cpu.cfs_period_us").read_text().split()
+        else:
+            quota, period = (cgroup.path / "cpu.max").read_text().split()[:1], ["100000"]
+        assert int(quota[0]) / int(period[0]) == 0.25
+        outcome = kernel.run_cell(BUSY_PROCESSES)
+    finally:
+        kernel.close()
+    assert outcome.status == "ok", outcome
+    used = float(outcome.outputs[-1]["text"])
+    assert 0.2 < used < 1.5, f"four busy processes used {used} s of processor time in 3 s"
+    assert "1 core(s) per kernel" in sandbox.cpu_cap(sandbox.Limits())
+
+
 def _gone(under: Path, seconds: float = 15.0, mode: str = "root") -> bool:
     """True once no sandbox process has its folders under ``under`` (a killed pid namespace
     takes a moment). Only kernels of this test count: other grading runs on the machine
