@@ -31,6 +31,7 @@ import pytest
 import torch
 from torch import nn
 from torch.nn import functional as F
+from torch.nn.utils.rnn import pack_padded_sequence
 from torch.overrides import TorchFunctionMode
 from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -200,7 +201,31 @@ class _BelowTheModes(TorchFunctionMode):
             return func(self_, index, *value, **kwargs)
         if func is torch.Tensor.tolist and isinstance(args[0], OnDevice):
             return args[0].cpu_data.tolist()
-        return func(*args, **kwargs)
+        out = func(*args, **kwargs)
+        if getattr(func, "__name__", "") in RNN_OPS and not _rnn_training(args):
+            _refuse_backward(out)
+        return out
+
+
+# cuDNN computes an RNN's backward pass only in training mode: a backward pass through an
+# nn.RNN, nn.LSTM or nn.GRU in eval mode fails on a GPU ("cudnn RNN backward can only be called
+# in training mode") and works on the CPU. The simulated device fails it too.
+RNN_OPS = {"lstm", "gru", "rnn_tanh", "rnn_relu"}
+
+
+def _rnn_training(args: tuple) -> bool:
+    """The ``train`` argument of ``_VF.lstm`` and its kin: the 7th, or the 8th for packed input
+    (whose 4th argument is the list of weights, where the unpacked form has a bool)."""
+    return bool(args[6] if isinstance(args[3], bool) else args[7])
+
+
+def _refuse_backward(out) -> None:
+    def refuse(grad):
+        raise RuntimeError("cudnn RNN backward can only be called in training mode")
+
+    for t in pytree.tree_leaves(out):
+        if isinstance(t, OnDevice) and t.requires_grad:
+            t.register_hook(refuse)
 
 
 @contextlib.contextmanager
@@ -282,6 +307,27 @@ def test_the_simulated_device_catches_a_cpu_tensor_meeting_a_device_tensor():
         with pytest.raises(RuntimeError, match="same device"):
             linear(torch.ones(2, 3))
         assert linear(x).device == DEVICE
+
+
+@pytest.mark.parametrize("layer", [nn.LSTM, nn.GRU, nn.RNN])
+@pytest.mark.parametrize("packed", [False, True])
+def test_the_simulated_device_refuses_an_rnn_backward_in_eval_mode_as_cudnn_does(layer, packed):
+    with simulated_device():
+        rnn = on_device(layer(3, 4, batch_first=True))
+        x = dev(torch.randn(2, 5, 3))
+        inputs = pack_padded_sequence(x, torch.tensor([5, 3]), batch_first=True) if packed else x
+
+        def output_sum():
+            out = rnn(inputs)[0]
+            return (out.data if packed else out).sum()
+
+        output_sum().backward()  # training mode: fine
+        rnn.eval()
+        with torch.no_grad():
+            output_sum()  # an evaluation without gradients: fine
+        loss = output_sum()  # a forward pass with gradients in eval mode: fine, as on a GPU
+        with pytest.raises(RuntimeError, match="cudnn RNN backward can only be called in training"):
+            loss.backward()
 
 
 def test_model_device_and_state_device_say_where_a_model_and_its_state_live():
@@ -403,7 +449,9 @@ def case_seq2seq() -> None:
             model_ = on_device(model)
             batch = dev((src, src_len, tgt))
             same(model_(*batch[:2], batch[2][:, :-1]), want_logits)
+            model_.train()  # a backward pass through cuDNN's RNNs needs training mode
             backward_reaches_the_device(model_, model_.loss(batch))
+            model_.eval()
             if not decode:
                 continue
             model_.eval()
@@ -438,6 +486,7 @@ def case_recurrent() -> None:
             same((logits, state), want)
             same(model_(x_[:, 3:], model_.init_hidden(3)), model(x[:, 3:]))
             same(model_(x_[:, 3:], state), model(x[:, 3:], want[1]))
+            model_.train()  # a backward pass through cuDNN's RNNs needs training mode
             backward_reaches_the_device(model_, next_token_loss(model_, (x_, y_)))
             model_.eval()
             # The helpers move the ids they are given (here on the CPU) to the model's device.
