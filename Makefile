@@ -45,14 +45,25 @@ $(STAMP): requirements-student.txt requirements.txt requirements-dev.txt pyproje
 # flow and each attack batch in its own. TEST_WORKERS=0 runs it in this process alone.
 TEST_WORKERS ?= 3
 test: all browser slurm
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup
+	n=$(call threads_each,$(TEST_WORKERS)); OMP_NUM_THREADS=$$n MKL_NUM_THREADS=$$n \
+	  OPENBLAS_NUM_THREADS=$$n $(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
 # For people who change code: every test that needs no browser, no sandboxed grading and nothing
 # that `make` builds (pytest markers browser, sandbox, build; pyproject.toml). Minutes, no build;
 # in two processes, one per core of the smallest machine the course supports.
 FAST_WORKERS ?= 2
 test-fast: $(STAMP)
-	$(PY) -m pytest -n $(FAST_WORKERS) --dist loadgroup -m "not browser and not sandbox and not build"
+	n=$(call threads_each,$(FAST_WORKERS)); OMP_NUM_THREADS=$$n MKL_NUM_THREADS=$$n \
+	  OPENBLAS_NUM_THREADS=$$n \
+	  $(PY) -m pytest -n $(FAST_WORKERS) --dist loadgroup -m "not browser and not sandbox and not build"
+
+# The threads of torch and numpy in each of $(1) test processes: $$OMP_NUM_THREADS where it is
+# set, else each process's share of the cores, at least one. More threads than cores only wait
+# on each other: `make test-fast` took 179 core-seconds on 2 cores with one thread in each of
+# its two processes, 200 with two. (The build shares out the cores among its units the same
+# way: tools.build.kernel_threads.)
+threads_each = $$([ -n "$$OMP_NUM_THREADS" ] && echo "$$OMP_NUM_THREADS" || \
+  $(PY) -c "import os; print(max(1, (os.cpu_count() or 1) // max(1, $(1))))")
 
 # The website tests drive Debian's Chromium (headless, through Playwright). Install it if absent.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)

@@ -8,3 +8,7 @@ module of their own so that the build and the test tools can set them without im
 
 RECORD_VARIABLE = "COURSE_FIT_RECORD"
 REPLAY_VARIABLE = "COURSE_FIT_REPLAY"
+# In the folder of recorded runs: the thread counts ({variable: count}) of the kernels that
+# recorded them. A kernel that replays them takes the same counts, so that what it computes
+# before a run, and so the run's key, comes out the same.
+THREADS_FILE = "threads.json"

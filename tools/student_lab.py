@@ -35,7 +35,7 @@ from pathlib import Path
 import nbformat
 
 from course.doctor import CPU_INDEX
-from course.fit_records import REPLAY_VARIABLE
+from course.fit_records import REPLAY_VARIABLE, THREADS_FILE
 from tools.notebooks import REPO
 
 BUNDLE_ZIP = REPO / "dist" / "student.zip"
@@ -218,7 +218,8 @@ def lab_environment(
     """The server's environment: the student's venv first on PATH, private Jupyter dirs.
 
     replay: a folder of training runs the build recorded (``build/fits``); the kernels replay
-    a run found there instead of training it again (``course.train``'s module docstring).
+    a run found there instead of training it again (``course.train``'s module docstring), with
+    the thread counts the build's kernels had (its ``threads.json``).
     """
     env = {
         k: v
@@ -228,6 +229,9 @@ def lab_environment(
     }
     if replay is not None:
         env[REPLAY_VARIABLE] = str(replay)
+        threads = replay / THREADS_FILE
+        if threads.is_file():
+            env.update({k: str(v) for k, v in json.loads(threads.read_text()).items()})
     for name in ("config", "data", "runtime", "ipython", "mpl"):
         (home / name).mkdir(parents=True, exist_ok=True)
     env.update(

@@ -250,6 +250,47 @@ def test_build_jobs_follow_the_environment(monkeypatch, value, jobs):
     assert build.build_jobs() == (jobs or os.cpu_count() or 1)
 
 
+@pytest.mark.parametrize(
+    ("cores", "jobs", "outside", "threads"),
+    [(2, "", "", "1"), (2, "1", "", "2"), (3, "2", "", "1"), (16, "4", "", "4"), (8, "", "3", "3")],
+)
+def test_the_units_side_by_side_share_out_the_cores(monkeypatch, cores, jobs, outside, threads):
+    monkeypatch.setattr(build.os, "cpu_count", lambda: cores)
+    monkeypatch.setenv(build.JOBS_VARIABLE, jobs)
+    if outside:
+        monkeypatch.setenv("OMP_NUM_THREADS", outside)  # set outside: the build keeps it
+    else:
+        monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    assert build.kernel_threads() == dict.fromkeys(build.THREAD_VARIABLES, threads)
+
+
+def test_a_lectures_kernel_gets_its_threads_and_the_replaying_lab_the_same(
+    tmp_path, lectures, monkeypatch
+):
+    from course.fit_records import THREADS_FILE
+    from tools import student_lab
+
+    monkeypatch.setattr(build.os, "cpu_count", lambda: 3)
+    monkeypatch.setenv(build.JOBS_VARIABLE, "1")
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    names = ", ".join(repr(v) for v in build.THREAD_VARIABLES)
+    (lectures / "97_threads.py").write_text(
+        f"# %%\nimport os\nprint([os.environ.get(v) for v in ({names})])\n"
+    )
+    assert build.main(["lectures"]) == 0
+    notebook = nbformat.read(tmp_path / "build" / "lectures" / "97_threads.ipynb", as_version=4)
+    assert notebook.cells[0].outputs[0].text.strip() == "['3', '3', '3']"
+    fits = tmp_path / "build" / "fits"
+    recorded = json.loads((fits / THREADS_FILE).read_text())
+    assert recorded == dict.fromkeys(build.THREAD_VARIABLES, "3")
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "7")  # the test processes' own share: not the lab's
+    venv = Path(sys.executable).parent.parent
+    installation = student_lab.Installation(tmp_path, venv, 0.0, 0.0)
+    env = student_lab.lab_environment(installation, tmp_path / "home", replay=fits)
+    assert {v: env[v] for v in build.THREAD_VARIABLES} == recorded
+
+
 @pytest.mark.parametrize("value", ["0", "-2", "two", "1.5"])
 def test_build_jobs_reject_a_bad_value(monkeypatch, value):
     monkeypatch.setenv(build.JOBS_VARIABLE, value)
