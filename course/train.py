@@ -24,12 +24,15 @@ With ``COURSE_FIT_REPLAY=<folder>``, a run whose key is found there, and whose f
 gives exactly the recorded first loss, is not trained again: it takes the recorded end state,
 consumes the same batches and shows the same bar and line. Any other run is trained.
 The build records each lecture's runs, and the JupyterLab runs of the lectures replay them, so
-the suite trains each lecture's models once.
+the suite trains each lecture's models once. :func:`remembered` does the same for the
+evaluations that follow a run (held-out figures, features for probes): what a call returns is
+recorded under a key made of the function and everything it is given, and replayed.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import itertools
 import math
@@ -55,6 +58,7 @@ __all__ = [
     "fit",
     "linear_warmup_decay",
     "next_token_loss",
+    "remembered",
     "train_language_model",
     "transformer_schedule",
 ]
@@ -337,22 +341,67 @@ def _run_key(
     return h.hexdigest()
 
 
+def _recording(folder: Path, name: str) -> Path | None:
+    """The recording ``name`` in ``folder`` or in a folder of its own in it (the build keeps
+    one per lecture); None if there is none."""
+    path = folder / name
+    return path if path.is_file() else next(folder.glob(f"*/{name}"), None)
+
+
+def _save_atomically(value: dict, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f"{path.name}.{os.getpid()}.part")
+    torch.save(value, partial)
+    os.replace(partial, path)
+
+
+def remembered(function: Callable[..., Any]) -> Callable[..., Any]:
+    """``function`` (an evaluation that computes from what it is given and nothing else), with
+    its result recorded and replayed as :func:`fit` records and replays runs: under
+    ``COURSE_FIT_RECORD`` what a call returns is saved under a key made of the function's code
+    and of its arguments and the random state, as the key of a run is; under
+    ``COURSE_FIT_REPLAY`` a call whose key was recorded returns the recording and leaves the
+    random state as the recorded call left it. Without either variable, or for arguments that
+    cannot be fingerprinted, it is ``function`` itself. What it returns must be tensors,
+    numbers, strings, and lists, tuples and dicts of them."""
+
+    @functools.wraps(function)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        record, replay = os.environ.get(RECORD_VARIABLE), os.environ.get(REPLAY_VARIABLE)
+        if not (record or replay):
+            return function(*args, **kwargs)
+        h = hashlib.sha256(torch.__version__.encode())
+        try:
+            for part in (function, list(args), kwargs, torch.get_rng_state()):
+                _digest(part, h)
+        except _NoKey:
+            return function(*args, **kwargs)
+        name = f"call-{h.hexdigest()}.pt"
+        found = _recording(Path(replay), name) if replay else None
+        if found is not None:
+            saved = torch.load(found, map_location="cpu", weights_only=True)
+            torch.set_rng_state(saved["rng"])
+            return saved["result"]
+        computed = function(*args, **kwargs)
+        if record:
+            saved = {"result": computed, "rng": torch.get_rng_state()}
+            _save_atomically(saved, Path(record) / name)
+        return computed
+
+    return wrapper
+
+
 def _record(
     folder: Path, key: str, model: nn.Module, history: TrainingHistory, consumed: int
 ) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
     state = {name: t.detach().clone() for name, t in model.state_dict().items()}
-    partial = folder / f"{key}.{os.getpid()}.part"
-    torch.save(
-        {
-            "state": state,
-            "history": dataclasses.asdict(history),
-            "rng": torch.get_rng_state(),
-            "consumed": consumed,
-        },
-        partial,
-    )
-    os.replace(partial, folder / f"{key}.pt")
+    saved = {
+        "state": state,
+        "history": dataclasses.asdict(history),
+        "rng": torch.get_rng_state(),
+        "consumed": consumed,
+    }
+    _save_atomically(saved, folder / f"{key}.pt")
 
 
 def _replay(
@@ -360,11 +409,9 @@ def _replay(
 ) -> TrainingHistory | None:
     """The recorded run of ``key`` applied to ``model``; None (train it) if there is none, or
     if the loss of the first batch is not exactly the recorded run's first loss."""
-    path = folder / f"{key}.pt"
-    if not path.is_file():  # or in a folder of its own (the build keeps one per lecture)
-        path = next(folder.glob(f"*/{key}.pt"), None)
-        if path is None:
-            return None
+    path = _recording(folder, f"{key}.pt")
+    if path is None:
+        return None
     saved = torch.load(path, map_location="cpu", weights_only=True)
     model.train()
     random_state = torch.get_rng_state()

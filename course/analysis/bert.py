@@ -36,6 +36,7 @@ from course.data.english import Example
 from course.data.wordpiece import WordPiece
 from course.models import model_device
 from course.models.bert import BertForPreTraining, BertModel
+from course.train import remembered
 
 __all__ = [
     "read_nsp_pairs",
@@ -143,6 +144,7 @@ def _by_length(examples: Sequence[Example], batch_size: int) -> list[list[int]]:
 
 
 @torch.no_grad()
+@remembered
 def marked_word_states(
     model: BertForPreTraining | BertModel,
     wordpiece: WordPiece,
@@ -230,6 +232,7 @@ def word_task_batches(
 
 
 @torch.no_grad()
+@remembered
 def word_task_accuracy(
     model: WordClassifier,
     wordpiece: WordPiece,

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import math
 
@@ -579,3 +580,81 @@ def test_the_build_records_and_the_students_lab_replays_under_these_names(tmp_pa
     assert not any(name.startswith("COURSE_FIT_") for name in plain)
     replaying = student_lab.lab_environment(installation, tmp_path / "home", replay=build.FITS)
     assert replaying[train_module.REPLAY_VARIABLE] == str(build.FITS)
+
+
+# -- remembered evaluations ------------------------------------------------------------------
+
+
+def _evaluation(calls: list):
+    @train_module.remembered
+    def heldout(model: nn.Module, x: torch.Tensor, *, scale: float = 1.0) -> dict:
+        calls.append(scale)
+        torch.rand(5)  # moves the random state, as sampling would
+        with torch.no_grad():
+            out = model(x) * scale
+        return {"mean": out.mean().item(), "outputs": out, "sizes": (len(x), [1, 2])}
+
+    return heldout
+
+
+def test_a_recorded_evaluation_is_replayed_with_its_result_and_random_state(tmp_path, monkeypatch):
+    x = torch.randn(4, 3, generator=torch.Generator().manual_seed(2))
+    monkeypatch.setenv(train_module.RECORD_VARIABLE, str(tmp_path / "lecture"))  # as the build
+    calls = []
+    torch.manual_seed(0)
+    first = _evaluation(calls)(_dropout_model(), x)
+    after = torch.rand(3)
+    assert calls == [1.0] and len(list((tmp_path / "lecture").glob("call-*.pt"))) == 1
+
+    monkeypatch.delenv(train_module.RECORD_VARIABLE)
+    monkeypatch.setenv(train_module.REPLAY_VARIABLE, str(tmp_path))  # as the lab: the folders
+    calls = []
+    torch.manual_seed(0)
+    again = _evaluation(calls)(_dropout_model(), x)
+    assert calls == []  # not evaluated again
+    assert again["mean"] == first["mean"] and again["sizes"] == (4, [1, 2])
+    assert torch.equal(again["outputs"], first["outputs"])
+    assert torch.equal(torch.rand(3), after)  # the random state the recorded call left
+
+    for changed in ({"scale": 2.0}, {"x": x + 1}, {"seed": 1}):  # anything else is evaluated
+        calls = []
+        torch.manual_seed(changed.get("seed", 0))
+        _evaluation(calls)(_dropout_model(), changed.get("x", x), scale=changed.get("scale", 1.0))
+        assert len(calls) == 1, changed
+
+
+def test_an_evaluation_is_itself_without_the_variables_or_a_fingerprint(tmp_path, monkeypatch):
+    class Opaque:
+        pass
+
+    calls = []
+    heldout = _evaluation(calls)
+    heldout(_dropout_model(), torch.ones(2, 3))
+    assert calls == [1.0] and not list(tmp_path.iterdir())
+    assert heldout.__name__ == "heldout" and "scale" in str(inspect.signature(heldout))
+
+    monkeypatch.setenv(train_module.RECORD_VARIABLE, str(tmp_path))
+    monkeypatch.setenv(train_module.REPLAY_VARIABLE, str(tmp_path))
+
+    @train_module.remembered
+    def opaque(thing: Opaque) -> int:
+        calls.append("opaque")
+        return 1
+
+    assert opaque(Opaque()) == 1 and opaque(Opaque()) == 1
+    assert calls[1:] == ["opaque", "opaque"] and not list(tmp_path.iterdir())
+
+
+def test_the_lectures_evaluations_are_remembered():
+    from course.analysis import bert, elmo, generation, lm
+
+    for function in (
+        bert.marked_word_states,
+        bert.word_task_accuracy,
+        elmo.heldout_perplexity,
+        elmo.marked_word_features,
+        generation.generation_seconds,
+        lm.windowed_bits_per_char,
+    ):
+        assert function.__wrapped__.__name__ == function.__name__, function
+        assert "def " + function.__name__ in inspect.getsource(function)
