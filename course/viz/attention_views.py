@@ -320,13 +320,15 @@ def _bertviz() -> Any:
 def _html(markup: str) -> HTML:
     """The view, offline, after a line that says how to see it where its scripts do not run
     (an untrusted notebook in JupyterLab); the view's own script removes the line. The view
-    scrolls sideways where it is wider than the page (the model view is 970 pixels wide)."""
+    scrolls sideways where it is wider than the page (the model view is 970 pixels wide), with
+    the keyboard too: it is in the tab order, a region named for what it holds."""
     from IPython.display import HTML
 
     hint = f"course-hint-{uuid.uuid4().hex}"
     remove = f'var e = document.getElementById("{hint}"); if (e) {{ e.remove(); }}'
     return HTML(
-        f'<div class="course-attention-view" style="overflow-x: auto">\n'
+        f'<div class="course-attention-view" style="overflow-x: auto" tabindex="0" '
+        f'role="region" aria-label="attention view">\n'
         f'<p id="{hint}">{HINT}</p>\n{_offline(markup)}'
         f"<script>(function () {{ {remove} }})();</script>\n</div>\n"
     )

@@ -771,6 +771,10 @@ def test_attention_views_draw_on_a_site_page_with_the_network_closed(browser, tm
                 ".course-attention-view", "(vs) => vs.map((v) => getComputedStyle(v).overflowX)"
             )
             assert scrolls == ["auto", "auto"], scrolls
+            reachable = page.eval_on_selector_all(  # ... with the keyboard too
+                ".course-attention-view", "(vs) => vs.map((v) => v.tabIndex)"
+            )
+            assert reachable == [0, 0], reachable
             assert page.evaluate(TYPESET)["rendered"] >= 1, "MathJax stopped working"
             assert page.locator(".copybtn").count() >= 2, "the copy buttons are gone"
             page.wait_for_load_state("networkidle")

@@ -208,6 +208,9 @@ def test_the_html_names_no_cdn_and_loads_nothing():
         # require.js, d3 + jQuery, bertviz's view, the hint (and jQuery's own '"<script>"')
         assert html.count("</script>") == 4, html.count("</script>")
         assert attention_views.HINT in html
+        # the box it scrolls sideways in can be reached and scrolled with the keyboard
+        (box,) = re.findall(r'<div class="course-attention-view"[^>]*>', html)
+        assert 'tabindex="0"' in box and 'role="region"' in box and "aria-label=" in box, box
 
 
 def test_the_shipped_libraries_are_the_files_the_readme_names_with_their_licences():
