@@ -4,8 +4,9 @@ The kernel runs inside fresh Linux namespaces (``unshare -m -n -p``), chrooted i
 throw-away root that holds only what Python needs (the system directories, the interpreter,
 the venv and the public ``course`` package) plus the submission's own work folder. It runs
 as an unprivileged uid (60000 + slot, no passwd entry needed), with resource limits
-(address space, processes, CPU time, file size), a scrubbed environment and no network
-(a new network namespace has only a downed loopback). The repository, the reference
+(address space, processes, CPU time, file size per process; memory and processor cores per
+kernel, in cgroups where the machine lets the grader make them), a scrubbed environment and no
+network (a new network namespace has only a downed loopback). The repository, the reference
 solutions, the hidden checks, the gradebook and the other submissions are simply not in its
 file system. Killing the kernel kills its whole pid namespace, so a fork bomb leaves nothing
 behind.
@@ -17,6 +18,7 @@ restarts a kernel that died or hung, and replays the cells that had run before.
 from __future__ import annotations
 
 import fcntl
+import functools
 import json
 import math
 import os
@@ -310,45 +312,37 @@ class CpuCgroup:
         _remove_cgroup(self.path)
 
 
-_CGROUP: list[tuple[Path, int] | str] = []
-
-
+@functools.cache
 def memory_cgroups() -> tuple[Path, int] | str:
     """Where kernels' memory cgroups go, tried once (a cgroup made and removed); or why not."""
-    if not _CGROUP:
-        found = _cgroup_parent()
-        if not isinstance(found, str):
-            try:
-                MemoryCgroup(found[0], found[1], 64).remove()
-            except OSError as error:
-                found = f"cannot make a memory cgroup in {found[0]} ({error.strerror})"
-        _CGROUP.append(found)
-    return _CGROUP[0]
+    found = _cgroup_parent()
+    if not isinstance(found, str):
+        try:
+            MemoryCgroup(found[0], found[1], 64).remove()
+        except OSError as error:
+            found = f"cannot make a memory cgroup in {found[0]} ({error.strerror})"
+    return found
 
 
-_CPU_CGROUP: list[tuple[Path, int] | str] = []
-
-
+@functools.cache
 def cpu_cgroups() -> tuple[Path, int] | str:
     """Where kernels' cpu caps go, tried once: (folder, 1) for a cgroup v1 ``cpu`` hierarchy,
     (folder, 2) when the memory cgroups of :func:`memory_cgroups` take ``cpu.max`` too; or why
     there is none."""
-    if not _CPU_CGROUP:
-        found = _cgroup_parent("cpu")
-        memory = memory_cgroups()
-        if not isinstance(found, str) and found[1] == 2:
-            if isinstance(memory, str) or memory[0] != found[0]:
-                found = "cgroup v2 delegates cpu where the kernels' memory cgroups are not"
-        if not isinstance(found, str):
-            try:
-                if found[1] == 1:
-                    CpuCgroup(found[0], 1.0).remove()
-                else:
-                    MemoryCgroup(found[0], 2, 64, cpus=1.0).remove()
-            except OSError as error:
-                found = f"cannot make a cpu cgroup in {found[0]} ({error.strerror})"
-        _CPU_CGROUP.append(found)
-    return _CPU_CGROUP[0]
+    found = _cgroup_parent("cpu")
+    memory = memory_cgroups()
+    if not isinstance(found, str) and found[1] == 2:
+        if isinstance(memory, str) or memory[0] != found[0]:
+            found = "cgroup v2 delegates cpu where the kernels' memory cgroups are not"
+    if not isinstance(found, str):
+        try:
+            if found[1] == 1:
+                CpuCgroup(found[0], 1.0).remove()
+            else:
+                MemoryCgroup(found[0], 2, 64, cpus=1.0).remove()
+        except OSError as error:
+            found = f"cannot make a cpu cgroup in {found[0]} ({error.strerror})"
+    return found
 
 
 def cpu_cap(limits: Limits) -> str:
