@@ -82,6 +82,7 @@ from course.data.wordpiece import (
     count_words,
     learn_wordpiece,
     pre_tokenize,
+    segmentation_rates,
     tokenizers_tokenize,
 )
 from course.metrics import record
@@ -174,9 +175,7 @@ pure = learn_wordpiece(count_words(train_sentences), vocab_size=3000)  # the rul
 pure_seconds = time.perf_counter() - start
 heldout_words = [w for s in val_sentences for w in pre_tokenize(s)]
 print(f"{'vocabulary (3,000 tokens)':<42} {'learned in':>10} {'tokens/word':>12} {'shared':>7}")
-heldout_counts = Counter(heldout_words)  # each distinct word is tokenised once
-pure_pieces = sum(n * len(pure.tokenize_word(w)) for w, n in heldout_counts.items())
-pure_tokens = pure_pieces / len(heldout_words)
+pure_tokens, _ = segmentation_rates(pure, Counter(heldout_words))  # tokens per word, [UNK]s
 for name, wp, seconds, tokens_per_word in (
     ("tokenizers WordPieceTrainer (frequency)", theirs, comparison.seconds_theirs,
      comparison.tokens_per_word_theirs),

@@ -58,6 +58,7 @@ __all__ = [
     "tokenizers_tokenize",
     "train_tokenizers_wordpiece",
     "VocabularyComparison",
+    "segmentation_rates",
     "compare_with_tokenizers",
 ]
 
@@ -385,6 +386,17 @@ class VocabularyComparison:
         )
 
 
+def segmentation_rates(wordpiece: WordPiece, words: Counter[str]) -> tuple[float, float]:
+    """(tokens per word, share of the words that are [UNK]) over ``words``, a Counter of
+    words as :func:`pre_tokenize` gives them: each distinct word is tokenised once."""
+    total = sum(words.values())
+    if not total:
+        raise ValueError("words: no words to measure on")
+    pieces = {w: wordpiece.tokenize_word(w) for w in words}
+    unknown = sum(n for w, n in words.items() if pieces[w] == [wordpiece.unk_token])
+    return sum(n * len(pieces[w]) for w, n in words.items()) / total, unknown / total
+
+
 def compare_with_tokenizers(
     train_texts: Iterable[str],
     heldout_texts: Iterable[str],
@@ -403,17 +415,10 @@ def compare_with_tokenizers(
     theirs = train_tokenizers_wordpiece(counts, vocab_size)
     seconds_theirs = time.perf_counter() - start
     heldout = Counter(w for text in heldout_texts for w in pre_tokenize(text))
-    words = sum(heldout.values())
-    if not words:
+    if not heldout:
         raise ValueError("heldout_texts: no words to measure on")
-
-    def measure(wp: WordPiece) -> tuple[float, float]:
-        """Tokens per held-out word and the share of [UNK] words (each distinct word once)."""
-        pieces = {w: wp.tokenize_word(w) for w in heldout}
-        unknown = sum(n for w, n in heldout.items() if pieces[w] == [wp.unk_token])
-        return sum(n * len(pieces[w]) for w, n in heldout.items()) / words, unknown / words
-
-    (tpw_ours, unk_ours), (tpw_theirs, unk_theirs) = measure(ours), measure(theirs)
+    tpw_ours, unk_ours = segmentation_rates(ours, heldout)
+    tpw_theirs, unk_theirs = segmentation_rates(theirs, heldout)
     return VocabularyComparison(
         ours=ours,
         theirs=theirs,

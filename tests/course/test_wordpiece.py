@@ -17,6 +17,7 @@ from course.data.wordpiece import (
     count_words,
     learn_wordpiece,
     pre_tokenize,
+    segmentation_rates,
     tokenizers_tokenize,
     train_tokenizers_wordpiece,
 )
@@ -203,6 +204,16 @@ def test_tokenizers_trainer_and_the_comparison(sentences):
     assert "tokens per held-out word" in result.summary()
     with pytest.raises(ValueError, match="no words to measure on"):
         compare_with_tokenizers(sentences["train"][:50], [], 100)
+
+
+def test_segmentation_rates_count_each_word_by_its_pieces_and_its_unknowns():
+    wordpiece = WordPiece([*SPECIAL_TOKENS, "a", "b", "##b", "##a"])
+    # "ab" -> a ##b (2), "ba" -> b ##a (2), "a" (1), "c" -> [UNK] (1)
+    tokens, unknown = segmentation_rates(wordpiece, Counter({"ab": 3, "ba": 1, "a": 2, "c": 4}))
+    assert tokens == pytest.approx((3 * 2 + 1 * 2 + 2 * 1 + 4 * 1) / 10)
+    assert unknown == pytest.approx(4 / 10)
+    with pytest.raises(ValueError, match="no words to measure on"):
+        segmentation_rates(wordpiece, Counter())
 
 
 def test_learning_does_not_depend_on_python_hash_order():
