@@ -117,9 +117,8 @@ def kernel_threads() -> dict[str, str]:
     """The thread counts of the build's kernels: ``$OMP_NUM_THREADS`` where it is set, else
     each of the :func:`build_jobs` units that run side by side gets its share of the cores (at
     least one thread). More threads than cores only wait on each other: two lectures executed
-    side by side on 2 cores took about 12% less time, and the same CPU time less, with one
-    thread each than with two (the lectures pin torch to one thread, but not numpy's BLAS or
-    torch's other pools)."""
+    side by side on 2 cores took about 12% less time and CPU with one thread each than with
+    two (the lectures pin torch's own pool to one thread, not numpy's BLAS)."""
     count = os.environ.get("OMP_NUM_THREADS", "").strip()
     if not count:
         count = str(max(1, (os.cpu_count() or 1) // build_jobs()))
