@@ -17,3 +17,22 @@ document.addEventListener(
   },
   true,
 );
+
+/* A figure from a code cell records the size it was drawn at as its inline width. On a phone
+   course.css keeps it at no less than three quarters of that size, so that its labels stay
+   legible, and lets it scroll sideways in its output box: it needs that width as a variable,
+   and a box that scrolls is marked so that it can say so. */
+const markScrollingFigures = () => {
+  for (const img of document.querySelectorAll(".cell_output img")) {
+    const box = img.closest(".cell_output");
+    box.classList.toggle("course-scrolls", box.scrollWidth > box.clientWidth + 1);
+  }
+};
+document.addEventListener("DOMContentLoaded", () => {
+  for (const img of document.querySelectorAll(".cell_output img")) {
+    const drawn = parseFloat(img.style.width);
+    if (drawn > 0) img.style.setProperty("--course-drawn-width", `${drawn}px`);
+  }
+  markScrollingFigures();
+});
+window.addEventListener("resize", () => requestAnimationFrame(markScrollingFigures));

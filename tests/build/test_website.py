@@ -4,8 +4,10 @@ The site is served on 127.0.0.1 and every request to another host is blocked (an
 page that made it). For every page: it answers 200, logs no console error, its math is
 typeset by the local MathJax, every image loads and every internal link (and its #anchor)
 resolves, and axe-core finds no serious or critical accessibility problem at 1280 px in the
-light theme and at a phone's 390 px, nor with its colour rules in the dark theme. Search finds lecture text. Screenshots, a
-table of page sizes and the accessibility counts go to ``build/screenshots/``.
+light theme and at a phone's 390 px, nor with its colour rules in the dark theme. At 1280, 900
+and 390 px no page pans sideways and every wide display equation shows that it scrolls; printed,
+no code block cuts its lines. Search finds lecture text. Screenshots, a table of page sizes and
+the accessibility counts go to ``build/screenshots/``.
 
 Chromium is required, not optional: `make test` installs it (`make browser`) when absent.
 """
@@ -17,6 +19,7 @@ import gzip
 import importlib.util
 import re
 import shutil
+import sys
 from collections import Counter
 from html.parser import HTMLParser
 from pathlib import Path
@@ -197,26 +200,85 @@ def _accessibility_problems(
     ]
 
 
-def _accessibility_problems_in_every_view(page, name: str) -> list[str]:
+# What a reader sees of the page's width: a page that is wider than the screen pans sideways
+# (the first elements that stick out are named); a display equation wider than its column
+# scrolls in its own box, which a keyboard can reach and which shows a shadow at an edge with
+# more beyond it (course.css). MathJax's hidden copy for screen readers is left out.
+LAYOUT = """() => {
+  const root = document.documentElement;
+  const name = (e) => `${e.tagName.toLowerCase()}.${[...e.classList].join('.')}: `
+      + e.textContent.trim().slice(0, 50);
+  const out = [...document.querySelectorAll('.bd-article *')].filter((e) => {
+    if (e.closest('mjx-assistive-mml')) return false;
+    const right = e.getBoundingClientRect().right;
+    if (right <= root.clientWidth + 1) return false;
+    for (let p = e.parentElement; p; p = p.parentElement) {
+      if (p.scrollWidth > p.clientWidth + 1
+          && ['auto', 'scroll', 'hidden'].includes(getComputedStyle(p).overflowX)) return false;
+    }
+    return true;
+  });
+  const wide = [...document.querySelectorAll('mjx-container[display="true"]')]
+      .filter((m) => m.scrollWidth > m.clientWidth + 1);
+  const uncued = wide.filter((m) => {
+    const style = getComputedStyle(m);
+    return !['auto', 'scroll'].includes(style.overflowX) || m.tabIndex < 0
+        || (style.backgroundImage.match(/gradient/g) || []).length < 4;
+  });
+  return {pans: root.scrollWidth > root.clientWidth, width: root.scrollWidth,
+          out: out.slice(0, 3).map(name), wide: wide.length, uncued: uncued.map(name)};
+}"""
+WIDTHS = (1280, 900, PHONE[0])
+# Printed on A4 with the default margins: about 718 CSS pixels across. A code block, input or
+# output, that still scrolls sideways in print loses the end of its long lines on paper.
+PAPER = (718, 1000)
+CUT_IN_PRINT = """() => [...document.querySelectorAll('pre')]
+  .filter((pre) => pre.getClientRects().length && pre.scrollWidth > pre.clientWidth + 1)
+  .map((pre) => pre.textContent.trim().slice(0, 50))"""
+WIDE_EQUATIONS = Counter()  # width -> display equations wider than their column, all pages
+
+
+def _layout_problems(page, width: int) -> list[str]:
+    """:data:`LAYOUT` on the open page at ``width``: what pans the page, which wide equations
+    give no sign that they scroll."""
+    found = page.evaluate(LAYOUT)
+    WIDE_EQUATIONS[width] += found["wide"]
+    problems = []
+    if found["pans"]:
+        problems.append(f"{width} px: the page pans sideways ({found['width']} px): {found['out']}")
+    if found["uncued"]:
+        problems.append(f"{width} px: wide equations with no scroll cue: {found['uncued']}")
+    return problems
+
+
+def _problems_in_every_view(page, name: str) -> list[str]:
     """:func:`_accessibility_problems` at 1280 px in the light theme, then in the dark theme
     (switched as the theme's button does: ``data-theme`` on ``<html>``; DARK_RULES), then at
-    390 px (PHONE_OFF, but on the landing page)."""
+    390 px (PHONE_OFF, but on the landing page); :func:`_layout_problems` at 1280, 900 and
+    390 px; and, printed (:data:`PAPER`), no code block that cuts its lines."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     page.add_style_tag(content="*, *::before, *::after { transition: none !important; }")
     light = page.evaluate(THEME, "light")
-    problems = _accessibility_problems(page, VIEWS[0])
+    problems = _accessibility_problems(page, VIEWS[0]) + _layout_problems(page, WIDTHS[0])
     dark = page.evaluate(THEME, "dark")
     assert dark != light, f"the dark theme did not change the page's background ({light})"
     problems += _accessibility_problems(page, VIEWS[1], DARK_RULES)
     page.evaluate(THEME, "light")
+    page.set_viewport_size({"width": WIDTHS[1], "height": PHONE[1]})
+    problems += _layout_problems(page, WIDTHS[1])
     page.set_viewport_size({"width": PHONE[0], "height": PHONE[1]})
     try:
         page.wait_for_function(SCROLLERS_READY, polling=100, timeout=3_000)
     except PlaywrightTimeout:
         pass  # axe-core names the blocks a keyboard cannot scroll
     off = () if name == LANDING else PHONE_OFF
-    return problems + _accessibility_problems(page, VIEWS[2], off=off)
+    problems += _layout_problems(page, PHONE[0]) + _accessibility_problems(page, VIEWS[2], off=off)
+    page.set_viewport_size({"width": PAPER[0], "height": PAPER[1]})
+    page.emulate_media(media="print")
+    cut = page.evaluate(CUT_IN_PRINT)
+    page.emulate_media(media="screen")
+    return problems + ([f"print: code lines cut at the paper's edge: {cut[:3]}"] if cut else [])
 
 
 def _open(context, url: str):
@@ -427,6 +489,69 @@ def test_the_navigation_and_the_page_contents_open_at_every_width(width, browser
     assert context.blocked == []
 
 
+BIBLIOGRAPHY_ENTRY = re.compile(
+    r'<div class="citation"[^>]*>\s*<span class="label"><span class="fn-bracket">\[</span>'
+    r"(?P<label>.*?)<span.*?</span></span>\s*<p>(?P<text>.*?)</p>",
+    re.S,
+)
+AUTHOR_YEAR = re.compile(r"[^\W\d][\w .'-]*?( and [\w .'-]+| et al\.)?, \d{4}[a-z]?")
+
+
+@pytest.mark.build
+def test_the_bibliography_is_labelled_by_author_and_year_and_links_every_entry():
+    """The citations in the text read "(Pascanu et al., 2013)"; the bibliography they point to
+    is labelled the same way, not numbered, and each entry links its paper."""
+    text = (HTML / "references.html").read_text(encoding="utf-8")
+    entries = BIBLIOGRAPHY_ENTRY.findall(text)
+    assert len(entries) >= 30, len(entries)
+    assert not [label for label, _ in entries if not AUTHOR_YEAR.fullmatch(label)], entries[:3]
+    assert len({label for label, _ in entries}) == len(entries)
+    unlinked = [label for label, body in entries if 'class="reference external"' not in body]
+    assert not unlinked, f"bibliography entries with no link to their paper: {unlinked}"
+    lecture = (HTML / FIRST_LECTURE).read_text(encoding="utf-8")
+    assert "(Pascanu et al., 2013)" in re.sub(r"<[^>]+>", "", lecture)
+
+
+def _citations_extension():
+    path = BOOK / "_ext" / "course_citations.py"
+    spec = importlib.util.spec_from_file_location("course_citations", path)
+    if spec.name not in sys.modules:  # loaded once: it registers its styles with pybtex
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # its dataclass looks its module up by name
+        spec.loader.exec_module(module)
+    return sys.modules[spec.name]
+
+
+def test_author_year_labels_tell_apart_entries_of_the_same_authors_and_year():
+    from pybtex.database import Entry, Person
+
+    citations = _citations_extension()
+
+    def entry(key: str, authors: list[str], year: str) -> Entry:
+        made = Entry("article", fields={"title": key, "year": year})
+        made.key = key
+        made.persons["author"] = [Person(name) for name in authors]
+        return made
+
+    entries = [
+        entry("a", ["Hochreiter, Sepp", r"Schmidhuber, J{\"u}rgen"], "1997"),
+        entry("b", ["Radford, Alec", "Wu, Jeff", "Child, Rewon"], "2019"),
+        entry("c", ["Radford, Alec", "Narasimhan, Karthik", "Salimans, Tim"], "2019"),
+        entry("d", [r"van Merri{\"e}nboer, Bart"], "2015"),
+    ]
+    labels = list(citations.AuthorYearLabelStyle().format_labels(entries))
+    assert labels == [
+        "Hochreiter and Schmidhuber, 1997",
+        "Radford et al., 2019a",
+        "Radford et al., 2019b",
+        "van Merriënboer, 2015",
+    ]
+    nobody = Entry("misc", fields={"title": "x", "year": "2020"})
+    nobody.key = "nobody"
+    with pytest.raises(ValueError, match="nobody: .* needs an author or an editor"):
+        list(citations.AuthorYearLabelStyle().format_labels([nobody]))
+
+
 @pytest.mark.build
 def test_the_landing_page_every_lecture_and_assignment_offer_the_student_bundle():
     """Each of them links the bundle (the notebook alone fails without its ``course``
@@ -512,8 +637,8 @@ def test_page_works_offline_in_a_browser(name, context, site_url):
             sum(f.stat().st_size for f in files),
             sum(_gzipped_size(f) for f in files),
         )
-        serious = _accessibility_problems_in_every_view(page, name)
-        assert not serious, f"{name}: axe-core finds serious or critical problems: {serious}"
+        problems = _problems_in_every_view(page, name)
+        assert not problems, f"{name}: " + "\n".join(problems)
     finally:
         page.close()
 
@@ -530,6 +655,33 @@ def test_search_finds_lecture_text(context, site_url):
         assert hit is not None
         summary = page.inner_text("#search-results")
         assert "lecture" in summary.lower(), summary[:500]
+        assert not errors, errors
+    finally:
+        page.close()
+
+
+SEARCH_RESULTS = "#pst-search-dialog #search-results a[href*='{}']"
+
+
+@pytest.mark.browser
+@pytest.mark.build
+def test_search_shows_results_as_you_type(context, site_url):
+    """On a lecture page, the header's search button opens the search box, and typing shows the
+    matching pages under it (pydata-sphinx-theme's ``search_as_you_type``, from the site's own
+    index) before any Enter."""
+    page, _, errors, _ = _open(context, site_url + FIRST_LECTURE)
+    try:
+        page.locator(".search-button__button:visible").first.click()
+        box = page.locator("#pst-search-dialog input[name=q]")
+        box.wait_for(state="visible")
+        box.press_sequentially(SEARCH_TERM, delay=30)
+        hit = page.wait_for_selector(
+            SEARCH_RESULTS.format(FIRST_LECTURE.rsplit("/", 1)[-1].removesuffix(".html")),
+            timeout=15_000,
+        )
+        assert hit is not None and page.url.endswith(FIRST_LECTURE), page.url
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=SCREENSHOTS / "search-as-you-type.png")
         assert not errors, errors
     finally:
         page.close()
@@ -560,13 +712,40 @@ def test_screenshots_of_the_landing_page_and_a_lecture(context, site_url):
 
 
 # the size of each figure's picture (the dark theme pads images on a white ground)
+# each figure's picture: the width it was drawn at (its inline style), the size it is shown at
+# (the dark theme pads images on a white ground), and its output box
 FIGURES = """() => Array.from(document.querySelectorAll('.cell_output img')).map((img) => {
   const style = getComputedStyle(img);
   const padding = (a, b) => parseFloat(style[a]) + parseFloat(style[b]);
+  const box = img.closest('.cell_output');
+  const boxStyle = getComputedStyle(box);
   return {src: img.getAttribute('src'), ratio: img.naturalWidth / img.naturalHeight,
+          drawn: parseFloat(img.style.width),
           shown: [img.clientWidth - padding('paddingLeft', 'paddingRight'),
-                  img.clientHeight - padding('paddingTop', 'paddingBottom')]};
+                  img.clientHeight - padding('paddingTop', 'paddingBottom')],
+          column: box.clientWidth, scrolls: box.scrollWidth > box.clientWidth + 1,
+          box: boxStyle.overflowX, hint: getComputedStyle(box, '::before').content};
 })"""
+LEGIBLE = 0.75  # of its drawn width: the least a figure is shown at on a phone (course.css)
+
+
+def _figure_problems(figures: list[dict], width: int) -> list[str]:
+    """On a phone a figure is shown at LEGIBLE of its drawn width or more, and one wider than its
+    column scrolls in its output box, which says so in a line above it; on a wider screen every
+    figure fits its column. Every figure keeps its aspect ratio."""
+    problems = [
+        f"not at its own aspect ratio: {f}"
+        for f in figures
+        if abs(f["shown"][0] / f["shown"][1] - f["ratio"]) > 0.02
+    ]
+    for f in figures:
+        if width <= PHONE[0] and f["shown"][0] < min(f["drawn"], LEGIBLE * f["drawn"]) - 2:
+            problems.append(f"{width} px: shown below {LEGIBLE} of its drawn width: {f}")
+        if f["scrolls"] and (f["box"] not in ("auto", "scroll") or "swipe" not in f["hint"]):
+            problems.append(f"{width} px: wider than its box, which does not say it scrolls: {f}")
+        if width > PHONE[0] and f["scrolls"]:
+            problems.append(f"{width} px: wider than its column: {f}")
+    return problems
 
 
 @pytest.mark.browser
@@ -575,7 +754,7 @@ def test_screenshots_on_a_phone_and_in_the_dark_theme(browser, site_url):
     """The landing page and a lecture at 390 px, and in the dark theme chosen as a reader's
     choice is remembered (``mode`` in localStorage): the theme applies it, and the sidebar shows
     the dark logo (its text's contrast: tests/build/test_code_colours.py). The lecture's
-    figures fit the screen's width at their own aspect ratio."""
+    figures are legible (:func:`_figure_problems`)."""
     local = urlsplit(site_url).netloc
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     for suffix, viewport, mode in (("390px", PHONE, "light"), ("dark", (1280, 900), "dark")):
@@ -595,12 +774,10 @@ def test_screenshots_on_a_phone_and_in_the_dark_theme(browser, site_url):
             page.screenshot(path=SCREENSHOTS / f"lecture-figure-{suffix}.png")
             figures = page.evaluate(FIGURES)
             assert len(figures) >= 3, figures
-            wide = [f for f in figures if f["shown"][0] > viewport[0]]
-            assert not wide, f"figures wider than the {viewport[0]} px screen: {wide}"
-            squashed = [
-                f for f in figures if abs(f["shown"][0] / f["shown"][1] - f["ratio"]) > 0.02
-            ]
-            assert not squashed, f"figures not at their own aspect ratio: {squashed}"
+            problems = _figure_problems(figures, viewport[0])
+            assert not problems, "\n".join(problems)
+            if viewport == PHONE:  # the lecture has figures drawn wider than a phone's column
+                assert any(f["scrolls"] for f in figures), figures
             if mode == "dark":
                 logo = page.locator("img.logo__image:visible")
                 assert logo.count() == 1 and logo.get_attribute("src").endswith("logo-dark.svg")
@@ -673,9 +850,44 @@ def _attention(seed: int = 0) -> list:
 VIEW_TOKENS = ["zebra", "quartz", "violin", "oyster"]
 
 
-def test_the_build_refuses_a_page_that_loads_scripts_from_the_internet(monkeypatch):
+def test_the_site_shares_one_copy_of_the_attention_views_libraries():
+    """Each view carries require.js, d3 and jQuery inline; the site extension replaces every
+    copy with one shared file, byte for byte the libraries, and refuses a page whose views
+    carry two different copies."""
+    from course.viz.attention_views import head_view
+
+    offline_site = _offline_site_extension()
+    view = head_view(_attention(), VIEW_TOKENS).data
+    body = f"<p>one</p>{view}<p>two</p>{view}"
+    shared, libraries = offline_site.share_view_libraries(body, "../_static/x.js")
+    assert shared.count('<script src="../_static/x.js"></script>') == 2
+    assert "see course/viz/js/README.md */" not in shared and "<p>two</p>" in shared
+    assert libraries.startswith("/* require-2.3.6.js: see course/viz/js/README.md */")
+    assert "d3 and jQuery for bertviz" in libraries and len(libraries) > 300_000
+    assert offline_site.share_view_libraries("<p>no view</p>", "x.js") == ("<p>no view</p>", None)
+    other = view.replace("noConflict(true)", "noConflict(false)")
+    with pytest.raises(ValueError, match="2 different libraries"):
+        offline_site.share_view_libraries(view + other, "x.js")
+
+
+@pytest.mark.build
+def test_the_lectures_attention_views_load_the_shared_libraries():
+    views = 0
+    for name in PAGES:
+        text = (HTML / name).read_text(encoding="utf-8")
+        assert "see course/viz/js/README.md */" not in text, f"{name} inlines the libraries"
+        views += text.count('attention-view-libraries.js"></script>')
+    assert views >= 4, views  # two views in each of Lectures 6 and 7
+    shared = HTML / "_static" / "attention-view-libraries.js"
+    assert shared.stat().st_size > 300_000
+
+
+def test_the_build_refuses_a_page_that_loads_scripts_from_the_internet(monkeypatch, tmp_path):
     """bertviz's own views load from cdnjs: the site extension names every address (a warning,
-    which fails the build); the course's views, and local scripts, pass."""
+    which fails the build); the course's views, and local scripts, pass, the views' libraries
+    written once beside the page."""
+    from types import SimpleNamespace
+
     from bertviz import head_view as bertviz_head_view
 
     from course.viz.attention_views import head_view, model_view
@@ -691,12 +903,18 @@ def test_the_build_refuses_a_page_that_loads_scripts_from_the_internet(monkeypat
 
     warnings = []
     monkeypatch.setattr(extension.logger, "warning", lambda *args: warnings.append(args))
-    extension._on_page(None, "lectures/06", "page.html", {"body": f"<p>x</p>{raw}"}, None)
+    app = SimpleNamespace(outdir=str(tmp_path))
+    page = {"body": f"<p>x</p>{raw}", "pathto": lambda name, resource: f"../{name}"}
+    extension._on_page(app, "lectures/06", "page.html", page, None)
     assert [w[2] for w in warnings] == cdnjs and all(w[1] == "lectures/06" for w in warnings)
     assert "course.viz.attention_views" in warnings[0][0]
     warnings.clear()
-    extension._on_page(None, "lectures/06", "page.html", {"body": ours}, None)
+    page["body"] = ours
+    extension._on_page(app, "lectures/06", "page.html", page, None)
     assert warnings == []
+    shared = f"../_static/{extension.LIBRARIES_FILE}"
+    assert page["body"].count(f'<script src="{shared}"></script>') == 2
+    assert (tmp_path / "_static" / extension.LIBRARIES_FILE).stat().st_size > 300_000
 
 
 def _book_with_views(folder: Path) -> Path:
@@ -742,8 +960,12 @@ def _book_with_views(folder: Path) -> Path:
 def test_attention_views_draw_on_a_site_page_with_the_network_closed(browser, tmp_path):
     """A page of a book built with the site's configuration, holding a head view and a model
     view from course.viz.attention_views, draws both with every other host blocked, with no
-    console error, and with the page's own scripts (MathJax, copy buttons) still working."""
+    console error, and with the page's own scripts (MathJax, copy buttons) still working. Both
+    views load the site's one copy of their libraries."""
     html = _book_with_views(tmp_path)
+    text = (html / "views.html").read_text(encoding="utf-8")  # one shared copy of the libraries
+    assert text.count('src="_static/attention-view-libraries.js"') == 2, "two views"
+    assert "see course/viz/js/README.md */" not in text
     context = browser.new_context()
     blocked = []
     with serve(html) as url:
@@ -819,6 +1041,14 @@ def test_report_accessibility_counts():
     for view in VIEWS:
         counts = " | ".join(str(ACCESSIBILITY[view][impact]) for impact in impacts)
         lines.append(f"| {view} | {CHECKED[view]} | {counts} |")
+    # the scroll cue of test_page_works_offline_in_a_browser was checked on real wide equations
+    assert WIDE_EQUATIONS[PHONE[0]] >= 10, WIDE_EQUATIONS
+    lines += [
+        "",
+        "Display equations wider than their column, all pages: "
+        + ", ".join(f"{WIDE_EQUATIONS[w]} at {w} px" for w in WIDTHS)
+        + ".",
+    ]
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     (SCREENSHOTS / "accessibility.md").write_text("\n".join(lines) + "\n")
     print("\n" + "\n".join(lines))
