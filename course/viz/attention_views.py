@@ -317,18 +317,19 @@ def _bertviz() -> Any:
     return bertviz
 
 
-def _html(markup: str) -> HTML:
+def _html(markup: str, label: str) -> HTML:
     """The view, offline, after a line that says how to see it where its scripts do not run
     (an untrusted notebook in JupyterLab); the view's own script removes the line. The view
     scrolls sideways where it is wider than the page (the model view is 970 pixels wide), with
-    the keyboard too: it is in the tab order, a region named for what it holds."""
+    the keyboard too: it is in the tab order, a region named ``label``, which tells it from the
+    other views of a page (a screen reader lists the regions by name)."""
     from IPython.display import HTML
 
     hint = f"course-hint-{uuid.uuid4().hex}"
     remove = f'var e = document.getElementById("{hint}"); if (e) {{ e.remove(); }}'
     return HTML(
         f'<div class="course-attention-view" style="overflow-x: auto" tabindex="0" '
-        f'role="region" aria-label="attention view">\n'
+        f'role="region" aria-label="{label}">\n'
         f'<p id="{hint}">{HINT}</p>\n{_offline(markup)}'
         f"<script>(function () {{ {remove} }})();</script>\n</div>\n"
     )
@@ -379,7 +380,7 @@ def head_view(
         raise ValueError(f"layer: expected a layer index in [0, {depth}), got {layer}")
     chosen = _indices(heads, count, "heads", "head")
     view = _bertviz().head_view(**arguments, layer=layer, heads=chosen, html_action="return")
-    return _html(view.data)
+    return _html(view.data, f"attention head view, layer {layer}")
 
 
 def model_view(
@@ -422,4 +423,4 @@ def model_view(
         display_mode=display_mode,
         html_action="return",
     )
-    return _html(view.data)
+    return _html(view.data, "attention model view")

@@ -185,6 +185,9 @@ def _urls(text: str) -> set[str]:
     return set(re.findall(r"https?://[^\s'\"()<>\\]+", text))
 
 
+LABELS = ("attention head view, layer 0", "attention model view", "attention head view, layer 0")
+
+
 def test_the_html_names_no_cdn_and_loads_nothing():
     import bertviz
 
@@ -201,7 +204,7 @@ def test_the_html_names_no_cdn_and_loads_nothing():
     known = set()
     for script in [*JS.glob("*.js"), *Path(bertviz.__file__).parent.glob("*_view.js")]:
         known |= {u for u in _urls(script.read_text()) if "cdnjs" not in u}
-    for html in pages:
+    for html, label in zip(pages, LABELS, strict=True):
         assert not {urlsplit(url).netloc for url in _urls(html)} & set(CDN_HOSTS), _urls(html)
         assert _urls(html) <= known, _urls(html) - known
         assert not re.search(r"\b(src|href)\s*=\s*[\"']?(https?:)?//", html), "an external load"
@@ -210,7 +213,8 @@ def test_the_html_names_no_cdn_and_loads_nothing():
         assert attention_views.HINT in html
         # the box it scrolls sideways in can be reached and scrolled with the keyboard
         (box,) = re.findall(r'<div class="course-attention-view"[^>]*>', html)
-        assert 'tabindex="0"' in box and 'role="region"' in box and "aria-label=" in box, box
+        assert 'tabindex="0"' in box and 'role="region"' in box, box
+        assert f'aria-label="{label}"' in box, box  # names the view, not only "attention view"
 
 
 def test_the_shipped_libraries_are_the_files_the_readme_names_with_their_licences():
