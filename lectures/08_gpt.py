@@ -759,7 +759,7 @@ print(f"our GPT: 100 generated tokens = {generation_flops(ours_n, 100):.2e} FLOP
 #
 # The slides' figures for the two models:
 #
-# | | GPT-2 | GPT-3 |
+# | aspect | GPT-2 | GPT-3 |
 # | --- | --- | --- |
 # | parameters | 1.5 billion, "> 10×" GPT's | 175 billion, "10× more than any previous non-sparse LM" |
 # | training data | 8 million web pages, "> 10×" GPT's | 499 billion words |
