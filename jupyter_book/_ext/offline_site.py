@@ -1,6 +1,6 @@
-"""Keep the built site self-contained: nothing on a page may come from the internet.
+"""Keep the built site self-contained and light: nothing on a page may come from the internet.
 
-Loaded by ``_config.yml`` (``sphinx.local_extensions``). Two jobs, on every HTML page:
+Loaded by ``_config.yml`` (``sphinx.local_extensions``). Three jobs, on every HTML page:
 
 1. Jupyter Book always loads sphinx-thebe, which inlines ``THEBE_JS_URL = "https://unpkg..."``
    in a config script even when thebe is off. Thebe is off here, so its config script, its
@@ -58,7 +58,7 @@ def external_scripts(body: str) -> list[str]:
 def share_view_libraries(body: str, source: str) -> tuple[str, str | None]:
     """``body`` with each attention view's inline libraries replaced by one
     ``<script src="{source}">``, and the script that file must hold (None: no view, nothing
-    replaced). Views whose copies differ are left as they are, and named in a ValueError."""
+    replaced). A ValueError if the page's views carry different copies."""
     copies = {"\n".join(found.groups()) for found in _VIEW_LIBRARIES.finditer(body)}
     if not copies:
         return body, None

@@ -21,11 +21,15 @@ document.addEventListener(
 /* A figure from a code cell records the size it was drawn at as its inline width. On a phone
    course.css keeps it at no less than three quarters of that size, so that its labels stay
    legible, and lets it scroll sideways in its output box: it needs that width as a variable,
-   and a box that scrolls is marked so that it can say so. */
+   and a box that scrolls is marked so that it can say so, and put in the tab order so that a
+   keyboard can scroll it (as the theme does for code blocks). */
 const markScrollingFigures = () => {
   for (const img of document.querySelectorAll(".cell_output img")) {
     const box = img.closest(".cell_output");
-    box.classList.toggle("course-scrolls", box.scrollWidth > box.clientWidth + 1);
+    const scrolls = box.scrollWidth > box.clientWidth + 1;
+    box.classList.toggle("course-scrolls", scrolls);
+    if (scrolls) box.tabIndex = 0;
+    else box.removeAttribute("tabindex");
   }
 };
 document.addEventListener("DOMContentLoaded", () => {

@@ -724,15 +724,16 @@ FIGURES = """() => Array.from(document.querySelectorAll('.cell_output img')).map
           shown: [img.clientWidth - padding('paddingLeft', 'paddingRight'),
                   img.clientHeight - padding('paddingTop', 'paddingBottom')],
           column: box.clientWidth, scrolls: box.scrollWidth > box.clientWidth + 1,
-          box: boxStyle.overflowX, hint: getComputedStyle(box, '::before').content};
+          box: boxStyle.overflowX, hint: getComputedStyle(box, '::before').content,
+          reachable: box.tabIndex >= 0};
 })"""
 LEGIBLE = 0.75  # of its drawn width: the least a figure is shown at on a phone (course.css)
 
 
 def _figure_problems(figures: list[dict], width: int) -> list[str]:
     """On a phone a figure is shown at LEGIBLE of its drawn width or more, and one wider than its
-    column scrolls in its output box, which says so in a line above it; on a wider screen every
-    figure fits its column. Every figure keeps its aspect ratio."""
+    column scrolls in its output box, which says so in a line above it and is in the tab order;
+    on a wider screen every figure fits its column. Every figure keeps its aspect ratio."""
     problems = [
         f"not at its own aspect ratio: {f}"
         for f in figures
@@ -743,6 +744,8 @@ def _figure_problems(figures: list[dict], width: int) -> list[str]:
             problems.append(f"{width} px: shown below {LEGIBLE} of its drawn width: {f}")
         if f["scrolls"] and (f["box"] not in ("auto", "scroll") or "swipe" not in f["hint"]):
             problems.append(f"{width} px: wider than its box, which does not say it scrolls: {f}")
+        if f["scrolls"] and not f["reachable"]:
+            problems.append(f"{width} px: in a box that a keyboard cannot scroll: {f}")
         if width > PHONE[0] and f["scrolls"]:
             problems.append(f"{width} px: wider than its column: {f}")
     return problems
