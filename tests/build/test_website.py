@@ -512,20 +512,10 @@ def test_the_bibliography_is_labelled_by_author_and_year_and_links_every_entry()
     assert "(Pascanu et al., 2013)" in re.sub(r"<[^>]+>", "", lecture)
 
 
-def _citations_extension():
-    path = BOOK / "_ext" / "course_citations.py"
-    spec = importlib.util.spec_from_file_location("course_citations", path)
-    if spec.name not in sys.modules:  # loaded once: it registers its styles with pybtex
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module  # its dataclass looks its module up by name
-        spec.loader.exec_module(module)
-    return sys.modules[spec.name]
-
-
 def test_author_year_labels_tell_apart_entries_of_the_same_authors_and_year():
     from pybtex.database import Entry, Person
 
-    citations = _citations_extension()
+    citations = _site_extension("course_citations")
 
     def entry(key: str, authors: list[str], year: str) -> Entry:
         made = Entry("article", fields={"title": key, "year": year})
@@ -835,12 +825,16 @@ def test_lecture_figures_have_twice_the_pixels_of_their_shown_size():
             assert (png.width // 2, png.height // 2) == shown, (src, png.size, shown)
 
 
-def _offline_site_extension():
-    path = BOOK / "_ext" / "offline_site.py"
-    spec = importlib.util.spec_from_file_location("offline_site", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def _site_extension(name: str):
+    """The site's Sphinx extension ``jupyter_book/_ext/{name}.py``, imported once, under its
+    own name as Sphinx imports it (course_citations registers its styles with pybtex, and its
+    dataclass looks its module up by name)."""
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, BOOK / "_ext" / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
 
 
 def _attention(seed: int = 0) -> list:
@@ -859,7 +853,7 @@ def test_the_site_shares_one_copy_of_the_attention_views_libraries():
     carry two different copies."""
     from course.viz.attention_views import head_view
 
-    offline_site = _offline_site_extension()
+    offline_site = _site_extension("offline_site")
     view = head_view(_attention(), VIEW_TOKENS).data
     body = f"<p>one</p>{view}<p>two</p>{view}"
     shared, libraries = offline_site.share_view_libraries(body, "../_static/x.js")
@@ -895,7 +889,7 @@ def test_the_build_refuses_a_page_that_loads_scripts_from_the_internet(monkeypat
 
     from course.viz.attention_views import head_view, model_view
 
-    extension = _offline_site_extension()
+    extension = _site_extension("offline_site")
     raw = bertviz_head_view(_attention(), VIEW_TOKENS, html_action="return").data
     cdnjs = extension.external_scripts(raw)
     assert len(cdnjs) == 3 and all(url.startswith(extension.CDNJS) for url in cdnjs), cdnjs
