@@ -23,11 +23,13 @@ from __future__ import annotations
 
 import argparse
 import copy
+import os
 import re
 import subprocess
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # imported where used: nbformat takes seconds to import, and the graders'
     import nbformat  # traps import every module of the course package in each check process
@@ -176,19 +178,32 @@ def _first_line(output) -> str:
     return line if len(line) <= 300 else line[:297] + "..."
 
 
+def _private_channels(folder: Path) -> Any:
+    """A kernel's channels on Unix sockets in ``folder`` (Linux, macOS): over TCP, a port picked
+    free can be taken by another process (another kernel starting) before the kernel binds it,
+    and the kernel dies as it starts. Windows' ZeroMQ has no Unix sockets: TCP there."""
+    from traitlets.config import Config
+
+    if os.name == "nt":
+        return Config()
+    return Config({"KernelManager": {"transport": "ipc", "ip": str(folder / "kernel")}})
+
+
 def run(notebook: nbformat.NotebookNode, folder: Path, timeout: int = 600) -> list[tuple[str, str]]:
     """Execute a copy of ``notebook`` in a fresh kernel in ``folder``; each failing graded
     test cell with its one-line message, in order."""
     from nbclient import NotebookClient
 
     executed = copy.deepcopy(notebook)
-    NotebookClient(
-        executed,
-        timeout=timeout,
-        kernel_name="python3",
-        allow_errors=True,
-        resources={"metadata": {"path": str(folder)}},
-    ).execute(stderr=subprocess.DEVNULL)  # the kernel's own log lines are not the student's
+    with tempfile.TemporaryDirectory(prefix="ck") as sockets:
+        NotebookClient(
+            executed,
+            timeout=timeout,
+            kernel_name="python3",
+            allow_errors=True,
+            resources={"metadata": {"path": str(folder)}},
+            config=_private_channels(Path(sockets)),
+        ).execute(stderr=subprocess.DEVNULL)  # the kernel's own log lines are not the student's
     failing = []
     for cell in executed.cells:
         meta = _grading(cell)

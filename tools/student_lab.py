@@ -23,13 +23,14 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
 import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import nbformat
@@ -180,6 +181,7 @@ class Lab:
     token: str
     root: Path
     log: Path
+    runtime: Path  # Jupyter's runtime folder: the server's file, its kernels' connection files
 
     def page(self, path: str = "", workspace: str | None = None) -> str:
         """URL of a file in JupyterLab (or the Lab itself), logged in with the token.
@@ -213,13 +215,19 @@ class Lab:
 
 
 def lab_environment(
-    installation: Installation, home: Path, *, replay: Path | None = None
+    installation: Installation,
+    home: Path,
+    *,
+    replay: Path | None = None,
+    runtime: Path | None = None,
 ) -> dict[str, str]:
     """The server's environment: the student's venv first on PATH, private Jupyter dirs.
 
     replay: a folder of training runs the build recorded (``build/fits``); the kernels replay
     a run found there instead of training it again (``course.train``'s module docstring), with
     the thread counts the build's kernels had (its ``threads.json``).
+    runtime: Jupyter's runtime folder (the server's file, the kernels' connection files and,
+    with :func:`kernel_socket_options`, their sockets); ``home/runtime`` unless given.
     """
     env = {
         k: v
@@ -239,12 +247,40 @@ def lab_environment(
         VIRTUAL_ENV=str(installation.venv),
         JUPYTER_CONFIG_DIR=str(home / "config"),
         JUPYTER_DATA_DIR=str(home / "data"),
-        JUPYTER_RUNTIME_DIR=str(home / "runtime"),
+        JUPYTER_RUNTIME_DIR=str(runtime or home / "runtime"),
         JUPYTER_PLATFORM_DIRS="1",
         IPYTHONDIR=str(home / "ipython"),
         MPLCONFIGDIR=str(home / "mpl"),
     )
     return env
+
+
+VALIDATE_CONFIG = "nbgrader_config.py"  # read by nbgrader's Validate from JUPYTER_CONFIG_DIR
+
+
+def kernel_socket_options(config_dir: Path, runtime: Path) -> list[str]:
+    """The server's options that give every kernel it starts private Unix sockets; and the same
+    for the kernels of nbgrader's Validate, written to ``config_dir/nbgrader_config.py``.
+
+    Over TCP a kernel's ports are picked free, released, and bound again by the kernel a moment
+    later; while the suite starts kernels side by side (its workers, the build's and the
+    graders' kernels, this server's), another process can take a port in between, and that
+    kernel dies at once ("Address already in use"). A Unix socket in a private folder cannot be
+    taken. The server's kernels put theirs beside their connection files in ``runtime`` (each
+    named after its kernel, so two starting at once never pick the same); Validate, which runs
+    one notebook at a time in this server, puts them under ``runtime/validate``. A socket's
+    path is limited to about 100 characters: ``runtime`` must be short. Windows has no IPC
+    transport for ZeroMQ: there nothing changes (and a student's own settings never get this).
+    """
+    if os.name == "nt":
+        return []
+    config_dir.mkdir(parents=True, exist_ok=True)
+    (config_dir / VALIDATE_CONFIG).write_text(
+        "# Written by tools.student_lab.kernel_socket_options: Validate's kernels on Unix sockets\n"
+        'c.KernelManager.transport = "ipc"\n'
+        f"c.KernelManager.ip = {str(runtime / 'validate')!r}\n"
+    )
+    return ["--KernelManager.transport=ipc"]
 
 
 @contextmanager
@@ -270,11 +306,25 @@ def running_lab(
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         command.append("--allow-root")  # JupyterLab refuses to run as root without it
     log = home / "jupyterlab.log"
-    env = lab_environment(installation, home, replay=replay)
+    # A short private runtime folder: the kernels' sockets go there (kernel_socket_options).
+    with tempfile.TemporaryDirectory(prefix="jr", ignore_cleanup_errors=True) as runtime:
+        env = lab_environment(installation, home, replay=replay, runtime=Path(runtime))
+        command += kernel_socket_options(Path(env["JUPYTER_CONFIG_DIR"]), Path(runtime))
+        with _serving(
+            command, env, Lab("", token, installation.bundle, log, Path(runtime)), timeout
+        ) as lab:
+            yield lab
+
+
+@contextmanager
+def _serving(command: list[str], env: dict[str, str], given: Lab, timeout: float) -> Iterator[Lab]:
+    """Run the server ``command`` (with ``given``'s token, root and log); the Lab, with its
+    address, once it answers; stop the server (and its kernels) after."""
+    log = given.log
     with open(log, "w") as log_file:
         process = subprocess.Popen(
             command,
-            cwd=installation.bundle,
+            cwd=given.root,
             env=env,
             stdout=log_file,
             stderr=subprocess.STDOUT,
@@ -295,7 +345,7 @@ def running_lab(
                 except (ValueError, KeyError):
                     port = None  # being written
                 if port:
-                    lab = Lab(f"http://127.0.0.1:{port}", token, installation.bundle, log)
+                    lab = replace(given, url=f"http://127.0.0.1:{port}")
             if lab is not None:
                 try:
                     if lab.get("/api/status")[0] == 200:

@@ -393,12 +393,17 @@ def test_the_bundle_installs_only_what_students_need(installation):
 
 
 # A test cell run before the first cell, in a kernel of the installed environment started as
-# Jupyter's server starts one for the notebook (its path in JPY_SESSION_NAME).
+# Jupyter's server starts one for the notebook (its path in JPY_SESSION_NAME), on Unix sockets
+# in the test's folder (tools.student_lab.kernel_socket_options says why not TCP).
 BEFORE_THE_FIRST_CELL = """
 import sys
-from jupyter_client.manager import start_new_kernel
-manager, client = start_new_kernel(kernel_name="python3", env={"JPY_SESSION_NAME": sys.argv[1]})
+from jupyter_client import KernelManager
+manager = KernelManager(kernel_name="python3", transport="ipc", ip="kernel")
+manager.start_kernel(env={"JPY_SESSION_NAME": sys.argv[1]})
+client = manager.client()
+client.start_channels()
 try:
+    client.wait_for_ready(timeout=120)
     reply = client.execute_interactive("np.zeros(1)", timeout=60, output_hook=lambda m: None)
     print(reply["content"]["traceback"][0])
 finally:
@@ -684,15 +689,33 @@ def _type_into_cell(page, cell, cell_type: str, text: str) -> None:
     page.keyboard.insert_text(text)
 
 
-def _validate(page, name: str) -> str:
+# Every dialog nbgrader's Validate opens has one of these classes: its result (the tests passed
+# or failed), or an error (Validate could not run: its kernel did not start, the server failed).
+VALIDATE_DIALOG = ".jp-Dialog.nbgrader-SuccessDialog, .jp-Dialog.nbgrader-ErrorDialog"
+VALIDATE_RESULT = ".validation-success, .validation-failed"
+
+
+def _validate_dialog(page, name: str) -> tuple[str, bool]:
+    """Click Validate and wait for its dialog; (its text, whether it gives the tests' result
+    rather than an error); the dialog is closed after its screenshot."""
     button = page.locator(f"{NOTEBOOK} .jp-NotebookPanel-toolbar .validate-button").first
     assert button.count(), "the notebook toolbar has no Validate button"
     button.click()
-    dialog = page.locator(".jp-Dialog .validation-success, .jp-Dialog .validation-failed")
-    dialog.first.wait_for(timeout=300_000)
-    text = page.locator(".jp-Dialog").first.text_content()
+    dialog = page.locator(VALIDATE_DIALOG).first
+    dialog.wait_for(timeout=300_000)
+    text = dialog.text_content()
+    result = dialog.locator(VALIDATE_RESULT).count() > 0
     _shot(page, f"{name}-validate")
-    page.locator(".jp-Dialog .jp-Dialog-button").last.click()
+    dialog.locator(".jp-Dialog-button").last.click()
+    return text, result
+
+
+def _validate(page, name: str) -> str:
+    """The text of Validate's result; a test failure at once, with its text, when Validate
+    could not run the tests."""
+    text, result = _validate_dialog(page, name)
+    if not result:
+        pytest.fail(f"Validate could not run the tests of {name}: {text}")
     return text
 
 
@@ -789,6 +812,48 @@ def test_a_failing_check_shows_its_message_first_and_briefly(context, lab):
         assert len(lines) <= 3 and "checks/" not in error.inner_text(), lines
         page.close()
     finally:
+        lab.shut_down_kernels()
+        (lab.root / path).unlink()
+
+
+# -- a Validate that cannot start its kernel -------------------------------------------------
+
+
+@_in_lab(0)
+def test_a_validate_whose_kernel_cannot_start_says_why(context, lab):
+    # Validate reads its settings at each click: for this click its kernel's sockets go in a
+    # folder that does not exist, so the kernel dies as it starts, as one did that found its
+    # port taken. The student gets a dialog with the reason, well within the start-up timeout.
+    config = lab.log.parent / "config" / "nbgrader_config.py"
+    kept = config.read_text()
+    path = "scratch-validate-error.ipynb"
+    notebook = nbformat.v4.new_notebook()
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+    test = nbformat.v4.new_code_cell("assert 1 + 1 == 2")
+    test.metadata["nbgrader"] = {
+        "grade": True,
+        "grade_id": "sum",
+        "points": 1,
+        "solution": False,
+        "locked": True,
+        "schema_version": 3,
+    }
+    notebook.cells = [test]
+    nbformat.write(notebook, lab.root / path)
+    try:
+        page = _open_notebook(context, lab, path)
+        missing = lab.runtime / "no-such-folder" / "validate"
+        config.write_text(kept + f"c.KernelManager.ip = {str(missing)!r}\n")
+        start = time.monotonic()
+        text, result = _validate_dialog(page, "validate-error")
+        seconds = time.monotonic() - start
+        assert not result, text
+        assert "error running the validate command" in text, text
+        assert "Kernel died before replying to kernel_info" in text, text
+        assert seconds < 60, f"the dialog came after {seconds:.0f} s"
+        page.close()
+    finally:
+        config.write_text(kept)
         lab.shut_down_kernels()
         (lab.root / path).unlink()
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -288,9 +290,15 @@ def kernel_errors(cells: list[str]) -> list[list[str]]:
     import nbformat
     from nbclient import NotebookClient
 
+    from tools.notebooks import kernel_channels_config
+
     notebook = nbformat.v4.new_notebook()
     notebook.cells = [nbformat.v4.new_code_cell(source) for source in cells]
-    NotebookClient(notebook, kernel_name="python3", allow_errors=True, timeout=60).execute()
+    with tempfile.TemporaryDirectory(prefix="ck") as sockets:  # no TCP port to race for
+        NotebookClient(
+            notebook, kernel_name="python3", allow_errors=True, timeout=60,
+            config=kernel_channels_config(Path(sockets)),
+        ).execute()  # fmt: skip
     return [
         [ANSI.sub("", line) for line in output.traceback]
         for cell in notebook.cells

@@ -4,11 +4,15 @@ says to run it (course.kernel_hints)."""
 from __future__ import annotations
 
 import re
+import shutil
+import tempfile
+from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
 
 from course.kernel_hints import HINT, first_cell_names, load_ipython_extension
+from tools.notebooks import kernel_channels_config
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -55,8 +59,15 @@ def test_a_kernel_says_to_run_the_first_cell_for_its_names_only(tmp_path):
     ]
     notebook = nbformat.v4.new_notebook()
     notebook.cells = [nbformat.v4.new_code_cell(source) for source in cells]
-    client = NotebookClient(notebook, kernel_name="python3", allow_errors=True, timeout=60)
-    client.execute(env={"JPY_SESSION_NAME": str(_saved_notebook(tmp_path))})
+    sockets = Path(tempfile.mkdtemp(prefix="ck"))  # short: a Unix socket's path is limited
+    client = NotebookClient(
+        notebook, kernel_name="python3", allow_errors=True, timeout=60,
+        config=kernel_channels_config(sockets),  # no TCP port to race for
+    )  # fmt: skip
+    try:
+        client.execute(env={"JPY_SESSION_NAME": str(_saved_notebook(tmp_path))})
+    finally:
+        shutil.rmtree(sockets, ignore_errors=True)
     errors = [
         [ANSI.sub("", line) for line in output.traceback]
         for cell in notebook.cells[1:]
