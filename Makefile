@@ -86,9 +86,11 @@ slurm:
 bench: $(STAMP)
 	$(PY) -m tools.bench
 
-# Course-trained checkpoints (course/checkpoints/): fixed seeds and steps, minutes of CPU time
-# (`DEVICE=cuda make checkpoints` trains on a GPU, `DEVICE=mps` on Apple silicon).
-# Not part of `make`; run it after changing the code of a checkpointed model, and commit.
+# Course-trained checkpoints (course/checkpoints/): fixed seeds and steps, hours of CPU time
+# (`DEVICE=cuda make checkpoints` trains on a GPU, `DEVICE=mps` on Apple silicon). Each run
+# saves its state every 500 steps in the user's cache folder and, started again, goes on from
+# there (tools/resumable.py). Not part of `make`; run it after changing the code of a
+# checkpointed model, and commit.
 checkpoints: $(STAMP)
 	$(PY) -m tools.make_checkpoints $(if $(DEVICE),--device $(DEVICE))
 

@@ -11,6 +11,13 @@ thread per run, and writes it with ``course.checkpoints.save_checkpoint`` into
     python -m tools.make_checkpoints --device cuda   # train on a GPU (DEVICE=cuda make checkpoints)
     python -m tools.make_checkpoints --list
 
+A run saves its state every 500 steps (``--save-every``) in the user's cache folder
+(``--state-dir``; ``tools.resumable``); stopped (Ctrl-C, a closed laptop, a killed job) and
+started again with the same command, it goes on from its last save and ends with the weights an
+uninterrupted run gives. A recipe or code changed in between starts afresh, and says so.
+``--no-resume`` neither saves nor continues. The long recipes can train side by side, one
+thread each, on a 2-core machine: ``python -m tools.make_checkpoints --only bert_english &``.
+
 ``--device`` (cpu, cuda or mps; cpu by default) is where the model and its batches train. The
 initial weights are drawn on the CPU either way; after training the model comes back to the
 CPU, where its held-out figure is measured as before and its weights are saved, so a
@@ -40,14 +47,23 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
-from course.analysis.bert import heldout_batches, read_nsp_pairs
-from course.analysis.elmo import heldout_perplexity
+from course.analysis.bert import (
+    combine_layers,
+    fill_mask_hits,
+    heldout_batches,
+    marked_word_states,
+    read_nsp_pairs,
+    train_word_classifier,
+    word_task_accuracy,
+)
+from course.analysis.elmo import heldout_perplexity, probe_accuracy, train_probe
 from course.analysis.in_context import in_context_accuracy
 from course.checkpoints import (
     CHECKPOINT_DIR,
@@ -63,7 +79,13 @@ from course.checkpoints import (
 )
 from course.data.bert_inputs import make_nsp_pairs, pretraining_batches
 from course.data.code import CharVocab, load_python_source, random_windows
-from course.data.english import load_prose, prose_text
+from course.data.english import (
+    load_prose,
+    load_tagging_task,
+    majority_baseline,
+    prose_text,
+    task_labels,
+)
 from course.data.key_value import (
     KeyValueTask,
     key_value_batch,
@@ -84,6 +106,7 @@ from course.train import (
     next_token_loss,
     train_language_model,
 )
+from tools.resumable import RunFile, code_digest, default_state_dir, resumable_fit, run_key
 
 SEED = 0
 THREADS = 1  # one thread per run: as fast for these sizes, and deterministic
@@ -131,6 +154,26 @@ def to_device(batch, device: torch.device):
 def on_device(batches: Iterable, device: torch.device) -> Iterator:
     """The batches of a stream, each moved to ``device`` as it is drawn (made on the CPU)."""
     return (to_device(batch, device) for batch in batches)
+
+
+@dataclass(frozen=True)
+class Runs:
+    """Where the recipes save their runs (``tools.resumable``), and how often; ``folder=None``
+    saves nothing (``--no-resume``)."""
+
+    folder: Path | None
+    save_every: int = 500
+
+    def file(self, name: str, recipe: Any, function: Callable) -> RunFile | None:
+        """The run file of checkpoint ``name``, keyed by its recipe, the course's training code
+        and the recipe's own ``function``."""
+        if self.folder is None:
+            return None
+        key = run_key(name, recipe, code_digest(extra=[function]))
+        return RunFile(self.folder / f"{name}.pt", key, self.save_every)
+
+
+NO_RUNS = Runs(None)
 
 
 CHAR_LSTM_STDLIB = {
@@ -204,7 +247,7 @@ def fit_record(history: TrainingHistory, function: str, model_class: str, settin
     }
 
 
-def char_lstm_stdlib(directory: Path, device: torch.device) -> dict:
+def char_lstm_stdlib(directory: Path, device: torch.device, runs: Runs = NO_RUNS) -> dict:
     """Lecture 2's interpretable cells: a char-LSTM trained on the whole train split of the
     standard library (about four times Lecture 2's text) with ``CHAR_LSTM_STDLIB``."""
     train_text = load_python_source(max_chars=None, split="train")
@@ -276,7 +319,7 @@ def bilm_heldout(model: torch.nn.Module, metadata: dict, text: str) -> dict[str,
     return {direction: round(value, 4) for direction, value in figures.items()}
 
 
-def bilm_english(directory: Path, device: torch.device) -> dict:
+def bilm_english(directory: Path, device: torch.device, runs: Runs = NO_RUNS) -> dict:
     """Lecture 3's ELMo: a biLM (word-embedding token layer, two LSTM layers each way, a shared
     softmax) trained on the English prose of ``course.data.english`` with ``BILM_ENGLISH``."""
     recipe = BILM_ENGLISH
@@ -288,16 +331,19 @@ def bilm_english(directory: Path, device: torch.device) -> dict:
     torch.manual_seed(SEED)  # the initial weights
     model = BiLM(**config).to(device)
     common = recipe["training"]
-    windows = token_windows(stream, common["batch_size"], common["seq_len"], seed=SEED)
     decay = recipe["decay"]
-    history = fit(
+    run = runs.file("bilm_english", recipe, bilm_english)
+    history = resumable_fit(
         model,
         lambda m, words: m.lm_loss(words),
-        on_device(windows, device),
+        lambda: on_device(
+            token_windows(stream, common["batch_size"], common["seq_len"], seed=SEED), device
+        ),
         steps=recipe["steps"],
         lr=recipe["lr"],
         clip_norm=common["clip_norm"],
         lr_schedule=lambda step: 1.0 if step < decay["after"] else decay["factor"],
+        run=run,
         desc="biLM",
     )
     training = fit_record(
@@ -373,7 +419,68 @@ def bert_heldout(model: torch.nn.Module, metadata: dict, text: str) -> dict[str,
     return {k: round(v, 4) for k, v in evaluate_pretraining(model, batches).items()}
 
 
-def bert_english(directory: Path, device: torch.device) -> dict:
+# What Lecture 7 does with the checkpoint, measured when it is made: the part of speech of a
+# marked word (course.data.english's WordNet task), 4,000 training sentences drawn as the
+# lecture draws them; a linear probe on the frozen features (the last four layers side by
+# side); and the same network fine-tuned from the checkpoint and trained from scratch, once per
+# seed (course.analysis.bert.train_word_classifier: 100 steps of 32, lr 1e-3).
+BERT_TRANSFER = {
+    "task": "pos",
+    "train_sentences": 4000,
+    "draw_seed": 0,  # numpy.random.default_rng(0).choice(..., replace=False), as the lecture
+    "probe": "concat_last_four",
+    "seeds": [0, 1, 2],
+    "steps": 100,
+    "lr": 1e-3,
+}
+
+
+def bert_transfer(model: BertForPreTraining, wordpiece: WordPiece) -> dict:
+    """``BERT_TRANSFER``'s figures for a pretrained ``model`` (on the CPU), and the fill-mask
+    sentences of Lecture 7 (course.analysis.bert.FILL_MASK_CHECKS)."""
+    setting = BERT_TRANSFER
+    labels = task_labels(setting["task"])
+    every, test = (
+        load_tagging_task(setting["task"], "train"),
+        load_tagging_task(setting["task"], "test"),
+    )
+    rng = np.random.default_rng(setting["draw_seed"])
+    train = [every[i] for i in rng.choice(len(every), setting["train_sentences"], replace=False)]
+    y_train = torch.tensor([labels.index(e.label) for e in train])
+    y_test = torch.tensor([labels.index(e.label) for e in test])
+    _, majority = majority_baseline(setting["task"], "test")
+    states_train = marked_word_states(model, wordpiece, train)
+    states_test = marked_word_states(model, wordpiece, test)
+    how = setting["probe"]
+    probe = train_probe(combine_layers(states_train, how)[None], y_train, len(labels), layer=0)
+    frozen = probe_accuracy(probe, combine_layers(states_test, how)[None], y_test)
+    runs = {"fine_tuned": [], "from_scratch": []}
+    for seed in setting["seeds"]:
+        for name, start in (("fine_tuned", model.bert.state_dict()), ("from_scratch", None)):
+            classifier, _ = train_word_classifier(
+                model.config, start, wordpiece, train, labels, seed=seed,
+                steps=setting["steps"], lr=setting["lr"], desc=f"{name}, seed {seed}",
+            )  # fmt: skip
+            runs[name].append(round(word_task_accuracy(classifier, wordpiece, test, labels), 4))
+    hits = fill_mask_hits(model, wordpiece)
+    return {
+        **setting,
+        "test_sentences": len(test),
+        "majority_class": round(majority, 4),
+        "frozen_probe": round(frozen, 4),
+        **runs,
+        "fine_tuned_minus_scratch": [
+            round(a - b, 4) for a, b in zip(runs["fine_tuned"], runs["from_scratch"], strict=True)
+        ],
+        "fill_mask_top5": {
+            "hits": sum(hit for *_, hit in hits),
+            "of": len(hits),
+            "rows": [{"text": t, "word": w, "top5": top} for t, w, top, _ in hits],
+        },
+    }
+
+
+def bert_english(directory: Path, device: torch.device, runs: Runs = NO_RUNS) -> dict:
     """Lecture 7's BERT: a 4-layer BERT pretrained with MLM and NSP on the English prose of
     ``course.data.english`` with ``BERT_ENGLISH``."""
     recipe = BERT_ENGLISH
@@ -386,17 +493,21 @@ def bert_english(directory: Path, device: torch.device) -> dict:
     torch.manual_seed(SEED)  # the initial weights
     model = BertForPreTraining(**config).to(device)
     common = recipe["training"]
-    batches = pretraining_batches(
-        wordpiece, pairs, common["batch_size"], SEED, common["max_len"], common["mode"]
-    )
-    history = fit(
+    run = runs.file("bert_english", recipe, bert_english)
+    history = resumable_fit(
         model,
         lambda m, batch: m.loss(batch),
-        on_device(batches, device),
+        lambda: on_device(
+            pretraining_batches(
+                wordpiece, pairs, common["batch_size"], SEED, common["max_len"], common["mode"]
+            ),
+            device,
+        ),
         steps=recipe["steps"],
         lr=recipe["lr"],
         clip_norm=common["clip_norm"],
         lr_schedule=linear_warmup_decay(recipe["warmup"], recipe["steps"]),
+        run=run,
         desc="BERT",
     )
     training = fit_record(
@@ -415,7 +526,7 @@ def bert_english(directory: Path, device: torch.device) -> dict:
     )
     model.cpu()  # measured and saved on the CPU, as before
     text = "\n\n".join("\n".join(d) for d in train)
-    return save_checkpoint(
+    metadata = save_checkpoint(
         model,
         "bert_english",
         config=config,
@@ -452,6 +563,10 @@ def bert_english(directory: Path, device: torch.device) -> dict:
         },
         figure_name="pretraining",
     )
+    metadata["transfer"] = bert_transfer(model, wordpiece)
+    path = Path(directory) / "bert_english.json"
+    path.write_text(json.dumps(metadata, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return metadata
 
 
 # Lecture 8: a character-level GPT, and Units 1 and 2's recurrent models given the same
@@ -491,7 +606,7 @@ CHAR_ENGLISH = {
 }
 
 
-def char_english(name: str, directory: Path, device: torch.device) -> dict:
+def char_english(name: str, directory: Path, device: torch.device, runs: Runs = NO_RUNS) -> dict:
     """One of Lecture 8's three character-level models of the English prose (``CHAR_ENGLISH``)."""
     recipe, spec = CHAR_ENGLISH, CHAR_ENGLISH["models"][name]
     common, held = recipe["training"], recipe["heldout"]
@@ -507,17 +622,19 @@ def char_english(name: str, directory: Path, device: torch.device) -> dict:
         model = {"CharLSTM": CharLSTM, "CharRNN": CharRNN}[spec["class"]](**config)
         loss = next_token_loss
     model.to(device)
-    windows = random_windows(
-        vocab.encode(train_text), common["batch_size"], common["seq_len"], seed=SEED
-    )
-    history = fit(
+    train_ids = vocab.encode(train_text)
+    run = runs.file(name, {"training": common, "model": spec}, char_english)
+    history = resumable_fit(
         model,
         loss,
-        on_device(windows, device),
+        lambda: on_device(
+            random_windows(train_ids, common["batch_size"], common["seq_len"], seed=SEED), device
+        ),
         steps=common["steps"],
         lr=spec["lr"],
         clip_norm=common["clip_norm"],
         lr_schedule=linear_warmup_decay(common["warmup"], common["steps"]),
+        run=run,
         desc=name,
     )
     training = fit_record(
@@ -656,7 +773,7 @@ def key_value_spread(
     return figures
 
 
-def key_value_gpt(directory: Path, device: torch.device) -> dict:
+def key_value_gpt(directory: Path, device: torch.device, runs: Runs = NO_RUNS) -> dict:
     """Lecture 8's in-context learner: a 2-layer GPT on the key-value task (``KEY_VALUE_GPT``)."""
     recipe = KEY_VALUE_GPT
     task = KeyValueTask(**recipe["task"])
@@ -709,13 +826,17 @@ def key_value_gpt(directory: Path, device: torch.device) -> dict:
     )
 
 
-RECIPES: dict[str, Callable[[Path, torch.device], dict]] = {
+RECIPES: dict[str, Callable[[Path, torch.device, Runs], dict]] = {
     "char_lstm_stdlib": char_lstm_stdlib,
     "bilm_english": bilm_english,
     "bert_english": bert_english,
     "key_value_gpt": key_value_gpt,
     **{
-        name: (lambda directory, device, name=name: char_english(name, directory, device))
+        name: (
+            lambda directory, device, runs=NO_RUNS, name=name: char_english(
+                name, directory, device, runs
+            )
+        )
         for name in CHAR_ENGLISH["models"]
     },
 }
@@ -771,7 +892,22 @@ def main(argv: list[str] | None = None) -> int:
         help="measure each checkpoint in --out on the start of its held-out text, record it "
         "in its JSON (heldout.check, which the suite reproduces) and exit; trains nothing",
     )
+    parser.add_argument(
+        "--state-dir",
+        type=Path,
+        default=None,
+        help="where runs are saved as they train, to be continued if stopped (default: "
+        "$COURSE_RUNS_DIR, else the user's cache folder, ~/.cache/seqcourse/checkpoint-runs)",
+    )
+    parser.add_argument(
+        "--save-every", type=int, default=500, help="steps between two saves of a run (500)"
+    )
+    parser.add_argument(
+        "--no-resume", action="store_true", help="neither save runs nor continue saved ones"
+    )
     args = parser.parse_args(argv)
+    if args.save_every < 1:
+        parser.error(f"--save-every: expected a positive number of steps, got {args.save_every}")
     if args.record_checks:
         print("\n".join(record_checks(args.out)))
         return 0
@@ -783,10 +919,16 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as error:
         parser.error(str(error))
     torch.set_num_threads(THREADS)
+    folder = None if args.no_resume else (args.state_dir or default_state_dir())
+    runs = Runs(folder, args.save_every)
+    if folder is not None:
+        print(f"[checkpoints] runs are saved every {runs.save_every} steps in {folder}", flush=True)
     for name in args.only or sorted(RECIPES):
         print(f"[checkpoints] training {name} on {device}", flush=True)
         start = time.perf_counter()
-        metadata = RECIPES[name](args.out, device)
+        metadata = RECIPES[name](args.out, device, runs)
+        if runs.folder is not None:
+            (runs.folder / f"{name}.pt").unlink(missing_ok=True)  # done: its checkpoint is saved
         size = (args.out / metadata["weights_file"]).stat().st_size
         key = heldout_key(metadata)
         figure = f"{key} {metadata['heldout'][key]}"

@@ -24,7 +24,7 @@ the same network from random weights), with batches from :func:`word_task_batche
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 import torch
 from torch import nn
@@ -35,8 +35,8 @@ from course.data.bert_inputs import NspPair, frame_words, pad_batch, pretraining
 from course.data.english import Example
 from course.data.wordpiece import WordPiece
 from course.models import model_device
-from course.models.bert import BertForPreTraining, BertModel
-from course.train import remembered
+from course.models.bert import BertConfig, BertForPreTraining, BertModel, fill_mask
+from course.train import TrainingHistory, fit, linear_warmup_decay, remembered
 
 __all__ = [
     "read_nsp_pairs",
@@ -49,6 +49,9 @@ __all__ = [
     "word_task_batch",
     "word_task_batches",
     "word_task_accuracy",
+    "train_word_classifier",
+    "FILL_MASK_CHECKS",
+    "fill_mask_hits",
 ]
 
 LAYER_COMBINATIONS: tuple[str, ...] = (
@@ -255,3 +258,75 @@ def word_task_accuracy(
         right += int((model(batch).argmax(-1) == batch["labels"]).sum())
     model.train(was_training)
     return right / len(examples)
+
+
+def train_word_classifier(
+    config: BertConfig,
+    start: Mapping[str, torch.Tensor] | None,
+    wordpiece: WordPiece,
+    examples: Sequence[Example],
+    labels: Sequence[str],
+    *,
+    seed: int = 0,
+    steps: int = 100,
+    lr: float = 1e-3,
+    batch_size: int = 32,
+    desc: str = "word task",
+    progress: bool = True,
+) -> tuple[WordClassifier, TrainingHistory]:
+    """Lecture 7's transfer recipe: a BERT of ``config`` with the weights ``start`` (a BERT's
+    ``state_dict``: fine-tuning) or random ones (``None``: from scratch), a linear layer on the
+    marked word, all trained together on ``examples`` for ``steps`` steps of Adam, learning rate
+    ``lr`` with a warm-up of a tenth and linear decay. ``seed`` draws the random weights (the
+    head's too) and the order of the batches. Returns the classifier and its history."""
+    torch.manual_seed(seed)
+    bert = BertForPreTraining(config).bert
+    if start is not None:
+        bert.load_state_dict(start)
+    classifier = WordClassifier(bert, len(labels))
+    batches = word_task_batches(wordpiece, examples, labels, batch_size, seed, config.max_len)
+    history = fit(
+        classifier,
+        lambda m, batch: m.loss(batch),
+        batches,
+        steps=steps,
+        lr=lr,
+        lr_schedule=linear_warmup_decay(max(1, steps // 10), steps),
+        desc=desc,
+        progress=progress,
+    )
+    return classifier, history
+
+
+# Sentences of the kinds the course's BERT read (lower-cased, punctuation apart, as its
+# WordPiece splits text), each with the word hidden behind its [MASK]: four in the style of the
+# Bible translation, four of Python's documentation. Lecture 7 shows them; the checkpoint's
+# metadata records how many have their word among the top 5.
+FILL_MASK_CHECKS: tuple[tuple[str, str], ...] = (
+    ("and god said , let there be [MASK] .", "light"),
+    ("in the beginning god created the heavens and the [MASK] .", "earth"),
+    ("the sons of israel went out of the land of [MASK] .", "egypt"),
+    ("he said to them , you are the [MASK] of the world .", "light"),
+    ("to open a file for reading , call the [MASK] function .", "open"),
+    ("the return value is a [MASK] of strings .", "list"),
+    ("this function returns true if the object is an [MASK] of the class .", "instance"),
+    ("if the argument is omitted , the default value is [MASK] .", "none"),
+)
+
+
+@torch.no_grad()
+def fill_mask_hits(
+    model: BertForPreTraining,
+    wordpiece: WordPiece,
+    checks: Sequence[tuple[str, str]] = FILL_MASK_CHECKS,
+    k: int = 5,
+) -> list[tuple[str, str, list[str], bool]]:
+    """For each (sentence with one [MASK], hidden word): the sentence, the word, the model's
+    ``k`` most probable tokens and whether the word is among them."""
+    rows = []
+    for text, word in checks:
+        if word not in wordpiece.token_to_id:
+            raise ValueError(f"{word!r} is not one token of this vocabulary ({text!r})")
+        top = [token for token, _ in fill_mask(model, wordpiece, text, k)[0]]
+        rows.append((text, word, top, word in top))
+    return rows

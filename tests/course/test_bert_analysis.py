@@ -15,9 +15,11 @@ from course.analysis.bert import (  # noqa: E402
     WordClassifier,
     attention_weights,
     combine_layers,
+    fill_mask_hits,
     heldout_batches,
     marked_word_states,
     read_nsp_pairs,
+    train_word_classifier,
     word_task_accuracy,
     word_task_batch,
     word_task_batches,
@@ -146,6 +148,36 @@ def test_fine_tuning_batches_accuracy_and_a_training_step(bert):
         opt.step()
     assert model.loss(whole).item() < before
     assert model(whole).shape == (5, 2)
+
+
+def test_train_word_classifier_starts_from_the_given_weights_or_the_seeds(bert):
+    def run(start, seed, lr):
+        classifier, history = train_word_classifier(
+            bert.config, start, VOCAB, EXAMPLES, LABELS, seed=seed, steps=4, lr=lr,
+            batch_size=2, progress=False,
+        )  # fmt: skip
+        assert history.steps == 4 and history.stopped_by == "steps"
+        return classifier.bert.state_dict()
+
+    given = bert.bert.state_dict()
+    kept = run(given, seed=0, lr=0.0)  # no step moves a weight: the start is the given one
+    assert all(torch.equal(kept[k], given[k]) for k in given)
+    scratch = run(None, seed=1, lr=0.0)
+    assert not all(torch.equal(scratch[k], given[k]) for k in given)
+    again = run(None, seed=1, lr=1e-2)
+    assert all(torch.equal(again[k], run(None, seed=1, lr=1e-2)[k]) for k in again)  # seeded
+    assert not all(torch.equal(again[k], run(None, seed=2, lr=1e-2)[k]) for k in again)
+
+
+def test_fill_mask_hits_names_each_sentences_top_tokens(bert):
+    rows = fill_mask_hits(bert, VOCAB, [("the [MASK] sat .", "cat"), ("a [MASK]", "dog")], k=3)
+    assert [(text, word) for text, word, _, _ in rows] == [("the [MASK] sat .", "cat"),
+                                                           ("a [MASK]", "dog")]  # fmt: skip
+    for _, word, top, hit in rows:
+        assert len(top) == 3 and hit == (word in top)
+        assert not set(top) & set(SPECIAL_TOKENS)
+    with pytest.raises(ValueError, match="'zebra' is not one token"):
+        fill_mask_hits(bert, VOCAB, [("a [MASK]", "zebra")])
 
 
 def test_nsp_pair_lines_and_fixed_heldout_masks():

@@ -809,7 +809,10 @@ def short_recipes(monkeypatch):
 def test_make_checkpoints_records_the_device_and_the_threads(tmp_path, short_recipes):
     names = ["char_gpt_english", "char_lstm_stdlib"]  # a fit recipe and a phased one
     argv = [arg for name in names for arg in ("--only", name)]
+    runs = tmp_path / "runs"
+    argv += ["--state-dir", str(runs), "--save-every", "2"]
     assert make_checkpoints.main([*argv, "--out", str(tmp_path), "--device", "cpu"]) == 0
+    assert not list(runs.glob("*.pt"))  # a finished run's state is removed
     for name in names:
         meta = read_metadata(name, tmp_path)
         assert meta["training"]["device"] == "cpu" and meta["training"]["torch_threads"] == 1

@@ -1,0 +1,124 @@
+"""Short sweeps that choose a checkpoint recipe: ``python -m tools.sweeps bert VARIANT...``.
+
+Each variant trains the recipe of ``tools.make_checkpoints`` with a few settings changed, for a
+short fixed number of steps (its schedule scaled to them: warm-up a tenth, linear decay to 0),
+on one CPU thread, and prints one JSON line: the settings, the tokens processed, the time per
+step and the held-out figure, measured as the checkpoint's. Variants are ``key=value`` lists
+joined by commas (``lr=2e-3,dropout=0``); ``base`` is the recipe unchanged.
+
+    python -m tools.sweeps bert base dropout=0 lr=2e-3,dropout=0 --steps 500 >> sweep.jsonl
+
+The sweeps behind each recipe, with their figures, are in its docstring in
+``tools/make_checkpoints.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import asdict
+
+import torch
+
+from course.analysis.bert import heldout_batches
+from course.data.bert_inputs import make_nsp_pairs, pretraining_batches
+from course.models.bert import BertConfig, BertForPreTraining, evaluate_pretraining
+from course.train import fit, linear_warmup_decay
+from tools import make_checkpoints as mc
+
+MODEL_KEYS = {"d_model", "num_layers", "num_heads", "d_ff", "dropout"}
+
+
+def parse_variant(text: str) -> dict[str, float | int]:
+    """``"lr=2e-3,dropout=0"`` as {"lr": 0.002, "dropout": 0}; ``"base"`` as {}."""
+    if text == "base":
+        return {}
+    settings = {}
+    for part in text.split(","):
+        key, sep, value = part.partition("=")
+        if not sep or not key:
+            raise ValueError(f"variant {text!r}: expected key=value pairs joined by commas")
+        try:
+            number = float(value)
+        except ValueError:
+            raise ValueError(f"variant {text!r}: {key} must be a number, got {value!r}") from None
+        settings[key] = int(number) if number.is_integer() and "." not in value else number
+    return settings
+
+
+def bert_variant(settings: dict, steps: int) -> dict:
+    """Train ``BERT_ENGLISH`` with ``settings`` changed for ``steps`` steps; its figures."""
+    recipe = mc.BERT_ENGLISH
+    unknown = set(settings) - MODEL_KEYS - {"lr", "batch_size"}
+    if unknown:
+        raise ValueError(f"unknown settings {sorted(unknown)}")
+    train, val = mc.english_documents("train"), mc.english_documents("val")
+    wordpiece = mc.bert_wordpiece(train, **recipe["vocab"])
+    pairs = make_nsp_pairs(train, seed=mc.SEED)
+    held = recipe["heldout"]
+    heldout_pairs = make_nsp_pairs(val, seed=held["seed"])[: held["pairs"]]
+    model_settings = {**recipe["model"], **{k: v for k, v in settings.items() if k in MODEL_KEYS}}
+    config = BertConfig(vocab_size=len(wordpiece), **model_settings)
+    batch_size = int(settings.get("batch_size", recipe["training"]["batch_size"]))
+    lr = float(settings.get("lr", recipe["lr"]))
+    torch.manual_seed(mc.SEED)
+    model = BertForPreTraining(config)
+    common = recipe["training"]
+    batches = pretraining_batches(
+        wordpiece, pairs, batch_size, mc.SEED, common["max_len"], common["mode"]
+    )
+    history = fit(
+        model,
+        lambda m, batch: m.loss(batch),
+        batches,
+        steps=steps,
+        lr=lr,
+        clip_norm=common["clip_norm"],
+        lr_schedule=linear_warmup_decay(max(1, steps // 10), steps),
+        progress=False,
+    )
+    evaluation = heldout_batches(
+        wordpiece, heldout_pairs, held["batch_size"], held["seed"], common["max_len"]
+    )
+    figures = evaluate_pretraining(model, evaluation)
+    return {
+        "settings": settings,
+        "config": asdict(config),
+        "batch_size": batch_size,
+        "lr": lr,
+        "steps": history.steps,
+        "sequences": history.steps * batch_size,
+        "ms_per_step": round(1000 * history.seconds / max(1, history.steps), 1),
+        **{k: round(v, 4) for k, v in figures.items()},
+        "final_loss": round(sum(history.losses[-50:]) / len(history.losses[-50:]), 4),
+    }
+
+
+SWEEPS = {"bert": bert_variant}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("model", choices=sorted(SWEEPS))
+    parser.add_argument("variants", nargs="+", help="key=value,... or base")
+    parser.add_argument("--steps", type=int, default=500)
+    args = parser.parse_args(argv)
+    try:
+        variants = [parse_variant(v) for v in args.variants]
+    except ValueError as error:
+        parser.error(str(error))
+    torch.set_num_threads(mc.THREADS)
+    for settings in variants:
+        start = time.perf_counter()
+        result = SWEEPS[args.model](settings, args.steps)
+        result["seconds"] = round(time.perf_counter() - start, 1)
+        print(json.dumps(result), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
