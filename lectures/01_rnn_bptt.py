@@ -39,6 +39,7 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
+from course.analysis.gradients import gradient_norms_by_distance
 from course.analysis.lm import bits_per_char, ngram_bits_per_char, sample
 from course.data.code import CharVocab, load_python_source
 from course.metrics import record
@@ -341,15 +342,28 @@ print(f"character 1 changed from {vocab.decode(stretch[:1])!r} to '~'")
 # %% mystnb={"image": {"alt": "Two panels on truncated backpropagation through time. Left: relative error of the truncated gradient of the loss with respect to W against the chunk length k, from 1 to 256 on a log scale, one line for the trained model's W and one each for W rescaled to spectral radius 0.5 and 2. Right: how much the logits change at each later step t when the first character of the stretch is replaced, on a log scale, with grey vertical lines at the 32-step chunk borders."}}
 plot_truncation(errors, CHUNKS, influence, chunk=32)
 plt.show()
+trained_w, rho_half, rho_two = errors.values()  # relative errors, one per chunk length
+small_from = min(k for i, k in enumerate(CHUNKS) if max(rho_half[i:]) < 0.1)
+print(f"with ρ = 0.5 the error stays below 0.1 from k = {small_from} on")
+# The observations below rely on these: keep them true.
+assert max(trained_w[-1], rho_half[-1], rho_two[-1]) < 1e-6, "k = 256 should be full BPTT"
+assert all(a < b for a, b in zip(rho_half[:-1], trained_w[:-1], strict=True)), (
+    "the text says the error at rho = 0.5 is below the trained W's at every k < 256"
+)
+assert rho_half[0] > 0.3 and rho_half[1] > 0.2, "the text says chunks of 1 or 2 steps miss much"
+assert min(rho_two[:-1]) > 0.9, "the text says the rho = 2 gradient points somewhere else"
 
 # %% [markdown]
 # Three observations:
 #
 # * At $k = 256$ the truncated gradient is the full one (error 0). Short chunks lose the
-#   long-range terms; with $\rho = 0.5$ those terms are tiny anyway, so little is lost.
-#   With $\rho = 2$ the full gradient is dominated by terms that travel far back, and the
-#   truncated gradient points somewhere else entirely: truncation hides an explosion
-#   rather than fixing it.
+#   long-range terms. With $\rho = 0.5$ those terms are smaller, and the error is below the
+#   trained model's at every $k$ below 256; but chunks of one or two steps still miss a
+#   large part of the gradient (the first two columns of the table), and the error stays
+#   below 0.1 only from the $k$ printed under the figure on. With $\rho = 2$ the full
+#   gradient is dominated by terms that travel far back, and the truncated gradient points
+#   somewhere else entirely (an error near 1 at every $k$ below 256): truncation hides an
+#   explosion rather than fixing it.
 # * Truncation is **not** an n-gram model with a window of $k$ characters. An n-gram
 #   model forgets everything before its window. The RNN's hidden state is carried across
 #   chunk borders, so its predictions keep depending on character 1 long after the first
@@ -377,13 +391,18 @@ plt.show()
 # For a linear RNN (no $\tanh$) this is $W^k$, which behaves like $\rho^k$, where $\rho$ is
 # the spectral radius of $W$ (its largest eigenvalue in modulus): it shrinks
 # exponentially when $\rho < 1$ and grows exponentially when $\rho > 1$
-# {cite:p}`hochreiter1997lstm,pascanu2013difficulty`. The $\tanh$
-# derivative is at most 1, so it can only shrink things further.
+# {cite:p}`hochreiter1997lstm,pascanu2013difficulty`. The $\tanh$ derivative
+# $1 - h_j^2$ lies between 0 and 1, so no factor $\operatorname{diag}(1 - h_j^2)\, W$
+# stretches a vector more than $W$ can: a product of $k$ of them is at most
+# $\lVert W\rVert_2^k$ in norm, where $\lVert W\rVert_2$ is the largest singular value of
+# $W$. That is a bound by $\lVert W\rVert_2^k$, not by $\rho^k$; the two agree only when
+# $\lVert W\rVert_2 = \rho$, as in the first figure below.
 #
 # `course.analysis.gradients.gradient_norms_by_distance` measures $\lVert\partial L_T/\partial h_t\rVert$
-# with autograd on a random RNN whose $W = \rho\, Q$ for a random orthogonal $Q$. For the
-# identity nonlinearity the curves are exactly $\rho^k$; with $\tanh$, saturation pulls them
-# down, and they grow only when $\rho$ is well above 1.
+# with autograd on a random RNN whose $W = \rho\, Q$ for a random orthogonal $Q$, so that
+# $\lVert W\rVert_2 = \rho$. For the identity nonlinearity the curves are exactly $\rho^k$;
+# with $\tanh$ they stay at or below $\rho^k$, saturation pulls them down, and over the 60
+# steps they grow only when $\rho$ is well above 1 (the cell checks all three).
 
 # %% mystnb={"image": {"alt": "Two panels of the norm of the gradient reaching h_t, on a log scale, against the distance k = T - t in steps back from the loss, for an RNN of 32 units over 60 steps: left a linear (identity) RNN, right a tanh RNN. Each panel has thin lines for spectral radius rho = 0.5, 0.9, 1.1, 1.5 and 2, a thick red line for rho = 1 and a dashed red reference line 1^k."}}
 fig, axes = plt.subplots(1, 2, figsize=(12, 4))
@@ -391,6 +410,15 @@ plot_gradient_norms(1.0, seq_len=60, nonlinearity="identity", ax=axes[0])
 plot_gradient_norms(1.0, seq_len=60, nonlinearity="tanh", ax=axes[1])
 fig.tight_layout()
 plt.show()
+# The text above describes these curves: keep it true.
+distance = np.arange(60)
+for rho in (0.5, 0.9, 1.0, 1.1, 1.5, 2.0):
+    linear = gradient_norms_by_distance(rho, 60, "identity")
+    saturating = gradient_norms_by_distance(rho, 60, "tanh")
+    assert np.allclose(linear, rho**distance, rtol=1e-9), f"identity at rho = {rho}: not rho^k"
+    assert np.all(saturating <= rho**distance * (1 + 1e-9)), f"tanh at rho = {rho}: above rho^k"
+    grows = saturating[-1] > 1
+    assert grows == (rho >= 1.5), f"tanh at rho = {rho}: the text says it grows iff rho >= 1.5"
 
 # %% [markdown]
 # A generic $W$ is not $\rho$ times an orthogonal matrix: its largest *singular value*
@@ -422,10 +450,35 @@ def jacobian_product_norms(rho, n_factors=60, hidden=32, seed=0):
 
 
 fig, axes = plt.subplots(1, 2, figsize=(12, 3.8))
+above_rho_k = {}
 for ax, rho in zip(axes, (0.9, 1.5), strict=True):
-    plot_jacobian_norms(rho, *jacobian_product_norms(rho), ax=ax)
+    linear_norms, product_norms = jacobian_product_norms(rho)
+    plot_jacobian_norms(rho, linear_norms, product_norms, ax=ax)
+    k = np.arange(1, len(product_norms) + 1)
+    above_rho_k[rho] = int(np.cumprod(product_norms > rho**k).sum())  # leading run of k
+    print(
+        f"ρ = {rho:g}: ||W||_2 = {linear_norms[0]:.2f}; the tanh product lies above ρ^k for "
+        f"k = 1 to {above_rho_k[rho]}, and below ||W^k||_2 at "
+        f"{np.sum(product_norms < linear_norms)} of {len(k)} values of k"
+    )
+    # The text below relies on these: keep them true.
+    assert np.all(product_norms <= linear_norms[0] ** k * (1 + 1e-9)), "above ||W||_2^k"
+    assert np.all(product_norms < linear_norms), f"ρ = {rho}: tanh product above ||W^k||_2"
+    assert linear_norms.max() > 1, f"ρ = {rho}: the text says a few factors can grow"
+    assert product_norms[-1] < 0.1 * min(rho ** len(k), linear_norms[-1]), "no saturation"
 fig.tight_layout()
 plt.show()
+assert min(above_rho_k.values()) >= 3, "the text says the tanh product starts above ρ^k"
+
+# %% [markdown]
+# Here $\lVert W\rVert_2 > \rho$ (printed above), and both curves start above $\rho^k$: the
+# tanh product stays above it for the first few factors (how many is printed above), even
+# though every $\tanh$ derivative is at most 1. Only the bound $\lVert W\rVert_2^k$ follows
+# from that, and it holds at every $k$ (the cell checks it). Here the tanh product also
+# stays below $\lVert W^k\rVert_2$ at every $k$, but that is a finding about these weights
+# and inputs, not a rule: the diagonal factors between the copies of $W$ change the
+# directions the product acts on, so in general it need not be smaller than $W^k$. Over many
+# factors, saturation wins and the tanh product falls far below both.
 
 # %% [markdown]
 # **Exploding gradients in training, and clipping.** When the gradient norm explodes, one
@@ -461,22 +514,46 @@ for label, clip in (("no clipping", None), ("clip at τ = 1", 1.0)):
         seed=0,
         progress=False,
     )
-    history = runs[label]
+    norms = np.array(runs[label].grad_norms)
     print(
-        f"{label:>14}: largest gradient norm {max(history.grad_norms):.3g}, "
-        f"mean loss over the last 50 steps {np.mean(history.losses[-50:]):.2f} nats/char"
+        f"{label:>14}: gradient norm {norms[0]:.3g} at step 1, largest {norms.max():.3g} at "
+        f"step {norms.argmax() + 1}, median {np.median(norms):.3g}; mean loss over the last "
+        f"50 steps {np.mean(runs[label].losses[-50:]):.2f} nats/char"
     )
+uniform = math.log(len(vocab))
+print(f"a uniform guess costs ln K = {uniform:.2f} nats/char")
 plot_training_histories(runs)
 plt.show()
+# The text below relies on these: keep them true.
+free, clipped = runs["no clipping"], runs["clip at τ = 1"]
+assert math.isclose(free.grad_norms[0], clipped.grad_norms[0], rel_tol=1e-6), (
+    "both runs should meet the same gradient at step 1"
+)
+assert clipped.grad_norms[0] > 100 * np.median(clipped.grad_norms), (
+    "the text says the first gradient is hundreds of times the clipped run's median"
+)
+assert max(free.losses[:20]) > 2 * uniform, "without clipping the loss should jump far above ln K"
+assert np.mean(clipped.losses[-50:]) < uniform - 1, "with clipping the loss should end below ln K"
+assert np.mean(free.losses[-50:]) > np.mean(clipped.losses[-50:]) + 1, (
+    "the text says the run without clipping ends far above the clipped one"
+)
 
 # %% [markdown]
-# Both runs start from the same weights, so both meet the same huge gradient in their very
-# first step (the largest norm printed above, hundreds of times the typical one). Without
-# clipping, the step taken along that gradient wrecks the weights: the loss jumps far above
-# that of a uniform guess ($\ln K \approx 4.6$ nats) and stays erratic. With clipping, the
-# same gradient moves the weights by a bounded amount, and training proceeds. Clipping does
-# nothing against *vanishing* gradients: for those we need a different architecture (gated
-# cells such as the LSTM {cite:p}`hochreiter1997lstm`, next lecture).
+# Both runs start from the same weights and read the same first batch, so both meet the same
+# huge gradient at step 1: its norm, printed above for each run, is hundreds of times the
+# clipped run's median norm. Without clipping, the step taken along that gradient wrecks the
+# weights: within the first 20 steps the loss climbs to more than twice that of a uniform
+# guess ($\ln K$, printed above), and over the last 50 steps it is still more than a nat
+# above the clipped run's. With clipping, the same gradient moves the weights by a bounded
+# amount, and training proceeds, to more than a nat below a uniform guess.
+#
+# The first gradient need not stay a run's largest: a later step can meet a larger one,
+# without clipping or with it (the step of each run's largest norm is printed above). Where
+# such spikes fall changes from one processor to another, because 300 steps of SGD at this
+# learning rate carry rounding differences along. Clipping does not prevent them; it bounds
+# the step that each one causes. Clipping does nothing against *vanishing* gradients: for
+# those we need a different architecture (gated cells such as the LSTM
+# {cite:p}`hochreiter1997lstm`, next lecture).
 
 # %% [markdown]
 # ## 5. Explore it yourself

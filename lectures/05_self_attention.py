@@ -396,6 +396,14 @@ print(
 # $$p_{i,2r} = \sin(i\,\omega_r), \qquad p_{i,2r+1} = \cos(i\,\omega_r), \qquad
 #   \omega_r = 10000^{-2r/d}.$$ (eq-sinusoidal)
 #
+# The vectors come from this formula and are never trained: the encoding is fixed. (One of
+# the slide decks this unit was rebuilt from, Seoul National University's Deep Learning
+# lecture 12, presents this sine pattern as one the model learns. That is wrong for the
+# sinusoidal encoding, which has no parameters at all; the training cell of "How far does
+# each encoding carry?" below checks that a model with it has exactly as many trainable
+# parameters as a model without positions. The learned encoding further down is the one that
+# is trained.)
+#
 # Each pair of dimensions is a clock at its own frequency, and
 # $p_i \cdot p_j = \sum_r \cos\big(\omega_r (i - j)\big)$ depends only on the offset $i - j$:
 
@@ -479,7 +487,7 @@ def copy_loss(model, batch):
     return F.cross_entropy(model(x).flatten(0, 1), y.flatten(), ignore_index=IGNORE)
 
 
-extrapolation, times = {}, {}
+extrapolation, times, trainable = {}, {}, {}
 for encoding in ENCODINGS:
     torch.manual_seed(0)
     model = TinyCausalTransformer(16, d=32, num_heads=2, num_layers=1, positions=encoding)
@@ -492,6 +500,7 @@ for encoding in ENCODINGS:
         desc=encoding,
     )
     times[encoding] = history.seconds
+    trainable[encoding] = sum(p.numel() for p in model.parameters() if p.requires_grad)
     model.eval()
     with torch.no_grad():
         accuracy = {}
@@ -542,22 +551,36 @@ offsets = [extrapolation[e][TRAIN_LENGTH] for e in ("sinusoidal", "learned", "ro
 assert min(offsets) > 0.95 and 1 / 16 < extrapolation["none"][TRAIN_LENGTH] < 0.5, (
     "the text below says every offset encoding solves the task at n = 16, and no positions fails"
 )
+assert extrapolation["alibi"][TRAIN_LENGTH] < 0.5, "the text below says ALiBi fails at n = 16"
+assert max(extrapolation[e][2 * TRAIN_LENGTH] for e in ("sinusoidal", "learned", "rope")) < 0.85, (
+    "the text below says the offset encodings fall well short of n = 16 already at n = 32"
+)
+assert all(a[TEST_LENGTHS[-1]] < a[TRAIN_LENGTH] for a in extrapolation.values()), (
+    "the text below says every encoding scores lower at the longest test length than at n = 16"
+)
+assert trainable["sinusoidal"] == trainable["none"] < trainable["learned"], (
+    "the text says the sinusoidal encoding is fixed (no trained parameters), the learned one not"
+)
 
 # %% [markdown]
 # Read the table by columns. At the training length, every encoding that gives offsets
 # (sinusoidal, learned, RoPE) solves the task, and the model without positions fails: it
 # stays far below them (above chance, 1/16, but the causal mask alone does not tell it where
-# "three back" is; the cell above checks both). ALiBi fails even at the
-# training length, and that is not a bug: its bias is a penalty that only grows with distance,
+# "three back" is; the cell above checks both). ALiBi fails even at the training length: like
+# the model without positions, it gets fewer than half the positions right there (the cell
+# checks this too). That is not a bug: its bias is a penalty that only grows with distance,
 # the same for every content, so a head can prefer near keys but cannot single out the key at
 # distance 3 among random tokens. (In language, where ALiBi was designed, a recency preference
 # is what helps, and content does the rest.)
 #
-# Beyond the training length, none of them holds its accuracy. Learned positions have
-# untrained rows there. Sinusoidal and RoPE encode offsets, but the model met only offsets up
-# to 15 and queries with at most 16 keys; longer sequences bring offsets whose scores training
-# never shaped, and more keys competing in each softmax. The table shows how fast each falls
-# towards chance: an encoding being "relative" does not make a model extrapolate.
+# Beyond the training length, none of them holds its accuracy: every encoding scores lower at
+# $n = 256$ than at $n = 16$, and the three that solve the task at the training length are
+# already well short of that at $n = 32$, twice the length (below 0.85; the cell above checks
+# both). Learned positions have untrained rows there. Sinusoidal and RoPE encode offsets, but
+# the model met only offsets up to 15 and queries with at most 16 keys; longer sequences bring
+# offsets whose scores training never shaped, and more keys competing in each softmax. The
+# table shows how fast each falls towards chance: an encoding being "relative" does not make
+# a model extrapolate.
 
 # %% [markdown]
 # ## 7. The cost, measured
@@ -689,6 +712,13 @@ for name, index in (("self-attention", 0), ("GRU", 1)):
 
 # %%
 print(f"lecture ran in {time.perf_counter() - LECTURE_START:.0f} s")
+# The summary below quotes section 3's measurements: keep it true.
+unscaled = [jacobian_norm for _, jacobian_norm in measured["not scaled"]]
+assert all(a > b for a, b in zip(unscaled, unscaled[1:], strict=False)), "it should shrink"
+assert widths[-1] == 1024 and 5 < shrink < 7.5, (
+    f"the summary says the unscaled gradient is about six times smaller at d_k = 1024, not "
+    f"{shrink:.1f} times at d_k = {widths[-1]}"
+)
 
 # %% [markdown]
 # ## Summary
@@ -699,7 +729,9 @@ print(f"lecture ran in {time.perf_counter() - LECTURE_START:.0f} s")
 #   masks. The published "Thinking Machines" weights, 0.88 and 0.12, come out as 0.8808 and
 #   0.1192; the four-word example's two published rows are not the softmax of its scores,
 #   which round to .88, .12, .00, .00 and .02, .98, .00, .00.
-# * Without the $1/\sqrt{d_k}$, wide heads saturate their softmax and their gradients vanish.
+# * Without the $1/\sqrt{d_k}$, wide heads saturate their softmax, and the gradient that
+#   reaches their scores shrinks as the width grows: about six-fold at the widest head of
+#   section 3, $d_k = 1024$, against the scaled head (the cell above checks the factor).
 # * A causal mask keeps each position from seeing the future, which a decoder needs.
 # * Multi-head attention splits the projections into $h$ heads and mixes them with $W^O$; ours
 #   matches `nn.MultiheadAttention` with copied weights.

@@ -28,8 +28,16 @@ def plot_similarity_by_layer(
     layer_names: Sequence[str],
     *,
     title: str = "",
+    vmin: float = -1.0,
+    vmax: float = 1.0,
+    cmap: str = "RdBu_r",
+    label: str = "cosine similarity",
 ) -> Figure:
-    """One heatmap of cosine similarities (N, N) per layer, sharing the colour scale [-1, 1]."""
+    """One heatmap of cosine similarities (N, N) per layer, sharing one colour scale.
+
+    The scale runs from ``vmin`` to ``vmax`` (by default the whole range of a cosine, [-1, 1]);
+    ``label`` names it on the colour bar, so a narrower scale can say what it spans.
+    """
     import matplotlib.pyplot as plt
 
     if len(similarities) != len(layer_names) or not similarities:
@@ -48,11 +56,11 @@ def plot_similarity_by_layer(
         1, len(mats), figsize=(3.2 * len(mats) + 1.5, 3.6), squeeze=False, constrained_layout=True
     )
     for ax, name, m in zip(axes[0], layer_names, mats, strict=True):
-        image = ax.imshow(m, vmin=-1, vmax=1, cmap="RdBu_r")
+        image = ax.imshow(m, vmin=vmin, vmax=vmax, cmap=cmap)
         ax.set_title(name, fontsize=10)
         ax.set_xticks(range(len(labels)), labels, rotation=90, fontsize=7)
         ax.set_yticks(range(len(labels)), labels if ax is axes[0][0] else [], fontsize=7)
-    fig.colorbar(image, ax=axes[0].tolist(), shrink=0.8, label="cosine similarity")
+    fig.colorbar(image, ax=axes[0].tolist(), shrink=0.8, label=label)
     if title:
         fig.suptitle(title, fontsize=11)
     return fig
