@@ -105,6 +105,22 @@ def test_a_shipped_checkpoints_metadata_is_complete(name):
     assert meta["heldout"]["characters"] == len(load_heldout_text(name))
 
 
+def test_the_bert_checkpoint_meets_the_bars_lecture_7_relies_on():
+    # What its metadata records (tools.make_checkpoints.bert_transfer): the checkpoint is
+    # remade by `make checkpoints`; a recipe that no longer gets there must not ship.
+    meta = read_metadata("bert_english")
+    assert meta["heldout"]["pretraining"]["mlm_accuracy"] >= 0.33
+    transfer = meta["transfer"]
+    assert len(transfer["seeds"]) == 3
+    assert min(transfer["fine_tuned_minus_scratch"]) >= 0.10, transfer  # on every seed
+    gains = [a - b for a, b in zip(transfer["fine_tuned"], transfer["from_scratch"], strict=True)]
+    assert gains == pytest.approx(transfer["fine_tuned_minus_scratch"], abs=1e-4)
+    assert transfer["frozen_probe"] >= transfer["majority_class"] + 0.20, transfer
+    fill = transfer["fill_mask_top5"]
+    assert fill["hits"] > fill["of"] / 2, fill  # the hidden word among the top 5 in most
+    assert fill["hits"] == sum(r["word"] in r["top5"] for r in fill["rows"])
+
+
 def test_checkpoints_are_small_and_ship_in_the_package():
     patterns = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"][
         "package-data"
