@@ -178,10 +178,16 @@ def _first_line(output) -> str:
     return line if len(line) <= 300 else line[:297] + "..."
 
 
-def _private_channels(folder: Path) -> Any:
-    """A kernel's channels on Unix sockets in ``folder`` (Linux, macOS): over TCP, a port picked
-    free can be taken by another process (another kernel starting) before the kernel binds it,
-    and the kernel dies as it starts. Windows' ZeroMQ has no Unix sockets: TCP there."""
+def private_kernel_channels(folder: Path) -> Any:
+    """A kernel's channels on Unix sockets in ``folder`` (Linux, macOS), as a traitlets Config
+    for ``nbclient.NotebookClient`` or a ``KernelManager``.
+
+    Over TCP a kernel's ports are picked free, released, and bound by the kernel a moment
+    later: another process (another kernel starting) can take one in between, and the kernel
+    dies as it starts ("Address already in use"). Sockets in a private folder cannot collide.
+    Windows' ZeroMQ has no Unix sockets: TCP there (an empty Config). The course's build and
+    tests use it too (``tools.notebooks``); ``folder`` must be short, since a socket's path is
+    limited to about 100 characters."""
     from traitlets.config import Config
 
     if os.name == "nt":
@@ -202,7 +208,7 @@ def run(notebook: nbformat.NotebookNode, folder: Path, timeout: int = 600) -> li
             kernel_name="python3",
             allow_errors=True,
             resources={"metadata": {"path": str(folder)}},
-            config=_private_channels(Path(sockets)),
+            config=private_kernel_channels(Path(sockets)),
         ).execute(stderr=subprocess.DEVNULL)  # the kernel's own log lines are not the student's
     failing = []
     for cell in executed.cells:

@@ -18,9 +18,9 @@ from typing import Any
 import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
-from traitlets.config import Config
 
 from autograder.nbgrader_format import REPO, NotebookBuildError, read_source, write_notebook
+from course.handin import private_kernel_channels
 
 __all__ = [
     "REPO",
@@ -106,17 +106,10 @@ def poll_in_short_steps(channel: Any, step: float = POLL_SECONDS) -> None:
     channel.get_msg = get_msg
 
 
-def kernel_channels_config(directory: Path) -> Config:
-    """Kernel channels that no other process can take: Unix sockets in ``directory``.
-
-    Kernels started at once over TCP each pick "free" ports by binding and releasing them, so two
-    units starting together can pick the same port, and one kernel dies before it replies
-    ("Address already in use"). Sockets in a private directory cannot collide. Windows has no
-    IPC transport for ZeroMQ, so there the kernel keeps TCP and a start that fails is retried.
-    """
-    if os.name == "nt":
-        return Config()
-    return Config({"KernelManager": {"transport": "ipc", "ip": str(directory / "kernel")}})
+# Kernel channels that no other process can take: Unix sockets in a private folder (the
+# hand-in's, course.handin.private_kernel_channels). On Windows the kernel keeps TCP, and a
+# build unit whose kernel fails to start is retried (_execute_with_private_channels).
+kernel_channels_config = private_kernel_channels
 
 
 def _execute_with_private_channels(
