@@ -181,3 +181,12 @@ def test_the_commands_import_nothing_heavy():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]", done.stdout
+
+
+def test_private_kernel_channels_are_unix_sockets_in_the_folder_given(tmp_path):
+    config = handin.private_kernel_channels(tmp_path)
+    if os.name == "nt":  # ZeroMQ has no Unix sockets there: TCP, as configured by default
+        assert not config
+    else:
+        assert config.KernelManager.transport == "ipc"
+        assert config.KernelManager.ip == str(tmp_path / "kernel")
