@@ -335,8 +335,8 @@ plt.show()
 # frequent words, and every other word is `<unk>`.
 #
 # We train it live for a few seconds to see it learn, then load a checkpoint that the same
-# code trained for 4,000 steps (`make checkpoints` remakes it, in about 25 minutes on one
-# core).
+# code trained for much longer (the cell below prints its steps, its passes over the corpus
+# and its training time; `make checkpoints` remakes it).
 
 # %%
 biLM_ckpt, ckpt_meta = load_checkpoint("bilm_english")
@@ -353,6 +353,14 @@ print(
 print(
     f"vocabulary: {len(vocab):,} words; {(stream == 1).float().mean():.1%} of training "
     "tokens are <unk>"
+)
+run = ckpt_meta["training"]
+ckpt_passes = run["steps"] * run["batch_size"] * run["seq_len"] / len(stream)
+print(
+    f"checkpoint: {ckpt_meta['model']['config']['dim']} units per layer and direction, "
+    f"{run['steps']:,} steps of {run['batch_size']} windows of {run['seq_len']} tokens, "
+    f"{ckpt_passes:.1f} passes over the training tokens, {run['seconds'] / 60:.0f} min of "
+    "training"
 )
 
 # %% mystnb={"image": {"alt": "Two panels of a short training run of the bidirectional language model from fresh weights, at most 40 steps, running mean over 10 steps: left the training loss in nats per word against step, right the gradient norm before clipping, on a log scale, against step."}}
@@ -442,13 +450,13 @@ record(
 )
 
 # %% [markdown]
-# Read the table with the budgets in mind. A few seconds of live training only takes the biLM
-# from the uniform distribution (perplexity 5,000) towards the unigram model. The checkpoint,
-# about two passes over the corpus on one CPU core, is far better than the unigram model and better than
-# the Kneser–Ney bigram in both directions; the lines above say where it stands against the
-# trigram. Scripture repeats its phrases and the documentation its formulas, which is exactly
-# what counting trigrams captures; an LSTM needs many passes over the data to memorise them
-# (ELMo's biLM trained for ten passes over a billion words).
+# Read the table with the budgets in mind. A few seconds of live training only takes the biLM from
+# the uniform distribution (perplexity 5,000) towards the unigram model. The checkpoint, trained for
+# the passes over the corpus printed further up, is far better than the unigram model and better
+# than the Kneser–Ney bigram in both directions; the lines above say where it stands against the
+# trigram. Scripture repeats its phrases and the documentation its formulas, which is exactly what
+# counting trigrams captures; an LSTM needs many passes over the data to memorise them (ELMo's biLM
+# trained for ten passes over a billion words).
 
 # %% [markdown]
 # ## 4. Type embeddings against contextual embeddings
@@ -496,10 +504,17 @@ plot_similarity_by_layer(
     label=f"cosine similarity\n(scale: the data's range, {low:.2f} to {high:.2f})",
 )
 plt.show()
-for name, vectors in zip(LAYER_NAMES, green_vectors, strict=True):
-    print(
-        f"{name:<20} mean cosine similarity between contexts: {mean_pairwise_cosine(vectors):.4f}"
-    )
+green_means = [mean_pairwise_cosine(vectors) for vectors in green_vectors]
+for name, mean in zip(LAYER_NAMES, green_means, strict=True):
+    print(f"{name:<20} mean cosine similarity between contexts: {mean:.4f}")
+assert np.abs(green_similarities[0] - 1).max() < 1e-9, (
+    "the text below says the token layer gives exactly 1 for every pair, but its lowest "
+    f"similarity is {green_similarities[0].min():.9f}"
+)
+assert max(green_means[1:]) < green_means[0], (
+    "the text below says the LSTM layers move the occurrences apart: mean similarities "
+    + ", ".join(f"{mean:.4f}" for mean in green_means)
+)
 
 # %% [markdown]
 # The token layer gives exactly 1 for every pair: it is a type embedding. The LSTM layers move
@@ -707,20 +722,34 @@ print(
         + "."
     )
 )
+# Peters et al. (2018), Section 3.4: two biLSTM layers of 4,096 units with projections to 512,
+# trained for 10 epochs on the One Billion Word Benchmark, almost a billion words of training
+# text (Chelba et al., 2013).
+ELMO_UNITS, ELMO_PROJECTION, ELMO_PASSES, ELMO_WORDS = 4096, 512, 10, 1e9
+our_units, our_read = ckpt_meta["model"]["config"]["dim"], ckpt_passes * len(stream)
+print(
+    f"our biLM: {our_units} units per layer and direction, {ckpt_passes:.1f} passes over "
+    f"{len(stream) / 1e6:.1f} million tokens; ELMo's: {ELMO_UNITS:,} units projected to "
+    f"{ELMO_PROJECTION}, {ELMO_PASSES} passes over almost a billion words, "
+    f"{ELMO_UNITS / our_units:.0f} times our units and roughly "
+    f"{round(ELMO_PASSES * ELMO_WORDS / our_read, -2):,.0f} times the text we read"
+)
+assert our_units < ELMO_UNITS and our_read < ELMO_PASSES * ELMO_WORDS, (
+    "the text below calls our biLM tiny next to ELMo's"
+)
 print(f"(lecture ran in {time.perf_counter() - LECTURE_START:.0f} s)")
 
 # %% [markdown]
-# Whichever way the comparison comes out on this page, three differences from ELMo's setting
-# matter when reading it. Our biLM is tiny (128 units per layer, about two passes over two million
-# tokens, where ELMo had 4,096 units projected to 512 and ten passes over a billion). Our token
-# layer is a word embedding, so for the many test words outside its vocabulary the token layer
-# says nothing and every bit of syntax must come from the context, which favours the LSTM
-# layers; ELMo's character-based token layer already knows a lot of syntax from a word's
-# spelling. And ELMo measured part of speech over whole sentences of a treebank and word sense
-# with a nearest-neighbour classifier over sense-tagged corpora; ours are one marked word per
-# WordNet example. Each test set has a few thousand sentences, so the cell above calls two
-# accuracies a tie when they differ by less than two standard errors (the printed tie margin):
-# a smaller gap could come from which sentences happened to be in the test set.
+# Whichever way the comparison comes out on this page, three differences from ELMo's setting matter
+# when reading it. Our biLM is tiny next to ELMo's, in units and in the text it read (the line above
+# gives both, and the ratios). Our token layer is a word embedding, so for the many test words
+# outside its vocabulary the token layer says nothing and every bit of syntax must come from the
+# context, which favours the LSTM layers; ELMo's character-based token layer already knows a lot of
+# syntax from a word's spelling. And ELMo measured part of speech over whole sentences of a treebank
+# and word sense with a nearest-neighbour classifier over sense-tagged corpora; ours are one marked
+# word per WordNet example. Each test set has a few thousand sentences, so the cell above calls two
+# accuracies a tie when they differ by less than two standard errors (the printed tie margin): a
+# smaller gap could come from which sentences happened to be in the test set.
 
 # %% [markdown]
 # **What the mix bought ELMo.** {cite:t}`peters2018elmo` added ELMo's mixed vectors to an

@@ -132,7 +132,20 @@ x = torch.tensor([[1.0, 2.0, 3.0, 4.0], [2.0, 2.0, 2.0, 2.0]])
 print("x =", x.tolist())
 mu, var = x.mean(-1), x.var(-1, unbiased=False)
 print(f"mu = {mu.tolist()}, sigma^2 = {var.tolist()}")
-print("LN(x) with gamma = 1, beta = 0:", layer_norm(x, torch.ones(4), torch.zeros(4)))
+normed = layer_norm(x, torch.ones(4), torch.zeros(4))
+print("LN(x) with gamma = 1, beta = 0:", normed)
+out_mean, out_var = normed[0].mean(), normed[0].var(unbiased=False)
+print(f"first row after LN: mean {out_mean:.1e}, variance {out_var:.7f}")
+# The text below reads these lines this way: keep it true.
+assert mu[0] == 2.5 and var[0] == 1.25, f"the first row's mean and variance: {mu[0]}, {var[0]}"
+assert torch.allclose(normed[0], torch.tensor([-1.34, -0.45, 0.45, 1.34]), atol=5e-3), (
+    f"the first row should come out as about (-1.34, -0.45, 0.45, 1.34), not {normed[0].tolist()}"
+)
+assert abs(out_mean) < 1e-6 and out_var < 1, (
+    f"the first row should come out with mean 0 and variance just under 1: {out_mean}, {out_var}"
+)
+assert torch.isclose(out_var, var[0] / (var[0] + 1e-5)), "its variance should be σ²/(σ² + ε)"
+assert torch.equal(normed[1], torch.zeros(4)), f"the constant row should give zeros: {normed[1]}"
 
 library = nn.LayerNorm(8)
 with torch.no_grad():  # random gamma and beta, so that they are checked too
@@ -212,13 +225,25 @@ print(
 generator = torch.Generator().manual_seed(0)
 A = torch.randn(64, 64, generator=generator) * 0.3 / math.sqrt(64)
 identity = torch.eye(64)
+condition, product_norm = {}, {}
 for name, M in (("A", A), ("A + I", A + identity)):
     s = torch.linalg.svdvals(M)
-    product = torch.linalg.matrix_power(M, 24)
+    condition[name] = float(s.max() / s.min())
+    product_norm[name] = float(torch.linalg.matrix_norm(torch.linalg.matrix_power(M, 24), 2))
     print(
         f"{name:6s} singular values from {s.min():.3f} to {s.max():.3f}, condition number "
-        f"{s.max() / s.min():8.1f}; the product of 24 copies has norm {torch.linalg.matrix_norm(product, 2):.2e}"
+        f"{condition[name]:8.1f}; the product of 24 copies has norm {product_norm[name]:.2e}"
     )
+# The text around this cell reads these lines this way: keep it true.
+assert condition["A + I"] < condition["A"], "adding I should improve the conditioning"
+assert product_norm["A"] < torch.finfo(A.dtype).eps, (
+    f"the product of 24 A's should all but vanish (below float32's resolution at 1), "
+    f"but its norm is {product_norm['A']:.1e}"
+)
+assert product_norm["A + I"] >= 1e3, (
+    f"the product of 24 (A + I)'s should have grown by three orders of magnitude, "
+    f"but its norm is {product_norm['A + I']:.1e}"
+)
 
 # %% [markdown]
 # The product of 24 $A$'s has all but vanished; the product of 24 $(A + I)$'s has not, and
@@ -380,6 +405,13 @@ lengths = torch.tensor([5, 3])
 combined = causal_mask(5) & key_mask(lengths, 5)  # (B, 1, T, T)
 print("combined mask of target 2 (1 = may attend):")
 print(combined[1, 0].int())
+# The text around this cell reads the masks this way: keep it true.
+assert combined.any(-1).all() and combined[..., 0].all(), (
+    "every query must keep at least one key, and key 1 must be open to every query"
+)
+assert combined[1, 0, 3:, :3].all() and not combined[1, 0, 3:, 3:].any(), (
+    "the padded queries of target 2 (rows 4 and 5) should see its three real keys, and only those"
+)
 
 # %% [markdown]
 # Each row must keep at least one allowed key, or its softmax would divide by zero: the
@@ -472,8 +504,8 @@ print(f"(sqrt(d_model) = {math.sqrt(probe.d_model):.2f})")
 # %% [markdown]
 # ### Trained on the dates, against Lecture 4's recurrent model
 #
-# Lecture 4's best model on this task was the GRU encoder–decoder with additive attention,
-# trained for 100 steps at learning rate $10^{-2}$. We train it again here with the same
+# Lecture 4's recurrent model with additive attention, a GRU encoder–decoder, was trained on
+# this task for 100 steps at learning rate $10^{-2}$. We train it again here with the same
 # recipe, and a Transformer with 2 encoder and 2 decoder layers of width 64, 4 heads and
 # $d_{ff} = 128$, pre-norm, for 300 steps of Adam with a short linear warm-up and a linear
 # decay of the learning rate (peak $3 \cdot 10^{-3}$). Both see batches of 64 dates and are

@@ -249,17 +249,18 @@ bert_input_diagram()
 plt.show()
 
 # %% [markdown]
-# From here on we use the checkpoint's vocabulary: 4,000 tokens from the `tokenizers`
-# trainer on the same training text (frequency merges: fewer tokens per word, so more text
-# fits in a 64-token input). The cell below frames a pair of sentences that way, then adds
-# the diagram's three rows by hand (`by_hand`) and compares the sum with the model's own
-# embedding layer.
+# From here on we use the checkpoint's vocabulary, learned by the `tokenizers` trainer on the
+# same training text (frequency merges: fewer tokens per word, so more text fits in the
+# model's fixed input length). The cell below prints both sizes, frames a pair of sentences
+# that way, then adds the diagram's three rows by hand (`by_hand`) and compares the sum with
+# the model's own embedding layer.
 
 # %%
 bert_ckpt, meta = load_checkpoint("bert_english")
 wordpiece = checkpoint_vocab(meta)
 config = bert_ckpt.config
-print(f"vocabulary: {len(wordpiece):,} tokens; specials: {wordpiece.vocab[:NUM_SPECIAL]}")
+print(f"vocabulary: {len(wordpiece):,} tokens; inputs of up to {config.max_len} tokens")
+print(f"specials: {wordpiece.vocab[:NUM_SPECIAL]}")
 a = wordpiece.encode("In the beginning God created the heavens and the earth.")
 b = wordpiece.encode("The earth was formless and empty.")
 ids, types = frame_pair(a, b, max_len=config.max_len)
@@ -354,21 +355,26 @@ for p in train_pairs[:3]:
 # %% [markdown]
 # ## 4. Pretraining a tiny BERT
 #
-# Our BERT is the paper's architecture at a small size: 4 post-norm encoder layers of
-# Lecture 6 (GELU, LayerNorm $\varepsilon = 10^{-12}$) of width 128 with 4 heads, inputs of up
-# to 64 tokens, and two heads on top. The MLM head maps each selected position's final vector
+# Our BERT is the paper's architecture at a small size (the cell below prints its sizes): a
+# few narrow post-norm encoder layers of Lecture 6 (GELU, LayerNorm $\varepsilon = 10^{-12}$)
+# and two heads on top. The MLM head maps each selected position's final vector
 # through a dense layer, GELU and LayerNorm, then to the vocabulary with the **token embedding
 # matrix itself** (tied weights); the NSP head reads the pooled `[CLS]` vector. The loss is the
 # sum of the MLM and NSP cross-entropies, minimised by Adam with a linear warm-up and decay of
 # the learning rate. The course checkpoint was pretrained **without dropout**: at this size and
 # budget the model underfits rather than overfits, and leaving dropout out makes a step about a
 # quarter cheaper on a CPU while learning no slower (the recipe's short sweeps, with their
-# figures, are in `tools/make_checkpoints.py`). The cell prints the checkpoint's recipe and runs
-# the same code live, on batches of 32 pairs, for a few seconds (`LIVE_SECONDS`):
+# figures, are in `tools/make_checkpoints.py`). The cell prints the checkpoint's sizes and
+# recipe and runs the same code live, on batches of 32 pairs, for a few seconds
+# (`LIVE_SECONDS`):
 
 # %% mystnb={"image": {"alt": "Two panels of a short BERT pretraining run from fresh weights, limited to 8 seconds, running mean over 10 steps against step: left the training loss in nats (masked-token plus next-sentence-prediction loss), right the gradient norm before clipping, on a log scale."}}
 LIVE_SECONDS, BATCH = 8, 32
 recipe = meta["training"]
+print(
+    f"checkpoint model: {config.num_layers} encoder layers of width {config.d_model} with "
+    f"{config.num_heads} heads (d_ff = {config.d_ff}), inputs of up to {config.max_len} tokens"
+)
 print(
     f"checkpoint recipe: {recipe['steps']:,} steps of {recipe['batch_size']} pairs "
     f"({recipe['steps'] * recipe['batch_size']:,} pairs seen), peak learning rate "
@@ -650,6 +656,7 @@ check = heldout_batches(
 )[0]
 inputs = {k: check[k] for k in ("input_ids", "token_type_ids", "attention_mask")}
 ours_out = model64(**inputs)
+hf_gaps = {}  # the largest |difference| of each set of logits
 with tempfile.TemporaryDirectory() as folder:
     for architecture in ("BertForPreTraining", "BertForMaskedLM"):
         path = save_for_transformers(model64, f"{folder}/{architecture}", architecture)
@@ -663,11 +670,14 @@ with tempfile.TemporaryDirectory() as folder:
         mlm = out.prediction_logits if architecture == "BertForPreTraining" else out.logits
         real = check["attention_mask"].bool()
         difference = (mlm - ours_out.mlm_logits)[real].abs().max()
+        hf_gaps[f"{architecture}, MLM"] = float(difference.detach())
         line = f"{architecture:<19} MLM logits max |difference| = {difference:.1e}"
         if architecture == "BertForPreTraining":
             nsp = (out.seq_relationship_logits - ours_out.nsp_logits).abs().max()
+            hf_gaps[f"{architecture}, NSP"] = float(nsp.detach())
             line += f", NSP logits {nsp:.1e}"
         print(line)
+assert max(hf_gaps.values()) < 1e-10, f"in float64 the two should agree to rounding: {hf_gaps}"
 
 # %% [markdown]
 # How big are the real ones? BERT-base has $L = 12$ layers of width $H = 768$ with 12 heads;
@@ -683,6 +693,7 @@ print(
     f"{'model':<11} {'layers':>6} {'H':>5} {'heads':>5} {'encoder (meta device)':>22} "
     f"{'count_bert':>13} {'paper':>6}"
 )
+bert_counts = {}
 for name, cfg, paper in (("BERT-base", BERT_BASE, "110M"), ("BERT-large", BERT_LARGE, "340M")):
     with torch.device("meta"):
         big = BertForPreTraining(cfg)
@@ -692,6 +703,10 @@ for name, cfg, paper in (("BERT-base", BERT_BASE, "110M"), ("BERT-large", BERT_L
         f"{name:<11} {cfg.num_layers:6d} {cfg.d_model:5d} {cfg.num_heads:5d} {encoder:22,d} "
         f"{formula.embeddings + formula.layers + formula.pooler:13,d} {paper:>6}"
     )
+    assert encoder == formula.embeddings + formula.layers + formula.pooler, (
+        f"{name}: the class and the formula should count the same parameters"
+    )
+    bert_counts[name] = encoder
 transformer_base = count_transformer(512, 2048, 6, 6, vocab_size=37_000)  # Lecture 6's count
 print(f"{'Transformer':<11} {6:6d} {512:5d} {8:5d} {'6 + 6 layers, as a whole:':>22} "
       f"{transformer_base.total:13,d} {'65M':>6}")  # fmt: skip
@@ -783,6 +798,30 @@ model_view(**views)
 # %%
 print(f"lecture ran in {time.perf_counter() - LECTURE_START:.0f} s")
 
+# %%
+# The summary below restates what the cells above measured: keep it true.
+assert comparison.tokens_per_word_theirs < pure_tokens, "frequency merges: fewer tokens per word"
+upper = ("sum_last_four", "concat_last_four")
+assert min(feature_accuracy[how] for how in upper) > feature_accuracy["first"], (
+    f"upper layers combined should serve the task better than the embeddings: {feature_accuracy}"
+)
+assert min(PAPER_F1[how] for how in upper) > PAPER_F1["first"], "as in the paper's table"
+scratch, frozen, tuned, elmo = (
+    transfer[name][0]
+    for name in (
+        "from scratch", "frozen checkpoint, probe", "fine-tuned checkpoint",
+        "frozen ELMo (Lecture 3), probe",
+    )
+)  # fmt: skip
+assert len(gains) == 3 and min(gains) > 0.1, (
+    f"fine-tuning should beat training from scratch by more than 0.1 on each of 3 seeds: {gains}"
+)
+assert scratch < frozen < tuned, f"frozen features should land between: {scratch, frozen, tuned}"
+assert elmo > max(scratch, frozen, tuned), f"ELMo, frozen, should beat all three: {elmo:.3f}"
+assert max(hf_gaps.values()) < 1e-10, f"transformers should give the same logits: {hf_gaps}"
+assert round(bert_counts["BERT-base"] / 1e5) == 1095, f"BERT-base: {bert_counts['BERT-base']:,}"
+assert round(bert_counts["BERT-large"] / 1e5) == 3351, f"BERT-large: {bert_counts['BERT-large']:,}"
+
 # %% [markdown]
 # ## Summary
 #
@@ -800,8 +839,7 @@ print(f"lecture ran in {time.perf_counter() - LECTURE_START:.0f} s")
 #   land between the two. At this size, Lecture 3's word-level ELMo, frozen, beats all three
 #   on this task.
 # * Our BERT loads into `transformers` with the same logits; BERT-base and BERT-large have
-#   the 110M and about 335M parameters counted in section 7 (the paper rounds the second to
-#   340M).
+#   the 109.5M and 335.1M parameters counted in section 7 (the paper says 110M and 340M).
 #
 # **Next:** Assignment 7 (`a7_bert`) has you write MLM masking, NSP pairs, WordPiece
 # tokenisation and the feature combinations yourself.

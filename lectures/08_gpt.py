@@ -174,6 +174,8 @@ with torch.no_grad():
 print("largest change in the logits of positions 1..5:", float((before - after)[0, :5].abs().max()))
 print("largest change at position 6 itself:           ", float((before - after)[0, 5].abs().max()))
 print("output layer is the token table:", tiny.lm_head.weight is tiny.token.weight)
+assert torch.equal(before[0, :5], after[0, :5]), "changing the last token changed an earlier one"
+assert tiny.lm_head.weight is tiny.token.weight, "the output layer should be the token table"
 
 # %% [markdown]
 # ## 2. Training it on English
@@ -326,6 +328,7 @@ from transformers import GPT2LMHeadModel  # noqa: E402
 
 transformers.logging.set_verbosity_error()
 text_ids = heldout_ids[: 4 * 128].view(4, 128)  # (4, 128): four held-out windows
+gpt2_gaps = {}  # dtype -> the largest |logit difference|
 with tempfile.TemporaryDirectory() as folder, torch.no_grad():
     path = save_for_transformers(gpt_ckpt, folder)
     for dtype in (torch.float32, torch.float64):
@@ -334,7 +337,10 @@ with tempfile.TemporaryDirectory() as folder, torch.no_grad():
         ours.load_state_dict(gpt_ckpt.state_dict())
         ours.eval()
         gap = (ours(text_ids) - theirs(text_ids).logits).abs().max()
+        gpt2_gaps[dtype] = float(gap)
         print(f"{str(dtype):<14} largest |logit difference| = {float(gap):.2e}")
+# The same logits, to the rounding of each precision:
+assert gpt2_gaps[torch.float32] < 1e-4 and gpt2_gaps[torch.float64] < 1e-10, gpt2_gaps
 
 # %% [markdown]
 # ## 4. Decoding
@@ -356,11 +362,25 @@ with tempfile.TemporaryDirectory() as folder, torch.no_grad():
 decoding_tree_diagram()
 plt.show()
 
+# %%
+with torch.no_grad():  # section 2's prompt again, 100 characters, through the full stops
+    argmax_run = gpt_ckpt.generate(prompt_ids, 100, top_k=1)  # top-1 sampling is greedy
+loops = {
+    name: repetition_rate([vocab.decode(run[0, prompt_ids.shape[1] :]).split()], 2)
+    for name, run in (("greedy", argmax_run), ("τ=0.8", drawn))
+}
+print(f"greedy: {vocab.decode(argmax_run[0])!r}")
+print(
+    f"word pairs that repeat an earlier one: greedy {loops['greedy']:.0%}, "
+    f"the τ=0.8 sample of section 2 {loops['τ=0.8']:.0%}"
+)
+assert loops["greedy"] > loops["τ=0.8"], "the text below: the most probable text loops"
+
 # %% [markdown]
-# The most probable text is a poor text, though: it is bland and it loops. **Sampling** draws
-# $y_t \sim p$ instead, after reshaping the logits $z$ so that the tail, where the nonsense
-# lives, is cut. Three filters, applied in this order (the order of `transformers`'
-# `generate`):
+# The most probable text is a poor text, though: it is bland, and it loops (the lines above).
+# **Sampling** draws $y_t \sim p$ instead, after reshaping the logits $z$ so that the tail,
+# where the nonsense lives, is cut. Three filters, applied in this order (the order of
+# `transformers`' `generate`):
 #
 # $$\text{temperature:}\quad \tilde z_i = z_i / \tau,$$ (eq-temperature)
 #
@@ -420,7 +440,14 @@ print("course p=0.6 keeps", (~top_p_filter(z, 0.6).isinf()).int().tolist()[0],
 
 # %% mystnb={"image": {"alt": "Grouped bar chart over 10 made-up next-token scores numbered 0 to 9: the model's probabilities softmax(z) in grey beside, in blue, the distribution that sampling draws from after temperature 0.7, top-k 5 and top-p 0.8; the title says how many tokens are kept."}}
 after_k = filter_logits(example_logits(), temperature=0.7, top_k=5).softmax(-1)
+after_p = filter_logits(example_logits(), temperature=0.7, top_k=5, top_p=0.8).softmax(-1)
 print("after τ and top-k:", after_k.numpy().round(3))
+print("and then top-p:   ", after_p.numpy().round(3))
+kept_k, kept_p, best = int((after_k > 0).sum()), int((after_p > 0).sum()), after_k.sort().values
+assert kept_k == 5 and kept_p == 2, (
+    f"the text above: top-k keeps 5, top-p 2, not {kept_k}, {kept_p}"
+)
+assert best[-1] < 0.8 <= best[-2:].sum(), "the two best should be the first to pass 0.8"
 plot_sampling_filters(example_logits(), temperature=0.7, top_k=5, top_p=0.8)
 plt.show()
 
@@ -517,6 +544,12 @@ for name, row in table.items():
 print("\nprompt:", repr(prompts[0]))
 for name, outputs in decoded.items():
     print(f"{name:<18}", repr(vocab.decode(outputs[0])))
+# The text after the figure reads the table this way: keep it true.
+likeliest = sorted(table, key=lambda name: table[name]["log-lik/char"])[-2:]
+least_varied = sorted(table, key=lambda name: table[name]["distinct-2"])[:2]
+assert set(likeliest) == set(least_varied) == {"greedy", "beam k=4"}, (
+    f"search should write the likeliest text ({likeliest}) and the least varied ({least_varied})"
+)
 
 # %% mystnb={"image": {"alt": "Scatter plot with one labelled point per decoding strategy (greedy, beam search with k = 4, and sampling with temperature, top-k and top-p settings): the distinct-2 share of word bigrams against the model's log-likelihood of its own text, in nats per character."}}
 fig, ax = plt.subplots(figsize=(6.0, 3.6))
@@ -659,17 +692,22 @@ with torch.no_grad():
     ])  # fmt: skip
 joint = scores.double().softmax(0).view(3, 3, 3)  # p(x1, x2, x3) over the 27 sentences
 x = [0, 1, 2]  # "this is good"
+direct = math.log(float(joint[0, 1, 2]))
 for order in ([0, 1, 2], [2, 0, 1]):
     total, parts = factorised_log_likelihood(joint, x, order)
     steps = " + ".join(f"{v:.3f}" for v in parts)
     print(f"order {[o + 1 for o in order]}: log p = {steps} = {total:.4f}")
-print(f"directly from the table:      log p = {math.log(float(joint[0, 1, 2])):.4f}")
+    assert abs(float(total) - direct) < 1e-9, f"order {order} should give the same total"
+print(f"directly from the table:      log p = {direct:.4f}")
 print("most probable sentences:", [texts[i] for i in joint.flatten().argsort(descending=True)[:3]])
 plot_permutation_masks((2, 0, 1))
 plt.show()
 content, query = permutation_masks((2, 0, 1))
 print("query stream (row predicts its own token from the columns marked 1):")
 print(query.int())
+assert query[:2].tolist() == [[False, False, True], [True, False, True]], (
+    "the text below: 'this' sees 'good' only, and 'is' sees both"
+)
 
 # %% [markdown]
 # Both orders give the same total, to the last digit, with different terms: in the second,
@@ -711,10 +749,22 @@ for name, cfg in configs.items():
         meta = "(not built)"  # 96 layers of 12,288: slow to build even without memory
     else:
         with torch.device("meta"):
-            meta = f"{sum(p.numel() for p in GPT(cfg).parameters()):,d}"
+            built = sum(p.numel() for p in GPT(cfg).parameters())
+        assert built == counts[name], f"{name}: count_gpt and the built model should agree"
+        meta = f"{built:,d}"
     rough = 12 * cfg.num_layers * cfg.d_model**2
     print(f"{name:<13} {cfg.num_layers:3d} {cfg.d_model:6d} {cfg.num_heads:5d} "
           f"{counts[name]:16,d} {meta:>16} {rough:16,d} {published[name]:>7}")  # fmt: skip
+# The text below reads the table this way: keep it true.
+paper = {  # "1,542M" -> 1.542e9
+    name: float(text[:-1].replace(",", "")) * {"M": 1e6, "B": 1e9}[text[-1]]
+    for name, text in published.items()
+}
+assert round(counts["GPT-2 small"] / 1e6) == 124, "the small GPT-2 has 124M parameters"
+assert all(counts[name] > paper[name] for name in counts if name.startswith("GPT-2")), (
+    "every GPT-2 size should count more parameters than its published figure"
+)
+assert abs(counts["GPT-3"] / paper["GPT-3"] - 1) < 0.01, "GPT-3: within a fraction of a percent"
 
 # %% [markdown]
 # The published GPT-2 sizes were counted differently (the paper's "117M" small model has
@@ -746,10 +796,17 @@ gpt3_tokens = 300e9  # GPT-3 saw 300 billion of its 499 billion tokens (Brown et
 gpt3_flops = training_flops(counts["GPT-3"], gpt3_tokens)
 print(f"GPT-3: 6ND = {gpt3_flops:.3e} FLOPs; at this machine's speed "
       f"{gpt3_flops / speed / (365 * 24 * 3600):,.0f} years")  # fmt: skip
+answer_seconds = {}
 for name in ("GPT-2 XL", "GPT-3"):
     c = generation_flops(counts[name], 100)
+    answer_seconds[name] = c / speed
     print(f"{name}: 100 generated tokens = 2N x 100 = {c:.2e} FLOPs, {c / speed:,.0f} s here")
 print(f"our GPT: 100 generated tokens = {generation_flops(ours_n, 100):.2e} FLOPs")
+# The text below reads these lines this way: keep it true.
+assert round(gpt3_flops / 1e21) == 314, "6ND should give the 3.14e23 FLOPs of GPT-3's paper"
+WRITING_YEARS = 5_000  # recorded history: writing is about five thousand years old
+assert gpt3_flops / speed / (365 * 24 * 3600) > WRITING_YEARS, "longer than recorded history"
+assert 60 <= answer_seconds["GPT-3"] < 3600, "one 100-token answer of GPT-3: minutes"
 
 # %% [markdown]
 # GPT-3's training set held 499 billion tokens, of which training saw 300 billion; $6ND$ with
@@ -972,6 +1029,23 @@ assert live_by_lag[0] == max(live_by_lag) > live_by_lag[-1] + 0.2, "live: best o
 
 # %%
 print(f"lecture ran in {time.perf_counter() - LECTURE_START:.0f} s")
+
+# %%
+# The summary below restates what the cells above measured: keep it true.
+assert gpt2_gaps[torch.float64] < 1e-10, "ours should compute GPT-2's logits"
+gpt, lstm, rnn = figure["GPT"], figure["LSTM"], figure["RNN"]  # (parameters, seconds, bits/char)
+assert gpt[2] < min(lstm[2], rnn[2]), "our GPT should beat the LSTM and the RNN"
+assert lstm[0] < gpt[0] / 2, "the LSTM should have less than half the GPT's parameters"
+worst = max(gpt[2], lstm[2], rnn[2])
+assert bigram_bpc - worst > worst - gpt[2], "all three should beat the bigram by far"
+assert gpt[1] > max(lstm[1], rnn[1]), "for the same steps, the recurrent models took less time"
+assert set(likeliest) == set(least_varied) == {"greedy", "beam k=4"}, "search: likely, repetitive"
+assert torch.equal(*same) and (full - stepwise).abs().max() < 1e-4, "the cache changes nothing"
+assert 2 < speed_ups[-1] < work_ratios[-1], "more than twice as fast, far below the work saved"
+assert kv_model.config.num_layers == 2, "the key-value GPT has 2 layers"
+assert kv_result.query_accuracy > max(kv_task.chance, kv_context_free) + 0.3, (
+    "the key-value GPT should answer far above every context-free baseline"
+)
 
 # %% [markdown]
 # ## Summary
