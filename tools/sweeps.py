@@ -1,4 +1,4 @@
-"""Short sweeps that choose a checkpoint recipe: ``python -m tools.sweeps bert VARIANT...``.
+"""Short sweeps that choose a checkpoint recipe: ``python -m tools.sweeps bert|bilm VARIANT...``.
 
 Each variant trains the recipe of ``tools.make_checkpoints`` with a few settings changed, for a
 short fixed number of steps (its schedule scaled to them: warm-up a tenth, linear decay to 0),
@@ -23,8 +23,11 @@ from dataclasses import asdict
 import torch
 
 from course.analysis.bert import heldout_batches
+from course.analysis.elmo import heldout_perplexity
 from course.data.bert_inputs import make_nsp_pairs, pretraining_batches
+from course.data.words import WordVocab, token_windows
 from course.models.bert import BertConfig, BertForPreTraining, evaluate_pretraining
+from course.models.bilm import BiLM
 from course.train import fit, linear_warmup_decay
 from tools import make_checkpoints as mc
 
@@ -96,7 +99,55 @@ def bert_variant(settings: dict, steps: int) -> dict:
     }
 
 
-SWEEPS = {"bert": bert_variant}
+BILM_MODEL_KEYS = {"dim", "num_layers"}
+
+
+def bilm_variant(settings: dict, steps: int) -> dict:
+    """Train ``BILM_ENGLISH`` with ``settings`` changed (``lr``, ``batch_size``, ``seq_len``,
+    ``dim``, ``num_layers``) for ``steps`` steps; its held-out perplexity each way."""
+    recipe = mc.BILM_ENGLISH
+    unknown = set(settings) - BILM_MODEL_KEYS - {"lr", "batch_size", "seq_len"}
+    if unknown:
+        raise ValueError(f"unknown settings {sorted(unknown)}")
+    train, heldout = mc.english_sentences("train"), mc.english_sentences("val")
+    vocab = WordVocab.build(train, **recipe["vocab"])
+    common = recipe["training"]
+    batch_size = int(settings.get("batch_size", common["batch_size"]))
+    seq_len = int(settings.get("seq_len", common["seq_len"]))
+    lr = float(settings.get("lr", recipe["lr"]))
+    model_settings = {
+        **recipe["model"],
+        **{k: settings[k] for k in BILM_MODEL_KEYS & set(settings)},
+    }
+    torch.manual_seed(mc.SEED)
+    model = BiLM(vocab_size=len(vocab), **model_settings)
+    history = fit(
+        model,
+        lambda m, words: m.lm_loss(words),
+        token_windows(vocab.encode(train), batch_size, seq_len, seed=mc.SEED),
+        steps=steps,
+        lr=lr,
+        clip_norm=common["clip_norm"],
+        lr_schedule=linear_warmup_decay(max(1, steps // 10), steps),
+        progress=False,
+    )
+    with torch.no_grad():
+        figures = heldout_perplexity(model, vocab, heldout)
+    return {
+        "settings": settings,
+        "model": model_settings,
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "batch_size": batch_size,
+        "seq_len": seq_len,
+        "lr": lr,
+        "steps": history.steps,
+        "tokens": history.steps * batch_size * seq_len,
+        "ms_per_step": round(1000 * history.seconds / max(1, history.steps), 1),
+        **{k: round(v, 2) for k, v in figures.items()},
+    }
+
+
+SWEEPS = {"bert": bert_variant, "bilm": bilm_variant}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,13 +16,21 @@ records nothing; ``--merge`` then records every shard's results as one run would
 write the jobs that run both on a Slurm or Kubernetes cluster.
 
 Exit code: 0 all graded, nothing for a human; 1 only written answers wait for manual
-grading; 2 some submission needs a look (see its status); 3 the command itself failed.
+grading; 2 some submission needs a look (see its status); 3 the command itself failed; 4 the
+output folder's disk is full (what was graded before is kept: free space and run it again).
+
+One command at a time on an output folder: a second one started on it refuses, naming the
+first's process (``OUT/.grading.lock``). The command's workers and their kernels die with it,
+also when it is killed (``kill -9``, the out-of-memory killer, a cancelled job).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
+import errno
+import fcntl
 import functools
 import hashlib
 import json
@@ -32,6 +40,7 @@ import multiprocessing.connection
 import os
 import re
 import shutil
+import socket
 import stat
 import sys
 import tempfile
@@ -57,12 +66,14 @@ from autograder.platform.sandbox import (
     SandboxUnavailable,
     check_sandbox_available,
     cpu_cap,
+    die_with_parent,
     memory_cap,
     set_memory_bound,
 )
 
 MAX_FILE_BYTES = 50 * 1024 * 1024
-EXIT_OK, EXIT_MANUAL, EXIT_LOOK, EXIT_FAILED = 0, 1, 2, 3
+EXIT_OK, EXIT_MANUAL, EXIT_LOOK, EXIT_FAILED, EXIT_NO_SPACE = 0, 1, 2, 3, 4
+LOCK_NAME = ".grading.lock"
 SANDBOX_WORDS = {
     ROOT: "root mode (namespaces, chroot, a uid per kernel)",
     ROOTLESS: "rootless mode (user namespaces; kernels run with your uid outside the sandbox)",
@@ -478,7 +489,8 @@ def load_specs(course: Path, assignment: str) -> dict[str, judge.NotebookSpec]:
     return _SPECS[key]
 
 
-def _child(job: Job, connection) -> None:
+def _child(job: Job, connection, parent: int) -> None:
+    die_with_parent(parent)
     memory_mb = job.limits.grader_memory_mb
     try:
         set_memory_bound(memory_mb)
@@ -523,7 +535,7 @@ def run_parallel(jobs: list[Job], workers: int):
         while queue and len(running) < workers:
             job = queue.pop()
             receiver, sender = context.Pipe(duplex=False)
-            process = context.Process(target=_child, args=(job, sender), daemon=True)
+            process = context.Process(target=_child, args=(job, sender, os.getpid()), daemon=True)
             process.start()
             sender.close()
             running[receiver] = (process, job)
@@ -550,6 +562,48 @@ def memory_cap_rootless(limits: Limits) -> str:
 
 
 # -- the whole command ---------------------------------------------------------------------------
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` whole or not at all: a full disk leaves the old file."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with temporary.open("w", encoding="utf-8") as file:
+            file.write(text)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def output_lock(out: Path):
+    """Hold ``out``'s lock while grading into it; refuse, naming the holder, if another has it.
+
+    An advisory ``flock`` on ``OUT/.grading.lock``: the system drops it when the holder dies,
+    however it dies, so a killed run never leaves the folder locked."""
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / LOCK_NAME
+    handle = path.open("a+", encoding="utf-8")
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            raise GradingError(
+                f"{out} is being graded by another command ({holder}); wait for it to end, "
+                "or grade into another folder"
+            ) from None
+        handle.seek(0)
+        handle.truncate()
+        started = time.strftime("%Y-%m-%d %H:%M:%S")
+        handle.write(f"process {os.getpid()} on {socket.gethostname()}, started {started}\n")
+        handle.flush()
+        yield
+    finally:
+        handle.close()  # closing the last descriptor drops the lock
 
 
 def _state_path(out: Path) -> Path:
@@ -691,124 +745,129 @@ def grade(assignment: str, path: Path, out: Path, options: GradingOptions) -> in
     roster_file = options.roster_file
     roster, roster_fields = exports.load_roster(roster_file) if roster_file else ({}, set())
     mode = "" if merge else check_sandbox_available()
-    batch = open_batch(assignment, path, out, out, options.force, limits)
-    course, specs, collection, state = batch.course, batch.specs, batch.collection, batch.state
-    entries, todo = collection.entries, batch.todo
-    state_file = _state_path(out)
-    records: dict[str, dict] = state["records"]
-    taken: dict[str, tuple[dict, Path]] = {}  # merged: student -> (record, its shard's course)
-    if merge:
-        manifests = cluster.read_shards(
-            shards, assignment, state["fingerprint"], _inputs_digest(entries)
-        )
-        modes = {manifest["sandbox"] for manifest in manifests}
-        mode = ROOTLESS if ROOTLESS in modes else ROOT  # the weaker one, if the nodes differ
-        for manifest in manifests:
-            for student, record in manifest["records"].items():
-                taken[student] = (record, Path(manifest["folder"]) / "course")
+    with output_lock(out):  # one command at a time on a folder (module docstring)
+        batch = open_batch(assignment, path, out, out, options.force, limits)
+        course, specs, collection, state = batch.course, batch.specs, batch.collection, batch.state
+        entries, todo = collection.entries, batch.todo
+        state_file = _state_path(out)
+        records: dict[str, dict] = state["records"]
+        taken: dict[str, tuple[dict, Path]] = {}  # merged: student -> (record, its shard's course)
+        if merge:
+            manifests = cluster.read_shards(
+                shards, assignment, state["fingerprint"], _inputs_digest(entries)
+            )
+            modes = {manifest["sandbox"] for manifest in manifests}
+            mode = ROOTLESS if ROOTLESS in modes else ROOT  # the weaker one, if the nodes differ
+            for manifest in manifests:
+                for student, record in manifest["records"].items():
+                    taken[student] = (record, Path(manifest["folder"]) / "course")
 
-    with fmt.gradebook(course) as gradebook:
-        for entry in entries:
-            gradebook.update_or_create_student(entry.student)
+        with fmt.gradebook(course) as gradebook:
+            for entry in entries:
+                gradebook.update_or_create_student(entry.student)
 
-    judged_why = {
-        e.student: batch.regrading or _why_judged(e, records, options.force) for e in todo
-    }
-    started = time.monotonic()
-    if merge:
-        lacking = [e.student for e in todo if e.student not in taken]
-        if lacking:
-            raise GradingError(
-                f"--merge: no shard judged {', '.join(lacking[:5])}"
-                f"{', ...' if len(lacking) > 5 else ''}, which this run must record (were the"
-                " shards run with the same --force and state.json as this merge?)"
-            )
-        judged = ((e, taken[e.student][0]) for e in todo)
-    else:
-        judged = judge_all(todo, assignment, course, options)
-    # forked before the workers: records as they finish, each within its own deadline
-    recorder = Recorder(course, assignment, limits.record_timeout, limits.grader_memory_mb)
-    with tqdm(total=len(todo), desc="grading", unit="nb", disable=quiet or None) as bar:
-        for entry, record in judged:
-            if merge:
-                cluster.take_judged(taken[entry.student][1], course, entry.student, assignment)
-            record["recorded"] = False
-            records[entry.student] = record
-            state_file.write_text(json.dumps(state))
-            gradable = bool(record.get("gradable"))
-            recorder.record(entry.student, gradable, keep="grader error" in record["flags"])
-            bar.update(1)
-    judge_seconds = time.monotonic() - started
-    if merge:  # the shards judged in parallel: the longest of them is the judging's time
-        judge_seconds = max(manifest["judge_seconds"] for manifest in manifests)
-    record_seconds = _finish_recording(course, assignment, recorder, records)
-    state_file.write_text(json.dumps(state))
-    late = None
-    if course_policy is not None:
-        origins = {e.student: e.origin for e in entries}
-        late = LateColumns(course_policy, assignment, path, origins, times)
-    rows = export_csv(course, assignment, specs, records, out / "grades.csv", late)
-    regraded = log_regrades(state, rows, list(part_points(specs)), records, judged_why, late, out)
-    scores = {row.student: row.final for row in rows}
-    exports.write_canvas(out / "canvas.csv", assignment, scores, roster)
-    exports.write_moodle(out / "moodle.csv", assignment, scores, roster)
-    manual = {
-        part_column(specs, name, g)
-        for name, spec in specs.items()
-        for g in spec.order
-        if _graded(spec, g) and spec.kinds.get(g) == "manual"
-    }
-    students = [r.student for r in rows]
-    try:
-        similar = compare_solutions(
-            course, assignment, specs, students, similar_to, options.similarity_threshold
+        judged_why = {
+            e.student: batch.regrading or _why_judged(e, records, options.force) for e in todo
+        }
+        started = time.monotonic()
+        if merge:
+            lacking = [e.student for e in todo if e.student not in taken]
+            if lacking:
+                raise GradingError(
+                    f"--merge: no shard judged {', '.join(lacking[:5])}"
+                    f"{', ...' if len(lacking) > 5 else ''}, which this run must record (were the"
+                    " shards run with the same --force and state.json as this merge?)"
+                )
+            judged = ((e, taken[e.student][0]) for e in todo)
+        else:
+            judged = judge_all(todo, assignment, course, options)
+        # forked before the workers: records as they finish, each within its own deadline
+        recorder = Recorder(course, assignment, limits.record_timeout, limits.grader_memory_mb)
+        with tqdm(total=len(todo), desc="grading", unit="nb", disable=quiet or None) as bar:
+            for entry, record in judged:
+                if merge:
+                    cluster.take_judged(taken[entry.student][1], course, entry.student, assignment)
+                record["recorded"] = False
+                records[entry.student] = record
+                write_atomically(state_file, json.dumps(state))
+                gradable = bool(record.get("gradable"))
+                recorder.record(entry.student, gradable, keep="grader error" in record["flags"])
+                bar.update(1)
+        judge_seconds = time.monotonic() - started
+        if merge:  # the shards judged in parallel: the longest of them is the judging's time
+            judge_seconds = max(manifest["judge_seconds"] for manifest in manifests)
+        record_seconds = _finish_recording(course, assignment, recorder, records)
+        write_atomically(state_file, json.dumps(state))
+        late = None
+        if course_policy is not None:
+            origins = {e.student: e.origin for e in entries}
+            late = LateColumns(course_policy, assignment, path, origins, times)
+        rows = export_csv(course, assignment, specs, records, out / "grades.csv", late)
+        regraded = log_regrades(
+            state, rows, list(part_points(specs)), records, judged_why, late, out
         )
-        similarity.write_json(similar, out / "similarity.json")
-    except Exception as error:  # noqa: BLE001 - the grades stand; the report says what failed
-        similar = f"{type(error).__name__}: {error}"[:500]
-        (out / "similarity.json").unlink(missing_ok=True)  # no earlier run's pairs as this one's
-        print(f"similar solutions not compared: {similar}", file=sys.stderr)
-    title = f"{assignment}: grading report"
-    write_report(
-        [row.csv() for row in rows],
-        part_points(specs),
-        manual,
-        records,
-        out / "report.html",
-        title,
-        similar,
-        policy.COLUMNS if late else None,
-    )
-    state["sandbox"] = mode
-    state["memory"] = memory_cap(limits) if mode == ROOT else memory_cap_rootless(limits)
-    state["cpu"] = cpu_cap(limits) if mode == ROOT else CPU_CAP_ROOTLESS
-    state["timing"] = {
-        "judged": len(todo),
-        "judge_seconds": judge_seconds,
-        "record_seconds": record_seconds,
-    }
-    state_file.write_text(json.dumps(state))
-    if not quiet:
-        print_summary(rows, out, len(todo), judge_seconds + record_seconds)
-        if collection.skipped:
-            names = ", ".join(collection.skipped[:5]) + (
-                ", ..." if len(collection.skipped) > 5 else ""
+        scores = {row.student: row.final for row in rows}
+        exports.write_canvas(out / "canvas.csv", assignment, scores, roster)
+        exports.write_moodle(out / "moodle.csv", assignment, scores, roster)
+        manual = {
+            part_column(specs, name, g)
+            for name, spec in specs.items()
+            for g in spec.order
+            if _graded(spec, g) and spec.kinds.get(g) == "manual"
+        }
+        students = [r.student for r in rows]
+        try:
+            similar = compare_solutions(
+                course, assignment, specs, students, similar_to, options.similarity_threshold
             )
-            print(f"not notebooks or hidden, not graded: {len(collection.skipped)} ({names})")
-        print(f"inputs: {out / 'inputs.csv'} (every file of the input, and what became of it)")
-        print_policy_summary(rows, late is not None, regraded, out)
-        print(f"exports: {out / 'canvas.csv'}, {out / 'moodle.csv'} (final scores)")
-        for said in exports.empty_columns(roster_fields, roster, scores):
-            print(f"  {said}")
-        if not isinstance(similar, str):
-            print(
-                f"similar solutions: {len(similar.pairs)} pair(s) at or above"
-                f" {options.similarity_threshold:g} ({out / 'similarity.json'}, and the report)"
-            )
-        print(f"sandbox: {SANDBOX_WORDS[mode]}")
-        print(f"memory: {state['memory']}")
-        print(f"cpu: {state['cpu']}")
-    return exit_code(rows)
+            similarity.write_json(similar, out / "similarity.json")
+        except Exception as error:  # noqa: BLE001 - the grades stand; the report says what failed
+            similar = f"{type(error).__name__}: {error}"[:500]
+            (out / "similarity.json").unlink(
+                missing_ok=True
+            )  # no earlier run's pairs as this one's
+            print(f"similar solutions not compared: {similar}", file=sys.stderr)
+        title = f"{assignment}: grading report"
+        write_report(
+            [row.csv() for row in rows],
+            part_points(specs),
+            manual,
+            records,
+            out / "report.html",
+            title,
+            similar,
+            policy.COLUMNS if late else None,
+        )
+        state["sandbox"] = mode
+        state["memory"] = memory_cap(limits) if mode == ROOT else memory_cap_rootless(limits)
+        state["cpu"] = cpu_cap(limits) if mode == ROOT else CPU_CAP_ROOTLESS
+        state["timing"] = {
+            "judged": len(todo),
+            "judge_seconds": judge_seconds,
+            "record_seconds": record_seconds,
+        }
+        write_atomically(state_file, json.dumps(state))
+        if not quiet:
+            print_summary(rows, out, len(todo), judge_seconds + record_seconds)
+            if collection.skipped:
+                names = ", ".join(collection.skipped[:5]) + (
+                    ", ..." if len(collection.skipped) > 5 else ""
+                )
+                print(f"not notebooks or hidden, not graded: {len(collection.skipped)} ({names})")
+            print(f"inputs: {out / 'inputs.csv'} (every file of the input, and what became of it)")
+            print_policy_summary(rows, late is not None, regraded, out)
+            print(f"exports: {out / 'canvas.csv'}, {out / 'moodle.csv'} (final scores)")
+            for said in exports.empty_columns(roster_fields, roster, scores):
+                print(f"  {said}")
+            if not isinstance(similar, str):
+                print(
+                    f"similar solutions: {len(similar.pairs)} pair(s) at or above"
+                    f" {options.similarity_threshold:g} ({out / 'similarity.json'}, and the report)"
+                )
+            print(f"sandbox: {SANDBOX_WORDS[mode]}")
+            print(f"memory: {state['memory']}")
+            print(f"cpu: {state['cpu']}")
+        return exit_code(rows)
 
 
 def _read_state(state_file: Path, assignment: str, limits: Limits) -> tuple[dict, str]:
@@ -1480,6 +1539,16 @@ def main(argv: list[str] | None = None) -> int:
         if args.kubernetes is not None:
             return write_kubernetes(args, given)
         return grade(args.assignment, args.path.resolve(), args.out.resolve(), options_from(args))
+    except OSError as error:
+        if error.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        print(
+            f"error: no space left on the device of {error.filename or args.out}: what was "
+            f"graded before is kept in {args.out}; free some space and run the same command "
+            "again, which goes on from there",
+            file=sys.stderr,
+        )
+        return EXIT_NO_SPACE
     except (
         GradingError,
         cluster.ShardError,

@@ -25,7 +25,7 @@ import sys
 import traceback
 from pathlib import Path
 
-from autograder.platform.sandbox import set_memory_bound
+from autograder.platform.sandbox import die_with_parent, set_memory_bound
 
 LOG = "recording.log"  # in the course folder: nbgrader's own output while it records
 
@@ -129,7 +129,10 @@ def _record_with_deadline(api, course, assignment, message, seconds, memory_mb) 
     }
 
 
-def _serve(course: Path, assignment: str, connection, seconds: float, memory_mb: int) -> None:
+def _serve(
+    course: Path, assignment: str, connection, seconds: float, memory_mb: int, parent: int
+) -> None:
+    die_with_parent(parent)  # killed with the grading command, however it is killed
     # nbgrader's log and warnings go to a file in the course folder, not the TA's terminal
     log = os.open(course / LOG, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     for stream in (sys.stdout, sys.stderr):
@@ -180,7 +183,7 @@ class Recorder:
         self._connection, child = context.Pipe()
         self._process = context.Process(
             target=_serve,
-            args=(self.course, assignment, child, seconds, memory_mb),
+            args=(self.course, assignment, child, seconds, memory_mb, os.getpid()),
             daemon=False,  # it forks a child per submission (a daemon may not); it stops at EOF
         )
         self._process.start()

@@ -84,6 +84,26 @@ def set_memory_bound(megabytes: int) -> None:
     resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
 
 
+PR_SET_PDEATHSIG = 1  # prctl(2)
+# The kernel's launcher gets SIGKILL when the process that started it dies, however it dies
+# (setpriv, util-linux 2.33 on); unshare's --kill-child then takes the kernel's whole pid
+# namespace with it.
+DIE_WITH_PARENT = ("setpriv", "--pdeathsig", "KILL")
+
+
+def die_with_parent(parent: int) -> None:
+    """Have Linux send this process SIGKILL when its parent dies (``kill -9`` included), and
+    exit at once if ``parent`` already has: a grading worker must not outlive its command."""
+    import ctypes
+    import signal
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+    if os.getppid() != parent:  # the parent died before the line above
+        os._exit(1)
+
+
 class SandboxUnavailable(RuntimeError):
     """This machine cannot build the sandbox (not root, no unshare, ...)."""
 
@@ -103,7 +123,7 @@ _NAMESPACES = [
 ]
 _OUTER_NAMESPACES = ["--user", "--map-root-user", *_NAMESPACES]
 _TOOLS = {
-    ROOT: ("unshare", "chroot", "setpriv", "prlimit", "mount"),
+    ROOT: ("unshare", "chroot", "setpriv", "prlimit", "mount"),  # setpriv: also DIE_WITH_PARENT
     ROOTLESS: ("unshare", "setpriv", "prlimit", "mount", "hostname"),
 }
 # Kernel settings that switch unprivileged user namespaces off, and the value that does it.
@@ -664,7 +684,7 @@ class SandboxKernel:
         namespaces = _NAMESPACES if self.mode == ROOT else _OUTER_NAMESPACES
         (run / "start.sh").write_text(script)
         start = f"exec /bin/sh -s < {shlex.quote(str(run / 'start.sh'))}"
-        km.sandbox_argv = ["unshare", *namespaces, "/bin/sh", "-c", start]
+        km.sandbox_argv = [*DIE_WITH_PARENT, "unshare", *namespaces, "/bin/sh", "-c", start]
         km.start_kernel(env=kernel_environment(), cwd=str(work))
         kc = km.client(context=context)
         kc.start_channels()
