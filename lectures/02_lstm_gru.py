@@ -58,7 +58,7 @@ from course.metrics import record
 from course.models.recurrent import CharLSTM, CharRNN, SequenceTagger
 from course.train import train_language_model
 from course.viz.cells import cell_activation_html, interact_cell_activations
-from course.viz.diagrams import lstm_cell_diagram
+from course.viz.diagrams import gru_cell_diagram, lstm_cell_diagram
 from course.viz.gradients import plot_cell_gradient_norms
 from course.viz.recall import plot_recall
 from course.viz.training import plot_bits_per_char
@@ -278,12 +278,18 @@ for D_, H_ in ((D, H), (64, 128)):
 #
 # with the same convention as before: $U_g$ ($H \times D$) acts on the input, $W_g$
 # ($H \times H$) on the previous state.
-#
-# The last line plays the role of the LSTM's cell update, with the forget gate $z_t$ and
-# the input gate $1 - z_t$ tied together. Two conventions exist for the reset gate: the
-# original paper applies it *before* the matrix, $W_h (r_t \odot h_{t-1})$; PyTorch (and
-# cuDNN) apply it *after*, $r_t \odot (W_h h_{t-1} + b_{hh})$, as written here. PyTorch's
-# gate order in `weight_ih` / `weight_hh` is (r, z, n), with n the candidate.
+
+# %% mystnb={"image": {"alt": "Diagram of one GRU step: the previous state h_(t-1) runs along the top to h_t. It also joins x_t in the stacked input [h_(t-1); x_t], which feeds the update gate z_t and the reset gate r_t (sigmoids). The reset gate multiplies W_h h_(t-1) + b_hh element-wise, after the matrix, and that product goes into the candidate h-tilde_t = tanh(U_h x_t + the product + b_h), which also reads x_t. Along the top, h_(t-1) is multiplied element-wise by z_t, the candidate by 1 - z_t, and the two are added: h_t = (1 - z_t) h-tilde_t + z_t h_(t-1)."}}
+gru_cell_diagram()
+plt.show()
+
+# %% [markdown]
+# The interpolation that gives $h_t$, along the top of the diagram, plays the role of the
+# LSTM's cell update, with the forget gate $z_t$ and the input gate $1 - z_t$ tied together.
+# Two conventions exist for the reset gate: the original paper applies it *before* the matrix,
+# $W_h (r_t \odot h_{t-1})$; PyTorch (and cuDNN) apply it *after*,
+# $r_t \odot (W_h h_{t-1} + b_{hh})$, as written here and drawn in the middle of the diagram.
+# PyTorch's gate order in `weight_ih` / `weight_hh` is (r, z, n), with n the candidate.
 
 # %%
 gru_params = {}

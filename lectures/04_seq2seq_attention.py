@@ -69,7 +69,11 @@ from course.decoding import beam_search, greedy_search
 from course.metrics import record
 from course.models.seq2seq import SCORES, Attention, Seq2Seq, masked_softmax
 from course.train import fit
-from course.viz.diagrams import seq2seq_attention_diagram
+from course.viz.diagrams import (
+    attention_scores_diagram,
+    seq2seq_attention_diagram,
+    seq2seq_diagram,
+)
 from course.viz.seq2seq import (
     interact_alignment,
     plot_accuracy_by_length,
@@ -140,11 +144,17 @@ for name in HELDOUT_TEMPLATES:
 # $$h_t = \operatorname{GRU}_{\text{dec}}\big(E_y[y_{t-1}], h_{t-1}\big), \qquad
 #   p(y_t \mid y_{<t}, x) = \operatorname{softmax}\big(W_o \tanh(W_c h_t + b_c) + b_o\big).
 #   $$ (eq-decoder)
-#
+
+# %% mystnb={"image": {"alt": "Diagram of the encoder-decoder without attention: source words x_1 to x_4 feed encoder states s_1 to s_4 in a row, each GRU step reading its word and the previous state. One thick arrow, labelled h_0 = s_m and 'the decoder's only view of the source', joins the last encoder state to the decoder; no other arrow leaves the encoder. The decoder states h_1 to h_3 read the start token and then the previous outputs y_1 and y_2, and each predicts an output, y_1 to y_3, through softmax(W_o tanh(W_c h_t + b_c) + b_o)."}}
+seq2seq_diagram()
+plt.show()
+
+# %% [markdown]
 # Everything the decoder knows about the source passes through the single vector $h_0 = s_m$
-# of {eq}`eq-encoder`: that is the **bottleneck**. Padding must not reach it: a short source in
-# a padded batch has to end at its own last word, so the encoder reads packed sequences
-# (Lecture 3). The check below runs every example of a padded batch alone and compares.
+# of {eq}`eq-encoder`, the thick arrow of the diagram: that is the **bottleneck**. Padding must
+# not reach it: a short source in a padded batch has to end at its own last word, so the
+# encoder reads packed sequences (Lecture 3). The check below runs every example of a padded
+# batch alone and compares.
 
 
 # %%
@@ -488,7 +498,14 @@ print(
 # input, so that the decoder knows what it attended to before. (The papers differ in their
 # encoders as well: Bahdanau et al. read the source with a bidirectional RNN, Lecture 3's
 # $[\overrightarrow{s}_k ; \overleftarrow{s}_k]$; Luong et al. stack unidirectional LSTMs.)
-#
+# The diagram below draws one decoder step of each paper, side by side, in the order of
+# computation from the bottom up.
+
+# %% mystnb={"image": {"alt": "Two diagrams of one decoder step side by side, computed from the bottom up. Left, Bahdanau et al.: the previous decoder state h_(t-1) is the query (dashed purple arrow) of an additive score, e_(t,k) = v_a transposed tanh(W_a h_(t-1) + U_a s_k), against the encoder states s_1 to s_m; the context c_t = sum over k of a_(t,k) s_k then enters the recurrent step h_t = RNN([E_y[y_(t-1)]; c_t], h_(t-1)), and an output layer reads y_(t-1), h_t and c_t. Right, Luong et al.: the recurrent step h_t = RNN(E_y[y_(t-1)], h_(t-1)) comes first, its result h_t is the query of a dot, general or concat score against s_1 to s_m, and the context c_t joins h_t after the step in h-tilde_t = tanh(W_c [c_t; h_t] + b_c), which alone feeds softmax(W_o h-tilde_t + b_o)."}}
+attention_scores_diagram()
+plt.show()
+
+# %% [markdown]
 # **The course's model follows Luong.** `Seq2Seq.step` in `course/models/seq2seq.py` first
 # runs the decoder's GRU on the previous token's embedding alone, then scores the encoder
 # states with the new $h_t$, and combines the context as

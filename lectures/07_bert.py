@@ -98,7 +98,11 @@ from course.models.bert import (
 from course.train import fit, linear_warmup_decay
 from course.viz.attention_views import head_view, model_view
 from course.viz.bert import interact_fill_mask, plot_anisotropy, plot_feature_choice, plot_fill_mask
-from course.viz.diagrams import bert_input_diagram
+from course.viz.diagrams import (
+    bert_finetuning_diagram,
+    bert_input_diagram,
+    bert_pretraining_diagram,
+)
 from course.viz.training import plot_training_histories
 
 torch.manual_seed(0)
@@ -361,12 +365,18 @@ for p in train_pairs[:3]:
 # through a dense layer, GELU and LayerNorm, then to the vocabulary with the **token embedding
 # matrix itself** (tied weights); the NSP head reads the pooled `[CLS]` vector. The loss is the
 # sum of the MLM and NSP cross-entropies, minimised by Adam with a linear warm-up and decay of
-# the learning rate. The course checkpoint was pretrained **without dropout**: at this size and
-# budget the model underfits rather than overfits, and leaving dropout out makes a step about a
-# quarter cheaper on a CPU while learning no slower (the recipe's short sweeps, with their
-# figures, are in `tools/make_checkpoints.py`). The cell prints the checkpoint's sizes and
-# recipe and runs the same code live, on batches of 32 pairs, for a few seconds
-# (`LIVE_SECONDS`):
+# the learning rate. The diagram below draws both heads on a pair with two masked positions.
+
+# %% mystnb={"image": {"alt": "Diagram of BERT's two pretraining heads on the pair [CLS] let there [MASK] light [SEP] it [MASK] good [SEP]: the input tokens go through the embeddings and the encoder layers, in which every position reads every position, to last-layer vectors h^(L)_t. Above [CLS], the pooler tanh(W_p h^(L)_[CLS] + b_p) and then W_nsp pooled + b_nsp give next-sentence prediction, IsNext or NotNext. Above each [MASK], a transform LN(GELU(W_m h^(L)_t + b_m)), then a product with the transposed token embedding table E_tok of the input itself (tied weights) plus a bias, give a softmax over the vocabulary whose targets are the hidden words be and was. The loss is the masked-LM cross-entropy at the selected positions plus the NSP cross-entropy."}}
+bert_pretraining_diagram()
+plt.show()
+
+# %% [markdown]
+# The course checkpoint was pretrained **without dropout**: at this size and budget the model
+# underfits rather than overfits, and leaving dropout out makes a step about a quarter cheaper
+# on a CPU while learning no slower (the recipe's short sweeps, with their figures, are in
+# `tools/make_checkpoints.py`). The cell prints the checkpoint's sizes and recipe and runs the
+# same code live, on batches of 32 pairs, for a few seconds (`LIVE_SECONDS`):
 
 # %% mystnb={"image": {"alt": "Two panels of a short BERT pretraining run from fresh weights, limited to 8 seconds, running mean over 10 steps against step: left the training loss in nats (masked-token plus next-sentence-prediction loss), right the gradient norm before clipping, on a log scale."}}
 LIVE_SECONDS, BATCH = 8, 32
@@ -551,6 +561,16 @@ assert abs(feature_accuracy["second_to_last"] - feature_accuracy["last"]) < 0.02
 # on the marked word's last-layer vector), trained with the same recipe: 100 steps of Adam on
 # batches of 32, learning rate $10^{-3}$ with a short warm-up and linear decay. Only the
 # starting weights differ.
+#
+# The head is the whole of what fine-tuning adds, and the BERT paper's tasks need no more. The
+# diagram below sets ours, in panel (d), beside the paper's set-ups: one sentence or a pair of
+# sentences classified from the pooled `[CLS]` vector (the pooler of the NSP head), and a span
+# of a paragraph found by a start score and an end score at each of its tokens. Ours reads one
+# vector only, the last layer's at the first piece of the marked word, with no pooler.
+
+# %% mystnb={"image": {"alt": "Four small diagrams of BERT fine-tuned, each with its tokens at the bottom, the fine-tuned BERT above them and a small head on top. (a) One sentence, [CLS] a fine film [SEP]: softmax(W pooled + b) on the [CLS] position gives a class, positive. (b) A sentence pair, [CLS] it rains [SEP] it is wet [SEP]: the same head on [CLS] gives a class, B follows from A. (c) A span, [CLS] who sat [SEP] the cat sat [SEP]: every token of the second segment gets a start score w_s transposed h^(L)_t and an end score w_e transposed h^(L)_t, each a softmax over the second segment, and the answer is the cat. (d) This lecture, [CLS] he walk ##ed home [SEP] with the marked word walk ##ed drawn thick: softmax(W h^(L)_t + b) at the word's first piece, walk, gives its part of speech, verb."}}
+bert_finetuning_diagram()
+plt.show()
 
 # %%
 FT_STEPS, FT_LR = 100, 1e-3

@@ -8,9 +8,10 @@
 - ``course.viz.attention_views``: bertviz's attention head and model views, drawn offline
 - ``course.viz.generation``: sampling filters on a next-token distribution (and its widget),
   generation time with and without a KV cache, XLNet's permutation masks (Unit 8)
-- ``course.viz.diagrams``: architecture diagrams, one per lecture (RNN unrolled with BPTT, LSTM
-  cell, biLM and ELMo, attention, self-attention and heads, Transformer, BERT's input, causal
-  mask and decoding tree)
+- ``course.viz.diagrams``: architecture diagrams, one or more per lecture (RNN unrolled with
+  BPTT, LSTM and GRU cells, biLM and ELMo, encoder–decoder without and with attention,
+  Bahdanau's against Luong's attention, self-attention and heads, Transformer, BERT's input,
+  pretraining heads and fine-tuning set-ups, causal mask and decoding tree)
 
 Every figure is a plain function with defaults that returns the matplotlib Figure and never
 closes it; every widget is a thin ``interact_*`` wrapper that drives such a function with

@@ -1,13 +1,18 @@
 """Architecture diagrams, drawn with matplotlib, one pure function per diagram (Units 1 to 8).
 
 - :func:`rnn_unrolled_diagram`: an RNN unrolled in time, with BPTT's backward arrows (Lecture 1);
-- :func:`lstm_cell_diagram`: the LSTM cell, its gates and the cell state (Lecture 2);
+- :func:`lstm_cell_diagram`, :func:`gru_cell_diagram`: the LSTM cell, its gates and the cell
+  state, and the GRU cell, its update and reset gates (Lecture 2);
 - :func:`bilm_diagram`: a stacked, bidirectional language model and ELMo's mix (Lecture 3);
-- :func:`seq2seq_attention_diagram`: an encoder–decoder with attention (Lecture 4);
+- :func:`seq2seq_diagram`, :func:`seq2seq_attention_diagram`, :func:`attention_scores_diagram`:
+  an encoder–decoder without attention, with attention, and Bahdanau's attention beside
+  Luong's (Lecture 4);
 - :func:`self_attention_diagram`, :func:`multi_head_diagram`: queries, keys, values and heads
   (Lecture 5);
 - :func:`transformer_diagram`: the encoder and decoder blocks (Lecture 6);
-- :func:`bert_input_diagram`: BERT's input, three embeddings summed (Lecture 7);
+- :func:`bert_input_diagram`, :func:`bert_pretraining_diagram`, :func:`bert_finetuning_diagram`:
+  BERT's input, three embeddings summed; its two pretraining heads; its fine-tuning set-ups
+  (Lecture 7);
 - :func:`causal_mask_diagram`, :func:`decoding_tree_diagram`: the causal mask, and greedy
   against beam search on a small tree (Lecture 8).
 
@@ -29,12 +34,17 @@ if TYPE_CHECKING:  # imported for type hints only
 __all__ = [
     "rnn_unrolled_diagram",
     "lstm_cell_diagram",
+    "gru_cell_diagram",
     "bilm_diagram",
+    "seq2seq_diagram",
     "seq2seq_attention_diagram",
+    "attention_scores_diagram",
     "self_attention_diagram",
     "multi_head_diagram",
     "transformer_diagram",
     "bert_input_diagram",
+    "bert_pretraining_diagram",
+    "bert_finetuning_diagram",
     "causal_mask_diagram",
     "decoding_tree_diagram",
 ]
@@ -327,6 +337,63 @@ def lstm_cell_diagram() -> Figure:
     return fig
 
 
+def gru_cell_diagram() -> Figure:
+    """One GRU step, PyTorch's convention as in Lecture 2: the update gate z_t and the reset
+    gate r_t read [h_{t-1}; x_t]; the candidate h~_t = tanh(U_h x_t + r_t ⊙ (W_h h_{t-1} +
+    b_hh) + b_h), the reset applied after the matrix; and along the top the interpolation
+    h_t = (1 - z_t) ⊙ h~_t + z_t ⊙ h_{t-1}: z_t keeps the old state, 1 - z_t lets in the new.
+
+    The one crossing is unavoidable: h_{t-1} reaches W_h past z_t's path to the state line.
+    """
+    fig, ax = _canvas(10.4, 5.7)
+    y_top, y_z, y_w, y_gate, y_bus, y_x = 4.9, 4.25, 3.55, 2.35, 1.05, 0.45
+    # the state line along the top: h_{t-1}, kept in proportion z_t, plus the new content
+    _label(ax, 0.45, y_top, "$h_{t-1}$")
+    keep = _node(ax, 7.0, y_top, r"$\odot$")
+    add = _node(ax, 8.3, y_top, "$+$")
+    _arrow(ax, (0.8, y_top), keep.left)
+    _arrow(ax, keep.right, add.left)
+    _arrow(ax, add.right, (9.55, y_top))
+    _label(ax, 9.9, y_top, "$h_t$")
+    _label(ax, 5.3, y_top + 0.45, r"$h_t = (1 - z_t) \odot \tilde h_t + z_t \odot h_{t-1}$")
+    # the gates read the stacked input [h_{t-1}; x_t], as in the LSTM
+    ax.plot([1.1, 1.1, 3.95], [y_top, y_bus, y_bus], color=INK, linewidth=1.3)
+    _label(ax, 0.45, y_x, "$x_t$")
+    ax.plot([0.8, 8.3], [y_x, y_x], color=INK, linewidth=1.3)
+    _arrow(ax, (1.5, y_x), (1.5, y_bus))
+    _label(ax, 2.75, (y_bus + y_x) / 2, "$[h_{t-1}; x_t]$")
+    update = _box(
+        ax, 2.3, y_gate, "update gate\n" r"$z_t = \sigma(\cdot)$", kind="gate", w=1.4, h=0.8
+    )
+    reset = _box(
+        ax, 3.95, y_gate, "reset gate\n" r"$r_t = \sigma(\cdot)$", kind="gate", w=1.4, h=0.8
+    )
+    for gate in (update, reset):
+        _arrow(ax, (gate.x, y_bus), gate.bottom)
+    # the candidate: the reset gate scales W_h h_{t-1} + b_hh, after the matrix
+    recurrent = _box(ax, 5.75, y_w, r"$W_h h_{t-1} + b_{hh}$", kind="state", w=1.5, h=0.5)
+    _arrow(ax, (recurrent.x, y_top), recurrent.top)
+    scale = _node(ax, recurrent.x, y_gate, r"$\odot$")
+    _arrow(ax, recurrent.bottom, scale.top)
+    _arrow(ax, reset.right, scale.left)
+    _label(ax, 5.75, 1.75, r"$r_t \odot (W_h h_{t-1} + b_{hh})$", fontsize=SMALL - 1)
+    candidate = _box(
+        ax, 8.3, y_gate, "candidate\n" r"$\tilde h_t = \tanh(U_h x_t + \cdot + b_h)$", w=2.5, h=0.8
+    )
+    _arrow(ax, scale.right, candidate.left)
+    _arrow(ax, (candidate.x, y_x), candidate.bottom)
+    # the interpolation: z_t keeps the old state, 1 - z_t takes the candidate
+    _path(ax, [update.top, (update.x, y_z), (keep.x, y_z), keep.bottom])
+    complement = _node(ax, keep.x, y_w, "$1-$", r=0.2)
+    _arrow(ax, (keep.x, y_z), complement.top)
+    mix = _node(ax, add.x, y_w, r"$\odot$")
+    _arrow(ax, complement.right, mix.left)
+    _arrow(ax, candidate.top, mix.bottom)
+    _arrow(ax, mix.top, add.bottom)
+    _label(ax, 4.5, y_z + 0.2, "$z_t$")
+    return fig
+
+
 def bilm_diagram() -> Figure:
     """A 2-layer bidirectional LSTM language model over three tokens, and ELMo's mix.
 
@@ -394,6 +461,78 @@ def bilm_diagram() -> Figure:
     return fig
 
 
+def _encoder_row(ax: Axes, m: int, gap: float, y_in: float, y_state: float) -> list[_Box]:
+    """The encoder of Lecture 4's diagrams: words x_1..x_m under states s_1..s_m, each state
+    reading its word and the one before it, from x = 1 in steps of ``gap``."""
+    states: list[_Box] = []
+    for k in range(1, m + 1):
+        cx = 1.0 + gap * (k - 1)
+        s = _box(ax, cx, y_state, f"$s_{{{k}}}$", w=0.8)
+        _label(ax, cx, y_in, f"$x_{{{k}}}$")
+        _arrow(ax, (cx, y_in + 0.17), s.bottom)
+        if states:
+            _arrow(ax, states[-1].right, s.left)
+        states.append(s)
+    right = 1.0 + gap * (m - 1)
+    _label(ax, (1.0 + right) / 2, 0.95, f"encoder, $m = {m}$", fontsize=SMALL - 1)
+    return states
+
+
+def seq2seq_diagram(source_length: int = 4, target_length: int = 3) -> Figure:
+    """The encoder–decoder without attention: a GRU encoder over x_1..x_m (states s_k), and a
+    GRU decoder that starts from h_0 = s_m and reads y_{t-1} to predict y_t.
+
+    The thick arrow h_0 = s_m is the decoder's only view of the source (the bottleneck): no
+    other arrow leaves the encoder. Each output is softmax(W_o tanh(W_c h_t + b_c) + b_o).
+    """
+    m, n = source_length, target_length
+    if m < 2:
+        raise ValueError(f"source_length: expected at least 2 source words, got {m}")
+    if n < 2:
+        raise ValueError(f"target_length: expected at least 2 output steps, got {n}")
+    gap, dec_gap = 1.3, 1.5
+    right = 1.0 + gap * (m - 1)
+    first = right + 2.3
+    width, height = max(first + dec_gap * (n - 1) + 0.9, 10.0), 4.35
+    fig, ax = _canvas(width, height)
+    y_in, y_state, y_out = 0.4, 1.6, 2.85
+    states = _encoder_row(ax, m, gap, y_in, y_state)
+    _label(ax, (1.0 + right) / 2, 2.3, r"$s_k = \mathrm{GRU}_{\mathrm{enc}}(E_x[x_k], s_{k-1})$")
+    previous = None
+    for t in range(1, n + 1):
+        cx = first + dec_gap * (t - 1)
+        h = _box(ax, cx, y_state, f"$h_{{{t}}}$", w=0.8)
+        token = r"$\langle s\rangle$" if t == 1 else f"$y_{{{t - 1}}}$"
+        _label(ax, cx, y_in, token)
+        _arrow(ax, (cx, y_in + 0.17), h.bottom)
+        out = _box(ax, cx, y_out, f"$y_{{{t}}}$", kind="output", w=0.8)
+        _arrow(ax, h.top, out.bottom)
+        if previous is not None:
+            _arrow(ax, previous.right, h.left)
+        previous = h
+    # the bottleneck: the encoder's last state is all that the decoder gets
+    _arrow(ax, states[-1].right, (first - 0.4, y_state), lw=2.6)
+    _label(ax, (right + first) / 2, y_state + 0.27, "$h_0 = s_m$")
+    _label(ax, (right + first) / 2, y_state - 0.5, "the decoder's only\nview of the source",
+           fontsize=SMALL - 1)  # fmt: skip
+    _label(ax, first + dec_gap * (n - 1) / 2, 0.95, "decoder", fontsize=SMALL - 1)
+    _label(
+        ax,
+        width - 0.15,
+        3.55,
+        r"$h_t = \mathrm{GRU}_{\mathrm{dec}}(E_y[y_{t-1}], h_{t-1})$",
+        ha="right",
+    )
+    _label(
+        ax,
+        width - 0.15,
+        4.0,
+        r"$p(y_t \mid y_{<t}, x) = \mathrm{softmax}(W_o \tanh(W_c h_t + b_c) + b_o)$",
+        ha="right",
+    )
+    return fig
+
+
 def seq2seq_attention_diagram(source_length: int = 4) -> Figure:
     """An encoder over x_1..x_m (states s_k) and a decoder step h_t that attends to every s_k.
 
@@ -408,16 +547,7 @@ def seq2seq_attention_diagram(source_length: int = 4) -> Figure:
     width, height = right + 7.0, 5.7
     fig, ax = _canvas(width, height)
     y_in, y_state = 0.4, 1.6
-    states = []
-    for k in range(1, m + 1):
-        cx = 1.0 + gap * (k - 1)
-        s = _box(ax, cx, y_state, f"$s_{{{k}}}$", w=0.8)
-        _label(ax, cx, y_in, f"$x_{{{k}}}$")
-        _arrow(ax, (cx, y_in + 0.17), s.bottom)
-        if states:
-            _arrow(ax, states[-1].right, s.left)
-        states.append(s)
-    _label(ax, (1.0 + right) / 2, 0.95, f"encoder, $m = {m}$", fontsize=SMALL - 1)
+    states = _encoder_row(ax, m, gap, y_in, y_state)
     first = _box(ax, right + 1.7, y_state, "$h_1$", w=0.8)
     _arrow(ax, states[-1].right, first.left)
     _label(ax, (states[-1].right[0] + first.left[0]) / 2, y_state + 0.25, "$h_0 = s_m$")
@@ -443,6 +573,77 @@ def seq2seq_attention_diagram(source_length: int = 4) -> Figure:
     _label(ax, h.x + 0.5, 4.0, r"$= \tanh(W_c [c_t; h_t] + b_c)$", ha="left")
     _arrow(ax, attentional.top, (h.x, 5.05))
     _label(ax, h.x, 5.3, r"$p(y_t \mid y_{<t}, x) = \mathrm{softmax}(W_o \tilde h_t + b_o)$")
+    return fig
+
+
+def attention_scores_diagram() -> Figure:
+    """Bahdanau's attention (left) beside Luong's (right), one decoder step each, in the
+    lecture's letters: h for the decoder's states, s_k for the encoder's.
+
+    Bahdanau et al. score the encoder states with the previous state h_{t-1} (the additive
+    score), and the context c_t is an input of the recurrent step, with E_y[y_{t-1}]; their
+    output layer reads y_{t-1}, h_t and c_t. Luong et al. take the step first and score with
+    its result h_t (dot, general or concat); c_t joins h_t after the step in the attentional
+    state h~_t, the only input of the output layer. The purple dashed arrow is the query.
+    """
+    from matplotlib.lines import Line2D
+
+    fig, ax = _canvas(12.2, 6.1)
+    y0, y1, y2, y3, y_p, y_title = 0.45, 1.85, 3.2, 4.45, 5.2, 5.75
+    context = r"$c_t = \sum_k a_{t,k}\, s_k$"
+
+    # Bahdanau et al.: h_{t-1} -> a_t -> c_t -> h_t
+    x = 2.75
+    _label(ax, x, y_title, r"Bahdanau et al.: $h_{t-1} \to a_t \to c_t \to h_t$", fontsize=FONT)
+    previous = _box(ax, 1.1, y0, "$h_{t-1}$", w=0.9)
+    states = _box(ax, 4.1, y0, r"$s_1, \dots, s_m$", w=1.3)
+    attend = _box(
+        ax, x, y1,
+        "additive score\n" r"$e_{t,k} = v_a^\top \tanh(W_a h_{t-1} + U_a s_k)$" "\n" + context,
+        kind="attention", w=3.7, h=1.0,
+    )  # fmt: skip
+    _arrow(ax, previous.top, (previous.x, attend.bottom[1]), ATTENTION, dashed=True)
+    _label(ax, previous.x + 0.15, 1.05, "query $h_{t-1}$", ATTENTION, ha="left", fontsize=SMALL - 1)
+    _arrow(ax, states.top, (states.x, attend.bottom[1]), ATTENTION)
+    step = _box(ax, x, y2, r"$h_t = \mathrm{RNN}([E_y[y_{t-1}] ; c_t],\, h_{t-1})$", w=3.7, h=0.55)
+    _arrow(ax, attend.top, step.bottom)
+    _label(ax, x + 0.15, (attend.top[1] + step.bottom[1]) / 2, "$c_t$", ha="left")
+    _path(ax, [previous.left, (0.4, y0), (0.4, y2), step.left])
+    _label(ax, 5.15, y2, "$y_{t-1}$")
+    _arrow(ax, (4.95, y2), step.right)
+    output = _box(ax, x, y3, r"output layer on $y_{t-1}$, $h_t$, $c_t$", kind="output", w=3.7)
+    _arrow(ax, step.top, output.bottom)
+    _path(ax, [attend.right, (5.6, y1), (5.6, y3), output.right])
+    _arrow(ax, output.top, (x, y_p - 0.17))
+    _label(ax, x, y_p, r"$p(y_t \mid y_{<t}, x)$")
+
+    ax.add_line(Line2D([6.1, 6.1], [0.2, 5.9], color="#bbbbbb", linewidth=1.0, linestyle=":"))
+
+    # Luong et al.: h_t -> a_t -> c_t -> h~_t
+    x0 = 6.3
+    x = x0 + 2.75
+    _label(ax, x, y_title, r"Luong et al.: $h_t \to a_t \to c_t \to \tilde h_t$", fontsize=FONT)
+    previous = _box(ax, x0 + 1.6, y0, "$h_{t-1}$", w=0.9)
+    step = _box(ax, x, y1, r"$h_t = \mathrm{RNN}(E_y[y_{t-1}],\, h_{t-1})$", w=3.0, h=0.55)
+    _arrow(ax, previous.top, (previous.x, step.bottom[1]))
+    _label(ax, x0 + 3.9, y0, "$y_{t-1}$")
+    _arrow(ax, (x0 + 3.9, y0 + 0.17), (x0 + 3.9, step.bottom[1]))
+    attend = _box(
+        ax, x, y2,
+        "dot, general or concat score\n" r"$e_{t,k} = \mathrm{score}(h_t, s_k)$" "\n" + context,
+        kind="attention", w=2.9, h=1.0,
+    )  # fmt: skip
+    _arrow(ax, step.top, attend.bottom, ATTENTION, dashed=True)
+    _label(ax, x + 0.15, (step.top[1] + attend.bottom[1]) / 2, "query $h_t$", ATTENTION,
+           ha="left", fontsize=SMALL - 1)  # fmt: skip
+    states = _box(ax, x0 + 5.1, y2, r"$s_1, \dots, s_m$", w=1.3)
+    _arrow(ax, states.left, attend.right, ATTENTION)
+    combine = _box(ax, x, y3, r"$\tilde h_t = \tanh(W_c [c_t ; h_t] + b_c)$", kind="output", w=3.4)
+    _arrow(ax, attend.top, combine.bottom)
+    _label(ax, x + 0.15, (attend.top[1] + combine.bottom[1]) / 2, "$c_t$", ha="left")
+    _path(ax, [step.left, (x0 + 0.55, y1), (x0 + 0.55, y3), combine.left])
+    _arrow(ax, combine.top, (x, y_p - 0.17))
+    _label(ax, x, y_p, r"$p(y_t \mid y_{<t}, x) = \mathrm{softmax}(W_o \tilde h_t + b_o)$")
     return fig
 
 
@@ -655,6 +856,178 @@ def bert_input_diagram(
             _label(ax, cx, y, "$+$", fontsize=FONT)
         _arrow(ax, (cx, 2.675), (cx, 3.425))
         _box(ax, cx, 3.65, f"$e_{{{t}}}$", kind="output", w=0.85, h=0.45)
+    return fig
+
+
+def bert_pretraining_diagram(
+    tokens: Sequence[str] = (
+        "[CLS]", "let", "there", "[MASK]", "light", "[SEP]", "it", "[MASK]", "good", "[SEP]",
+    ),
+    targets: Sequence[str] = ("be", "was"),
+) -> Figure:  # fmt: skip
+    """BERT's two pretraining heads on the encoder's last layer h^(L), as course.models.bert
+    computes them.
+
+    MLM, at each selected position t (drawn as [MASK]): LN(GELU(W_m h^(L)_t + b_m)) E_tok^T +
+    b_dec, whose output matrix is the token embedding table itself (tied weights), then a
+    softmax over the vocabulary and the cross-entropy with the original token (``targets``, in
+    order). NSP, from [CLS] alone: pooled = tanh(W_p h^(L)_[CLS] + b_p), then
+    W_nsp pooled + b_nsp for IsNext / NotNext. The loss is the sum of the two cross-entropies.
+    """
+    tokens = list(tokens)
+    selected = [t for t, token in enumerate(tokens) if token == "[MASK]"]
+    if tokens[:1] != ["[CLS]"] or not selected:
+        raise ValueError("tokens: expected [CLS] first and at least one [MASK]")
+    if len(targets) != len(selected):
+        raise ValueError(f"targets: expected one per [MASK] ({len(selected)}), got {len(targets)}")
+    gaps = [b - a for a, b in zip(selected, selected[1:], strict=False)]
+    if min([selected[0], *gaps]) < 3:  # the heads are wider than a column
+        raise ValueError(
+            "tokens: expected each [MASK] at least 3 positions after [CLS] and another"
+        )
+    spacing, left = 0.95, 2.5
+    x = [left + spacing * t for t in range(len(tokens))]
+    # room on the right for the last token, the last head's label and the note on tied weights
+    width = max(x[-1] + 0.6, x[selected[-1]] + 1.45, x[selected[0]] + 1.95)
+    height = 6.45
+    fig, ax = _canvas(width, height)
+    y_in, y_enc, y_h, y_head, y_out, y_target = 0.45, 1.55, 2.6, 3.7, 4.85, 5.65
+    _label(ax, 0.1, y_in, r"input $\tilde w_t$", ha="left")
+    _label(ax, 0.1, y_h, r"last layer $h^{(L)}_t$", ha="left")
+    encoder = _box(
+        ax, (x[0] + x[-1]) / 2, y_enc,
+        "embeddings $e_t$, then $L$ encoder layers:\nevery position reads every position",
+        kind="norm", w=x[-1] - x[0] + 0.85, h=0.75,
+    )  # fmt: skip
+    for t, token in enumerate(tokens):
+        kind = "masked" if t in selected else "input"
+        _box(ax, x[t], y_in, token, kind=kind, w=0.85, h=0.45, fontsize=SMALL - 1)
+        _arrow(ax, (x[t], y_in + 0.225), (x[t], encoder.bottom[1]))
+        h = _box(ax, x[t], y_h, "", w=0.85, h=0.4)
+        _arrow(ax, (x[t], encoder.top[1]), h.bottom)
+    # NSP: the [CLS] vector through the pooler, then two logits
+    pooler = _box(
+        ax, x[0], y_head, "pooler\n" r"$\tanh(W_p h^{(L)}_{\mathrm{[CLS]}} + b_p)$", w=2.2, h=0.75
+    )
+    _arrow(ax, (x[0], y_h + 0.2), pooler.bottom)
+    nsp = _box(
+        ax, x[0], y_out, r"$W_{\mathrm{nsp}}\,\mathrm{pooled} + b_{\mathrm{nsp}}$", "output", w=2.2
+    )
+    _arrow(ax, pooler.top, nsp.bottom)
+    _arrow(ax, nsp.top, (x[0], y_target - 0.17))
+    _label(ax, x[0], y_target, "NSP: IsNext or NotNext")
+    # MLM: at each selected position, the transform, then the tied output embedding
+    for t, target in zip(selected, targets, strict=True):
+        transform = _box(
+            ax, x[t], y_head, "transform\n" r"$\mathrm{LN}(\mathrm{GELU}(W_m h^{(L)}_t + b_m))$",
+            w=2.5, h=0.75,
+        )  # fmt: skip
+        _arrow(ax, (x[t], y_h + 0.2), transform.bottom)
+        decoder = _box(
+            ax, x[t], y_out, r"$\cdot\, E_{\mathrm{tok}}^\top + b_{\mathrm{dec}}$", "output", w=2.5
+        )
+        _arrow(ax, transform.top, decoder.bottom)
+        _arrow(ax, decoder.top, (x[t], y_target - 0.17))
+        _label(ax, x[t], y_target, f"MLM: softmax over $\\mathcal{{V}}$, target {target}")
+    _label(
+        ax, x[selected[0]] + 0.12, (y_head + y_out) / 2 + 0.05,
+        r"tied: the input's own $E_{\mathrm{tok}}$", ha="left", fontsize=SMALL - 1,
+    )  # fmt: skip
+    _label(
+        ax, width / 2, height - 0.35,
+        "loss = MLM cross-entropy at the selected positions + NSP cross-entropy",
+    )  # fmt: skip
+    return fig
+
+
+def _bert_task(
+    ax: Axes, x0: float, y0: float, title: str, tokens: Sequence[str], marked: Sequence[int] = ()
+) -> tuple[list[float], float]:
+    """One fine-tuning panel's lower part, from (x0, y0): the title, the tokens (``marked``
+    ones with a thick edge) and the fine-tuned BERT over them. Returns the tokens' x and the
+    y of the top of BERT, where the task's head reads h^(L)_t."""
+    spacing, w = 0.72, 0.66
+    x = [x0 + w / 2 + spacing * t for t in range(len(tokens))]
+    _label(ax, x0, y0 + 3.45, title, ha="left", fontsize=FONT)
+    bert = _box(
+        ax, (x[0] + x[-1]) / 2, y0 + 1.1, "BERT, fine-tuned", kind="norm", w=x[-1] - x[0] + w, h=0.5
+    )
+    for t, token in enumerate(tokens):
+        lw = 2.2 if t in marked else 1.0
+        _box(ax, x[t], y0 + 0.3, token, "input", w=w, h=0.42, fontsize=SMALL - 1, lw=lw)
+        _arrow(ax, (x[t], y0 + 0.51), (x[t], bert.bottom[1]))
+    return x, bert.top[1]
+
+
+def bert_finetuning_diagram() -> Figure:
+    """BERT fine-tuned, four set-ups: every weight, BERT's and the small head's, is trained on
+    the task.
+
+    (a) one sentence and (b) a sentence pair, classified from [CLS]: softmax(W pooled + b),
+    pooled being the pretraining's pooler on h^(L)_[CLS]; (c) a span of the second segment
+    (question answering): a start score w_s^T h^(L)_t and an end score w_e^T h^(L)_t at every
+    token of it, each with a softmax over those tokens; (d) Lecture 7's part-of-speech task,
+    a label for one marked word, softmax(W h^(L)_t + b) at its first piece (course.analysis.
+    bert.WordClassifier: no pooler, the other pieces unread).
+    """
+    fig, ax = _canvas(11.0, 7.75)
+    top, bottom = 3.95, 0.15  # the two rows of panels
+    # (a) one sentence
+    x, y = _bert_task(
+        ax,
+        0.3,
+        top,
+        "(a) one sentence: a class from [CLS]",
+        ["[CLS]", "a", "fine", "film", "[SEP]"],
+    )
+    head = _box(
+        ax, x[0] + 0.8, y + 0.75, r"$\mathrm{softmax}(W\,\mathrm{pooled} + b)$", "output", w=2.3
+    )
+    _arrow(ax, (x[0], y), (x[0], head.bottom[1]))
+    _arrow(ax, head.top, (head.x, head.top[1] + 0.3))
+    _label(ax, head.x, head.top[1] + 0.47, "class: positive")
+    # (b) a sentence pair
+    x, y = _bert_task(
+        ax, 4.9, top, "(b) a sentence pair: a class from [CLS]",
+        ["[CLS]", "it", "rains", "[SEP]", "it", "is", "wet", "[SEP]"],
+    )  # fmt: skip
+    head = _box(
+        ax, x[0] + 0.8, y + 0.75, r"$\mathrm{softmax}(W\,\mathrm{pooled} + b)$", "output", w=2.3
+    )
+    _arrow(ax, (x[0], y), (x[0], head.bottom[1]))
+    _arrow(ax, head.top, (head.x, head.top[1] + 0.3))
+    _label(ax, head.x, head.top[1] + 0.47, "class: B follows from A")
+    # (c) a span: start and end scores at every token of the second segment
+    tokens = ["[CLS]", "who", "sat", "[SEP]", "the", "cat", "sat", "[SEP]"]
+    x, y = _bert_task(ax, 0.3, bottom, "(c) a span: start and end scores per token", tokens)
+    span = [4, 5, 6]  # the second segment's words
+    head = _box(
+        ax, x[5], y + 0.8, r"start $w_s^\top h^{(L)}_t$" "\n" r"end $w_e^\top h^{(L)}_t$", "output",
+        w=x[6] - x[4] + 0.66, h=0.75,
+    )  # fmt: skip
+    for t in span:
+        _arrow(ax, (x[t], y), (x[t], head.bottom[1]))
+    _arrow(ax, head.top, (head.x, head.top[1] + 0.3))
+    _label(ax, head.x, head.top[1] + 0.47, "answer: the cat (start: the, end: cat)")
+    _label(ax, head.left[0] - 0.15, head.y, "each a softmax over\nthe second segment", ha="right",
+           fontsize=SMALL - 1)  # fmt: skip
+    # (d) this lecture: the marked word's part of speech, read at its first piece
+    x, y = _bert_task(
+        ax, 6.5, bottom, "(d) this lecture: the part of speech of a marked word",
+        ["[CLS]", "he", "walk", "##ed", "home", "[SEP]"], marked=(2, 3),
+    )  # fmt: skip
+    head = _box(ax, x[2], y + 0.75, r"$\mathrm{softmax}(W h^{(L)}_t + b)$", "output", w=2.2)
+    _arrow(ax, (x[2], y), (x[2], head.bottom[1]))
+    _arrow(ax, head.top, (head.x, head.top[1] + 0.3))
+    _label(ax, head.x, head.top[1] + 0.47, "part of speech: verb")
+    _label(
+        ax,
+        head.right[0] + 0.1,
+        head.y,
+        "read at the word's\nfirst piece only",
+        ha="left",
+        fontsize=SMALL - 1,
+    )
     return fig
 
 

@@ -31,14 +31,40 @@ REQUIRED = {
         "forget gate\n" r"$f_t = \sigma(\cdot)$", "input gate\n" r"$i_t = \sigma(\cdot)$",
         "output gate\n" r"$o_t = \sigma(\cdot)$", "candidate\n" r"$\tilde c_t = \tanh(\cdot)$",
     ],
+    "gru_cell_diagram": [
+        "$h_{t-1}$", "$h_t$", "$x_t$", "$[h_{t-1}; x_t]$", r"$\odot$", "$+$", "$1-$", "$z_t$",
+        "update gate\n" r"$z_t = \sigma(\cdot)$", "reset gate\n" r"$r_t = \sigma(\cdot)$",
+        r"$W_h h_{t-1} + b_{hh}$", r"$r_t \odot (W_h h_{t-1} + b_{hh})$",
+        "candidate\n" r"$\tilde h_t = \tanh(U_h x_t + \cdot + b_h)$",
+        r"$h_t = (1 - z_t) \odot \tilde h_t + z_t \odot h_{t-1}$",
+    ],
     "bilm_diagram": [
         "$t_{k}$", "$x_{k}$", r"$\overrightarrow{h}_{k,1}$", r"$\overleftarrow{h}_{k,1}$",
         r"$\overrightarrow{h}_{k,2}$", r"$\overleftarrow{h}_{k,2}$", "$h_{k,0} = [x_k; x_k]$",
         "$s_0$", "$s_1$", "$s_2$", r"$\gamma \sum_j s_j h_{k,j}$",
     ],
+    "seq2seq_diagram": [
+        "$x_{1}$", "$x_{4}$", "$s_{1}$", "$s_{4}$", "$h_{1}$", "$h_{3}$", "$h_0 = s_m$",
+        r"$\langle s\rangle$", "$y_{1}$", "$y_{3}$", "the decoder's only\nview of the source",
+        r"$s_k = \mathrm{GRU}_{\mathrm{enc}}(E_x[x_k], s_{k-1})$",
+        r"$h_t = \mathrm{GRU}_{\mathrm{dec}}(E_y[y_{t-1}], h_{t-1})$",
+        r"$p(y_t \mid y_{<t}, x) = \mathrm{softmax}(W_o \tanh(W_c h_t + b_c) + b_o)$",
+    ],
     "seq2seq_attention_diagram": [
         "$x_{1}$", "$s_{1}$", "$s_{4}$", "$h_t$", "$h_0 = s_m$", "$a_{t,1}$", "$a_{t,4}$",
         r"$c_t = \sum_k a_{t,k}\, s_k$", r"$e_{t,k} = \mathrm{score}(h_t, s_k)$", r"$\tilde h_t$",
+    ],
+    "attention_scores_diagram": [
+        r"Bahdanau et al.: $h_{t-1} \to a_t \to c_t \to h_t$",
+        r"Luong et al.: $h_t \to a_t \to c_t \to \tilde h_t$",
+        "additive score\n" r"$e_{t,k} = v_a^\top \tanh(W_a h_{t-1} + U_a s_k)$" "\n"
+        r"$c_t = \sum_k a_{t,k}\, s_k$",
+        "dot, general or concat score\n" r"$e_{t,k} = \mathrm{score}(h_t, s_k)$" "\n"
+        r"$c_t = \sum_k a_{t,k}\, s_k$",
+        r"$h_t = \mathrm{RNN}([E_y[y_{t-1}] ; c_t],\, h_{t-1})$",
+        r"$h_t = \mathrm{RNN}(E_y[y_{t-1}],\, h_{t-1})$",
+        r"$\tilde h_t = \tanh(W_c [c_t ; h_t] + b_c)$", "query $h_{t-1}$", "query $h_t$",
+        r"output layer on $y_{t-1}$, $h_t$, $c_t$", r"$s_1, \dots, s_m$",
     ],
     "self_attention_diagram": [
         "$X$", r"$Q = XW^{Q\top}$", r"$K = XW^{K\top}$", r"$V = XW^{V\top}$",
@@ -58,6 +84,24 @@ REQUIRED = {
         r"token $E_{\mathrm{tok}}[w_t]$", r"segment $E_{\mathrm{seg}}[s_t]$",
         r"position $E_{\mathrm{pos}}[t]$", r"$e_t = \mathrm{LN}(\mathrm{sum})$", "[CLS]", "[SEP]",
         "A", "B", "$+$", "$e_{0}$",
+    ],
+    "bert_pretraining_diagram": [
+        "[CLS]", "[MASK]", "[SEP]", r"input $\tilde w_t$", r"last layer $h^{(L)}_t$",
+        "embeddings $e_t$, then $L$ encoder layers:\nevery position reads every position",
+        "pooler\n" r"$\tanh(W_p h^{(L)}_{\mathrm{[CLS]}} + b_p)$",
+        r"$W_{\mathrm{nsp}}\,\mathrm{pooled} + b_{\mathrm{nsp}}$", "NSP: IsNext or NotNext",
+        "transform\n" r"$\mathrm{LN}(\mathrm{GELU}(W_m h^{(L)}_t + b_m))$",
+        r"$\cdot\, E_{\mathrm{tok}}^\top + b_{\mathrm{dec}}$",
+        r"tied: the input's own $E_{\mathrm{tok}}$", r"MLM: softmax over $\mathcal{V}$, target be",
+        "loss = MLM cross-entropy at the selected positions + NSP cross-entropy",
+    ],
+    "bert_finetuning_diagram": [
+        "(a) one sentence: a class from [CLS]", "(b) a sentence pair: a class from [CLS]",
+        "(c) a span: start and end scores per token",
+        "(d) this lecture: the part of speech of a marked word", "BERT, fine-tuned",
+        r"$\mathrm{softmax}(W\,\mathrm{pooled} + b)$",
+        r"start $w_s^\top h^{(L)}_t$" "\n" r"end $w_e^\top h^{(L)}_t$",
+        r"$\mathrm{softmax}(W h^{(L)}_t + b)$", "walk", "##ed", "part of speech: verb",
     ],
     "causal_mask_diagram": ["0", r"$-\infty$", "query $i$", "key position $j$ (what is read)"],
     "decoding_tree_diagram": [
@@ -175,8 +219,13 @@ def test_the_outside_check_sees_a_box_past_the_edge():
     [
         lambda: diagrams.rnn_unrolled_diagram(steps=1),
         lambda: diagrams.seq2seq_attention_diagram(source_length=1),
+        lambda: diagrams.seq2seq_diagram(source_length=1),
+        lambda: diagrams.seq2seq_diagram(target_length=1),
         lambda: diagrams.multi_head_diagram(heads=1),
         lambda: diagrams.bert_input_diagram(["[CLS]", "no", "separator"]),
+        lambda: diagrams.bert_pretraining_diagram(["[CLS]", "no", "mask", "[SEP]"], []),
+        lambda: diagrams.bert_pretraining_diagram(["[CLS]", "a", "b", "[MASK]"], ["c", "d"]),
+        lambda: diagrams.bert_pretraining_diagram(["[CLS]", "[MASK]", "[SEP]"], ["a"]),
         lambda: diagrams.causal_mask_diagram(["alone"]),
     ],
 )
@@ -190,4 +239,56 @@ def test_the_unrolled_rnn_has_one_column_per_step(steps):
     fig = diagrams.rnn_unrolled_diagram(steps=steps)
     shown = {t.get_text() for t in texts(fig)}
     assert f"$h_{{{steps}}}$" in shown and f"$h_{{{steps + 1}}}$" not in shown
+    assert not overlapping_labels(fig) and not drawn_outside(fig)
+
+
+@pytest.mark.parametrize(("m", "n"), [(2, 2), (6, 5)])
+def test_the_plain_encoder_decoder_has_one_column_per_word(m, n):
+    fig = diagrams.seq2seq_diagram(source_length=m, target_length=n)
+    shown = {t.get_text() for t in texts(fig)}
+    assert f"$s_{{{m}}}$" in shown and f"$s_{{{m + 1}}}$" not in shown
+    assert f"$y_{{{n}}}$" in shown and f"$h_{{{n + 1}}}$" not in shown
+    assert not overlapping_labels(fig) and not drawn_outside(fig)
+
+
+def test_the_plain_encoder_decoder_draws_no_attention():
+    """Without attention nothing but h_0 = s_m links the encoder to the decoder: no purple."""
+    from matplotlib.colors import to_hex
+
+    fig = diagrams.seq2seq_diagram()
+    colours = {to_hex(p.get_edgecolor()) for p in fig.axes[0].patches}
+    assert diagrams.ATTENTION not in colours
+    assert not any("a_{t" in t.get_text() for t in texts(fig))
+
+
+def test_the_gru_keeps_the_old_state_with_z_as_the_lecture_writes():
+    """Lecture 2 writes h_t = (1 - z_t) ⊙ h~_t + z_t ⊙ h_{t-1}: the diagram's 1 - z_t scales the
+    candidate, so z_t itself scales the old state, and the reset gate acts after W_h."""
+    shown = {t.get_text() for t in texts(diagrams.gru_cell_diagram())}
+    assert r"$h_t = (1 - z_t) \odot \tilde h_t + z_t \odot h_{t-1}$" in shown
+    assert r"$r_t \odot (W_h h_{t-1} + b_{hh})$" in shown
+
+
+def test_bahdanau_scores_with_the_previous_state_and_luong_with_the_new_one():
+    shown = "\n".join(t.get_text() for t in texts(diagrams.attention_scores_diagram()))
+    assert r"\tanh(W_a h_{t-1} + U_a s_k)" in shown and r"\mathrm{score}(h_t, s_k)" in shown
+    assert r"[E_y[y_{t-1}] ; c_t]" in shown  # Bahdanau: the context is an input of the step
+    assert r"\tanh(W_c [c_t ; h_t] + b_c)" in shown  # Luong: it joins after the step
+
+
+@pytest.mark.parametrize(
+    "tokens",
+    [
+        ("[CLS]", "a", "b", "[MASK]", "[SEP]"),
+        ("[CLS]", "a", "b", "[MASK]", "c", "d", "[MASK]", "e", "f", "[MASK]", "[SEP]"),
+    ],
+)
+def test_the_pretraining_diagram_has_one_mlm_head_per_mask(tokens):
+    targets = [f"w{i}" for i in range(tokens.count("[MASK]"))]
+    fig = diagrams.bert_pretraining_diagram(tokens, targets)
+    shown = [t.get_text() for t in texts(fig)]
+    for target in targets:
+        assert f"MLM: softmax over $\\mathcal{{V}}$, target {target}" in shown
+    assert sum(text.startswith("transform") for text in shown) == len(targets)
+    assert sum(text.startswith("pooler") for text in shown) == 1  # NSP: from [CLS] alone
     assert not overlapping_labels(fig) and not drawn_outside(fig)
