@@ -434,11 +434,21 @@ for direction in ("forward", "backward"):
         baseline=bigram[direction],
         baseline_name="Kneser-Ney bigram",
     )
-    beats = checkpoint_figures[direction] < trigram[direction]
-    print(
-        f"{direction}: the checkpoint {'beats' if beats else 'does not beat'} the Kneser-Ney "
-        f"trigram ({checkpoint_figures[direction]:.1f} against {trigram[direction]:.1f})"
+    record(
+        "03_bilstm_elmo",
+        f"biLM checkpoint, {direction} LM, held-out, against the trigram",
+        checkpoint_figures[direction],
+        unit="perplexity",
+        baseline=trigram[direction],
+        baseline_name="Kneser-Ney trigram",
+        margin=3,  # the course's bar for this checkpoint (its metadata: on the whole split)
     )
+    lead = trigram[direction] - checkpoint_figures[direction]
+    print(
+        f"{direction}: the checkpoint beats the Kneser-Ney trigram by {lead:.1f} "
+        f"({checkpoint_figures[direction]:.1f} against {trigram[direction]:.1f})"
+    )
+    assert lead > 3, "the text below: the checkpoint beats the trigram by a clear margin"
 record(
     "03_bilstm_elmo",
     f"biLM live ({live_history.steps} steps), forward LM, held-out",
@@ -452,11 +462,12 @@ record(
 # %% [markdown]
 # Read the table with the budgets in mind. A few seconds of live training only takes the biLM from
 # the uniform distribution (perplexity 5,000) towards the unigram model. The checkpoint, trained for
-# the passes over the corpus printed further up, is far better than the unigram model and better
-# than the Kneser–Ney bigram in both directions; the lines above say where it stands against the
-# trigram. Scripture repeats its phrases and the documentation its formulas, which is exactly what
-# counting trigrams captures; an LSTM needs many passes over the data to memorise them (ELMo's biLM
-# trained for ten passes over a billion words).
+# the passes over the corpus printed further up, beats every n-gram model in both directions, the
+# Kneser–Ney trigram included, by the margins the lines above print. That took work: scripture
+# repeats its phrases and the documentation its formulas, which is exactly what counting trigrams
+# captures, and an LSTM needs many passes over the data to learn them. An earlier recipe, a
+# quarter of the steps at a lower learning rate, stayed above the trigram
+# (`tools/make_checkpoints.py` records the sweep that chose this one).
 
 # %% [markdown]
 # ## 4. Type embeddings against contextual embeddings
@@ -881,7 +892,8 @@ for task, r in results.items():
 #   direction (PyTorch adds another $4H$), and a bidirectional stack's upper layers read $2H$
 #   inputs.
 # * ELMo's biLM trains a forward and a backward LM that share their token layer and softmax.
-#   The printed table compares ours with Kneser–Ney n-gram models in both directions.
+#   Ours beats Kneser–Ney n-gram models up to the trigram in both directions (the printed
+#   table).
 # * The token layer is a type embedding (similarity 1 between all occurrences); the LSTM
 #   layers give each occurrence its own vector, and the tables above measure how much closer
 #   two occurrences of the same sense are than two of different senses.

@@ -230,15 +230,21 @@ record(
 # A few hundred steps give a model that beats the bigram, but not by much: a Transformer has
 # to learn from scratch where to look, which a recurrent network gets for free from its
 # order of reading. For the rest of the lecture we load **the course checkpoint**: a bigger
-# GPT (4 layers, $d = 128$, 4 heads, a window of 128 characters) trained for 3,000 steps by
-# the same loop, with the command below. Next to it, two checkpoints of Lectures 1 and 2's
-# models, an RNN and an LSTM (256 units each), trained by the same recipe on **the same
-# batches** (16 windows of 128 characters) for **the same number of steps**, with the same
-# schedule. All three are scored on the same held-out windows of 128 characters, each
+# GPT (4 layers, $d = 128$, 4 heads, a window of 128 characters) trained much longer by the
+# same loop, with the command below. Next to it, two checkpoints of Lectures 1 and 2's
+# models, an RNN and an LSTM, trained by the same recipe on **the same batches** for **the
+# same number of steps**, with the same schedule (the cell prints the recipe). The LSTM is
+# sized to the GPT, so that the race is fair in size as well as in data; the RNN keeps
+# Lecture 1's size. All three are scored on the same held-out windows of 128 characters, each
 # started afresh, so every model sees the same context.
 
 # %%
 print(f"made by `{gpt_meta['command']}` in the course repository; the file ships with the course")
+recipe = gpt_meta["training"]
+print(
+    f"recipe of all three: {recipe['steps']:,} steps of {recipe['batch_size']} windows of "
+    f"{recipe['seq_len']} characters, warm-up {recipe['warmup']} steps, then linear decay to 0"
+)
 models = {
     "GPT": (gpt_ckpt, gpt_meta),
     "LSTM": load_checkpoint("char_lstm_english"),
@@ -267,7 +273,7 @@ record(
 )  # fmt: skip
 figure = {name: (params, seconds, bpc) for name, params, _, seconds, bpc, _ in rows}
 record(
-    "08_gpt", "checkpoint GPT against the LSTM of Units 1-2, held-out bits/char", gpt_bpc,
+    "08_gpt", "checkpoint GPT against an LSTM of its size, held-out bits/char", gpt_bpc,
     unit="bits/char", baseline=figure["LSTM"][2], baseline_name="the LSTM checkpoint",
     margin=0.02,  # the checkpoints' figures did not move between processors (measurements page)
 )  # fmt: skip
@@ -279,8 +285,15 @@ print(
 assert gpt_meta["model"]["parameters"] == figure["GPT"][0] + tied
 # The text below reads the table this way: keep it true.
 assert figure["GPT"][2] < figure["LSTM"][2] < figure["RNN"][2] < bigram_bpc
-assert figure["LSTM"][0] < figure["GPT"][0] / 2, "the LSTM has less than half the parameters"
-assert figure["GPT"][1] > 2 * figure["LSTM"][1], "the GPT took several times the LSTM's time"
+size_gap = figure["LSTM"][0] / figure["GPT"][0] - 1
+time_ratio = figure["GPT"][1] / figure["LSTM"][1]
+print(
+    f"the LSTM has {size_gap:+.0%} the GPT's parameters; the GPT is ahead of it by "
+    f"{figure['LSTM'][2] - figure['GPT'][2]:.3f} bits/char and took {time_ratio:.1f} times the "
+    "LSTM's seconds of training"
+)
+assert abs(size_gap) <= 0.15, "the LSTM is sized to the GPT, within 15% of its parameters"
+assert time_ratio > 1, "the GPT took longer than the LSTM"
 
 # %% [markdown]
 # The "recorded" column is the figure `make checkpoints` measured when it made each file; the
@@ -289,10 +302,12 @@ assert figure["GPT"][1] > 2 * figure["LSTM"][1], "the GPT took several times the
 # lower one with its warm-up; `tools/make_checkpoints.py` records the trials.)
 #
 # Read the table with its budget in mind. With the same steps and the same batches, a fair
-# race in *data*, the GPT comes first, then the LSTM, then the RNN, and all three are far
-# below the bigram. It is not a fair race in *size* or *arithmetic*: the LSTM has less than
-# half the GPT's parameters, and on one CPU thread the GPT took several times the LSTM's
-# seconds (the cell checks all three). Its strengths, every position of a window computed in
+# race in *data*, and against an LSTM of about its size, the GPT comes first, then the LSTM,
+# then the RNN, and all three are far below the bigram. The GPT's lead over the LSTM is small
+# (the line above prints it; the record above checks that it is larger than the checkpoints'
+# spread between processors): at this size and budget, a well-tuned LSTM is nearly as good a
+# character model. It is not a fair race in *arithmetic*: on one CPU thread the GPT took longer
+# than the LSTM (the line above gives the ratio; the cell checks all of this). Its strengths, every position of a window computed in
 # parallel and any position read directly, pay off on parallel hardware and long contexts;
 # on one CPU core, per second, the recurrent models are hard to beat at this size.
 #
@@ -1035,7 +1050,7 @@ print(f"lecture ran in {time.perf_counter() - LECTURE_START:.0f} s")
 assert gpt2_gaps[torch.float64] < 1e-10, "ours should compute GPT-2's logits"
 gpt, lstm, rnn = figure["GPT"], figure["LSTM"], figure["RNN"]  # (parameters, seconds, bits/char)
 assert gpt[2] < min(lstm[2], rnn[2]), "our GPT should beat the LSTM and the RNN"
-assert lstm[0] < gpt[0] / 2, "the LSTM should have less than half the GPT's parameters"
+assert abs(lstm[0] / gpt[0] - 1) <= 0.15, "the LSTM should be within 15% of the GPT's size"
 worst = max(gpt[2], lstm[2], rnn[2])
 assert bigram_bpc - worst > worst - gpt[2], "all three should beat the bigram by far"
 assert gpt[1] > max(lstm[1], rnn[1]), "for the same steps, the recurrent models took less time"
@@ -1052,9 +1067,9 @@ assert kv_result.query_accuracy > max(kv_task.chance, kv_context_free) + 0.3, (
 #
 # * GPT is a stack of causal Transformer blocks with learned positions and a tied output
 #   layer, trained to predict the next token; ours is exactly GPT-2's computation.
-# * Trained on the same batches for the same steps, our small GPT beats an LSTM of less than
-#   half its parameters and an RNN, and all three beat a bigram model by far; per second of
-#   one CPU thread, the recurrent models are cheaper.
+# * Trained on the same batches for the same steps, our small GPT beats an LSTM of about its
+#   size (within 15% of its parameters), narrowly, and an RNN, and all three beat a bigram
+#   model by far; per second of one CPU thread, the recurrent models are cheaper.
 # * Greedy and beam search find likely but repetitive text; temperature, top-$k$ and
 #   top-$p$ trade likelihood for variety. The course's filters keep every tied token, like
 #   `transformers`' top-$k$; its top-$p$ differs from `transformers`' only at ties.
