@@ -63,7 +63,7 @@ from course.data.words import WordVocab, sentence_tokens, token_windows
 from course.metrics import record
 from course.models.bilm import BiLM
 from course.train import fit
-from course.viz.diagrams import bilm_diagram
+from course.viz.diagrams import bilm_diagram, stacked_bilstm_diagram
 from course.viz.elmo import interact_layer_choice, plot_layer_choice, plot_similarity_by_layer
 from course.viz.training import plot_training_histories
 
@@ -271,8 +271,20 @@ print(
 #
 # where for an LSTM $g$ stands for the whole cell, with four blocks of $W^l$, $U^l$ and
 # $b^l$. The input size of layer $l$ is $D$ for the first layer and $H$ after it, or $2H$ in a
-# bidirectional stack, whose next layer reads $[\overrightarrow{h}; \overleftarrow{h}]$. Per
-# layer and direction, an LSTM has
+# bidirectional stack, whose next layer reads $[\overrightarrow{h}; \overleftarrow{h}]$. The
+# diagram below draws such a stack of two layers, wired as
+# `torch.nn.LSTM(bidirectional=True, num_layers=2)` wires it.
+
+# %% mystnb={"image": {"alt": "Diagram of a two-layer bidirectional LSTM over the positions t-1, t and t+1, wired as torch.nn.LSTM(bidirectional=True, num_layers=2) wires it: each input x_t feeds a forward state and a backward state of layer 1; forward states pass left to right and backward states right to left. At each position the two layer-1 states are concatenated into one vector of 2H numbers, and thick arrows carry that one vector into both the forward and the backward state of layer 2, whose two states are concatenated in turn at the top."}}
+stacked_bilstm_diagram()
+plt.show()
+
+# %% [markdown]
+# The two states of the first layer at a position are joined into one vector, and the forward
+# and the backward reader of the second layer **both** take that whole vector as their input:
+# each reader of the upper layer starts from what both readers of the lower layer have seen.
+# The language model of section 3 is wired differently, for a reason given there. Per layer
+# and direction, an LSTM has
 #
 # $$\underbrace{4H\,D_l}_{U^l} + \underbrace{4H\,H}_{W^l} + \underbrace{4H}_{b^l}$$ (eq-lstm-params)
 #
@@ -327,6 +339,12 @@ bilm_diagram()
 plt.show()
 
 # %% [markdown]
+# **Two wirings.** In this diagram each direction's second layer reads only its own
+# direction's first layer, and not the concatenation that `nn.LSTM` feeds upwards in the
+# diagram of section 2: `BiLM` keeps two separate stacks of one-directional LSTMs. A forward
+# layer that read $\overleftarrow{h}_{k,1}$ would see the words to the right of $t_k$, among
+# them the word it must predict, which is the leak of section 1.
+#
 # The model is `course.models.bilm.BiLM` (about a hundred lines, with this notation in its
 # docstring). The backward LSTMs read each sentence reversed **within its own length**, with
 # packed sequences, exactly as section 1 requires. The corpus is the course's English prose

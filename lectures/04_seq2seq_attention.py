@@ -71,6 +71,7 @@ from course.models.seq2seq import SCORES, Attention, Seq2Seq, masked_softmax
 from course.train import fit
 from course.viz.diagrams import (
     attention_scores_diagram,
+    beam_search_diagram,
     seq2seq_attention_diagram,
     seq2seq_diagram,
 )
@@ -872,6 +873,19 @@ assert variant_match["local, p_t = mean of a_t"] > variant_match["soft (global)"
 # implements both over any **step function** (tokens and a state in, log-probabilities and a
 # new state out), for a whole batch at once; Lectures 6 and 8 reuse them.
 #
+# The diagram below runs beam search with $k = 2$ by hand for three steps, over the words of
+# the example further down but on log-probabilities invented for the picture (their table
+# sits above `beam_search_diagram` in `course/viz/diagrams.py`). At every step each kept
+# prefix is extended by every word, and of all the candidates only the two with the highest
+# sums of log-probabilities go on. After the first step "yes" leads, but "ok" is kept too,
+# and it is the prefix "ok ok" that ends with the best sum; greedy search, committed to "yes"
+# from the first step, finishes below it.
+
+# %% mystnb={"image": {"alt": "Diagram of beam search with k = 2 over three steps, from the start token <s>, on made-up log-probabilities over the words yes, ok and </s>. Each box holds a word and the running sum of log-probabilities, each arrow that step's log-probability. Step 1: yes (-0.7), ok (-0.9) and </s> (-2.3); yes and ok are kept, </s> is pruned. Step 2: yes is extended to yes (-1.9), ok (-1.4) and </s> (-2.3), and ok to yes (-2.3), ok (-1.3) and </s> (-3.4); ok ok and yes ok are kept. Step 3: yes ok is extended to yes (-2.6), ok (-2.6) and </s> (-2.3), and ok ok to yes (-3.6), ok (-3.8) and </s> (-1.5); yes ok </s> and ok ok </s> are kept. Kept candidates are drawn solid, pruned ones dashed and faded, and the best output, ok ok </s> at -1.5, in orange."}}
+beam_search_diagram()
+plt.show()
+
+# %% [markdown]
 # **A search tree where greedy search fails.** The example follows a figure in one of the
 # lecture decks this unit was rebuilt from (Northeastern University's CS6120, lecture 5; not
 # part of the course): over the words {yes, ok, </s>}, greedy search picks "yes yes" although

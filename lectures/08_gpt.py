@@ -102,7 +102,12 @@ from course.models.gpt import (
     save_for_transformers,
 )
 from course.train import fit, linear_warmup_decay
-from course.viz.diagrams import causal_mask_diagram, decoding_tree_diagram
+from course.viz.diagrams import (
+    causal_mask_diagram,
+    decoding_tree_diagram,
+    gpt_stack_diagram,
+    kv_cache_diagram,
+)
 from course.viz.generation import (
     example_logits,
     interact_model_samples,
@@ -145,6 +150,15 @@ LECTURE_START = time.perf_counter()
 # $$p(w_{t+1} \mid w_{\le t}) = \operatorname{softmax}\big(\operatorname{LN}_f(h^{(L)}_t)\,
 #   E_{\text{tok}}^\top\big).$$ (eq-gpt-output)
 #
+# The diagram below stacks {eq}`eq-gpt-input` to {eq}`eq-gpt-output` from the bottom up, as
+# `course/models/gpt.py` builds them. It leaves out dropout, which the model applies only in
+# training, to the embedding sum and to the output of each sublayer.
+
+# %% mystnb={"image": {"alt": "Diagram of the GPT stack as course/models/gpt.py builds it, from the bottom up: the tokens w_1 to w_T; a token embedding E_tok[w_t] and a position embedding E_pos[t], added to give h^(0)_t; then a block repeated L times, in which a LayerNorm LN_1 feeds masked (causal) multi-head self-attention, whose output is added to the block's input, a = h + MultiHead(LN_1(h); causal), and a LayerNorm LN_2 feeds a feed-forward network with GELU, whose output is added to a, h' = a + FFN(LN_2(a)), each residual path drawn around its sublayer on the right; then a final LayerNorm LN_f and the output layer, a product with the transposed token table E_tok and no bias, whose softmax gives p(w_(t+1) given w up to t). A dashed orange line from the token embedding to the output layer marks that the two are the same matrix (tied weights)."}}
+gpt_stack_diagram()
+plt.show()
+
+# %% [markdown]
 # That is all of it: no encoder, so no cross-attention. `course/models/gpt.py` is meant to
 # be read top to bottom; here is its `forward`, which is {eq}`eq-gpt-input` to
 # {eq}`eq-gpt-output` in five lines:
@@ -595,6 +609,15 @@ plt.show()
 #   V^{(l)}_{1..t} = \big[V^{(l)}_{1..t-1};\ v^{(l)}_t\big], \quad
 #   o^{(l)}_t = \operatorname{softmax}\Big(\frac{q^{(l)}_t K^{(l)\top}_{1..t}}{\sqrt{d_k}}\Big) V^{(l)}_{1..t}.$$ (eq-kv-cache)
 #
+# The diagram below draws one such step inside layer $l$: what the cache already contains,
+# the three vectors computed for the new position alone, the append, and the query meeting
+# every one of the $t$ keys and values.
+
+# %% mystnb={"image": {"alt": "Diagram of one generation step with a KV cache in layer l, for the new token at position t. Two shaded rows on the left hold the cache of layer l, stored at the earlier steps: the keys k_1, k_2, ..., k_(t-1) and, below them, the values v_1, v_2, ..., v_(t-1). On the right, for position t only, z_t = LN_1(h_t) is projected into q_t = W^Q z_t, k_t = W^K z_t and v_t = W^V z_t; k_t and v_t are appended at the ends of the two rows, which makes K_(1..t) and V_(1..t). Between the rows, the attention box o_t = softmax(q_t times K_(1..t) transposed, over the square root of d_k) V_(1..t) receives the query q_t (dashed, purple) and purple arrows from all t keys above it and all t values below it; its output o_t leaves on the left. A note says that each of the L layers keeps its own keys and values."}}
+kv_cache_diagram()
+plt.show()
+
+# %% [markdown]
 # `block_with_cache` is one block with a cache:
 
 # %%

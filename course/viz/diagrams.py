@@ -3,18 +3,20 @@
 - :func:`rnn_unrolled_diagram`: an RNN unrolled in time, with BPTT's backward arrows (Lecture 1);
 - :func:`lstm_cell_diagram`, :func:`gru_cell_diagram`: the LSTM cell, its gates and the cell
   state, and the GRU cell, its update and reset gates (Lecture 2);
-- :func:`bilm_diagram`: a stacked, bidirectional language model and ELMo's mix (Lecture 3);
+- :func:`stacked_bilstm_diagram`, :func:`bilm_diagram`: a 2-layer bidirectional LSTM as
+  ``torch.nn.LSTM`` stacks it, and the bidirectional language model and ELMo's mix (Lecture 3);
 - :func:`seq2seq_diagram`, :func:`seq2seq_attention_diagram`, :func:`attention_scores_diagram`:
   an encoder–decoder without attention, with attention, and Bahdanau's attention beside
-  Luong's (Lecture 4);
+  Luong's; :func:`beam_search_diagram`: beam search, k = 2, over three steps (Lecture 4);
 - :func:`self_attention_diagram`, :func:`multi_head_diagram`: queries, keys, values and heads
   (Lecture 5);
 - :func:`transformer_diagram`: the encoder and decoder blocks (Lecture 6);
 - :func:`bert_input_diagram`, :func:`bert_pretraining_diagram`, :func:`bert_finetuning_diagram`:
   BERT's input, three embeddings summed; its two pretraining heads; its fine-tuning set-ups
   (Lecture 7);
-- :func:`causal_mask_diagram`, :func:`decoding_tree_diagram`: the causal mask, and greedy
-  against beam search on a small tree (Lecture 8).
+- :func:`gpt_stack_diagram`, :func:`causal_mask_diagram`, :func:`decoding_tree_diagram`,
+  :func:`kv_cache_diagram`: the decoder-only stack, the causal mask, greedy against beam search
+  on a small tree, and one step of generation with a KV cache (Lecture 8).
 
 Every function returns a new Figure and never closes it. The symbols are those of the course's
 notation page. Lengths are in inches: each figure has one axes that fills it, with data units
@@ -35,18 +37,22 @@ __all__ = [
     "rnn_unrolled_diagram",
     "lstm_cell_diagram",
     "gru_cell_diagram",
+    "stacked_bilstm_diagram",
     "bilm_diagram",
     "seq2seq_diagram",
     "seq2seq_attention_diagram",
     "attention_scores_diagram",
+    "beam_search_diagram",
     "self_attention_diagram",
     "multi_head_diagram",
     "transformer_diagram",
     "bert_input_diagram",
     "bert_pretraining_diagram",
     "bert_finetuning_diagram",
+    "gpt_stack_diagram",
     "causal_mask_diagram",
     "decoding_tree_diagram",
+    "kv_cache_diagram",
 ]
 
 FONT = 11  # text inside boxes
@@ -56,6 +62,7 @@ GRADIENT = "#c0392b"  # the backward pass
 ATTENTION = "#7b3fa0"  # attention weights and queries
 GREEDY = "#1f77b4"
 BEAM = "#e67e22"
+FADED = "#999999"  # what a search drops, what a mask hides
 FILL = {
     "input": "#eeeeee",
     "state": "#d6e6f5",
@@ -178,12 +185,17 @@ def _arrow(
 
 
 def _path(
-    ax: Axes, points: Sequence[tuple[float, float]], colour: str = INK, lw: float = 1.3
+    ax: Axes,
+    points: Sequence[tuple[float, float]],
+    colour: str = INK,
+    lw: float = 1.3,
+    dashed: bool = False,
 ) -> None:
     """A polyline through ``points`` with an arrow head on its last segment (for elbows)."""
     xs, ys = zip(*points[:-1], strict=True)
-    ax.plot(xs, ys, color=colour, linewidth=lw, solid_capstyle="butt")
-    _arrow(ax, points[-2], points[-1], colour=colour, lw=lw)
+    style = (0, (4, 3)) if dashed else "-"
+    ax.plot(xs, ys, color=colour, linewidth=lw, linestyle=style, solid_capstyle="butt")
+    _arrow(ax, points[-2], points[-1], colour=colour, lw=lw, dashed=dashed)
 
 
 def _label(
@@ -391,6 +403,70 @@ def gru_cell_diagram() -> Figure:
     _arrow(ax, candidate.top, mix.bottom)
     _arrow(ax, mix.top, add.bottom)
     _label(ax, 4.5, y_z + 0.2, "$z_t$")
+    return fig
+
+
+def stacked_bilstm_diagram() -> Figure:
+    """A 2-layer bidirectional LSTM over positions t-1, t, t+1, wired as
+    ``torch.nn.LSTM(bidirectional=True, num_layers=2)`` wires it (Lecture 3's notation).
+
+    Layer 1: a forward LSTM reads x_t left to right and a backward LSTM right to left. At each
+    position their states are concatenated, [h→^1_t; h←^1_t] (2H numbers), and that
+    concatenation is the input of BOTH directions of layer 2, whose states are concatenated in
+    turn. (The biLM of :func:`bilm_diagram` is wired otherwise: there each direction's layer 2
+    reads only its own direction's layer 1.)
+    """
+    fig, ax = _canvas(10.9, 7.0)
+    columns = {-1: 2.7, 0: 5.4, 1: 8.1}  # position t-1, t, t+1
+    names = {-1: "t-1", 0: "t", 1: "t+1"}
+    y_x, y_cat1, y_cat2 = 0.6, 3.45, 6.2
+    rows = {1: (1.75, 2.4), 2: (4.5, 5.15)}  # layer: (forward y, backward y)
+    _label(ax, 0.1, y_x, "input", ha="left")
+    for layer, (y_f, y_b) in rows.items():
+        _label(ax, 0.1, (y_f + y_b) / 2, f"layer {layer}", ha="left")
+    for y, layer in ((y_cat1, 1), (y_cat2, 2)):
+        _label(ax, 0.1, y, f"layer {layer} output,\nconcatenated: $2H$", ha="left")
+    boxes: dict[tuple[int, int, str], _Box] = {}
+    for offset, cx in columns.items():
+        t = names[offset]
+        below = _box(ax, cx, y_x, f"$x_{{{t}}}$", kind="input", w=0.8)
+        for layer, (y_f, y_b) in rows.items():
+            fwd = _box(
+                ax, cx - 0.5, y_f, rf"$\overrightarrow{{h}}{{}}^{{{layer}}}_{{{t}}}$", w=0.85
+            )
+            bwd = _box(ax, cx + 0.5, y_b, rf"$\overleftarrow{{h}}{{}}^{{{layer}}}_{{{t}}}$", w=0.85)
+            # both directions read the whole box below: x_t, or [h→; h←] of the layer below
+            lw = 1.3 if layer == 1 else 2.2
+            _arrow(ax, (cx - 0.25, below.top[1]), (fwd.x + 0.05, fwd.bottom[1]), lw=lw)
+            _arrow(ax, (cx + 0.25, below.top[1]), (bwd.x - 0.05, bwd.bottom[1]), lw=lw)
+            y_cat = y_cat1 if layer == 1 else y_cat2
+            text = (
+                rf"$[\overrightarrow{{h}}{{}}^{{{layer}}}_{{{t}}};\ "
+                rf"\overleftarrow{{h}}{{}}^{{{layer}}}_{{{t}}}]$"
+            )
+            cat = _box(ax, cx, y_cat, text, kind="output", w=2.1, h=0.55)
+            _arrow(ax, fwd.top, (fwd.x, cat.bottom[1]))
+            _arrow(ax, bwd.top, (bwd.x, cat.bottom[1]))
+            boxes[offset, layer, "f"], boxes[offset, layer, "b"] = fwd, bwd
+            below = cat
+    for layer in rows:
+        for offset in (-1, 0):
+            _arrow(ax, boxes[offset, layer, "f"].right, boxes[offset + 1, layer, "f"].left)
+            _arrow(ax, boxes[offset + 1, layer, "b"].left, boxes[offset, layer, "b"].right)
+    _label(
+        ax,
+        columns[0],
+        6.75,
+        "forward LSTMs read left to right, backward LSTMs right to left",
+    )
+    _label(
+        ax,
+        columns[1] + 1.2,
+        (y_cat1 + rows[2][0]) / 2,
+        "thick arrows: both\ndirections of layer 2\nread all $2H$ numbers",
+        ha="left",
+        fontsize=SMALL - 1,
+    )
     return fig
 
 
@@ -644,6 +720,134 @@ def attention_scores_diagram() -> Figure:
     _path(ax, [step.left, (x0 + 0.55, y1), (x0 + 0.55, y3), combine.left])
     _arrow(ax, combine.top, (x, y_p - 0.17))
     _label(ax, x, y_p, r"$p(y_t \mid y_{<t}, x) = \mathrm{softmax}(W_o \tilde h_t + b_o)$")
+    return fig
+
+
+# Beam search's example: log p(y_t | y_<t, x) of each next word after each prefix, natural logs
+# to one decimal, made up (each row's probabilities sum to 1 within 0.01). The words are those
+# of Lecture 4's search tree.
+_BEAM_LOG_PROBS: dict[tuple[str, ...], dict[str, float]] = {
+    (): {"yes": -0.7, "ok": -0.9, "</s>": -2.3},
+    ("yes",): {"yes": -1.2, "ok": -0.7, "</s>": -1.6},
+    ("ok",): {"yes": -1.4, "ok": -0.4, "</s>": -2.5},
+    ("yes", "ok"): {"yes": -1.2, "ok": -1.2, "</s>": -0.9},
+    ("ok", "ok"): {"yes": -2.3, "ok": -2.5, "</s>": -0.2},
+}
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    """A prefix extended by one word: its words, log p of that word, the running sum, kept?"""
+
+    words: tuple[str, ...]
+    step: float
+    total: float
+    kept: bool
+
+
+def _beam_steps(
+    log_probs: dict[tuple[str, ...], dict[str, float]], width: int
+) -> list[list[_Candidate]]:
+    """Beam search on a table of next-word log-probabilities: at each step every kept prefix is
+    extended by every word of its row, and the ``width`` candidates with the highest sums of
+    log-probabilities are kept. It stops when a kept prefix has no row. One list per step."""
+    live: list[tuple[tuple[str, ...], float]] = [((), 0.0)]
+    steps: list[list[_Candidate]] = []
+    while all(words in log_probs for words, _ in live):
+        candidates = [
+            (words + (word,), lp, total + lp)
+            for words, total in live
+            for word, lp in log_probs[words].items()
+        ]
+        best = sorted(range(len(candidates)), key=lambda i: -candidates[i][2])[:width]
+        steps.append(
+            [_Candidate(w, lp, total, i in best) for i, (w, lp, total) in enumerate(candidates)]
+        )
+        live = [(candidates[i][0], candidates[i][2]) for i in best]
+    return steps
+
+
+def _minus(value: float) -> str:
+    return f"{value:.1f}".replace("-", "\N{MINUS SIGN}")
+
+
+def beam_search_diagram() -> Figure:
+    """Beam search with k = 2 over three steps, on a made-up table of next-word log-probabilities
+    (``_BEAM_LOG_PROBS``) over Lecture 4's words yes, ok and </s>.
+
+    At each step every kept prefix is extended by every word; each box holds the word y_t and
+    the sum of log p(y_t | y_<t, x) so far, each arrow that step's log-probability. The k = 2
+    best candidates of the step are kept (solid) and extended; the others are pruned (dashed,
+    faded). The best output, the kept candidate of the last step with the highest sum, is
+    drawn in orange: ok ok </s> (-1.5), where greedy search would have taken yes first.
+    """
+    import math
+
+    k = 2
+    steps = _beam_steps(_BEAM_LOG_PROBS, k)
+    best = max((c for c in steps[-1] if c.kept), key=lambda c: c.total).words
+    on_best = {best[:n] for n in range(len(best) + 1)}
+    children: dict[tuple[str, ...], list[_Candidate]] = {}
+    for step in steps:
+        for c in step:
+            children.setdefault(c.words[:-1], []).append(c)
+    # rows: one per leaf (a pruned candidate, or one of the last step), from the top down
+    leaves = sum(not children.get(c.words) for step in steps for c in step)
+    gap, bottom = 0.52, 1.35  # the legend goes below the lowest row
+    top = bottom + gap * (leaves - 1)
+    row = 0
+    y: dict[tuple[str, ...], float] = {}
+
+    def place(words: tuple[str, ...]) -> float:
+        nonlocal row
+        below = children.get(words, [])
+        if not below:
+            y[words] = top - gap * row
+            row += 1
+        else:
+            ys = [place(c.words) for c in below]
+            y[words] = (min(ys) + max(ys)) / 2
+        return y[words]
+
+    place(())
+    x0, spacing = 0.75, 2.6
+    fig, ax = _canvas(x0 + spacing * len(steps) + 0.75, top + 1.75)
+    _label(
+        ax, 0.15, top + 1.3,
+        r"in a box: the word $y_t$, then $\sum \log p(y_t \mid y_{<t}, x)$ so far;"
+        "  " r"on an arrow: $\log p(y_t \mid y_{<t}, x)$ of that step",
+        ha="left",
+    )  # fmt: skip
+    boxes = {(): _box(ax, x0, y[()], r"$\langle s\rangle$", kind="input", w=0.75, h=0.4)}
+    for n, step in enumerate(steps, start=1):
+        cx = x0 + spacing * n
+        _label(ax, cx, top + 0.65, f"step {n}: $y_{n}$")
+        for c in step:
+            parent = boxes[c.words[:-1]]
+            highlight = c.words in on_best
+            colour = BEAM if highlight else INK if c.kept else FADED
+            box = _box(
+                ax, cx, y[c.words], "", kind="output" if c.kept else "masked", w=1.3, h=0.4,
+                edge=colour, lw=2.2 if highlight else 1.0,
+            )  # fmt: skip
+            text = "black" if c.kept else FADED
+            _label(ax, cx, box.y, f"{c.words[-1]}  {_minus(c.total)}", text)
+            lw = 2.2 if highlight else 1.0
+            _arrow(ax, parent.right, box.left, colour=colour, dashed=not c.kept, lw=lw)
+            steep = abs(box.y - parent.y) / math.hypot(box.x - parent.x, box.y - parent.y)
+            offset = 0.13 + 0.12 * steep  # clear of its own line, however steep
+            _edge_label(ax, parent.right, box.left, _minus(c.step), colour, at=0.72, offset=offset)
+            boxes[c.words] = box
+    _legend(
+        ax,
+        0.15,
+        0.65,
+        [
+            (f"kept: the $k = {k}$ best candidates of the step", INK, False),
+            ("pruned", FADED, True),
+        ],
+    )
+    _legend(ax, 4.6, 0.65, [(f"the best output: {' '.join(best)}", BEAM, False)])
     return fig
 
 
@@ -1031,6 +1235,98 @@ def bert_finetuning_diagram() -> Figure:
     return fig
 
 
+def gpt_stack_diagram() -> Figure:
+    """The decoder-only stack as course.models.gpt.GPT builds it (pre-norm, as GPT-2).
+
+    From the bottom: h^(0)_t = E_tok[w_t] + E_pos[t]; then L blocks, each
+    a = h + MultiHead(LN_1(h); causal) and h' = a + FFN(LN_2(a)), the residual path drawn on
+    the right of each sublayer; then the final LN_f and the output layer, which is the token
+    table itself (tied weights, no bias): softmax(LN_f(h^(L)_t) E_tok^T). Dropout, after the
+    embedding sum and after each sublayer, acts in training only and is left out.
+    """
+    from matplotlib.patches import FancyBboxPatch
+
+    fig, ax = _canvas(9.7, 10.6)
+    cx, w, rail = 4.3, 3.0, 6.25  # the main column, its boxes' width, the residual paths' x
+    _label(ax, cx, 0.3, r"tokens $w_1, \dots, w_T$")
+    token = _box(ax, 3.0, 1.1, r"token $E_{\mathrm{tok}}[w_t]$", kind="input", w=2.2, h=0.5)
+    position = _box(ax, 5.6, 1.1, r"position $E_{\mathrm{pos}}[t]$", kind="input", w=2.2, h=0.5)
+    _arrow(ax, (token.x, 0.47), token.bottom)
+    _arrow(ax, (position.x, 0.47), position.bottom)
+    embed = _node(ax, cx, 2.0, "$+$")
+    _arrow(ax, token.top, (embed.x - 0.12, embed.y - 0.12))
+    _arrow(ax, position.top, (embed.x + 0.12, embed.y - 0.12))
+    _label(ax, cx - 0.3, 2.0, r"$h^{(0)}_t$", ha="right")
+    # one block: LN -> sublayer -> add, twice, each add also reading the sublayer's input
+    y, boxes = embed.top[1], []
+    block_bottom = y + 0.15
+    for norm, (text, kind), out in (
+        (r"$\mathrm{LN}_1$", ("masked multi-head self-attention\n"
+                              r"(causal: position $t$ reads $1, \dots, t$)", "attention"), "$a$"),
+        (r"$\mathrm{LN}_2$", (r"feed-forward $\mathrm{FFN}$ (GELU)", "state"), "$h'$"),
+    ):  # fmt: skip
+        start = y + 0.35  # where the residual path leaves the main column
+        n = _box(ax, cx, start + 0.5, norm, kind="norm", w=w, h=0.42)
+        sub = _box(ax, cx, n.top[1] + 0.55, text, kind=kind, w=w, h=0.7)
+        add = _node(ax, cx, sub.top[1] + 0.55, "$+$")
+        _arrow(ax, (cx, y), n.bottom)
+        _arrow(ax, n.top, sub.bottom)
+        _arrow(ax, sub.top, add.bottom)
+        _path(ax, [(cx, start), (rail, start), (rail, add.y), add.right])
+        _label(ax, cx - 0.3, add.y, out, ha="right")
+        boxes += [n, sub, add]
+        y = add.top[1]
+    block_top = y + 0.1
+    ax.add_patch(
+        FancyBboxPatch(
+            (cx - w / 2 - 0.35, block_bottom),
+            rail - cx + w / 2 + 0.65,
+            block_top - block_bottom,
+            boxstyle="round,pad=0.05",
+            facecolor="none",
+            edgecolor="#888888",
+            linestyle=(0, (4, 3)),
+        )
+    )
+    _label(ax, cx - w / 2 - 0.5, (block_bottom + block_top) / 2, "block\n" r"$\times L$",
+           ha="right", fontsize=FONT)  # fmt: skip
+    _label(
+        ax, rail + 0.5, boxes[2].y,
+        r"$a = h + \mathrm{MultiHead}(\mathrm{LN}_1(h);\ \mathrm{causal})$", ha="left",
+        fontsize=SMALL - 1,
+    )  # fmt: skip
+    _label(
+        ax, rail + 0.5, boxes[5].y, r"$h' = a + \mathrm{FFN}(\mathrm{LN}_2(a))$", ha="left",
+        fontsize=SMALL - 1,
+    )  # fmt: skip
+    final = _box(ax, cx, block_top + 0.8, r"final $\mathrm{LN}_f$", kind="norm", w=w, h=0.42)
+    _arrow(ax, (cx, y), final.bottom)
+    _label(ax, cx - 0.3, (block_top + final.bottom[1]) / 2, r"$h^{(L)}_t$", ha="right")
+    head = _box(
+        ax, cx, final.top[1] + 0.6, r"output layer $\cdot\, E_{\mathrm{tok}}^\top$, no bias",
+        kind="output", w=w, h=0.5,
+    )  # fmt: skip
+    _arrow(ax, final.top, head.bottom)
+    _arrow(ax, head.top, (cx, head.top[1] + 0.45))
+    _label(
+        ax, cx, head.top[1] + 0.65,
+        r"$p(w_{t+1} \mid w_{\leq t}) = \mathrm{softmax}(\mathrm{LN}_f(h^{(L)}_t)\, E_{\mathrm{tok}}^\top)$",
+    )  # fmt: skip
+    # weight tying: the output layer is the token table itself
+    tie_x = 0.45
+    _path(
+        ax,
+        [token.left, (tie_x, token.y), (tie_x, head.y), head.left],
+        colour=BEAM,
+        dashed=True,
+    )
+    _label(
+        ax, tie_x + 0.15, (head.y + final.y) / 2 - 0.1,
+        "tied: the same\n" r"matrix $E_{\mathrm{tok}}$", colour=BEAM, ha="left",
+    )  # fmt: skip
+    return fig
+
+
 def causal_mask_diagram(
     tokens: Sequence[str] = ("the", "cat", "sat", "on", "the", "mat"),
 ) -> Figure:
@@ -1119,4 +1415,73 @@ def decoding_tree_diagram() -> Figure:
             ("beam search, $k = 2$: the most probable text it keeps", BEAM, False),
         ],
     )
+    return fig
+
+
+def kv_cache_diagram() -> Figure:
+    """One generation step with a KV cache, in layer l, for the new token at position t
+    (Lecture 8's notation, as course.models.gpt.block_with_cache computes it).
+
+    Stored from the steps before (shaded): the keys k_1..k_{t-1} and values v_1..v_{t-1} of
+    this layer. Computed now, for position t only: q_t, k_t and v_t from z_t = LN_1(h_t), the
+    block's normalised input. k_t and v_t are appended, which makes K_{1..t} and V_{1..t}; then
+    q_t attends over all t keys (purple, from above) and sums the t values (from below):
+    o_t = softmax(q_t K_{1..t}^T / sqrt(d_k)) V_{1..t}. Every layer keeps its own cache.
+    """
+    from matplotlib.patches import FancyBboxPatch
+
+    fig, ax = _canvas(10.6, 5.6)
+    y_k, y_att, y_v = 4.45, 3.2, 1.95
+    slots = {"1": 2.3, "2": 3.25, "t-1": 5.15}  # the cached positions; the dots at 4.2
+    x_new = 6.45  # position t, appended at the end
+    for y in (y_k, y_v):  # the cache: what earlier steps stored
+        ax.add_patch(
+            FancyBboxPatch(
+                (1.75, y - 0.4), 3.95, 0.8, boxstyle="round,pad=0.05", facecolor="#f0f0f0",
+                edgecolor="#888888", linestyle=(0, (4, 3)),
+            )
+        )  # fmt: skip
+    _label(ax, 3.7, y_k + 0.65, r"cache of layer $l$, stored at steps $1..t-1$", "#555555")
+    _label(ax, x_new, y_k + 0.65, "new", BEAM)
+    _label(ax, 0.1, y_k, r"keys $K^{(l)}_{1..t}$", ha="left")
+    _label(ax, 0.1, y_v, r"values $V^{(l)}_{1..t}$", ha="left")
+    attention = _box(
+        ax, 4.3, y_att,
+        r"$o^{(l)}_t = \mathrm{softmax}(q^{(l)}_t K^{(l)\top}_{1..t} / \sqrt{d_k})\, V^{(l)}_{1..t}$",
+        kind="attention", w=4.9, h=0.55,
+    )  # fmt: skip
+    for name, x in (*slots.items(), ("t", x_new)):
+        kind = "gate" if name == "t" else "state"
+        key = _box(ax, x, y_k, f"$k_{{{name}}}$", kind=kind, w=0.8, h=0.45)
+        value = _box(ax, x, y_v, f"$v_{{{name}}}$", kind=kind, w=0.8, h=0.45)
+        _arrow(ax, key.bottom, (x, attention.top[1]), ATTENTION)
+        _arrow(ax, value.top, (x, attention.bottom[1]), ATTENTION)
+    for y in (y_k, y_v):
+        _label(ax, 4.2, y, r"$\cdots$")
+    _label(ax, 4.2, (y_k + y_att) / 2 + 0.05, r"$q_t \cdot k_j$, all $t$ keys", ATTENTION,
+           fontsize=SMALL - 1)  # fmt: skip
+    _label(ax, 4.2, (y_v + y_att) / 2 - 0.05, r"weights $\times\, v_j$, all $t$ values",
+           ATTENTION, fontsize=SMALL - 1)  # fmt: skip
+    # the output, on through W^O, the residual and the FFN of layer l
+    _arrow(ax, attention.left, (1.25, y_att))
+    _label(ax, 0.1, y_att, r"$o^{(l)}_t$", ha="left")
+    # position t: three projections of its normalised input, computed at this step only
+    x_proj, rail = 8.65, 9.95
+    _label(ax, x_proj, y_k + 0.65, "computed at step $t$ only", BEAM)
+    q = _box(ax, x_proj, y_att, r"$q^{(l)}_t = W^Q z_t$", kind="gate", w=1.7, h=0.45)
+    k = _box(ax, x_proj, y_k, r"$k^{(l)}_t = W^K z_t$", kind="gate", w=1.7, h=0.45)
+    v = _box(ax, x_proj, y_v, r"$v^{(l)}_t = W^V z_t$", kind="gate", w=1.7, h=0.45)
+    z = _box(ax, x_proj, 0.7, r"$z_t = \mathrm{LN}_1(h_t)$", kind="norm", w=1.7, h=0.45)
+    for box in (q, k, v):
+        _path(ax, [z.right, (rail, z.y), (rail, box.y), box.right])
+    _arrow(ax, q.left, attention.right, ATTENTION, dashed=True)
+    _label(ax, (q.left[0] + attention.right[0]) / 2 + 0.15, y_att + 0.22, "query", ATTENTION)
+    _arrow(ax, k.left, (x_new + 0.4, y_k))
+    _arrow(ax, v.left, (x_new + 0.4, y_v))
+    for y in (y_k, y_v):
+        _label(ax, (k.left[0] + x_new + 0.4) / 2, y + 0.22, "append")
+    _label(ax, x_proj - 1.1, z.y, "position $t$ only:\nthe new token", ha="right",
+           fontsize=SMALL - 1)  # fmt: skip
+    _label(ax, 0.1, 0.35, r"each of the $L$ layers keeps its own $K^{(l)}$, $V^{(l)}$",
+           ha="left", fontsize=SMALL - 1)  # fmt: skip
     return fig
