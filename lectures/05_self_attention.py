@@ -20,6 +20,21 @@
 # sequence attend to every position of the same sequence, so each output mixes information
 # from the whole input in one step, with no recurrence.
 #
+# **Why a word needs the rest of its sentence.** An embedding table gives a word one vector
+# wherever it occurs (a **type** embedding, in Lecture 3's terms), but what a word means
+# depends on its neighbours. "Bank" is a slope beside water in "we pulled the canoe up onto
+# the bank", and a business in "she asked the bank for a loan". "Green" names a colour in "a
+# green scarf", a lack of experience in "the new pilots are still green", and a concern for
+# the environment in "a green party manifesto". One vector per word has to blend these senses;
+# what we want is one vector per **occurrence**, computed from the words around it. Lecture 3's
+# ELMo got such vectors from LSTMs that read the sentence one word at a time in each
+# direction. Often the word that settles the sense comes later: in "the bank was too steep to
+# climb, so we waded along the river", only "river" says which bank is meant, and a
+# left-to-right reader reaches "bank" before it; ELMo's backward reader sees "river" first, but
+# only after stepping through every word in between. Self-attention builds each position's
+# vector from all the other positions at once, in one layer: "bank" can weigh "river"
+# directly, however far apart they stand.
+#
 # This lecture:
 #
 # 1. computes self-attention step by step and checks two published worked examples;

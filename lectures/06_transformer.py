@@ -31,7 +31,8 @@
 #    the padding and causal masks combined into one;
 # 4. assembles the **encoder–decoder**, proves it equal to `torch.nn.Transformer`, trains it
 #    on Lecture 4's dates and compares it with Lecture 4's recurrent model with attention,
-#    decoding with Lecture 4's greedy and beam search;
+#    decoding with Lecture 4's greedy and beam search, then sets beside it what the paper's
+#    models reached on real translation and what they cost to train;
 # 5. answers "which part has the most parameters?" with formulas, for our model and for the
 #    paper's base model;
 # 6. looks inside the trained model's heads.
@@ -209,8 +210,23 @@ print(
 # %% [markdown]
 # ## 2. Why residuals help
 #
-# A residual connection computes $y = x + F(x)$ instead of $y = F(x)$. Take the simplest
-# case, a linear sublayer: for $y = A x(\theta) + x(\theta)$ the chain rule gives
+# A residual connection computes $y = x + F(x)$ instead of $y = F(x)$. In the paper's words,
+# the output of each sublayer is $\operatorname{LayerNorm}(x + \operatorname{Sublayer}(x))$:
+# the sublayer's result is **added** to its own input, entry by entry, so both have the width
+# $d_{\text{model}}$ and so does the sum.
+#
+# **A correction to a seed slide.** One of the slide decks this unit was rebuilt from (the
+# third lecture of the course "Understanding Large Language Models"; not part of this course)
+# says that the encoder "concat[s] w/ a residual connection". That is wrong: a Transformer's
+# residual connection adds, it does not concatenate. Concatenating, $[x; F(x)]$, would widen
+# the vector at every sublayer, from $d$ to $2d$ to $4d$ up a stack, and its Jacobian would be
+# $I$ stacked on top of $\partial F / \partial x$ instead of their sum
+# $I + \partial F / \partial x$, the form the rest of this section relies on. The Transformer
+# does concatenate in one place: multi-head attention sets its heads' outputs side by side
+# before $W^O$ (Lecture 5).
+#
+# Take the simplest case, a linear sublayer: for $y = A x(\theta) + x(\theta)$ the chain rule
+# gives
 #
 # $$\frac{\partial y}{\partial \theta} = (A + I)\,\frac{\partial x}{\partial \theta},$$ (eq-residual-jacobian)
 #
@@ -673,6 +689,85 @@ for (words, iso), g, b in list(zip(subset, greedy, beam, strict=True))[:3]:
     )
 
 # %% [markdown]
+# ### At the paper's scale
+#
+# The paper trained on real translation, not dates: the WMT 2014 English–German data, about
+# 4.5 million sentence pairs, and the English–French data, 36 million sentences. It scored
+# each model by BLEU on the newstest2014 test set (the overlap of a translation's $n$-grams
+# with a human reference, in points; higher is better) and set both of its Transformers
+# against the best earlier systems, with what each cost to train in floating-point operations
+# (FLOPs). Its Table 2 {cite:p}`vaswani2017attention`, which the "Understanding Large Language
+# Models" slides also show:
+#
+# | model | BLEU DE | BLEU FR | FLOPs DE | FLOPs FR |
+# | --- | --- | --- | --- | --- |
+# | ByteNet | 23.75 | | | |
+# | Deep-Att + PosUnk | | 39.2 | | $1.0 \cdot 10^{20}$ |
+# | GNMT + RL | 24.6 | 39.92 | $2.3 \cdot 10^{19}$ | $1.4 \cdot 10^{20}$ |
+# | ConvS2S | 25.16 | 40.46 | $9.6 \cdot 10^{18}$ | $1.5 \cdot 10^{20}$ |
+# | MoE | 26.03 | 40.56 | $2.0 \cdot 10^{19}$ | $1.2 \cdot 10^{20}$ |
+# | Deep-Att + PosUnk ens. | | 40.4 | | $8.0 \cdot 10^{20}$ |
+# | GNMT + RL ens. | 26.30 | 41.16 | $1.8 \cdot 10^{20}$ | $1.1 \cdot 10^{21}$ |
+# | ConvS2S ens. | 26.36 | 41.29 | $7.7 \cdot 10^{19}$ | $1.2 \cdot 10^{21}$ |
+# | Transformer base | 27.3 | 38.1 | $3.3 \cdot 10^{18}$ | (same) |
+# | Transformer big | 28.4 | 41.8 | $2.3 \cdot 10^{19}$ | (same) |
+#
+# DE is English→German and FR English→French; "ens." marks an ensemble of several models; an
+# empty cell is a figure the paper does not give, and "(same)" marks the one cost the paper
+# gives each Transformer for both language pairs. The figures are those of the revised arXiv
+# version of the paper, which the slides copy; the version in the NIPS 2017 proceedings prints
+# 41.0, not 41.8, for the big model's English→French BLEU. On English→German both
+# Transformers beat every earlier system, ensembles included, the base model at the lowest
+# cost in the table. On English→French the big model beats every earlier single model (and,
+# at 41.8, the ensembles too), at a fraction of their cost; the base model falls short of them
+# all.
+#
+# **Training time.** The slides put it at "~4 days on (8) GPUs". The paper trained on one
+# machine with 8 NVIDIA P100 GPUs: the base model for 100,000 steps, 12 hours, and the big
+# model for 300,000 steps, 3.5 days. The slides' figure is the big model's time rounded up
+# from 3.5 days to 4; the base model, which already beat every earlier English→German system,
+# took 12 hours. The paper estimates each cost in the table as training time × number of GPUs
+# × a sustained rate per GPU, 9.5 TFLOPS for a P100. The cell below redoes that product for
+# the paper's two times and for the slides' 4 days.
+
+# %%
+P100_FLOPS, GPUS, HOUR, DAY = 9.5e12, 8, 3600, 86400  # the paper's rate per P100, its 8 GPUs
+training_seconds = {  # the paper's section 5.2, and the slides' figure
+    "base, 12 hours (paper)": 12 * HOUR,
+    "big, 3.5 days (paper)": 3.5 * DAY,
+    "big, 4 days (slides)": 4 * DAY,
+}
+cost = {name: seconds * GPUS * P100_FLOPS for name, seconds in training_seconds.items()}
+for name, flops in cost.items():
+    print(f"{name:24s} {training_seconds[name] / HOUR:5.0f} h x {GPUS} GPUs: {flops:.1e} FLOPs")
+# The text around this cell reads these products this way: keep it true.
+TABLE_2 = {"base, 12 hours (paper)": "3.3e+18", "big, 3.5 days (paper)": "2.3e+19"}
+for name, published in TABLE_2.items():
+    assert f"{cost[name]:.1e}" == published, f"{name}: Table 2 gives {published}"
+slides_cost = f"{cost['big, 4 days (slides)']:.1e}"
+assert slides_cost != TABLE_2["big, 3.5 days (paper)"], "the slides' 4 days give another cost"
+assert float(slides_cost) > float(TABLE_2["big, 3.5 days (paper)"]), "a larger one, says the text"
+
+# %% [markdown]
+# The paper's times give its table's costs, to the two digits it prints; the slides' 4 days
+# would give a larger figure than the table's. The point of the comparison stands either way:
+# the big Transformer cost less to train than any earlier English→French system in the table,
+# and the base model less than any earlier English→German one.
+#
+# **Zero-shot translation.** Right after this table, the same slides add a remark: train a
+# model to translate from language A to B, then from B to C, and it will translate from A to C
+# without training on that pair. That is not a result of the Transformer paper, which trains a
+# separate model for each language pair. It comes from Google's multilingual translation
+# system {cite:p}`johnson2017multilingual`, a recurrent (LSTM) encoder–decoder with attention.
+# There, one model learns several language pairs at once, their examples mixed together, and
+# an artificial token at the start of each source sentence names the language to translate
+# into. Trained on Portuguese→English and English→Spanish, the model translated
+# Portuguese→Spanish, a direction it had seen no example of: that is **zero-shot
+# translation**. The pairs are learned together, not one after the other as the slides word
+# it, and in that paper the zero-shot translations were usable but worse than translating
+# through English in two steps.
+
+# %% [markdown]
 # ## 5. Which part has the most parameters?
 #
 # With width $d$ ($= d_{\text{model}}$), feed-forward width $d_{ff}$ and a vocabulary of
@@ -870,6 +965,8 @@ assert f"{base.total / 1e6:.1f}M" == "63.1M", "the summary quotes the base model
 # * An encoder block is self-attention and a position-wise feed-forward network, each with a
 #   residual connection and a LayerNorm; ours matches its equations, and LayerNorm by hand
 #   matches `nn.LayerNorm`.
+# * A residual connection adds the sublayer's output to its input, $x + F(x)$; it does not
+#   concatenate them, whatever a seed slide says.
 # * A residual layer's Jacobian is $I + \partial F/\partial x$: through 24 layers the gradient
 #   keeps its size with residuals and vanishes without them (and without normalisation).
 # * Post-norm and pre-norm differ in where the LayerNorm sits; the deep-stack experiment shows
@@ -878,7 +975,9 @@ assert f"{base.total / 1e6:.1f}M" == "63.1M", "the summary quotes the base model
 #   combine with AND.
 # * Our encoder–decoder equals `nn.Transformer` to float64 rounding, matches Lecture 4's GRU
 #   with attention on the dates (a tie within the spread between machines), and decodes with
-#   Lecture 4's greedy and beam search.
+#   Lecture 4's greedy and beam search. At the paper's scale both Transformers beat every
+#   earlier English→German system in its Table 2, the base model at the lowest training cost
+#   in the table.
 # * The feed-forward networks are the largest part of the parameter count, though less than
 #   half of it; the base model counts 63.1M.
 #

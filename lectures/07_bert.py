@@ -34,7 +34,8 @@
 #    blanks;
 # 5. repeats the BERT paper's **feature-extraction** table (which layers to use) on a
 #    word-level task;
-# 6. compares **transfer**: training from scratch, frozen features, and fine-tuning;
+# 6. compares **transfer**: training from scratch, frozen features, and fine-tuning, with the
+#    paper's input formats for sentence pairs and questions and its GLUE results;
 # 7. loads our BERT into `transformers` and counts BERT-base and BERT-large;
 # 8. looks at the **geometry** of its vectors (the narrow cone) and at its heads.
 #
@@ -359,6 +360,13 @@ for p in train_pairs[:3]:
 # %% [markdown]
 # ## 4. Pretraining a tiny BERT
 #
+# **The paper's data.** BERT was pretrained on two corpora: BooksCorpus
+# {cite:p}`zhu2015aligning`, 800M words of free books, and English Wikipedia, 2,500M words of
+# article text, with lists, tables and headers left out. The paper insists on whole documents
+# rather than a corpus of shuffled single sentences, so that each input can be a long run of
+# consecutive text. The course's corpus is whole documents too, at a tiny fraction of that
+# size (section 5 compares the two).
+#
 # Our BERT is the paper's architecture at a small size (the cell below prints its sizes): a
 # few narrow post-norm encoder layers of Lecture 6 (GELU, LayerNorm $\varepsilon = 10^{-12}$)
 # and two heads on top. The MLM head maps each selected position's final vector
@@ -567,6 +575,31 @@ assert abs(feature_accuracy["second_to_last"] - feature_accuracy["last"]) < 0.02
 # sentences classified from the pooled `[CLS]` vector (the pooler of the NSP head), and a span
 # of a paragraph found by a start score and an end score at each of its tokens. Ours reads one
 # vector only, the last layer's at the first piece of the marked word, with no pooler.
+#
+# **The inputs, task by task.** Every task is put in the shape BERT saw in pretraining. A
+# single sentence (sentiment, acceptability) is segment A alone, `[CLS] A [SEP]`. A pair of
+# sentences (premise and hypothesis for entailment, two questions or two sentences for
+# paraphrase, two sentences for similarity) is packed into one input, `[CLS] A [SEP] B [SEP]`,
+# with the segment embeddings A and B of section 2, exactly as in next-sentence prediction:
+# self-attention then compares the two sentences in every layer, and only the classifier on
+# the pooled `[CLS]` vector is new. For question answering on SQuAD
+# {cite:p}`rajpurkar2016squad`, where every answer is a span of a Wikipedia passage, the
+# question is segment A and the passage segment B. Fine-tuning then adds two vectors of width
+# $H$ and nothing else: a start vector $w_s$ and an end vector $w_e$ (the paper's $S$ and
+# $E$). Each passage token $t$ gets a probability of starting the answer and one of ending it,
+# a softmax of its dot product with each vector over the tokens of the passage:
+#
+# $$P_{\text{start}}(t) = \frac{\exp\big(w_s^\top h^{(L)}_t\big)}{\sum_{t'} \exp\big(w_s^\top h^{(L)}_{t'}\big)},
+#   \qquad
+#   P_{\text{end}}(t) = \frac{\exp\big(w_e^\top h^{(L)}_t\big)}{\sum_{t'} \exp\big(w_e^\top h^{(L)}_{t'}\big)}.$$ (eq-span)
+#
+# Training maximises $\log P_{\text{start}}$ of the true start plus $\log P_{\text{end}}$ of the
+# true end. To answer, the model takes the span from $i$ to $j \ge i$ with the largest
+# $w_s^\top h^{(L)}_i + w_e^\top h^{(L)}_j$. For the version of SQuAD in which a question may
+# have no answer in its passage, the paper scores "no answer" as a span that starts and ends
+# at `[CLS]`, and answers only when the best real span scores higher by a margin tuned on
+# development data. Panel (c) below draws the span head; panels (a) and (b) the single
+# sentence and the pair.
 
 # %% mystnb={"image": {"alt": "Four small diagrams of BERT fine-tuned, each with its tokens at the bottom, the fine-tuned BERT above them and a small head on top. (a) One sentence, [CLS] a fine film [SEP]: softmax(W pooled + b) on the [CLS] position gives a class, positive. (b) A sentence pair, [CLS] it rains [SEP] it is wet [SEP]: the same head on [CLS] gives a class, B follows from A. (c) A span, [CLS] who sat [SEP] the cat sat [SEP]: every token of the second segment gets a start score w_s transposed h^(L)_t and an end score w_e transposed h^(L)_t, each a softmax over the second segment, and the answer is the cat. (d) This lecture, [CLS] he walk ##ed home [SEP] with the marked word walk ##ed drawn thick: softmax(W h^(L)_t + b) at the word's first piece, walk, gives its part of speech, verb."}}
 bert_finetuning_diagram()
@@ -657,6 +690,74 @@ assert (
 # its pieces, and a word it splits reaches the probe through its first piece only. At the BERT
 # paper's scale the order is the other way round: in its Table 1, BERT-base beats a model
 # built on ELMo on every GLUE task.
+#
+# **The paper's GLUE results.** GLUE {cite:p}`wang2019glue` gathers nine sentence and
+# sentence-pair tasks with hidden test labels, scored by its evaluation server. The BERT
+# paper's Table 1 {cite:p}`devlin2019bert`, which the "Understanding Large Language Models"
+# slides also show, compares both BERTs, fine-tuned on each task, with the earlier state of
+# the art; here it is turned on its side to fit a narrow screen:
+#
+# | task (train) | SOTA | ELMo | GPT | BASE | LARGE |
+# | --- | --- | --- | --- | --- | --- |
+# | MNLI-m (392k) | 80.6 | 76.4 | 82.1 | 84.6 | 86.7 |
+# | MNLI-mm | 80.1 | 76.1 | 81.4 | 83.4 | 85.9 |
+# | QQP (363k) | 66.1 | 64.8 | 70.3 | 71.2 | 72.1 |
+# | QNLI (108k) | 82.3 | 79.8 | 87.4 | 90.5 | 92.7 |
+# | SST-2 (67k) | 93.2 | 90.4 | 91.3 | 93.5 | 94.9 |
+# | CoLA (8.5k) | 35.0 | 36.0 | 45.4 | 52.1 | 60.5 |
+# | STS-B (5.7k) | 81.0 | 73.3 | 80.0 | 85.8 | 86.5 |
+# | MRPC (3.5k) | 86.0 | 84.9 | 82.3 | 88.9 | 89.3 |
+# | RTE (2.5k) | 61.7 | 56.8 | 56.0 | 66.4 | 70.1 |
+# | Average | 74.0 | 71.0 | 75.1 | 79.6 | 82.1 |
+#
+# SOTA is the best published result on each task before OpenAI GPT; ELMo is the
+# BiLSTM+ELMo+Attn baseline of the GLUE benchmark; GPT is OpenAI GPT
+# {cite:p}`radford2018gpt`; BASE and LARGE are BERT-base and BERT-large. The figure after each
+# task is the size of its training set; MNLI has a matched (m) and a mismatched (mm) test set
+# and one training set. The scores are F1 for QQP and MRPC, Spearman correlation for STS-B,
+# Matthews correlation for CoLA (the paper's caption says accuracy, but GLUE scores CoLA by
+# Matthews correlation) and accuracy for the rest. The Average leaves out the ninth task,
+# WNLI, on which no submitted system had beaten the majority class; with it, the official
+# GLUE score the paper's abstract gives for BERT-large is 80.5. The cell below holds the table
+# and checks how the text reads it.
+
+# %%
+# Devlin et al. (2019), Table 1: GLUE test scores in the order MNLI-m, MNLI-mm, QQP, QNLI,
+# SST-2, CoLA, STS-B, MRPC, RTE, and the paper's Average
+GLUE = {
+    "pre-GPT SOTA": ([80.6, 80.1, 66.1, 82.3, 93.2, 35.0, 81.0, 86.0, 61.7], 74.0),
+    "BiLSTM+ELMo+Attn": ([76.4, 76.1, 64.8, 79.8, 90.4, 36.0, 73.3, 84.9, 56.8], 71.0),
+    "OpenAI GPT": ([82.1, 81.4, 70.3, 87.4, 91.3, 45.4, 80.0, 82.3, 56.0], 75.1),
+    "BERT-base": ([84.6, 83.4, 71.2, 90.5, 93.5, 52.1, 85.8, 88.9, 66.4], 79.6),
+    "BERT-large": ([86.7, 85.9, 72.1, 92.7, 94.9, 60.5, 86.5, 89.3, 70.1], 82.1),
+}
+print(f"{'system':<17} {'mean of the nine':>16} {'Average (paper)':>16}")
+for name, (scores, average) in GLUE.items():
+    print(f"{name:<17} {np.mean(scores):16.2f} {average:16.1f}")
+# The text around this cell reads the table this way: keep it true.
+columns = list(zip(*(scores for scores, _ in GLUE.values()), strict=True))  # one per task
+assert all(column[-1] == max(column) for column in columns), "BERT-large is best on every task"
+elmo_scores, base_scores = GLUE["BiLSTM+ELMo+Attn"][0], GLUE["BERT-base"][0]
+assert all(b > e for b, e in zip(base_scores, elmo_scores, strict=True)), (
+    "the text says BERT-base beats the ELMo baseline on every task"
+)
+assert all(abs(np.mean(scores) - average) < 0.1 for scores, average in GLUE.values()), (
+    "the text says the Average is the mean of the nine figures, to the rounding"
+)
+TASKS = ["MNLI-m", "MNLI-mm", "QQP", "QNLI", "SST-2", "CoLA", "STS-B", "MRPC", "RTE"]
+gain_over_gpt = dict(
+    zip(TASKS, np.subtract(GLUE["BERT-large"][0], GLUE["OpenAI GPT"][0]), strict=True)
+)
+ranked_gains = sorted(gain_over_gpt, key=gain_over_gpt.get, reverse=True)
+print("BERT-large over GPT:", ", ".join(f"{t} {gain_over_gpt[t]:+.1f}" for t in ranked_gains))
+assert set(ranked_gains[:2]) == {"CoLA", "RTE"} and ranked_gains[-1] == "QQP", ranked_gains
+
+# %% [markdown]
+# BERT-large has the best score on every task, and BERT-base beats the ELMo baseline on every
+# one (the cell checks both). The Average is the plain mean of the nine figures, MNLI's two
+# counted apart, to within the rounding of the printed figures (the cell prints both).
+# BERT-large's largest gains over GPT are on CoLA and RTE, two of the smaller training sets,
+# and its smallest on QQP, one of the two largest (checked as well).
 #
 # ## 7. Our BERT in `transformers`, and the real sizes
 #
@@ -858,6 +959,9 @@ assert round(bert_counts["BERT-large"] / 1e5) == 3351, f"BERT-large: {bert_count
 #   same network from scratch, by more than 0.1 on each of three seeds, and frozen features
 #   land between the two. At this size, Lecture 3's word-level ELMo, frozen, beats all three
 #   on this task.
+# * Fine-tuning puts every task in BERT's input format: a sentence pair as
+#   `[CLS] A [SEP] B [SEP]`, a question and its passage likewise, with a start and an end
+#   vector scoring each passage token for the answer's span.
 # * Our BERT loads into `transformers` with the same logits; BERT-base and BERT-large have
 #   the 109.5M and 335.1M parameters counted in section 7 (the paper says 110M and 340M).
 #
