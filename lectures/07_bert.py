@@ -58,6 +58,7 @@ from course.analysis.bert import (
     combine_layers,
     fill_mask_hits,
     heldout_batches,
+    heldout_pretraining_figures,
     marked_word_states,
     read_nsp_pairs,
     train_word_classifier,
@@ -93,7 +94,6 @@ from course.models.bert import (
     BERT_LARGE,
     BertConfig,
     BertForPreTraining,
-    evaluate_pretraining,
     save_for_transformers,
 )
 from course.train import fit, linear_warmup_decay
@@ -432,8 +432,8 @@ nsp_majority = max(
     np.mean([p.label == 0 for p in heldout_pairs]), np.mean([p.label == 1 for p in heldout_pairs])
 )
 figures = {
-    f"live, {LIVE_SECONDS} s": evaluate_pretraining(live, batches),
-    "checkpoint": evaluate_pretraining(bert_ckpt, batches),
+    f"live, {LIVE_SECONDS} s": heldout_pretraining_figures(live, batches),
+    "checkpoint": heldout_pretraining_figures(bert_ckpt, batches),
 }
 print(f"held-out: {len(heldout_pairs):,} pairs, {len(labels):,} masked-LM positions")
 print(f"{'model':<14} {'steps':>6} {'MLM accuracy':>13} {'MLM loss':>9} {'NSP accuracy':>13}")

@@ -3,13 +3,28 @@
 from __future__ import annotations
 
 import contextlib
+import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 
 import pytest
 import torch
 
+from autograder.platform.grade import RELEASE_CACHE_VARIABLE
+
 # Which xdist worker runs which tests under `make test` (-n N --dist loadgroup); inert otherwise.
 pytest_plugins = ["tools.xdist_groups"]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The grading command's release cache (``autograder.platform.grade.release_cache``) in a
+    folder of this test run, shared by its xdist workers (they inherit the variable) and removed
+    after it: the suite neither reads nor leaves anything in the user's cache folder."""
+    if RELEASE_CACHE_VARIABLE not in os.environ:
+        folder = tempfile.mkdtemp(prefix="release-cache-")
+        os.environ[RELEASE_CACHE_VARIABLE] = folder
+        config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
 
 
 @contextlib.contextmanager

@@ -35,13 +35,20 @@ from course.data.bert_inputs import NspPair, frame_words, pad_batch, pretraining
 from course.data.english import Example
 from course.data.wordpiece import WordPiece
 from course.models import model_device
-from course.models.bert import BertConfig, BertForPreTraining, BertModel, fill_mask
+from course.models.bert import (
+    BertConfig,
+    BertForPreTraining,
+    BertModel,
+    evaluate_pretraining,
+    fill_mask,
+)
 from course.train import TrainingHistory, fit, linear_warmup_decay, remembered
 
 __all__ = [
     "read_nsp_pairs",
     "attention_weights",
     "heldout_batches",
+    "heldout_pretraining_figures",
     "LAYER_COMBINATIONS",
     "marked_word_states",
     "combine_layers",
@@ -86,6 +93,16 @@ def heldout_batches(
         pretraining_batch(wordpiece, pairs[i : i + batch_size], generator, max_len)
         for i in range(0, len(pairs), batch_size)
     ]
+
+
+@remembered
+def heldout_pretraining_figures(
+    model: BertForPreTraining, batches: list[dict[str, torch.Tensor]]
+) -> dict[str, float]:
+    """``course.models.bert.evaluate_pretraining`` on the batches of :func:`heldout_batches`:
+    held-out MLM and NSP figures, recorded and replayed as this module's other evaluations are
+    (``course.train.remembered``)."""
+    return evaluate_pretraining(model, batches)
 
 
 @torch.no_grad()

@@ -17,6 +17,7 @@ from course.analysis.bert import (  # noqa: E402
     combine_layers,
     fill_mask_hits,
     heldout_batches,
+    heldout_pretraining_figures,
     marked_word_states,
     read_nsp_pairs,
     train_word_classifier,
@@ -196,6 +197,33 @@ def test_nsp_pair_lines_and_fixed_heldout_masks():
     assert [len(b["input_ids"]) for b in one] == [16, 16, 8]
     assert all(torch.equal(a["labels"], b["labels"]) for a, b in zip(one, two, strict=True))
     assert any((b["labels"] != IGNORE_INDEX).any() for b in one)
+
+
+def test_heldout_pretraining_figures_are_evaluate_pretraining_s(bert, tmp_path, monkeypatch):
+    from course.fit_records import RECORD_VARIABLE, REPLAY_VARIABLE
+    from course.models.bert import evaluate_pretraining
+
+    text = "0\tthe dog sat .\ta cat sat .\n1\tthe cat\tdogs run"
+    batches = heldout_batches(VOCAB, read_nsp_pairs(text) * 8, batch_size=8, seed=0, max_len=16)
+    expected = evaluate_pretraining(bert, batches)
+    assert heldout_pretraining_figures(bert, batches) == expected
+    monkeypatch.setenv(RECORD_VARIABLE, str(tmp_path))  # recorded once, then replayed
+    assert heldout_pretraining_figures(bert, batches) == expected
+    monkeypatch.delenv(RECORD_VARIABLE)
+    monkeypatch.setenv(REPLAY_VARIABLE, str(tmp_path))
+    kept = bert.mlm_bias.detach().clone()
+    with torch.no_grad():
+        bert.mlm_bias.add_(
+            torch.linspace(0.0, 3.0, len(kept))
+        )  # other weights: another key, computed afresh
+    try:
+        changed = evaluate_pretraining(bert, batches)
+        assert changed != expected
+        assert heldout_pretraining_figures(bert, batches) == changed
+    finally:
+        with torch.no_grad():
+            bert.mlm_bias.copy_(kept)  # the module's model as it was
+    assert len(list(tmp_path.iterdir())) == 1
 
 
 def test_unit7_figures(bert):

@@ -649,6 +649,7 @@ def test_the_lectures_evaluations_are_remembered():
     from course.analysis import bert, elmo, generation, lm
 
     for function in (
+        bert.heldout_pretraining_figures,
         bert.marked_word_states,
         bert.word_task_accuracy,
         elmo.heldout_perplexity,
