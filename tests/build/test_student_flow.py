@@ -244,16 +244,52 @@ def _wait_idle(page, lab, timeout: float = 120, settle: float = 1.0) -> None:
     )
 
 
-def _open_notebook(context, lab, path: str):
+def _lab_tab(context, lab):
+    """The lab's one JupyterLab tab, where the notebooks are opened one after another, as a
+    student keeps one tab open (loading JupyterLab costs about 5 s of the browser's CPU). A tab
+    that a failed test left with a dialog or a notebook open is closed, and a new one loaded."""
+    for page in context.pages:
+        if getattr(page, "lab_tab", False) and not page.is_closed():
+            if page.locator(".jp-Dialog, .jp-NotebookPanel").count() == 0:
+                page.errors.clear()
+                return page
+            page.close()
     page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    page.errors = errors
-    page.goto(lab.page(path, workspace=re.sub(r"\W", "-", path)))
+    page.lab_tab, page.errors = True, []
+    page.on("pageerror", lambda error: page.errors.append(str(error)))
+    page.goto(lab.page(workspace="student"))
+    page.locator(".jp-LauncherCard").first.wait_for()
+    return page
+
+
+def _open_notebook(context, lab, path: str):
+    """Open ``path`` in the lab's tab from File > Open from Path; wait for its kernel."""
+    page = _lab_tab(context, lab)
+    _menu(page, "File", "Open from Path…")
+    dialog = page.locator(".jp-Dialog")
+    dialog.locator("input").fill(path)
+    dialog.locator(".jp-Dialog-button.jp-mod-accept").click()
+    dialog.wait_for(state="detached")
     page.locator(f"{NOTEBOOK} .jp-Cell").first.wait_for()
     page.locator(f"{NOTEBOOK} .jp-NotebookPanel-toolbar").first.wait_for()
     _wait_for_kernel(page, lab, path)
     return page
+
+
+def _close_notebook(page) -> None:
+    """Close the notebook's tab (saved, or its changes dropped), leaving the lab's tab open
+    at its launcher for the next test."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    page.locator(".lm-TabBar-tab.jp-mod-current .lm-TabBar-tabCloseIcon").first.click()
+    discard = page.locator(".jp-Dialog .jp-Dialog-button", has_text=re.compile("^Discard$"))
+    if page.locator(NOTEBOOK).count():
+        try:
+            discard.wait_for(timeout=2_000)  # only for a notebook with unsaved changes
+            discard.click()
+        except PlaywrightTimeout:
+            pass
+    page.locator(".jp-NotebookPanel").first.wait_for(state="detached")
 
 
 def _wait_for_kernel(page, lab, path: str, timeout: float = 300) -> None:
@@ -670,7 +706,7 @@ def test_lecture_runs_cleanly_in_jupyterlab(context, lab, lecture):
         _shot(page, f"{name}-references")
     assert not page.errors, f"{lecture}: JavaScript errors {page.errors}"
     _record(**{f"run_all_seconds/{name}": round(seconds, 1), f"widget_controls/{name}": moved})
-    page.close()
+    _close_notebook(page)
     lab.shut_down_kernels()
 
 
@@ -773,7 +809,7 @@ def test_assignment_with_the_reference_answers_passes_and_validates(context, lab
     assert "Success! Your notebook passes all the tests." in result, result
     assert not page.errors, f"{assignment}: JavaScript errors {page.errors}"
     _record(**{f"run_all_seconds/{name}": round(seconds, 1)})
-    page.close()
+    _close_notebook(page)
     lab.shut_down_kernels()
 
 
@@ -810,7 +846,7 @@ def test_a_failing_check_shows_its_message_first_and_briefly(context, lab):
             "AssertionError: hs differs from the expected value by 9.0e-02 at [0, 1]"
         ), lines
         assert len(lines) <= 3 and "checks/" not in error.inner_text(), lines
-        page.close()
+        _close_notebook(page)
     finally:
         lab.shut_down_kernels()
         (lab.root / path).unlink()
@@ -851,7 +887,7 @@ def test_a_validate_whose_kernel_cannot_start_says_why(context, lab):
         assert "error running the validate command" in text, text
         assert "Kernel died before replying to kernel_info" in text, text
         assert seconds < 60, f"the dialog came after {seconds:.0f} s"
-        page.close()
+        _close_notebook(page)
     finally:
         config.write_text(kept)
         lab.shut_down_kernels()
@@ -945,7 +981,7 @@ def test_attention_views_draw_offline_in_jupyterlab(context, lab):
         saved = _save(page, lab, path)
         assert not _errors(saved), _errors(saved)
         assert not page.errors, f"JavaScript errors {page.errors}"
-        page.close()
+        _close_notebook(page)
         lab.shut_down_kernels()
 
         page = _open_notebook(context, lab, path)  # saved by the student: trusted
@@ -953,7 +989,7 @@ def test_attention_views_draw_offline_in_jupyterlab(context, lab):
             v["texts"] for v in (head, model, cross)
         ]
         assert not page.errors, f"JavaScript errors {page.errors}"
-        page.close()
+        _close_notebook(page)
     finally:
         lab.shut_down_kernels()
         (lab.root / path).unlink()
