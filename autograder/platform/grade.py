@@ -378,13 +378,40 @@ def _from_zip(path: Path, inbox: Path, skipped: list[str]) -> list[_Item]:
     return items
 
 
-def collect(path: Path, notebooks: list[str], inbox: Path) -> Collection:
+def _exchange_owner(
+    parts: tuple[str, ...], notebooks: list[str], assignment: str | None
+) -> tuple[str, str] | None:
+    """For an item in the layout of nbgrader's exchange, ``STUDENT/ASSIGNMENT/NAME.ipynb`` (what
+    ``nbgrader collect`` makes under ``submitted/``): (the student, "") for the graded assignment,
+    ("", why it is not graded) for another assignment of the course or a notebook that is not
+    one of this assignment's; None for an item in no such layout."""
+    if assignment is None or len(parts) < 3 or parts[-2] not in {assignment, *fmt.assignment_ids()}:
+        return None
+    stem = parts[-1][: -len(".ipynb")]
+    if parts[-2] != assignment:
+        return "", f"not graded: a submission of {parts[-2]}, not of {assignment}"
+    if stem not in notebooks:
+        names = ", ".join(f"{n}.ipynb" for n in notebooks)
+        return parts[-3], f"not graded: not one of the assignment's notebooks ({names})"
+    return parts[-3], ""
+
+
+OTHER_ASSIGNMENT = "other assignment"
+OTHER_NOTEBOOK = "other notebook"
+
+
+def collect(
+    path: Path, notebooks: list[str], inbox: Path, assignment: str | None = None
+) -> Collection:
     """One entry per student found in a folder or zip of notebooks; their bytes go to ``inbox``.
 
     A file named like one of the assignment's notebooks is its folder's student's; any other
-    ``NAME.ipynb`` is student NAME's (see :func:`student_id`). Every notebook-named item is graded
-    or is a student's row saying why not; other files are listed in ``skipped``; and every file
-    or member, whatever it is, is a row of ``inputs`` (:meth:`Collection.write_inputs`).
+    ``NAME.ipynb`` is student NAME's (see :func:`student_id`). In the layout of nbgrader's
+    exchange, ``STUDENT/ASSIGNMENT/NAME.ipynb`` under ``submitted/`` (given ``assignment``), the
+    student is the folder above the assignment's, and the notebooks of another assignment, or
+    not named like this one's, are rows that say so. Every notebook-named item is graded or is a
+    row saying why not; other files are listed in ``skipped``; and every file or member,
+    whatever it is, is a row of ``inputs`` (:meth:`Collection.write_inputs`).
     """
     shutil.rmtree(inbox, ignore_errors=True)
     inbox.mkdir(parents=True)
@@ -408,10 +435,22 @@ def collect(path: Path, notebooks: list[str], inbox: Path) -> Collection:
         for name in skipped
     ]
     # readable items first, so that a student's good file is graded whatever sorts before it
+    passed_over: list[tuple[str, str]] = []  # (student, note) for other notebooks of theirs
     for item in sorted(items, key=lambda item: (item.path is None, item.parts)):
         parts, where = item.parts, "/".join(item.parts)
         stem = parts[-1][: -len(".ipynb")]
-        if stem in notebooks and len(parts) > 1:
+        exchange = _exchange_owner(parts, notebooks, assignment)
+        if exchange is not None and exchange[1]:
+            owner, why = exchange
+            status = OTHER_NOTEBOOK if owner else OTHER_ASSIGNMENT
+            student = student_id(owner) if owner else ""
+            inputs.append({"input": where, "student": student, "status": status, "message": why})
+            if owner:
+                passed_over.append((student, f"{where} {why.removeprefix('not graded: ')}"))
+            continue
+        if exchange is not None:
+            name, notebook = exchange[0], stem
+        elif stem in notebooks and len(parts) > 1:
             name, notebook = parts[-2], stem
         else:
             name, notebook = stem, notebooks[0]
@@ -437,6 +476,9 @@ def collect(path: Path, notebooks: list[str], inbox: Path) -> Collection:
             inputs.append(
                 {"input": where, "student": student, "status": "read", "message": "graded"}
             )
+    for student, note in passed_over:
+        if student in entries:  # said in the student's row too, as a harmless oddity
+            entries[student].notes.append(note)
     return Collection(list(entries.values()), inputs)
 
 
@@ -772,7 +814,7 @@ def open_batch(
     folder.mkdir(parents=True, exist_ok=True)
     course = prepare_course(folder, assignment)
     specs = load_specs(course, assignment)
-    collection = collect(path, list(specs), folder / "inbox")
+    collection = collect(path, list(specs), folder / "inbox", assignment)
     collection.write_inputs(folder / "inputs.csv")
     if not collection.entries:
         raise GradingError(f"no notebooks (*.ipynb) found in {path}")

@@ -282,3 +282,36 @@ def test_a_zip_with_bad_members_is_graded_and_every_member_is_a_row(tmp_path):
         "up.ipynb": "unreadable zip member",
         "readme.md": "not a notebook",
     }
+
+
+def test_nbgrader_collect_s_layout_is_read_as_it_is(tmp_path):
+    """``submitted/STUDENT/ASSIGNMENT/NAME.ipynb``, as ``nbgrader collect`` files submissions:
+    the student is the folder above the assignment's; another assignment's notebook, or one not
+    named like this assignment's, is a row that says so and is not graded; the student's row
+    names the notebook passed over."""
+    submitted = tmp_path / "course" / "submitted"
+    for student in ("ada", "bob"):
+        folder = submitted / student / NOTEBOOK
+        folder.mkdir(parents=True)
+        (folder / f"{NOTEBOOK}.ipynb").write_text(f"{student}'s notebook")
+        (folder / "timestamp.txt").write_text("2026-11-20 10:00:00.000000 UTC")
+    (submitted / "ada" / NOTEBOOK / "Untitled.ipynb").write_text("a scratch notebook")
+    other = submitted / "bob" / "a2_lstm_gru"
+    other.mkdir()
+    (other / "a2_lstm_gru.ipynb").write_text("bob's assignment 2")
+    found = collect(submitted, [NOTEBOOK], tmp_path / "inbox", NOTEBOOK)
+    entries = {entry.student: entry for entry in found.entries}
+    assert sorted(entries) == ["ada", "bob"]
+    for student in ("ada", "bob"):
+        assert entries[student].files[NOTEBOOK].read_text() == f"{student}'s notebook"
+        assert entries[student].origin == f"{student}/{NOTEBOOK}/{NOTEBOOK}.ipynb"
+    rows = {row["input"]: row for row in found.inputs}
+    scratch = rows[f"ada/{NOTEBOOK}/Untitled.ipynb"]
+    assert scratch["status"] == "other notebook" and scratch["student"] == "ada"
+    assert f"not one of the assignment's notebooks ({NOTEBOOK}.ipynb)" in scratch["message"]
+    assert any("Untitled.ipynb" in note for note in entries["ada"].notes), entries["ada"].notes
+    second = rows["bob/a2_lstm_gru/a2_lstm_gru.ipynb"]
+    assert second["status"] == "other assignment" and second["student"] == ""
+    assert second["message"] == f"not graded: a submission of a2_lstm_gru, not of {NOTEBOOK}"
+    assert entries["bob"].notes == []
+    assert rows[f"bob/{NOTEBOOK}/timestamp.txt"]["status"] == "not a notebook"
