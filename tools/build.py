@@ -43,7 +43,7 @@ from autograder import nbgrader_format as nbg
 from autograder.fingerprint import files_digest, grading_fingerprint
 from course.doctor import CPU_INDEX  # PyTorch's index of CPU-only wheels
 from course.fit_records import RECORD_VARIABLE, THREADS_FILE
-from tools import lab_markdown
+from tools import copies, lab_markdown
 from tools.notebooks import (
     REPO,
     NotebookBuildError,
@@ -66,7 +66,7 @@ LECTURE_INPUTS = (*COMMON_INPUTS, REPO / "tools" / "notebooks.py")
 JOBS_VARIABLE = "COURSE_BUILD_JOBS"
 # the thread pools of torch (OpenMP, MKL) and of numpy (OpenBLAS)
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
-FAILURES = (NotebookBuildError, nbg.NbgraderError, FileNotFoundError)
+FAILURES = (NotebookBuildError, nbg.NbgraderError, FileNotFoundError, copies.CopiedSolutionError)
 
 
 class BuildFailed(RuntimeError):
@@ -411,12 +411,16 @@ def build_assignments() -> None:
 
     An assignment is rebuilt when its grading fingerprint changed: its source, any file of
     ``autograder/`` or ``course/``, the nbgrader configuration, the pinned requirements.
+    First, no graded cell may repeat a lecture or ``course/`` (:mod:`tools.copies`).
     """
+    copies.check()
     run_units(assignment_units())
 
 
 def build_notebooks() -> None:
-    """Lectures and assignments together, so that all of them share the workers."""
+    """Lectures and assignments together, so that all of them share the workers (after the
+    check of :mod:`tools.copies`)."""
+    copies.check()
     run_units([*lecture_units(), *assignment_units()])
 
 
