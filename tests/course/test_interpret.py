@@ -16,7 +16,14 @@ from course.analysis.interpret import (
 )
 from course.checks import assert_close
 from course.models.recurrent import CharLSTM
-from course.viz.cells import cell_activation_html, interact_cell_activations
+from course.viz.cells import (
+    BLACK,
+    WHITE,
+    activation_colours,
+    cell_activation_html,
+    contrast_ratio,
+    interact_cell_activations,
+)
 
 
 def _row(values):
@@ -81,6 +88,22 @@ def test_cell_activation_html_colours_every_character():
     assert "rgb(255,0,0)" in html and "rgb(0,0,255)" in html and "rgb(255,255,255)" in html
     with pytest.raises(ValueError, match="one per character"):
         cell_activation_html("abc", [0.0])
+
+
+def test_cell_activation_text_reads_on_every_colour():
+    # WCAG AA for normal text: 4.5:1. Black on pure blue is 2.4:1, so strong negative values
+    # get white text; every value of the ramp gets at least 4.5:1.
+    assert contrast_ratio(BLACK, WHITE) == pytest.approx(21.0)
+    assert contrast_ratio((0, 0, 255), BLACK) == pytest.approx(2.44, abs=0.01)
+    ratios = []
+    for value in np.linspace(-1.0, 1.0, 401):
+        background, text = activation_colours(value)
+        ratios.append(contrast_ratio(background, text))
+    assert min(ratios) >= 4.5, min(ratios)
+    assert activation_colours(-1.0) == ((0, 0, 255), WHITE)
+    assert activation_colours(0.0) == ((255, 255, 255), BLACK)
+    html = cell_activation_html("ab", [-1.0, 1.0])
+    assert "background:rgb(0,0,255);color:rgb(255,255,255)" in html
 
 
 def test_interact_cell_activations_renders_the_selected_cell(monkeypatch):
