@@ -81,6 +81,7 @@ from course.viz.attention import (
     plot_positions,
     word_vectors,
 )
+from course.viz.attention_views import head_view
 from course.viz.diagrams import multi_head_diagram, self_attention_diagram
 
 torch.manual_seed(0)
@@ -502,7 +503,7 @@ def copy_loss(model, batch):
     return F.cross_entropy(model(x).flatten(0, 1), y.flatten(), ignore_index=IGNORE)
 
 
-extrapolation, times, trainable = {}, {}, {}
+extrapolation, times, trainable, trained = {}, {}, {}, {}
 for encoding in ENCODINGS:
     torch.manual_seed(0)
     model = TinyCausalTransformer(16, d=32, num_heads=2, num_layers=1, positions=encoding)
@@ -515,6 +516,7 @@ for encoding in ENCODINGS:
         desc=encoding,
     )
     times[encoding] = history.seconds
+    trained[encoding] = model  # its heads are looked at below
     trainable[encoding] = sum(p.numel() for p in model.parameters() if p.requires_grad)
     model.eval()
     with torch.no_grad():
@@ -596,6 +598,54 @@ assert trainable["sinusoidal"] == trainable["none"] < trainable["learned"], (
 # offsets whose scores training never shaped, and more keys competing in each softmax. The
 # table shows how fast each falls towards chance: an encoding being "relative" does not make
 # a model extrapolate.
+
+# %% [markdown]
+# ### What the heads learned
+#
+# Each position $i \ge 3$ has one right answer, the token at $i - 3$, and in a single layer
+# the only way that token reaches position $i$ is through attention. So a model that solves
+# the task should have a head whose weights in row $i$ peak at key $i - 3$. The next cell
+# looks at one fresh test sequence of 16 tokens and counts, for every trained model and each
+# of its two heads, the rows $i = 3, \dots, 15$ whose largest weight sits at $i - 3$, and the
+# mean weight there.
+
+# %%
+probe_tokens, _ = delayed_copy_batch(1, TRAIN_LENGTH, generator=torch.Generator().manual_seed(2))
+rows = torch.arange(3, TRAIN_LENGTH)  # the positions that have an answer
+copy_weights, peaks_at_offset = {}, {}
+print(
+    f"{'encoding':12s} {'rows peaking at i - 3 (head 0, head 1)':>40s} {'mean weight there':>20s}"
+)
+for encoding, model in trained.items():
+    with torch.no_grad():
+        _, (layer_weights,) = model(probe_tokens, return_weights=True)  # (1, 2, n, n)
+    copy_weights[encoding] = layer_weights
+    peaks = (layer_weights[0][:, rows].argmax(-1) == rows - 3).float().mean(-1)  # (heads,)
+    mass = layer_weights[0][:, rows, rows - 3].mean(-1)  # (heads,)
+    peaks_at_offset[encoding] = peaks  # the share of rows, per head
+    print(
+        f"{encoding:12s} {', '.join(f'{v:.2f}' for v in peaks):>40s} "
+        f"{', '.join(f'{v:.2f}' for v in mass):>20s}"
+    )
+solvers = [e for e in ENCODINGS if extrapolation[e][TRAIN_LENGTH] > 0.95]
+assert all(peaks_at_offset[e].min() > 0.5 for e in solvers), (
+    "the text below says both heads of every model that solves the task peak at i - 3 in most rows"
+)
+assert all(peaks_at_offset[e].max() < 0.5 for e in ENCODINGS if e not in solvers), (
+    "the text below says the models that fail have no such head"
+)
+
+# %% [markdown]
+# Every model that solves the task has such a head (for these three, in fact, both heads
+# peak at $i - 3$ in most rows), and the two that fail, no positions and ALiBi, have none:
+# without offsets, no head can find the key three back. **bertviz** {cite:p}`vig2019multiscale`,
+# which Lectures 6 and 7 use for larger models, draws the sinusoidal model's two heads on the
+# same sequence: hover over a token on the left to see where it looks, click a head's colour
+# to show or hide that head. From the fourth token on, the lines should run to the token
+# three places above. In JupyterLab the view draws when its cell runs.
+
+# %%
+head_view([copy_weights["sinusoidal"]], [str(t) for t in probe_tokens[0].tolist()])
 
 # %% [markdown]
 # ## 7. The cost, measured
@@ -753,7 +803,8 @@ assert widths[-1] == 1024 and 5 < shrink < 7.5, (
 # * Self-attention ignores order until positions are added. Sinusoidal dot products depend
 #   only on the offset, and so do RoPE's scores; ALiBi biases by distance; learned positions
 #   are a table. On a task that needs exact offsets, the table above says which encodings
-#   learn it and how far each carries beyond the training length.
+#   learn it and how far each carries beyond the training length. In the models that learn
+#   it, the heads' weights peak at the key three back, as the head view shows.
 # * Attention costs $O(n^2 d)$ per layer, more operations than a recurrent layer's $O(n d^2)$
 #   once $n > d$, but needs no sequential steps and joins any two positions in one layer.
 #

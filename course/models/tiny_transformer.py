@@ -65,8 +65,11 @@ class TinyCausalTransformer(nn.Module):
         self.out = nn.Linear(d, vocab_size)
         self.register_buffer("slopes", alibi_slopes(num_heads), persistent=False)
 
-    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        """tokens (B, n) -> logits (B, n, vocab_size)."""
+    def forward(
+        self, tokens: torch.Tensor, *, return_weights: bool = False
+    ) -> torch.Tensor | tuple[torch.Tensor, list[torch.Tensor]]:
+        """tokens (B, n) -> logits (B, n, vocab_size); with ``return_weights``, also each
+        layer's attention weights, (B, num_heads, n, n) per layer (row i: query i's weights)."""
         expect_ids(tokens, self.vocab_size, "tokens")
         n = tokens.shape[1]
         if n > self.max_len:
@@ -78,9 +81,13 @@ class TinyCausalTransformer(nn.Module):
             x = x + self.learned(n)
         mask = causal_mask(n, device=tokens.device)
         bias = alibi_bias(n, self.slopes) if self.positions == "alibi" else None
+        weights = []
         for attn_norm, attn, ffn_norm, ffn in zip(
             self.attn_norms, self.attns, self.ffn_norms, self.ffns, strict=True
         ):
-            x = x + attn(attn_norm(x), mask=mask, bias=bias)[0]
+            mixed, layer_weights = attn(attn_norm(x), mask=mask, bias=bias)
+            weights.append(layer_weights)
+            x = x + mixed
             x = x + ffn(ffn_norm(x))
-        return self.out(self.out_norm(x))
+        logits = self.out(self.out_norm(x))
+        return (logits, weights) if return_weights else logits

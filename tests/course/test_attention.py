@@ -190,6 +190,18 @@ def test_tiny_transformer_is_causal_for_every_encoding(positions):
     assert not torch.allclose(out_x[:, 6:], out_y[:, 6:])
 
 
+def test_tiny_transformer_returns_each_layers_causal_weights():
+    torch.manual_seed(0)
+    model = TinyCausalTransformer(10, d=16, num_heads=2, num_layers=3, positions="alibi")
+    x = torch.randint(0, 10, (2, 7))
+    logits, weights = model(x, return_weights=True)
+    torch.testing.assert_close(logits, model(x))  # the same forward pass
+    assert len(weights) == 3 and all(w.shape == (2, 2, 7, 7) for w in weights)
+    for w in weights:
+        torch.testing.assert_close(w.sum(-1), torch.ones(2, 2, 7))  # each row a distribution
+        assert torch.all(w.triu(diagonal=1) == 0)  # no query sees a later key
+
+
 def test_tiny_transformer_rejects_bad_inputs_and_learns_the_delayed_copy():
     with pytest.raises(ValueError, match="unknown positions 'relative'"):
         TinyCausalTransformer(10, positions="relative")
