@@ -56,7 +56,16 @@ from tqdm import tqdm
 from autograder import nbgrader_format as fmt
 from autograder import nbgrading
 from autograder.fingerprint import grading_fingerprint
-from autograder.platform import cluster, exports, judge, markup, policy, regrades, similarity
+from autograder.platform import (
+    cluster,
+    exports,
+    feedback,
+    judge,
+    markup,
+    policy,
+    regrades,
+    similarity,
+)
 from autograder.platform.recorder import Recorder
 from autograder.platform.report import write_report
 from autograder.platform.sandbox import (
@@ -398,6 +407,26 @@ def _exchange_owner(
 
 OTHER_ASSIGNMENT = "other assignment"
 OTHER_NOTEBOOK = "other notebook"
+EXCHANGE_FILE = "exchange file"
+
+
+def _skipped_row(name: str, assignment: str | None) -> dict[str, str]:
+    """The ``inputs.csv`` row of an item that is not graded: not a notebook, hidden, or one of
+    the files nbgrader's exchange keeps beside a submission (``STUDENT/ASSIGNMENT/``)."""
+    parts = _split(name)
+    if (
+        assignment is not None
+        and len(parts) >= 3
+        and parts[-2] == assignment
+        and parts[-1] in feedback.EXCHANGE_FILES
+    ):
+        why = "nbgrader's record of the submission (read by --policy and --release-feedback)"
+        return {"input": name, "student": "", "status": EXCHANGE_FILE, "message": why}
+    if not name.endswith(".ipynb"):
+        why = "not graded: only files named *.ipynb are"
+        return {"input": name, "student": "", "status": NOT_A_NOTEBOOK, "message": why}
+    why = "not graded: a hidden file or folder (checkpoints, __MACOSX)"
+    return {"input": name, "student": "", "status": HIDDEN, "message": why}
 
 
 def collect(
@@ -423,17 +452,7 @@ def collect(
     else:
         raise GradingError(f"{path} is neither a folder nor a zip file")
     entries: dict[str, Entry] = {}
-    inputs = [
-        {
-            "input": name,
-            "student": "",
-            "status": NOT_A_NOTEBOOK if not name.endswith(".ipynb") else HIDDEN,
-            "message": "not graded: only files named *.ipynb are"
-            if not name.endswith(".ipynb")
-            else "not graded: a hidden file or folder (checkpoints, __MACOSX)",
-        }
-        for name in skipped
-    ]
+    inputs = [_skipped_row(name, assignment) for name in skipped]
     # readable items first, so that a student's good file is graded whatever sorts before it
     passed_over: list[tuple[str, str]] = []  # (student, note) for other notebooks of theirs
     for item in sorted(items, key=lambda item: (item.path is None, item.parts)):
@@ -741,6 +760,9 @@ class GradingOptions:
     shard: tuple[int, int] | None = None
     shards: Path | None = None
     merge: bool = False
+    # put each student's feedback back through nbgrader's exchange (autograder.platform.feedback);
+    # a shard records nothing and so releases nothing: the merge does
+    release_feedback: bool = False
 
     def __post_init__(self) -> None:
         if self.shard is not None and self.merge:
@@ -789,6 +811,7 @@ def options_from(args: argparse.Namespace) -> GradingOptions:
         shard=cluster.parse_shard(args.shard) if args.shard is not None else None,
         shards=args.shards.resolve() if args.shards else None,
         merge=args.merge,
+        release_feedback=args.release_feedback,
     )
 
 
@@ -850,6 +873,11 @@ def grade(assignment: str, path: Path, out: Path, options: GradingOptions) -> in
     course_policy, times = read_policy(assignment, options.policy_file, options.submitted_at)
     roster_file = options.roster_file
     roster, roster_fields = exports.load_roster(roster_file) if roster_file else ({}, set())
+    if options.release_feedback:
+        try:
+            feedback.course_of(path)  # before anything is graded
+        except feedback.FeedbackError as error:
+            raise GradingError(str(error)) from error
     mode = "" if merge else check_sandbox_available()
     with output_lock(out):  # one command at a time on a folder (module docstring)
         batch = open_batch(assignment, path, out, out, options.force, limits)
@@ -915,6 +943,14 @@ def grade(assignment: str, path: Path, out: Path, options: GradingOptions) -> in
         scores = {row.student: row.final for row in rows}
         exports.write_canvas(out / "canvas.csv", assignment, scores, roster)
         exports.write_moodle(out / "moodle.csv", assignment, scores, roster)
+        released = None
+        if options.release_feedback:
+            pages = {row.student: [Path(p) for p in row.feedback.split(";") if p] for row in rows}
+            origins = {e.student: e.origin for e in entries}
+            try:
+                released = feedback.release(path, assignment, origins, pages)
+            except feedback.FeedbackError as error:
+                raise GradingError(f"{error} (the grades are written: {out})") from error
         manual = {
             part_column(specs, name, g)
             for name, spec in specs.items()
@@ -963,6 +999,8 @@ def grade(assignment: str, path: Path, out: Path, options: GradingOptions) -> in
             print(f"inputs: {out / 'inputs.csv'} (every file of the input, and what became of it)")
             print_policy_summary(rows, late is not None, regraded, out)
             print(f"exports: {out / 'canvas.csv'}, {out / 'moodle.csv'} (final scores)")
+            for line in feedback.summary(released) if released is not None else []:
+                print(line)
             for said in exports.empty_columns(roster_fields, roster, scores):
                 print(f"  {said}")
             if not isinstance(similar, str):
@@ -1561,6 +1599,13 @@ def command_parser() -> argparse.ArgumentParser:
         metavar="I/N",
         help="judge only shard I of N (counted from 0: 0/N ... N-1/N; every N-th submission by"
         " student id) into SHARDS/I-of-N, without recording; then run --merge once",
+    )
+    cmd.add_argument(
+        "--release-feedback",
+        action="store_true",
+        help="PATH is nbgrader collect's COURSE/submitted: after grading, put each student's"
+        " feedback in COURSE/feedback and run nbgrader release_feedback there, so that students"
+        " fetch it in the Assignment List",
     )
     cmd.add_argument(
         "--merge",

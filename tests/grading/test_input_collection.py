@@ -314,4 +314,8 @@ def test_nbgrader_collect_s_layout_is_read_as_it_is(tmp_path):
     assert second["status"] == "other assignment" and second["student"] == ""
     assert second["message"] == f"not graded: a submission of a2_lstm_gru, not of {NOTEBOOK}"
     assert entries["bob"].notes == []
-    assert rows[f"bob/{NOTEBOOK}/timestamp.txt"]["status"] == "not a notebook"
+    assert rows[f"bob/{NOTEBOOK}/timestamp.txt"]["status"] == "exchange file"  # nbgrader's own
+    assert f"bob/{NOTEBOOK}/timestamp.txt" not in found.skipped  # not "not graded" in the summary
+    (submitted / "notes.txt").write_text("a file of the TA's")
+    again = collect(submitted, [NOTEBOOK], tmp_path / "inbox2", NOTEBOOK)
+    assert {r["input"]: r["status"] for r in again.inputs}["notes.txt"] == "not a notebook"
