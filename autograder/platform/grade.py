@@ -388,13 +388,13 @@ def _from_zip(path: Path, inbox: Path, skipped: list[str]) -> list[_Item]:
 
 
 def _exchange_owner(
-    parts: tuple[str, ...], notebooks: list[str], assignment: str | None
+    parts: tuple[str, ...], notebooks: list[str], assignment: str | None, course: set[str]
 ) -> tuple[str, str] | None:
     """For an item in the layout of nbgrader's exchange, ``STUDENT/ASSIGNMENT/NAME.ipynb`` (what
     ``nbgrader collect`` makes under ``submitted/``): (the student, "") for the graded assignment,
-    ("", why it is not graded) for another assignment of the course or a notebook that is not
-    one of this assignment's; None for an item in no such layout."""
-    if assignment is None or len(parts) < 3 or parts[-2] not in {assignment, *fmt.assignment_ids()}:
+    ("", why it is not graded) for another assignment of the ``course`` or a notebook that is
+    not one of this assignment's; None for an item in no such layout."""
+    if assignment is None or len(parts) < 3 or parts[-2] not in {assignment, *course}:
         return None
     stem = parts[-1][: -len(".ipynb")]
     if parts[-2] != assignment:
@@ -455,10 +455,11 @@ def collect(
     inputs = [_skipped_row(name, assignment) for name in skipped]
     # readable items first, so that a student's good file is graded whatever sorts before it
     passed_over: list[tuple[str, str]] = []  # (student, note) for other notebooks of theirs
+    course = set(fmt.assignment_ids()) if assignment is not None else set()
     for item in sorted(items, key=lambda item: (item.path is None, item.parts)):
         parts, where = item.parts, "/".join(item.parts)
         stem = parts[-1][: -len(".ipynb")]
-        exchange = _exchange_owner(parts, notebooks, assignment)
+        exchange = _exchange_owner(parts, notebooks, assignment, course)
         if exchange is not None and exchange[1]:
             owner, why = exchange
             status = OTHER_NOTEBOOK if owner else OTHER_ASSIGNMENT
