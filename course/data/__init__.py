@@ -12,4 +12,7 @@
   tokenisation (Unit 7), compared with the ``tokenizers`` library
 - ``course.data.bert_inputs``: BERT's special tokens, sentence-pair framing, MLM masking and
   NSP pairs
+- ``course.data.dates``, ``course.data.numbers``, ``course.data.sorting``: generated
+  translation tasks, words in and characters out (Units 4 and 6), on the shared base of
+  ``course.data.translation``
 """

@@ -19,9 +19,11 @@ from course.analysis.seq2seq import (
     exposure_bias,
     translate,
 )
+from course.analysis.sorting import SORTERS, sorting_seeds, train_sorter
 from course.checks import ShapeMismatch
 from course.data.dates import (
     HELDOUT_TEMPLATES,
+    ONES,
     TEMPLATES,
     DateTask,
     date_in_words,
@@ -30,9 +32,11 @@ from course.data.dates import (
     year_in_words,
 )
 from course.data.numbers import NumberTask, in_words
+from course.data.sorting import SortTask
 from course.data.translation import WordsToCharacters, stable_hash
 from course.decoding import Hypothesis, beam_search, greedy_search, map_state
 from course.models.seq2seq import SCORES, Attention, Seq2Seq, masked_softmax
+from course.models.transformer import Seq2SeqTransformer
 from course.viz.seq2seq import (
     interact_alignment,
     plot_accuracy_by_length,
@@ -155,6 +159,20 @@ def test_numbers_task_holds_out_numbers_and_spreads_lengths():
         task.sample(1, "forms")
     with pytest.raises(ValueError, match="numbers run from 1 to 999,999"):
         in_words(0)
+
+
+def test_sort_task_sorts_holds_out_sources_and_spreads_lengths():
+    task = SortTask()
+    train, test = task.sample(3000, "train"), task.sample(1000, "test")
+    assert not {" ".join(w) for w, _ in train} & {" ".join(w) for w, _ in test}
+    assert {len(w) for w, _ in train} == set(range(5, 31))
+    for words, target in train[:200]:
+        digits = "".join(str(ONES.index(word)) for word in words)
+        assert target == "".join(sorted(digits)) and len(target) == len(words)
+    assert task.sample(5, "test", seed=3) == task.sample(5, "test", seed=3)
+    assert {len(w) for w, _ in SortTask(2, 3).sample(200)} == {2, 3}
+    with pytest.raises(ValueError, match="shortest <= longest"):
+        SortTask(6, 5)
 
 
 def test_batches_pad_both_sides_and_encode_round_trip():
@@ -574,3 +592,18 @@ def test_attention_weights_of_an_output_and_the_figures():
     with pytest.raises(ValueError, match="at least one scoring function"):
         interact_alignment({})
     plt.close("all")
+
+
+def test_both_sorters_train_with_one_recipe_and_their_seeds_are_reproducible(capsys):
+    task = SortTask()
+    first, history = train_sorter("GRU + additive attention", task, seed=1, steps=3, progress=False)
+    again, _ = train_sorter("GRU + additive attention", task, seed=1, steps=3, progress=False)
+    assert history.steps == 3 and isinstance(first, Seq2Seq)
+    for a, b in zip(first.parameters(), again.parameters(), strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)  # the same seed, the same weights
+    tf, _ = train_sorter("Transformer (2+2 layers)", task, seed=1, steps=2, progress=False)
+    assert isinstance(tf, Seq2SeqTransformer)
+    figures = sorting_seeds((0, 1), steps=2, test_sources=8)
+    assert set(figures) == set(SORTERS) and all(len(v) == 2 for v in figures.values())
+    assert all(0.0 <= f <= 1.0 for v in figures.values() for f in v)
+    assert "spread" in capsys.readouterr().out
