@@ -32,7 +32,7 @@ the data and the held-out evaluation come on top, and for BERT the fine-tuning r
     bert_english        3,282 s      char_lstm_english   1,914 s
     bilm_english        4,427 s      char_lstm_stdlib      702 s
     char_gpt_english    3,914 s      char_rnn_english      442 s
-    key_value_gpt         268 s
+    key_value_gpt         268 s      char_rnn_stdlib       442 s
 
 about four hours in all, under two and a half side by side on two cores (start the two longest,
 bilm_english and char_gpt_english, first). The time grows about linearly with steps x batch
@@ -80,6 +80,7 @@ from course.checkpoints import (
     heldout_key,
     load_checkpoint,
     load_heldout_text,
+    read_metadata,
     save_checkpoint,
 )
 from course.data.bert_inputs import make_nsp_pairs, pretraining_batches
@@ -191,6 +192,32 @@ CHAR_LSTM_STDLIB = {
     ],
 }
 
+# Lecture 2's plain RNN against that LSTM at the same size: H = 496 gives 351,223 parameters
+# (+1.7% of the LSTM's 345,223) and 344,720 multiply-adds a character (+2.1%), so both do the
+# same arithmetic on the same windows, steps and phases. Its rates were chosen by 500 steps
+# of the first phase (held-out bits/char on 20,000 characters, one thread beside other work):
+#     RNN lr 1e-2  3.850   5e-3  3.053   3e-3  2.660   2e-3  2.750   1e-3  2.944
+#         (104-112 ms/step)
+#     LSTM lr 1e-2 2.498 (the LSTM's rate; 141 ms/step)
+# The second phase keeps the LSTM's ratio: a fifth of the first rate. Held-out bits/char from
+# seeds 0 (the checkpoints), 1 and 2, by stdlib_spread() (one thread, about 17 min a seed):
+#     LSTM 1.8635, 1.8109, 1.8359 (spread 0.053)    RNN 1.9405, 1.9444, 1.9620 (spread 0.022)
+# so the LSTM's worst seed leads the RNN's best by 0.077.
+CHAR_RNN_STDLIB = {
+    "model": {"hidden_size": 496, "embedding_dim": 32},
+    "training": CHAR_LSTM_STDLIB["training"],
+    "phases": [
+        {"steps": 3000, "lr": 3e-3, "seed": SEED},
+        {"steps": 1000, "lr": 6e-4, "seed": SEED + 1},
+    ],
+}
+
+
+STDLIB_PAIR = (
+    ("char_lstm_stdlib", CharLSTM, CHAR_LSTM_STDLIB),
+    ("char_rnn_stdlib", CharRNN, CHAR_RNN_STDLIB),
+)
+
 
 def train_in_phases(
     model: torch.nn.Module,
@@ -255,24 +282,99 @@ def fit_record(history: TrainingHistory, function: str, model_class: str, settin
 def char_lstm_stdlib(directory: Path, device: torch.device, runs: Runs = NO_RUNS) -> dict:
     """Lecture 2's interpretable cells: a char-LSTM trained on the whole train split of the
     standard library (about four times Lecture 2's text) with ``CHAR_LSTM_STDLIB``."""
+    return char_stdlib(
+        "char_lstm_stdlib",
+        CharLSTM,
+        CHAR_LSTM_STDLIB,
+        "Character-level LSTM (H = 256, 32-dimensional embedding) trained on Python's "
+        "standard library for Lecture 2's interpretable cells",
+        directory,
+        device,
+    )
+
+
+def char_rnn_stdlib(directory: Path, device: torch.device, runs: Runs = NO_RUNS) -> dict:
+    """Lecture 2's LSTM against a plain RNN: the char-RNN of ``CHAR_RNN_STDLIB``, trained on the
+    same windows, steps and phases as ``char_lstm_stdlib``."""
+    return char_stdlib(
+        "char_rnn_stdlib",
+        CharRNN,
+        CHAR_RNN_STDLIB,
+        "Character-level RNN (tanh, H = 496, 32-dimensional embedding) trained on Python's "
+        "standard library with the windows, steps and phases of char_lstm_stdlib, for Lecture "
+        "2's comparison of the two at the same size",
+        directory,
+        device,
+    )
+
+
+def train_stdlib(
+    model_class: type[torch.nn.Module],
+    recipe: dict,
+    config: dict,
+    train_ids: torch.Tensor,
+    device: torch.device,
+    seed: int = SEED,
+) -> tuple[torch.nn.Module, dict]:
+    """Train a ``model_class(**config)`` with ``recipe``; the checkpoint is seed ``SEED``, other
+    seeds (initial weights and every phase's windows) measure the spread. The model comes back
+    on the CPU."""
+    torch.manual_seed(seed)  # the initial weights
+    model = model_class(**config).to(device)
+    phases = [{**phase, "seed": phase["seed"] + 100 * (seed - SEED)} for phase in recipe["phases"]]
+    training = train_in_phases(model, train_ids, recipe["training"], phases, device)
+    if seed != SEED:
+        training |= {"seed": seed, "initial_weights": f"torch.manual_seed({seed})"}
+    return model.cpu(), training  # measured and saved on the CPU, as before
+
+
+def stdlib_spread(seeds: Iterable[int] = (1, 2)) -> dict[tuple[str, int], float]:
+    """Train both of Lecture 2's stdlib recipes once per seed (0 is the checkpoints' own) and
+    print each run's held-out bits per character, measured as the checkpoints are, and the
+    spread (max - min) over the seeds with the checkpoints' figures: how far the LSTM's lead
+    over the RNN can move between runs. About 17 minutes a seed on one thread."""
+    train_text = load_python_source(max_chars=None, split="train")
+    heldout_text = load_python_source(max_chars=100_000, split="val")
+    vocab = CharVocab.from_text(train_text)
+    train_ids = vocab.encode(train_text)
+    figures: dict[tuple[str, int], float] = {}
+    for name, model_class, recipe in STDLIB_PAIR:
+        metadata = read_metadata(name)
+        figures[(name, SEED)] = metadata["heldout"]["bits_per_char"]
+        for seed in seeds:
+            config = {"vocab_size": len(vocab), **recipe["model"]}
+            model, training = train_stdlib(
+                model_class, recipe, config, train_ids, torch.device("cpu"), seed
+            )
+            figures[(name, seed)] = heldout_bits_per_char(model, metadata, heldout_text)
+            print(f"{name}, seed {seed}: {figures[(name, seed)]:.4f} bits/char "
+                  f"({training['seconds']:.0f} s)", flush=True)  # fmt: skip
+    for name, _, _ in STDLIB_PAIR:
+        values = [value for (key, _), value in figures.items() if key == name]
+        print(
+            f"{name}: {min(values):.4f} to {max(values):.4f}, spread {max(values) - min(values):.4f}"
+        )
+    return figures
+
+
+def char_stdlib(
+    name: str,
+    model_class: type[torch.nn.Module],
+    recipe: dict,
+    description: str,
+    directory: Path,
+    device: torch.device,
+) -> dict:
+    """A character-level model of the standard library's source, trained with ``recipe``."""
     train_text = load_python_source(max_chars=None, split="train")
     heldout_text = load_python_source(max_chars=100_000, split="val")  # Lecture 2's held-out text
     vocab = CharVocab.from_text(train_text)
-    config = {"vocab_size": len(vocab), **CHAR_LSTM_STDLIB["model"]}
-    torch.manual_seed(SEED)  # the initial weights
-    model = CharLSTM(**config).to(device)
-    training = train_in_phases(
-        model,
-        vocab.encode(train_text),
-        CHAR_LSTM_STDLIB["training"],
-        CHAR_LSTM_STDLIB["phases"],
-        device,
-    )
-    model.cpu()  # measured and saved on the CPU, as before
+    config = {"vocab_size": len(vocab), **recipe["model"]}
+    model, training = train_stdlib(model_class, recipe, config, vocab.encode(train_text), device)
     python = platform.python_version()
     return save_checkpoint(
         model,
-        "char_lstm_stdlib",
+        name,
         config=config,
         vocab=vocab,
         training=training,
@@ -291,10 +393,7 @@ def char_lstm_stdlib(directory: Path, device: torch.device, runs: Runs = NO_RUNS
             "the first 100,000 characters of the held-out split ('val') of the standard "
             f"library's source, Python {python}: Lecture 2's held-out text"
         ),
-        description=(
-            "Character-level LSTM (H = 256, 32-dimensional embedding) trained on Python's "
-            "standard library for Lecture 2's interpretable cells"
-        ),
+        description=description,
         command=REMAKE_COMMAND,
         directory=directory,
     )
@@ -897,6 +996,7 @@ def key_value_gpt(directory: Path, device: torch.device, runs: Runs = NO_RUNS) -
 
 RECIPES: dict[str, Callable[[Path, torch.device, Runs], dict]] = {
     "char_lstm_stdlib": char_lstm_stdlib,
+    "char_rnn_stdlib": char_rnn_stdlib,
     "bilm_english": bilm_english,
     "bert_english": bert_english,
     "key_value_gpt": key_value_gpt,
