@@ -56,7 +56,7 @@ from course.analysis.elmo import (
     probe_accuracy,
     train_probe,
 )
-from course.analysis.ngram import KneserNey
+from course.analysis.ngram import perplexity_both_ways
 from course.checkpoints import checkpoint_vocab, load_checkpoint
 from course.data.english import load_prose, load_tagging_task, majority_baseline, task_labels
 from course.data.words import WordVocab, sentence_tokens, token_windows
@@ -402,9 +402,9 @@ plt.show()
 # %% [markdown]
 # How good is that? The baseline a reader should ask for is an **n-gram model** on the same
 # vocabulary: interpolated Kneser–Ney smoothing {cite:p}`kneser1995improved,chen1999empirical`,
-# a forward one and a backward one (trained
-# on reversed sentences), counted on the same training sentences
-# (`course.analysis.ngram.KneserNey`). Perplexity is $\exp$ of the mean negative
+# a forward one and a backward one (trained on reversed sentences), counted on the same
+# training sentences (`course.analysis.ngram.KneserNey`, both ways at once by
+# `perplexity_both_ways`). Perplexity is $\exp$ of the mean negative
 # log-likelihood per predicted token, over whole held-out sentences: the forward models
 # predict every token after `<s>`, the backward models every token before `</s>`.
 
@@ -414,17 +414,12 @@ train_ids = [vocab.ids(s) for s in train_sentences]  # once, for every order bel
 test_ids = [vocab.ids(s) for s in heldout_sample]
 
 
-def ngram_perplexities(order):
-    forward = KneserNey(train_ids, len(vocab), order).perplexity(test_ids)
-    backward = KneserNey([s[::-1] for s in train_ids], len(vocab), order).perplexity(
-        [s[::-1] for s in test_ids]
-    )
-    return {"forward": forward, "backward": backward}
-
-
 ORDERS = {1: "unigram", 2: "Kneser-Ney bigram", 3: "Kneser-Ney trigram"}
 perplexity = {
-    **{name: ngram_perplexities(n) for n, name in tqdm(ORDERS.items(), desc="n-gram models")},
+    **{
+        name: perplexity_both_ways(train_ids, test_ids, len(vocab), n)
+        for n, name in tqdm(ORDERS.items(), desc="n-gram models")
+    },
     f"biLM, live ({live_history.steps} steps)": heldout_perplexity(live, vocab, heldout_sample),
     f"biLM, checkpoint ({ckpt_meta['training']['steps']:,} steps)": heldout_perplexity(
         biLM_ckpt, vocab, heldout_sample

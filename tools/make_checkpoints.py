@@ -69,7 +69,7 @@ from course.analysis.bert import (
 )
 from course.analysis.elmo import heldout_perplexity, probe_accuracy, train_probe
 from course.analysis.in_context import in_context_accuracy
-from course.analysis.ngram import KneserNey
+from course.analysis.ngram import perplexity_both_ways
 from course.checkpoints import (
     CHECKPOINT_DIR,
     REMAKE_COMMAND,
@@ -440,11 +440,8 @@ def kneser_ney_baseline(
     biLM: the bar its checkpoint is held to."""
     train_ids = [vocab.ids(s) for s in train]
     test_ids = [vocab.ids(s) for s in heldout]
-    forward = KneserNey(train_ids, len(vocab), order).perplexity(test_ids)
-    backward = KneserNey([s[::-1] for s in train_ids], len(vocab), order).perplexity(
-        [s[::-1] for s in test_ids]
-    )
-    return {"forward": round(forward, 4), "backward": round(backward, 4)}
+    both = perplexity_both_ways(train_ids, test_ids, len(vocab), order)
+    return {direction: round(value, 4) for direction, value in both.items()}
 
 
 def record_bilm_baseline(directory: Path) -> dict:

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["KneserNey"]
+__all__ = ["KneserNey", "perplexity_both_ways"]
 
 
 class KneserNey:
@@ -117,3 +117,16 @@ def _lookup(keys: np.ndarray, values: np.ndarray, query: np.ndarray) -> np.ndarr
         return np.zeros(len(query))
     at = np.minimum(np.searchsorted(keys, query), len(keys) - 1)
     return np.where(keys[at] == query, values[at], 0.0)
+
+
+def perplexity_both_ways(
+    train: Sequence[Sequence[int]], test: Sequence[Sequence[int]], vocab_size: int, order: int
+) -> dict[str, float]:
+    """Held-out perplexity of a forward and a backward :class:`KneserNey` model of ``order``:
+    the backward one counts and reads every sentence reversed, as a biLM's backward reader does.
+    Sentences of ids, each with <s> first and </s> last (reversed, </s> is the context)."""
+    forward = KneserNey(train, vocab_size, order).perplexity(test)
+    backward = KneserNey([s[::-1] for s in train], vocab_size, order).perplexity(
+        [s[::-1] for s in test]
+    )
+    return {"forward": forward, "backward": backward}

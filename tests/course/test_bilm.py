@@ -20,7 +20,7 @@ from course.analysis.elmo import (
     probe_accuracy,
     train_probe,
 )
-from course.analysis.ngram import KneserNey
+from course.analysis.ngram import KneserNey, perplexity_both_ways
 from course.checks import ShapeMismatch
 from course.data.english import Example
 from course.data.words import WordVocab, sentence_tokens, token_windows, tokenize
@@ -197,6 +197,17 @@ def test_kneser_ney_distributions_sum_to_one(order: int):
             continue
         assert probs.sum() == pytest.approx(1.0, abs=1e-9), context
         assert (probs > 0).all()
+
+
+def test_perplexity_both_ways_reads_the_backward_model_on_reversed_sentences():
+    # each direction is the KneserNey model of that direction: backward, counted and scored on
+    # every sentence reversed
+    train = [[0, 1, 2, 3]] * 20 + [[0, 2, 1, 3]] * 5
+    test = [[0, 1, 2, 3], [0, 2, 1, 3]]
+    both = perplexity_both_ways(train, test, 4, order=2)
+    assert both["forward"] == KneserNey(train, 4, order=2).perplexity(test)
+    reversed_model = KneserNey([s[::-1] for s in train], 4, order=2)
+    assert both["backward"] == reversed_model.perplexity([s[::-1] for s in test])
 
 
 def test_kneser_ney_perplexity_is_sensible_and_checks_input():
