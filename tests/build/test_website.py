@@ -4,10 +4,12 @@ The site is served on 127.0.0.1 and every request to another host is blocked (an
 page that made it). For every page: it answers 200, logs no console error, its math is
 typeset by the local MathJax, every image loads and every internal link (and its #anchor)
 resolves, and axe-core finds no serious or critical accessibility problem at 1280 px in the
-light theme and at a phone's 390 px, nor with its colour rules in the dark theme. At 1280, 900
-and 390 px no page pans sideways and every wide display equation shows that it scrolls; printed,
-no code block cuts its lines. Search finds lecture text. Screenshots, a table of page sizes and
-the accessibility counts go to ``build/screenshots/``.
+light theme and at a phone's 390 px, nor with its colour rules in the dark theme. At 1280, 1024,
+900 and 390 px no page pans sideways and every wide display equation shows that it scrolls; at
+1280 and 1024 px none scrolls, and every diagram's smallest label is at least 9 px high; at
+390 px no inline equation or link is cut off at the screen's edge, and a wide table says that it
+scrolls; printed, no code block cuts its lines. Search finds lecture text. Screenshots, a table
+of page sizes and the accessibility counts go to ``build/screenshots/``.
 
 Chromium is required, not optional: `make test` installs it (`make browser`) when absent.
 """
@@ -203,8 +205,13 @@ def _accessibility_problems(
 # What a reader sees of the page's width: a page that is wider than the screen pans sideways
 # (the first elements that stick out are named); a display equation wider than its column
 # scrolls in its own box, which a keyboard can reach and which shows a shadow at an edge with
-# more beyond it (course.css). MathJax's hidden copy for screen readers is left out.
-LAYOUT = """() => {
+# more beyond it (course.css). MathJax's hidden copy for screen readers is left out. Also: each
+# diagram of course.viz.diagrams (the picture of a code cell that only calls it) with the height
+# its smallest label is shown at (``labels``: that height as a fraction of the picture's width);
+# the inline equations and links whose text reaches past the screen's edge with no box that
+# scrolls it into view (the theme clips an inline equation, and a link to the next page, to its
+# box); and the boxes of tables that scroll, with the line that says so (course.css).
+LAYOUT = """(labels) => {
   const root = document.documentElement;
   const name = (e) => `${e.tagName.toLowerCase()}.${[...e.classList].join('.')}: `
       + e.textContent.trim().slice(0, 50);
@@ -225,10 +232,42 @@ LAYOUT = """() => {
     return !['auto', 'scroll'].includes(style.overflowX) || m.tabIndex < 0
         || (style.backgroundImage.match(/gradient/g) || []).length < 4;
   });
+  const diagrams = [];
+  for (const cell of document.querySelectorAll('.cell')) {
+    const call = (cell.querySelector('.cell_input') || {textContent: ''}).textContent
+        .match(/\\b(\\w+_diagram)\\(\\)/);
+    const img = cell.querySelector('.cell_output img');
+    if (!call || !img || !(call[1] in labels)) continue;
+    const style = getComputedStyle(img);
+    const shown = img.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+    diagrams.push({name: call[1], shown, label: labels[call[1]] * shown});
+  }
+  const scrolls = (e) => ['auto', 'scroll'].includes(getComputedStyle(e).overflowX)
+      && e.scrollWidth > e.clientWidth + 1;
+  const cut = [...document.querySelectorAll('.bd-main a[href], span.math > mjx-container')]
+    .filter((e) => {
+      if (!e.getClientRects().length || getComputedStyle(e).visibility !== 'visible') return false;
+      const text = document.createRange();
+      text.selectNodeContents(e);
+      const box = text.getBoundingClientRect();
+      if (!box.width || (box.left >= -1 && box.right <= root.clientWidth + 1)) return false;
+      for (let p = e; p; p = p.parentElement) if (scrolls(p)) return false;
+      return true;
+    });
+  const tables = [...document.querySelectorAll('.pst-scrollable-table-container')].filter(scrolls)
+    .map((box) => ({hint: getComputedStyle(box, '::before').content, reachable: box.tabIndex >= 0,
+                    table: box.textContent.trim().slice(0, 50)}));
   return {pans: root.scrollWidth > root.clientWidth, width: root.scrollWidth,
-          out: out.slice(0, 3).map(name), wide: wide.length, uncued: uncued.map(name)};
+          out: out.slice(0, 3).map(name), wide: wide.length, uncued: uncued.map(name),
+          scrolling: wide.map(name), diagrams, cut: cut.map(name), tables};
 }"""
-WIDTHS = (1280, 900, PHONE[0])
+WIDTHS = (1280, 1024, 900, PHONE[0])
+# From 1,024 px up (course.css): no display equation scrolls, and a diagram's smallest label is
+# shown at least LEGIBLE_LABEL CSS pixels high.
+WIDE = 1024
+LEGIBLE_LABEL = 9.0
+DIAGRAMS: dict[int, set[str]] = {width: set() for width in WIDTHS}  # width -> diagrams checked
+SMALLEST_LABEL: dict[int, float] = {}  # width -> the smallest label height shown, all pages
 # Printed on A4 with the default margins: about 718 CSS pixels across. A code block, input or
 # output, that still scrolls sideways in print loses the end of its long lines on paper.
 PAPER = (718, 1000)
@@ -238,24 +277,80 @@ CUT_IN_PRINT = """() => [...document.querySelectorAll('pre')]
 WIDE_EQUATIONS = Counter()  # width -> display equations wider than their column, all pages
 
 
+@functools.cache
+def _diagram_labels() -> dict[str, float]:
+    """{diagram: its smallest label's font size over its picture's width}, for each diagram of
+    course.viz.diagrams drawn as a lecture shows it: IPython's inline backend saves the figure at
+    its own dpi with a tight box (the lecture's picture has twice the pixels, shown at half size,
+    test_lecture_figures_have_twice_the_pixels_of_their_shown_size). Times the width a page
+    shows the picture at, it is the height the label is shown at (a subscript is smaller still,
+    as in any text)."""
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")  # headless
+    import matplotlib.pyplot as plt
+    from matplotlib.text import Text
+    from PIL import Image
+
+    from course.viz import diagrams
+
+    labels = {}
+    for name in diagrams.__all__:
+        figure = getattr(diagrams, name)()
+        try:
+            sizes = [
+                text.get_fontsize()
+                for text in figure.findobj(Text)
+                if text.get_visible() and text.get_text().strip()
+            ]
+            picture = io.BytesIO()
+            figure.savefig(picture, format="png", bbox_inches="tight")
+            with Image.open(picture) as png:
+                labels[name] = min(sizes) / 72 * figure.dpi / png.width  # points to pixels
+        finally:
+            plt.close(figure)
+    return labels
+
+
 def _layout_problems(page, width: int) -> list[str]:
     """:data:`LAYOUT` on the open page at ``width``: what pans the page, which wide equations
-    give no sign that they scroll."""
-    found = page.evaluate(LAYOUT)
+    give no sign that they scroll; from :data:`WIDE` px, which display equations scroll and
+    which diagrams show a label below LEGIBLE_LABEL px; on a phone, which inline equations and
+    links are cut off, and which tables that scroll do not say so."""
+    found = page.evaluate(LAYOUT, _diagram_labels())
     WIDE_EQUATIONS[width] += found["wide"]
     problems = []
     if found["pans"]:
         problems.append(f"{width} px: the page pans sideways ({found['width']} px): {found['out']}")
     if found["uncued"]:
         problems.append(f"{width} px: wide equations with no scroll cue: {found['uncued']}")
+    if width >= WIDE:
+        if found["scrolling"]:
+            problems.append(f"{width} px: display equations that scroll: {found['scrolling']}")
+        DIAGRAMS[width] |= {diagram["name"] for diagram in found["diagrams"]}
+        for diagram in found["diagrams"]:
+            SMALLEST_LABEL[width] = min(SMALLEST_LABEL.get(width, 99.0), diagram["label"])
+            if diagram["label"] < LEGIBLE_LABEL:
+                problems.append(
+                    f"{width} px: {diagram['name']}'s smallest label is shown "
+                    f"{diagram['label']:.1f} px high ({diagram['shown']} px wide)"
+                )
+    if width <= PHONE[0]:
+        if found["cut"]:
+            problems.append(f"{width} px: cut off at the screen's edge: {found['cut'][:3]}")
+        for table in found["tables"]:
+            if "scroll sideways" not in table["hint"] or not table["reachable"]:
+                problems.append(f"{width} px: a wide table that does not say it scrolls: {table}")
     return problems
 
 
 def _problems_in_every_view(page, name: str) -> list[str]:
     """:func:`_accessibility_problems` at 1280 px in the light theme, then in the dark theme
     (switched as the theme's button does: ``data-theme`` on ``<html>``; DARK_RULES), then at
-    390 px (PHONE_OFF, but on the landing page); :func:`_layout_problems` at 1280, 900 and
-    390 px; and, printed (:data:`PAPER`), no code block that cuts its lines."""
+    390 px (PHONE_OFF, but on the landing page); :func:`_layout_problems` at 1280, 1024, 900
+    and 390 px; and, printed (:data:`PAPER`), no code block that cuts its lines."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     page.add_style_tag(content="*, *::before, *::after { transition: none !important; }")
@@ -265,8 +360,9 @@ def _problems_in_every_view(page, name: str) -> list[str]:
     assert dark != light, f"the dark theme did not change the page's background ({light})"
     problems += _accessibility_problems(page, VIEWS[1], DARK_RULES)
     page.evaluate(THEME, "light")
-    page.set_viewport_size({"width": WIDTHS[1], "height": PHONE[1]})
-    problems += _layout_problems(page, WIDTHS[1])
+    for width in WIDTHS[1:-1]:
+        page.set_viewport_size({"width": width, "height": PHONE[1]})
+        problems += _layout_problems(page, width)
     page.set_viewport_size({"width": PHONE[0], "height": PHONE[1]})
     try:
         page.wait_for_function(SCROLLERS_READY, polling=100, timeout=3_000)
@@ -454,12 +550,18 @@ NAVIGATION = """(kind) => {
 }"""
 
 
-@pytest.mark.parametrize("width", [390, 900, 1280])
+# From which window width each sidebar stands beside the article (course.css); below, a drawer.
+BESIDE = {"primary": 1280, "secondary": 1664}
+
+
+@pytest.mark.parametrize("width", [390, 900, 1024, 1280, 1700])
 @pytest.mark.browser
 @pytest.mark.build
 def test_the_navigation_and_the_page_contents_open_at_every_width(width, browser, site_url):
-    """Phone, tablet, desktop: the list of units and the page's contents are in reach, either
-    shown beside the text or behind a button that opens them."""
+    """Phone, tablet, laptop, desktop: the list of units and the page's contents are in reach,
+    either shown beside the text or behind a button that opens them. Where course.css keeps a
+    sidebar as a drawer to widen the article (the navigation below 1,280 px, the contents below
+    1,664 px), its button opens the drawer; on a wide screen both stand beside the text."""
     local = urlsplit(site_url).netloc
     context = offline_context(
         browser, lambda url: urlsplit(url).netloc == local, viewport=(width, 800), timeout_ms=60_000
@@ -470,6 +572,7 @@ def test_the_navigation_and_the_page_contents_open_at_every_width(width, browser
     lectures = {f"{source.stem}.html" for source in lecture_sources()} - {here}
     for kind in ("primary", "secondary"):
         found = page.evaluate(NAVIGATION, kind)
+        assert bool(found["links"]) == (width >= BESIDE[kind]), (kind, width, found)
         if not found["links"]:  # not beside the text: a visible button must open it
             toggle = page.locator(f".{kind}-toggle:visible").first
             toggle.click()
@@ -1040,11 +1143,17 @@ def test_report_accessibility_counts():
         lines.append(f"| {view} | {CHECKED[view]} | {counts} |")
     # the scroll cue of test_page_works_offline_in_a_browser was checked on real wide equations
     assert WIDE_EQUATIONS[PHONE[0]] >= 10, WIDE_EQUATIONS
+    # every diagram was checked at each width from WIDE up, on the lecture that draws it
+    assert all(DIAGRAMS[w] == set(_diagram_labels()) for w in WIDTHS if w >= WIDE), DIAGRAMS
     lines += [
         "",
         "Display equations wider than their column, all pages: "
         + ", ".join(f"{WIDE_EQUATIONS[w]} at {w} px" for w in WIDTHS)
         + ".",
+        "",
+        "The smallest diagram label shown, all pages: "
+        + ", ".join(f"{SMALLEST_LABEL[w]:.1f} px at {w} px" for w in WIDTHS if w >= WIDE)
+        + f" (at least {LEGIBLE_LABEL:g}).",
     ]
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     (SCREENSHOTS / "accessibility.md").write_text("\n".join(lines) + "\n")
