@@ -786,10 +786,10 @@ print(f"(lecture ran in {time.perf_counter() - LECTURE_START:.0f} s)")
 # with $H = 496$: its parameters and its multiply-adds per character come within about 2% of
 # the checkpoint LSTM's, and it is trained on the same windows, for the same steps, in the
 # same two phases (its learning rates, chosen by a short sweep recorded in its recipe, are
-# lower: at the LSTM's rate the RNN diverges). A single pair of runs could still mislead,
-# so each recipe was also trained from two other seeds (`stdlib_spread()` in
-# `tools/make_checkpoints.py`): the LSTM's lead counts only if it is larger than how far
-# the two figures move between seeds.
+# lower: at the LSTM's rate the RNN trained far worse in the sweep). A single pair of runs
+# could still mislead, so each recipe was also trained from two other seeds
+# (`stdlib_spread()` in `tools/make_checkpoints.py`): the LSTM's lead counts only if it is
+# larger than how far the two figures move between seeds.
 
 # %%
 ckpt_rnn, rnn_meta = load_checkpoint("char_rnn_stdlib")

@@ -745,10 +745,11 @@ assert sort_bands[tf_name][long_band][0] > sort_bands[gru_name][long_band][0] + 
 # the table by length shows where: the GRU does worse on the longest sources than on the
 # shortest, and on those the Transformer leads it by more than the spread. Self-attention
 # lets every source position compare itself with every other in one layer (how many digits
-# are smaller than mine?), which is what sorting needs; the GRU must carry that count through
-# a loop, one word at a time, and its attention can only pick positions, not count them. The
-# same budget, and on this task the architecture decides. The dates say the other half: where
-# the output follows the input, the recurrent prior is as good.
+# are smaller than mine?), which is what sorting needs. The GRU's encoder meets the words one
+# at a time and its decoder's attention looks up source positions, so a count has to be
+# carried through the loop. The same budget, and on this task the architecture decides. The
+# dates say the other half: where the output follows the input, the recurrent prior is as
+# good.
 #
 # ### Greedy and beam search, reused
 #
