@@ -328,18 +328,21 @@ def train_stdlib(
     return model.cpu(), training  # measured and saved on the CPU, as before
 
 
-def stdlib_spread(seeds: Iterable[int] = (1, 2)) -> dict[tuple[str, int], float]:
-    """Train both of Lecture 2's stdlib recipes once per seed (0 is the checkpoints' own) and
-    print each run's held-out bits per character, measured as the checkpoints are, and the
-    spread (max - min) over the seeds with the checkpoints' figures: how far the LSTM's lead
-    over the RNN can move between runs. About 17 minutes a seed on one thread."""
+def stdlib_spread(
+    seeds: Iterable[int] = (1, 2), directory: Path = CHECKPOINT_DIR
+) -> dict[tuple[str, int], float]:
+    """Train both of Lecture 2's stdlib recipes once per seed (0 is the checkpoints' own, read
+    from ``directory``) and print each run's held-out bits per character, measured as the
+    checkpoints are, and the spread (max - min) over the seeds with the checkpoints' figures:
+    how far the LSTM's lead over the RNN can move between runs. About 17 minutes a seed on one
+    thread."""
     train_text = load_python_source(max_chars=None, split="train")
     heldout_text = load_python_source(max_chars=100_000, split="val")
     vocab = CharVocab.from_text(train_text)
     train_ids = vocab.encode(train_text)
     figures: dict[tuple[str, int], float] = {}
     for name, model_class, recipe in STDLIB_PAIR:
-        metadata = read_metadata(name)
+        metadata = read_metadata(name, directory)
         figures[(name, SEED)] = metadata["heldout"]["bits_per_char"]
         for seed in seeds:
             config = {"vocab_size": len(vocab), **recipe["model"]}

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import importlib
+import math
 import pkgutil
 import re
 from collections.abc import Callable, Iterator
@@ -843,6 +844,31 @@ def test_make_checkpoints_refuses_an_unavailable_device_before_training(
             make_checkpoints.main(argv)
         assert stopped.value.code == 2 and message in capsys.readouterr().err
     assert not list(tmp_path.iterdir())
+
+
+def test_lecture_2s_seed_spread_trains_both_recipes_as_the_checkpoints_were(
+    tmp_path, short_recipes, monkeypatch, capsys
+):
+    """stdlib_spread, on the short recipes: seed 0 is the checkpoint's own figure, another
+    seed trains the same recipe afresh (another figure), and the printout gives the spread."""
+    rnn = make_checkpoints.CHAR_RNN_STDLIB
+    monkeypatch.setitem(rnn, "model", {**rnn["model"], "hidden_size": 32})
+    monkeypatch.setitem(rnn, "training", make_checkpoints.CHAR_LSTM_STDLIB["training"])
+    monkeypatch.setitem(rnn, "phases", make_checkpoints.CHAR_LSTM_STDLIB["phases"])
+    for name in ("char_lstm_stdlib", "char_rnn_stdlib"):
+        make_checkpoints.RECIPES[name](tmp_path, torch.device("cpu"))
+    capsys.readouterr()
+    figures = make_checkpoints.stdlib_spread(seeds=(1,), directory=tmp_path)
+    printed = capsys.readouterr().out
+    assert set(figures) == {(n, s) for n in ("char_lstm_stdlib", "char_rnn_stdlib") for s in (0, 1)}
+    for name in ("char_lstm_stdlib", "char_rnn_stdlib"):
+        recorded = read_metadata(name, tmp_path)["heldout"]["bits_per_char"]
+        assert figures[(name, 0)] == recorded
+        assert math.isfinite(figures[(name, 1)]) and figures[(name, 1)] != recorded
+        spread = abs(figures[(name, 1)] - recorded)
+        assert f"{name}: " in printed and f"spread {spread:.4f}" in printed, printed
+    again = make_checkpoints.stdlib_spread(seeds=(1,), directory=tmp_path)
+    assert again == figures  # a seed's run is reproducible
 
 
 def test_make_checkpoints_trains_on_the_device_and_saves_on_the_cpu(
