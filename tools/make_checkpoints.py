@@ -308,6 +308,14 @@ def char_rnn_stdlib(directory: Path, device: torch.device, runs: Runs = NO_RUNS)
     )
 
 
+def stdlib_texts() -> tuple[str, str, CharVocab]:
+    """Lecture 2's stdlib recipes' data: the whole train split, the held-out text (the first
+    100,000 characters of the 'val' split, Lecture 2's) and the vocabulary of the train split."""
+    train_text = load_python_source(max_chars=None, split="train")
+    heldout_text = load_python_source(max_chars=100_000, split="val")
+    return train_text, heldout_text, CharVocab.from_text(train_text)
+
+
 def train_stdlib(
     model_class: type[torch.nn.Module],
     recipe: dict,
@@ -336,9 +344,7 @@ def stdlib_spread(
     checkpoints are, and the spread (max - min) over the seeds with the checkpoints' figures:
     how far the LSTM's lead over the RNN can move between runs. About 17 minutes a seed on one
     thread."""
-    train_text = load_python_source(max_chars=None, split="train")
-    heldout_text = load_python_source(max_chars=100_000, split="val")
-    vocab = CharVocab.from_text(train_text)
+    train_text, heldout_text, vocab = stdlib_texts()
     train_ids = vocab.encode(train_text)
     figures: dict[tuple[str, int], float] = {}
     for name, model_class, recipe in STDLIB_PAIR:
@@ -369,9 +375,7 @@ def char_stdlib(
     device: torch.device,
 ) -> dict:
     """A character-level model of the standard library's source, trained with ``recipe``."""
-    train_text = load_python_source(max_chars=None, split="train")
-    heldout_text = load_python_source(max_chars=100_000, split="val")  # Lecture 2's held-out text
-    vocab = CharVocab.from_text(train_text)
+    train_text, heldout_text, vocab = stdlib_texts()
     config = {"vocab_size": len(vocab), **recipe["model"]}
     model, training = train_stdlib(model_class, recipe, config, vocab.encode(train_text), device)
     python = platform.python_version()

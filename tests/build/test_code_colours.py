@@ -20,6 +20,7 @@ import yaml
 from pygments.styles import get_style_by_name
 from pygments.token import Token
 
+from course.viz.cells import contrast_ratio
 from tools.build import BOOK
 
 AA = 4.5  # WCAG 2.x success criterion 1.4.3, normal-size text
@@ -36,22 +37,20 @@ def _themes() -> tuple[Path, Path]:
     return book, pydata
 
 
-def relative_luminance(colour: str) -> float:
-    """WCAG 2.x relative luminance of ``#rgb`` or ``#rrggbb``."""
+def _rgb(colour: str) -> tuple[int, int, int]:
+    """``#rgb`` or ``#rrggbb`` as three channels, 0 to 255."""
     digits = colour.lstrip("#")
     if len(digits) == 3:
         digits = "".join(c * 2 for c in digits)
     if not re.fullmatch(r"[0-9a-fA-F]{6}", digits):
         raise ValueError(f"not a #rrggbb colour: {colour!r}")
-    channels = [int(digits[i : i + 2], 16) / 255 for i in (0, 2, 4)]
-    r, g, b = (c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels)
-    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+    return tuple(int(digits[i : i + 2], 16) for i in (0, 2, 4))
 
 
 def contrast(first: str, second: str) -> float:
-    """WCAG 2.x contrast ratio of two colours, 1 to 21."""
-    high, low = sorted((relative_luminance(first), relative_luminance(second)), reverse=True)
-    return (high + 0.05) / (low + 0.05)
+    """WCAG 2.x contrast ratio of two colours, 1 to 21 (course.viz.cells' formula, which Lecture
+    2's cell view uses)."""
+    return contrast_ratio(_rgb(first), _rgb(second))
 
 
 def highlight_styles() -> dict[str, str]:
