@@ -11,7 +11,8 @@ A grade depends on:
 
 The build re-executes and re-releases an assignment when :func:`grading_fingerprint` changes
 (``tools/build.py``), and ``python -m autograder grade`` judges every submission again
-(``autograder/platform/grade.py``). Both call this function, so they cannot disagree.
+(``autograder/platform/course_folder.py`` and ``state.py``). Both call this function, so they
+cannot disagree.
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # imported where used: nbformat takes seconds to import, and 
     import nbformat  # traps import every module of the course package in each check process
 
 # An id the TA's grading command keeps as it is: letters and digits of any script, and
-# `_ . @ -` inside, at most 64 characters (autograder.platform.grade.student_id).
+# `_ . @ -` inside, at most 64 characters (autograder.platform.inputs.student_id).
 _ID = re.compile(r"(?:[^\W_]|[@-])(?:[\w.@-]{0,62}(?:[^\W_]|[@-]))?")
 UNANSWERED = ("raise NotImplementedError()", "YOUR ANSWER HERE")
 

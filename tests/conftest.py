@@ -11,14 +11,14 @@ from collections.abc import Iterator
 import pytest
 import torch
 
-from autograder.platform.grade import RELEASE_CACHE_VARIABLE
+from autograder.platform.course_folder import RELEASE_CACHE_VARIABLE
 
 # Which xdist worker runs which tests under `make test` (-n N --dist loadgroup); inert otherwise.
 pytest_plugins = ["tools.xdist_groups"]
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """The grading command's release cache (``autograder.platform.grade.release_cache``) in a
+    """The grading command's release cache (``autograder.platform.course_folder.release_cache``) in a
     folder of this test run, shared by its xdist workers (they inherit the variable) and removed
     after it: the suite neither reads nor leaves anything in the user's cache folder."""
     if RELEASE_CACHE_VARIABLE not in os.environ:

@@ -1,6 +1,14 @@
 """The grading platform: ``python -m autograder grade`` (:mod:`autograder.platform.grade`) and
 what it runs on, for whoever runs or maintains the grading rather than writes an assignment.
 
+- the command, by job: :mod:`~autograder.platform.grade` (its command line),
+  :mod:`~autograder.platform.pipeline` (one run), :mod:`~autograder.platform.inputs` (collecting
+  the input), :mod:`~autograder.platform.course_folder` (nbgrader's course folder),
+  :mod:`~autograder.platform.judging` (one submission in its process),
+  :mod:`~autograder.platform.record` (what the judging of a submission gives),
+  :mod:`~autograder.platform.state` (the output folder's lock and state between runs),
+  :mod:`~autograder.platform.results` (grades.csv, the summary, the exit code),
+  :mod:`~autograder.platform.jobs` (cluster jobs), :mod:`~autograder.platform.errors`;
 - :mod:`~autograder.platform.sandbox`: the sandboxed kernel and its limits;
   :mod:`~autograder.platform.kernel_runtime`: the grader's agent inside that kernel;
   :mod:`~autograder.platform.wire`: the protocol between them;

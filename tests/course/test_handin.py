@@ -17,7 +17,7 @@ import nbformat
 import pytest
 
 from autograder import nbgrader_format as nbg
-from autograder.platform.grade import student_id
+from autograder.platform.inputs import student_id
 from course import handin
 from tools.notebooks import REPO
 from tools.submissions import honest_submission

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from autograder.platform import cluster, grade
+from autograder.platform import cluster, course_folder, errors, grade
 from autograder.platform.grade import command_line
 from tests.grading.solution_loader import ROOT
 from tools import slurm
@@ -75,7 +75,7 @@ def test_a_wrong_shard_is_refused_with_why(text, words):
 def test_the_command_refuses_a_wrong_shard_before_grading(tmp_path, capsys):
     code = grade.main(["grade", ASSIGNMENT, str(tmp_path), "--out", str(tmp_path / "o"),
                        "--shard", "2/2"])  # fmt: skip
-    assert code == grade.EXIT_FAILED
+    assert code == errors.EXIT_FAILED
     assert "must be 0 to 1" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
 
@@ -106,7 +106,7 @@ def test_the_command_writes_a_job_array_and_a_dependent_merge(tmp_path, capsys, 
     monkeypatch.chdir(tmp_path)
     argv = ["grade", ASSIGNMENT, "in", "--out", "o", "--workers", "3", "--timeout", "20",
             "--slurm", "4"]  # fmt: skip
-    assert grade.main(argv) == grade.EXIT_OK
+    assert grade.main(argv) == errors.EXIT_OK
     folder = tmp_path / "o" / "slurm"
     assert f"sh {folder / 'submit.sh'}" in capsys.readouterr().out
     assert sorted(p.name for p in folder.iterdir()) == [
@@ -145,7 +145,7 @@ def test_the_command_writes_a_job_array_and_a_dependent_merge(tmp_path, capsys, 
 )
 def test_contradictory_cluster_options_are_refused(tmp_path, capsys, options, words):
     code = grade.main(["grade", ASSIGNMENT, str(tmp_path), "--out", str(tmp_path / "o"), *options])
-    assert code == grade.EXIT_FAILED
+    assert code == errors.EXIT_FAILED
     assert words in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
 
@@ -173,7 +173,7 @@ def schema_check(document: dict, version: str = KUBERNETES_VERSIONS[0]) -> None:
 def _write_jobs(tmp_path: Path, *options: str) -> tuple[dict, dict, Path]:
     argv = ["grade", ASSIGNMENT, "in", "--out", "o", "--workers", "3", "--kubernetes", "4",
             *options]  # fmt: skip
-    assert grade.main(argv) == grade.EXIT_OK
+    assert grade.main(argv) == errors.EXIT_OK
     folder = tmp_path / "o" / "kubernetes"
     assert sorted(p.name for p in folder.iterdir()) == ["merge.yaml", "shards.yaml", "submit.sh"]
     (shards,) = yaml.safe_load_all((folder / "shards.yaml").read_text())
@@ -282,7 +282,7 @@ def test_the_jobs_run_the_commands_of_the_slurm_scripts(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     options = ["grade", ASSIGNMENT, "in", "--out", 'o$HOME "é"', "--workers", "2", "--timeout",
                "20", "--force", "--policy", "p.toml"]  # fmt: skip
-    assert grade.main([*options, "--slurm", "3"]) == grade.EXIT_OK
+    assert grade.main([*options, "--slurm", "3"]) == errors.EXIT_OK
     assert grade.main([*options, "--kubernetes", "3", "--kubernetes-claim", "c"]) == 0
     slurm, kubernetes = tmp_path / 'o$HOME "é"' / "slurm", tmp_path / 'o$HOME "é"' / "kubernetes"
 
@@ -315,15 +315,15 @@ def test_the_kubernetes_folders_must_lie_in_the_claim(tmp_path, capsys, monkeypa
     (tmp_path / "claim").mkdir()
     monkeypatch.chdir(tmp_path / "claim")
     argv = ["grade", ASSIGNMENT, str(tmp_path / "elsewhere"), "--out", "o", "--kubernetes", "2"]
-    assert grade.main(argv) == grade.EXIT_FAILED
+    assert grade.main(argv) == errors.EXIT_FAILED
     assert f"the submissions ({tmp_path / 'elsewhere'}) is not in {tmp_path / 'claim'}" in (
         capsys.readouterr().err
     )
     assert not (tmp_path / "claim" / "o").exists()
     inside = ["grade", ASSIGNMENT, "in", "--out", "o", "--kubernetes", "2"]
-    assert grade.main([*inside, "--roster", "../r.csv"]) == grade.EXIT_FAILED
+    assert grade.main([*inside, "--roster", "../r.csv"]) == errors.EXIT_FAILED
     assert "--roster (../r.csv) is not in" in capsys.readouterr().err
-    assert grade.main([*argv, "--kubernetes-mount", str(tmp_path)]) == grade.EXIT_OK
+    assert grade.main([*argv, "--kubernetes-mount", str(tmp_path)]) == errors.EXIT_OK
     assert (tmp_path / "claim" / "o" / "kubernetes" / "shards.yaml").exists()
 
 
@@ -438,7 +438,7 @@ def _run(folder: Path, out: Path, *options: str) -> subprocess.CompletedProcess:
 
 def three_submissions(tmp_path: Path) -> Path:
     """Two honest submissions of Assignment 1 and a blank one (its release), in a folder."""
-    course = grade.prepare_course(tmp_path / "release", ASSIGNMENT)
+    course = course_folder.prepare_course(tmp_path / "release", ASSIGNMENT)
     return honest_folder(course, ASSIGNMENT, tmp_path / "in", ["ada", "bob"], blank=["cy"])
 
 
@@ -494,10 +494,10 @@ def test_the_slurm_job_array_on_one_node_grades_as_one_machine_does(tmp_path, on
     (shards / "1-of-2" / cluster.MANIFEST).rename(tmp_path / "kept.json")
     result = subprocess.run(command_line(ASSIGNMENT, folder, out, "--merge"), cwd=ROOT,
                             capture_output=True, text=True, timeout=300)  # fmt: skip
-    assert result.returncode == grade.EXIT_FAILED
+    assert result.returncode == errors.EXIT_FAILED
     assert "shard(s) 1/2 missing" in result.stderr
     (tmp_path / "kept.json").rename(shards / "1-of-2" / cluster.MANIFEST)
     result = subprocess.run(command_line(ASSIGNMENT, folder, out, "--merge", "--timeout", "31"),
                             cwd=ROOT, capture_output=True, text=True, timeout=300)  # fmt: skip
-    assert result.returncode == grade.EXIT_FAILED
+    assert result.returncode == errors.EXIT_FAILED
     assert "shard 0/2" in result.stderr and "other grading settings" in result.stderr

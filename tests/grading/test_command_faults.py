@@ -17,7 +17,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.platform import grade
+from autograder.platform import errors, grade, state
 from tools.notebooks import REPO
 
 ASSIGNMENT = "a1_rnn_bptt"
@@ -41,16 +41,16 @@ def _command(folder: Path, out: Path, *options: str) -> list[str]:
 def test_a_second_command_on_the_same_folder_refuses_and_names_the_first(tmp_path):
     folder = _submission(tmp_path / "in", "alice")
     out = tmp_path / "out"
-    with grade.output_lock(out):  # the first command, holding the folder
+    with state.output_lock(out):  # the first command, holding the folder
         second = subprocess.run(
             _command(folder, out), cwd=REPO, capture_output=True, text=True, timeout=120
         )
-    assert second.returncode == grade.EXIT_FAILED, second.stderr
+    assert second.returncode == errors.EXIT_FAILED, second.stderr
     said = second.stderr.strip().splitlines()
     assert len(said) == 1, second.stderr  # one line, no traceback
     assert f"{out} is being graded by another command (process {os.getpid()} on" in said[0]
     assert not (out / "course").exists()  # it touched nothing
-    with grade.output_lock(out):  # and the lock is free again once the first has ended
+    with state.output_lock(out):  # and the lock is free again once the first has ended
         pass
 
 
@@ -60,8 +60,8 @@ def test_the_lock_is_dropped_when_its_holder_dies(tmp_path):
         [
             *grade.command_line("x", tmp_path, out)[:1],
             "-c",
-            "import sys, time; from pathlib import Path; from autograder.platform import grade\n"
-            "with grade.output_lock(Path(sys.argv[1])):\n    print('held', flush=True); "
+            "import sys, time; from pathlib import Path; from autograder.platform import state\n"
+            "with state.output_lock(Path(sys.argv[1])):\n    print('held', flush=True); "
             "time.sleep(600)",
             str(out),
         ],
@@ -71,26 +71,26 @@ def test_the_lock_is_dropped_when_its_holder_dies(tmp_path):
     )
     try:
         assert holder.stdout.readline().strip() == "held"
-        with pytest.raises(grade.GradingError, match=f"process {holder.pid} on"):
-            with grade.output_lock(out):
+        with pytest.raises(errors.GradingError, match=f"process {holder.pid} on"):
+            with state.output_lock(out):
                 pass
     finally:
         holder.kill()
         holder.wait()
-    with grade.output_lock(out):  # killed with SIGKILL: the folder is free
+    with state.output_lock(out):  # killed with SIGKILL: the folder is free
         pass
 
 
 def test_state_is_replaced_whole_or_not_at_all(tmp_path, monkeypatch):
     state = tmp_path / "state.json"
-    grade.write_atomically(state, json.dumps({"records": {"alice": 1}}))
+    state.write_atomically(state, json.dumps({"records": {"alice": 1}}))
 
     def full(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "fsync", full)
     with pytest.raises(OSError):
-        grade.write_atomically(state, json.dumps({"records": {}}))
+        state.write_atomically(state, json.dumps({"records": {}}))
     assert json.loads(state.read_text()) == {"records": {"alice": 1}}
     assert [p.name for p in tmp_path.iterdir()] == ["state.json"]  # no temporary file left
 
@@ -112,7 +112,7 @@ def test_a_full_disk_is_said_in_one_line_and_loses_nothing(tmp_path, small_disk)
     first = subprocess.run(
         _command(folder, out), cwd=REPO, capture_output=True, text=True, timeout=600
     )
-    assert first.returncode in (grade.EXIT_OK, grade.EXIT_MANUAL, grade.EXIT_LOOK), first.stderr
+    assert first.returncode in (errors.EXIT_OK, errors.EXIT_MANUAL, errors.EXIT_LOOK), first.stderr
     grades = (out / "grades.csv").read_text()
     assert "alice" in json.loads((out / "state.json").read_text())["records"]
     filler = small_disk / "filler"
@@ -126,7 +126,7 @@ def test_a_full_disk_is_said_in_one_line_and_loses_nothing(tmp_path, small_disk)
     again = subprocess.run(
         _command(folder, out, "--force"), cwd=REPO, capture_output=True, text=True, timeout=600
     )
-    assert again.returncode == grade.EXIT_NO_SPACE, again.stderr
+    assert again.returncode == errors.EXIT_NO_SPACE, again.stderr
     said = again.stderr.strip().splitlines()
     assert len(said) == 1 and said[0].startswith("error: no space left on the device"), said
     assert "what was graded before is kept" in said[0]
@@ -137,7 +137,7 @@ def test_a_full_disk_is_said_in_one_line_and_loses_nothing(tmp_path, small_disk)
     last = subprocess.run(
         _command(folder, out, "--force"), cwd=REPO, capture_output=True, text=True, timeout=600
     )
-    assert last.returncode in (grade.EXIT_OK, grade.EXIT_MANUAL, grade.EXIT_LOOK), last.stderr
+    assert last.returncode in (errors.EXIT_OK, errors.EXIT_MANUAL, errors.EXIT_LOOK), last.stderr
     assert (out / "grades.csv").read_text() == grades
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from autograder.fingerprint import files_digest, grading_fingerprint, grading_inputs
 from autograder.nbgrader_format import REPO, assignment_ids
-from autograder.platform import grade
+from autograder.platform import course_folder, state
 from tools import build
 
 ASSIGNMENT = assignment_ids()[0]
@@ -138,7 +138,8 @@ def test_the_build_and_the_grading_command_use_this_fingerprint():
     units = {unit.key: unit.digest for unit in build.assignment_units()}
     for assignment in assignment_ids():
         assert units[f"assignment-{assignment}"] == grading_fingerprint(assignment)
-    assert grade.grading_fingerprint is grading_fingerprint
+    assert course_folder.grading_fingerprint is grading_fingerprint
+    assert state.grading_fingerprint is grading_fingerprint
     names = {path.relative_to(REPO).as_posix() for path in grading_inputs(ASSIGNMENT)}
     assert names == {
         "autograder",

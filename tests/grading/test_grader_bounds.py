@@ -1,12 +1,12 @@
 """The grader's own processes have memory bounds: what a submission makes them read can cost
-that submission a status, never the machine's memory (autograder/platform/recorder.py, grade.py)."""
+that submission a status, never the machine's memory (autograder/platform/recorder.py, judging.py)."""
 
 from __future__ import annotations
 
 import multiprocessing
 import os
 
-from autograder.platform import grade
+from autograder.platform import inputs, judging
 from autograder.platform.sandbox import Limits, set_memory_bound
 
 
@@ -39,13 +39,13 @@ def test_a_worker_out_of_memory_gives_its_submission_a_resource_limit(monkeypatc
     def greedy(job):
         raise MemoryError
 
-    monkeypatch.setattr(grade, "judge_entry", greedy)
-    monkeypatch.setattr(grade, "set_memory_bound", lambda megabytes: None)
-    monkeypatch.setattr(grade, "die_with_parent", lambda parent: None)  # run here, not forked
-    entry = grade.Entry("s1", {}, "s1.ipynb")
-    job = grade.Job(entry, "a1_rnn_bptt", str(tmp_path), Limits(grader_memory_mb=512))
+    monkeypatch.setattr(judging, "judge_entry", greedy)
+    monkeypatch.setattr(judging, "set_memory_bound", lambda megabytes: None)
+    monkeypatch.setattr(judging, "die_with_parent", lambda parent: None)  # run here, not forked
+    entry = inputs.Entry("s1", {}, "s1.ipynb")
+    job = judging.Job(entry, "a1_rnn_bptt", str(tmp_path), Limits(grader_memory_mb=512))
     receiver, sender = multiprocessing.Pipe(duplex=False)
-    grade._child(job, sender, os.getppid())
+    judging._child(job, sender, os.getppid())
     record = receiver.recv()
     assert record["flags"] == ["resource limit"] and not record["gradable"]
     assert "more than 512 MB of the grader's memory" in record["messages"][0]

@@ -8,18 +8,18 @@ from pathlib import Path
 
 import pytest
 
-from autograder.platform import grade, similarity
+from autograder.platform import errors, grade, pipeline, similarity
 from autograder.platform.sandbox import Limits
 
 
-def _options(*argv: str) -> grade.GradingOptions:
+def _options(*argv: str) -> pipeline.GradingOptions:
     args = grade.command_parser().parse_args(["grade", "a1_rnn_bptt", "in", *argv])
     return grade.options_from(args)
 
 
 def test_the_defaults_of_the_command_line_are_the_defaults_of_the_options():
     options = _options("--workers", "1")
-    assert options == grade.GradingOptions()
+    assert options == pipeline.GradingOptions()
     assert options.limits == Limits()
     assert options.similarity_threshold == similarity.THRESHOLD
     assert options.shards_folder(Path("/o")) == Path("/o/shards")
@@ -47,7 +47,7 @@ def test_every_option_of_the_command_line_reaches_the_options(tmp_path, monkeypa
         record_timeout=12,
         grader_memory_mb=13,
     )
-    assert options == grade.GradingOptions(
+    assert options == pipeline.GradingOptions(
         workers=1,  # at least one
         limits=limits,
         force=True,
@@ -65,11 +65,11 @@ def test_every_option_of_the_command_line_reaches_the_options(tmp_path, monkeypa
 
 
 def test_the_options_are_frozen_and_refuse_a_shard_that_merges():
-    options = grade.GradingOptions()
+    options = pipeline.GradingOptions()
     with pytest.raises(dataclasses.FrozenInstanceError):
         options.force = True  # type: ignore[misc]
-    with pytest.raises(grade.GradingError, match="--shard and --merge: one or the other"):
-        grade.GradingOptions(shard=(0, 2), merge=True)
+    with pytest.raises(errors.GradingError, match="--shard and --merge: one or the other"):
+        pipeline.GradingOptions(shard=(0, 2), merge=True)
 
 
 @pytest.mark.parametrize("cores", ["0", "-1", "many", "inf", "nan"])

@@ -1,6 +1,6 @@
 """What the TA command makes of its input, before any grading: every notebook-named file or zip
 member is one student's row or a row that says why it cannot be graded, nothing outside the
-input is read, nothing blocks, and no two students share an id (autograder/platform/grade.py:
+input is read, nothing blocks, and no two students share an id (autograder/platform/inputs.py:
 collect)."""
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder.platform.grade import GradingError, collect, student_id
+from autograder.platform.errors import GradingError
+from autograder.platform.inputs import collect, student_id
 
 NOTEBOOK = "a1_rnn_bptt"
 
@@ -80,9 +81,9 @@ def test_links_and_special_files_are_rows_never_opened(tmp_path):
 
 
 def test_a_file_over_the_size_limit_is_a_row_and_is_not_kept(tmp_path, monkeypatch):
-    import autograder.platform.grade as grade
+    import autograder.platform.inputs as inputs
 
-    monkeypatch.setattr(grade, "MAX_FILE_BYTES", 1000)
+    monkeypatch.setattr(inputs, "MAX_FILE_BYTES", 1000)
     folder = tmp_path / "in"
     folder.mkdir()
     (folder / "big.ipynb").write_bytes(b"x" * 1001)
@@ -161,9 +162,9 @@ def test_every_zip_member_is_a_row_whatever_is_wrong_with_it(tmp_path):
 
 
 def test_a_zip_is_read_a_member_at_a_time(tmp_path, monkeypatch):
-    import autograder.platform.grade as grade
+    import autograder.platform.inputs as inputs
 
-    monkeypatch.setattr(grade, "MAX_FILE_BYTES", 8 << 20)
+    monkeypatch.setattr(inputs, "MAX_FILE_BYTES", 8 << 20)
     zeros = b"\0" * (20 << 20)
     members = {f"s{i}.ipynb": zeros for i in range(4)} | {"ok.ipynb": b"\0" * (4 << 20)}
     path = tmp_path / "bomb.zip"
@@ -243,7 +244,8 @@ def test_a_zip_with_bad_members_is_graded_and_every_member_is_a_row(tmp_path):
     import csv
     import subprocess
 
-    from autograder.platform.grade import EXIT_LOOK, command_line
+    from autograder.platform.errors import EXIT_LOOK
+    from autograder.platform.grade import command_line
     from tools.notebooks import REPO
 
     blank = (REPO / "assignments" / NOTEBOOK / f"{NOTEBOOK}.ipynb").read_bytes()

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.platform import exports, grade, policy, regrades
+from autograder.platform import course_folder, errors, exports, grade, policy, regrades, results
 from autograder.platform.grade import command_line
 from tests.grading.solution_loader import ROOT
 from tools.submissions import honest_folder
@@ -137,7 +137,7 @@ def _refused(tmp_path, capsys, *options: str) -> str:
     """Run the command with ``options``: it must exit 3 before grading or writing anything."""
     (tmp_path / "in").mkdir(exist_ok=True)
     argv = ["grade", ASSIGNMENT, str(tmp_path / "in"), "--out", str(tmp_path / "out"), *options]
-    assert grade.main(argv) == grade.EXIT_FAILED
+    assert grade.main(argv) == errors.EXIT_FAILED
     assert not (tmp_path / "out").exists()
     return capsys.readouterr().err
 
@@ -284,19 +284,19 @@ def test_a_grades_row_names_its_columns_by_one_rule():
     """grades.csv's header and each row's cells come from the one GradeRow: the policy's
     columns after max (only under a policy), the parts after them, and the final score that the
     exports carry is the policy's final total when there is one."""
-    row = grade.GradeRow("s1", file="s1.ipynb", status="graded", total=7.0, max=10.0,
+    row = results.GradeRow("s1", file="s1.ipynb", status="graded", total=7.0, max=10.0,
                          parts={"p1": 3.0, "p2": 4.0}, feedback="f.html")  # fmt: skip
     plain = ["student", "file", "status", "total", "max", "p1", "p2", "flags", "message",
              "feedback"]  # fmt: skip
-    assert grade.GradeRow.columns(["p1", "p2"], late=False) == plain
+    assert results.GradeRow.columns(["p1", "p2"], late=False) == plain
     assert list(row.csv()) == plain and row.csv()["p2"] == 4.0 and row.final == 7.0
     row.late = dict.fromkeys(policy.COLUMNS, "") | {"raw total": 7.0, "final total": 6.3}
-    with_policy = grade.GradeRow.columns(["p1", "p2"], late=True)
+    with_policy = results.GradeRow.columns(["p1", "p2"], late=True)
     assert with_policy == [*plain[:5], *policy.COLUMNS, *plain[5:]]
     assert list(row.csv()) == with_policy and row.final == 6.3 == row.csv()["final total"]
     one, two = {"a1": None}, {"a1": None, "a1_extra": None}
-    assert grade.part_column(one, "a1", "p1") == "p1"
-    assert grade.part_column(two, "a1_extra", "p1") == "a1_extra:p1"
+    assert results.part_column(one, "a1", "p1") == "p1"
+    assert results.part_column(two, "a1_extra", "p1") == "a1_extra:p1"
 
 
 def _kept(score: float, final: float, digest: str = "d1", extension: str = "") -> dict:
@@ -337,7 +337,7 @@ def test_the_regrade_log_says_why_and_adds_nothing_when_nothing_changed(tmp_path
 @pytest.mark.sandbox
 def test_the_command_applies_the_policy_exports_and_logs_regrades(tmp_path):
     out = tmp_path / "out"
-    course = grade.prepare_course(out, ASSIGNMENT)
+    course = course_folder.prepare_course(out, ASSIGNMENT)
     folder = honest_folder(course, ASSIGNMENT, tmp_path / "in", ["ada", "bob"])
     (tmp_path / "times.csv").write_text(
         "student,timestamp\nada,2026-03-06T23:00:00+01:00\nbob,2026-03-09T00:30:00+01:00\n"

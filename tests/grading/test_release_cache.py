@@ -1,4 +1,4 @@
-"""The grading command's release cache (``autograder.platform.grade.prepare_course``): a new
+"""The grading command's release cache (``autograder.platform.course_folder.prepare_course``): a new
 output folder takes the student version and the gradebook that nbgrader made for the same
 fingerprint, byte for byte, without running nbgrader again; a folder that has a gradebook
 already keeps it; a cache that cannot be used only costs the release."""
@@ -12,15 +12,15 @@ import pytest
 
 from autograder import nbgrader_format as fmt
 from autograder.fingerprint import grading_fingerprint
-from autograder.platform import grade
+from autograder.platform import course_folder
 
 ASSIGNMENT = fmt.assignment_ids()[0]
 
 
 @pytest.fixture
 def cache(tmp_path, monkeypatch) -> Path:
-    monkeypatch.setenv(grade.RELEASE_CACHE_VARIABLE, str(tmp_path / "cache"))
-    return grade.release_cache()
+    monkeypatch.setenv(course_folder.RELEASE_CACHE_VARIABLE, str(tmp_path / "cache"))
+    return course_folder.release_cache()
 
 
 @pytest.fixture
@@ -44,8 +44,8 @@ def _tables(gradebook: Path) -> dict[str, list]:
 
 
 def test_a_new_folder_copies_what_nbgrader_made_for_the_same_fingerprint(tmp_path, cache, releases):
-    first = grade.prepare_course(tmp_path / "one", ASSIGNMENT)
-    second = grade.prepare_course(tmp_path / "two", ASSIGNMENT)
+    first = course_folder.prepare_course(tmp_path / "one", ASSIGNMENT)
+    second = course_folder.prepare_course(tmp_path / "two", ASSIGNMENT)
     assert releases == [first]  # nbgrader ran once
     entries = list(cache.iterdir())
     assert [e.name for e in entries] == [f"{ASSIGNMENT}-{grading_fingerprint(ASSIGNMENT)[:40]}"], (
@@ -58,51 +58,51 @@ def test_a_new_folder_copies_what_nbgrader_made_for_the_same_fingerprint(tmp_pat
     assert made == copied and made
     for path in made:
         assert (first / path).read_bytes() == (second / path).read_bytes(), path
-    assert _tables(first / grade.GRADEBOOK) == _tables(second / grade.GRADEBOOK)
+    assert _tables(first / course_folder.GRADEBOOK) == _tables(second / course_folder.GRADEBOOK)
     # each folder's configuration names its own folder
     assert str(second / "judged") in (second / "nbgrader_config.py").read_text()
     assert str(first) not in (second / "nbgrader_config.py").read_text()
 
 
 def test_a_folder_with_a_gradebook_keeps_it_and_releases_again(tmp_path, cache, releases):
-    course = grade.prepare_course(tmp_path / "out", ASSIGNMENT)
-    with sqlite3.connect(course / grade.GRADEBOOK) as db:  # a record the copy would lose
+    course = course_folder.prepare_course(tmp_path / "out", ASSIGNMENT)
+    with sqlite3.connect(course / course_folder.GRADEBOOK) as db:  # a record the copy would lose
         db.execute("insert into student (id) values ('kept')")
     (course / ".source-fingerprint").write_text("an older fingerprint")
-    assert grade.prepare_course(tmp_path / "out", ASSIGNMENT) == course
+    assert course_folder.prepare_course(tmp_path / "out", ASSIGNMENT) == course
     assert releases == [course, course]
-    with sqlite3.connect(course / grade.GRADEBOOK) as db:
+    with sqlite3.connect(course / course_folder.GRADEBOOK) as db:
         assert db.execute("select id from student").fetchall() == [("kept",)]
 
 
 def test_a_cache_that_cannot_be_written_only_costs_the_release(tmp_path, monkeypatch, releases):
     blocked = tmp_path / "a file, not a folder"
     blocked.write_text("")
-    monkeypatch.setenv(grade.RELEASE_CACHE_VARIABLE, str(blocked))
-    one = grade.prepare_course(tmp_path / "one", ASSIGNMENT)
-    two = grade.prepare_course(tmp_path / "two", ASSIGNMENT)
+    monkeypatch.setenv(course_folder.RELEASE_CACHE_VARIABLE, str(blocked))
+    one = course_folder.prepare_course(tmp_path / "one", ASSIGNMENT)
+    two = course_folder.prepare_course(tmp_path / "two", ASSIGNMENT)
     assert releases == [one, two]
     assert (two / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").is_file()
 
 
 def test_a_broken_entry_is_not_used(tmp_path, cache, releases):
-    grade.prepare_course(tmp_path / "one", ASSIGNMENT)
+    course_folder.prepare_course(tmp_path / "one", ASSIGNMENT)
     (entry,) = cache.iterdir()
-    (entry / grade.GRADEBOOK).unlink()  # an entry left without its gradebook
-    two = grade.prepare_course(tmp_path / "two", ASSIGNMENT)
+    (entry / course_folder.GRADEBOOK).unlink()  # an entry left without its gradebook
+    two = course_folder.prepare_course(tmp_path / "two", ASSIGNMENT)
     assert releases[-1] == two and len(releases) == 2
 
 
 def test_only_the_newest_entries_of_an_assignment_are_kept(tmp_path, cache, releases):
     cache.mkdir(parents=True)
-    for i in range(grade.KEPT_RELEASES + 2):
+    for i in range(course_folder.KEPT_RELEASES + 2):
         old = cache / f"{ASSIGNMENT}-{i:040d}"
         (old / "release").mkdir(parents=True)
-        (old / grade.GRADEBOOK).write_text("")
+        (old / course_folder.GRADEBOOK).write_text("")
     other = cache / f"another_assignment-{0:040d}"
     other.mkdir()
-    grade.prepare_course(tmp_path / "one", ASSIGNMENT)
+    course_folder.prepare_course(tmp_path / "one", ASSIGNMENT)
     mine = sorted(p.name for p in cache.glob(f"{ASSIGNMENT}-*"))
-    assert len(mine) == grade.KEPT_RELEASES
+    assert len(mine) == course_folder.KEPT_RELEASES
     assert f"{ASSIGNMENT}-{grading_fingerprint(ASSIGNMENT)[:40]}" in mine
     assert other.exists()

@@ -16,7 +16,8 @@ import pytest
 
 from autograder import nbgrader_format as fmt
 from autograder.platform import feedback
-from autograder.platform.grade import command_line, prepare_course
+from autograder.platform.course_folder import prepare_course
+from autograder.platform.grade import command_line
 from tools.notebooks import REPO
 from tools.submissions import honest_submission
 

@@ -25,7 +25,7 @@ import nbformat
 import pytest
 
 from autograder import nbgrader_format as fmt
-from autograder.platform import grade, judge, similarity
+from autograder.platform import errors, grade, judge, results, similarity
 from autograder.platform.report import write_report
 from tests.grading.solution_loader import ROOT
 
@@ -275,7 +275,7 @@ def test_the_grade_command_compares_the_graded_notebooks(release, submissions, t
         nbformat.write(notebook, folder / f"{ASSIGNMENT}.ipynb")
     specs = {ASSIGNMENT: judge.NotebookSpec(ASSIGNMENT, release, release)}
     students = ["ana", "ben", "reordered", "invalid"]
-    result = grade.compare_solutions(course, ASSIGNMENT, specs, students, None, 0.6)
+    result = results.compare_solutions(course, ASSIGNMENT, specs, students, None, 0.6)
     assert [(p.a, p.b) for p in result.pairs] == [("ben", "reordered")]
     assert [(s.owner, s.why) for s in result.skipped] == [
         ("invalid", f"no graded copy of {ASSIGNMENT}.ipynb (its row in grades.csv says why)")
@@ -294,6 +294,6 @@ def test_the_grade_command_refuses_bad_similarity_options(options, message, tmp_
     argv = ["grade", ASSIGNMENT, str(tmp_path), "--out", str(tmp_path / "out"), *options]
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(tmp_path)
-        assert grade.main(argv) == grade.EXIT_FAILED
+        assert grade.main(argv) == errors.EXIT_FAILED
     assert message in capsys.readouterr().err
     assert not (tmp_path / "out").exists()  # refused before anything is graded or written

@@ -29,7 +29,8 @@ import pytest
 from nbgrader.api import Gradebook
 
 from autograder.fingerprint import grading_fingerprint
-from autograder.platform.grade import command_line, prepare_course
+from autograder.platform.course_folder import prepare_course
+from autograder.platform.grade import command_line
 from autograder.platform.sandbox import BASE_UID, N_SLOTS
 from tests.grading import unprivileged
 from tests.grading.attacks import cases, write_cases

@@ -56,7 +56,7 @@ def test_ordinary_builtin_errors_are_mirrored_for_checks_that_expect_them():
 
 
 def test_a_second_file_for_one_student_is_reported_not_a_reason_to_zero_them(tmp_path):
-    from autograder.platform.grade import collect
+    from autograder.platform.inputs import collect
 
     (tmp_path / "s1.ipynb").write_text("first")
     (tmp_path / "s1").mkdir()

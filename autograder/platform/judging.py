@@ -1,0 +1,199 @@
+"""Judging one submission, in a process of its own: its notebooks read, canonicalised and run
+in the sandbox (:mod:`autograder.platform.judge`), into one :class:`SubmissionRecord`."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import multiprocessing.connection
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+from autograder import nbgrading
+from autograder.platform import (
+    judge,
+)
+from autograder.platform.inputs import INVALID, REFUSED_LINK, SPECIAL_FILE, UNREADABLE_MEMBER, Entry
+from autograder.platform.sandbox import (
+    Limits,
+    die_with_parent,
+    set_memory_bound,
+)
+
+
+@dataclass
+class Job:
+    entry: Entry
+    assignment: str
+    course: str
+    limits: Limits
+
+
+def judge_entry(job: Job) -> dict:
+    """Judge one student's notebooks; write the canonical notebooks and outputs; the record."""
+    import torch
+
+    torch.set_num_threads(1)
+    course = Path(job.course)
+    entry, assignment = job.entry, job.assignment
+    record = {
+        "student": entry.student,
+        "origin": entry.origin,
+        "digest": entry.digest,
+        "flags": [],
+        "messages": [],
+        "tests": {},
+        "failures": {},  # CSV column -> why that test failed (for the report)
+        "seconds": {},
+        "gradable": False,
+    }
+
+    def flag(status: str, message: str) -> None:
+        if status not in record["flags"]:
+            record["flags"].append(status)
+        if message:
+            record["messages"].append(message)
+
+    if entry.problem:
+        flag(entry.status, entry.problem)
+    for note in entry.notes:
+        flag("duplicate upload", note)
+    submitted = course / "submitted" / entry.student / assignment
+    judged = course / nbgrading.JUDGED / entry.student / assignment
+    for folder in (submitted, judged):
+        shutil.rmtree(folder, ignore_errors=True)
+    if entry.problem:  # nothing of it was read: that is all there is to say
+        return record
+    specs = load_specs(course, assignment)
+    canonicals = {}
+    for name, spec in specs.items():
+        path = entry.files.get(name)
+        raw = None if path is None else path.read_bytes()
+        prefix = f"{name}: " if len(specs) > 1 else ""
+        if raw is None:
+            flag("invalid notebook", f"{prefix}missing notebook {name}.ipynb")
+            continue
+        try:
+            notebook, notes = judge.read_submission(raw, spec)
+            for status, note in notes:
+                if status:
+                    flag(status, prefix + note)
+                else:
+                    record["messages"].append(prefix + note)
+            canonical, repairs = judge.canonicalize(notebook, spec)
+        except judge.Unreadable as error:
+            flag(error.status, prefix + str(error))
+            continue
+        except RecursionError:  # nesting nbformat read but our rebuild cannot: still the file's
+            flag("invalid notebook", prefix + "the notebook is nested too deeply to be read")
+            continue
+        for note in repairs:
+            flag("cells restored or overwritten", prefix + note)
+        canonicals[name] = (spec, canonical, raw)
+    if set(record["flags"]) & {INVALID, "wrong assignment", REFUSED_LINK, SPECIAL_FILE,
+                               UNREADABLE_MEMBER}:  # fmt: skip
+        return record
+    scratch = Path(tempfile.mkdtemp(prefix="kernels-"))  # a name that says nothing of grading
+    deadline = time.monotonic() + job.limits.submission_timeout  # all its notebooks together
+    try:
+        for name, (spec, canonical, raw) in canonicals.items():
+            verdict = judge.NotebookVerdict(name)
+            judge.judge_notebook(spec, canonical, raw, scratch, job.limits, verdict, deadline)
+            for status in verdict.flags:
+                flag(status, "")
+            record["messages"] += verdict.messages
+            record["tests"].update(verdict.tests)
+            for grade_id, why in verdict.failures.items():
+                record["failures"][grade_id if len(specs) == 1 else f"{name}:{grade_id}"] = why
+            for key, value in verdict.seconds.items():
+                record["seconds"][key] = record["seconds"].get(key, 0.0) + value
+            submitted.mkdir(parents=True, exist_ok=True)
+            judged.mkdir(parents=True, exist_ok=True)
+            (submitted / f"{name}.ipynb").write_text(nbformat.writes(canonical), encoding="utf-8")
+            (judged / f"{name}.json").write_text(json.dumps({"cells": verdict.cells}))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    record["gradable"] = True
+    return record
+
+
+_SPECS: dict[tuple[str, str], dict[str, judge.NotebookSpec]] = {}
+
+
+def load_specs(course: Path, assignment: str) -> dict[str, judge.NotebookSpec]:
+    key = (str(course), assignment)
+    if key not in _SPECS:
+        sources = sorted((course / "source" / assignment).glob("*.ipynb"))
+        _SPECS[key] = {
+            p.stem: judge.NotebookSpec.load(p, course / "release" / assignment / p.name)
+            for p in sources
+        }
+    return _SPECS[key]
+
+
+def _child(job: Job, connection, parent: int) -> None:
+    die_with_parent(parent)
+    memory_mb = job.limits.grader_memory_mb
+    try:
+        set_memory_bound(memory_mb)
+        record = judge_entry(job)
+    except MemoryError:
+        record = _failed(job.entry, "")
+        record["flags"] = ["resource limit"]
+        record["messages"] = [
+            f"reading what this submission's kernel sent took more than {memory_mb} MB of the"
+            " grader's memory (--grader-memory-mb): its outputs or answers are too large"
+        ]
+    except BaseException as error:  # noqa: BLE001 - reported as this submission's grader error
+        record = _failed(job.entry, f"{type(error).__name__}: {error}")
+    connection.send(record)
+    connection.close()
+
+
+def _failed(entry: Entry, message: str) -> dict:
+    return {
+        "student": entry.student,
+        "origin": entry.origin,
+        "digest": entry.digest,
+        "flags": ["grader error"],
+        "messages": [f"the grader failed: {message}"[:500]],
+        "tests": {},
+        "seconds": {},
+        "gradable": False,
+    }
+
+
+def run_parallel(jobs: list[Job], workers: int):
+    """Judge each job in its own forked process, ``workers`` at a time; yield (entry, record).
+
+    A fresh process per submission: the hidden checks patch modules and set print options,
+    and nothing may carry over from one student to the next. A process that dies without an
+    answer gives that submission the status "grader error"; the batch goes on.
+    """
+    context = multiprocessing.get_context("fork")
+    queue = list(reversed(jobs))
+    running: dict = {}
+    while queue or running:
+        while queue and len(running) < workers:
+            job = queue.pop()
+            receiver, sender = context.Pipe(duplex=False)
+            process = context.Process(target=_child, args=(job, sender, os.getpid()), daemon=True)
+            process.start()
+            sender.close()
+            running[receiver] = (process, job)
+        ready = multiprocessing.connection.wait(list(running))
+        for receiver in ready:
+            process, job = running.pop(receiver)
+            try:
+                record = receiver.recv()
+            except (EOFError, OSError):
+                record = _failed(job.entry, f"the grading process died (exit {process.exitcode})")
+            receiver.close()
+            process.join()
+            yield job.entry, record
