@@ -20,6 +20,7 @@ from autograder.platform import (
     judge,
 )
 from autograder.platform.inputs import INVALID, REFUSED_LINK, SPECIAL_FILE, UNREADABLE_MEMBER, Entry
+from autograder.platform.record import GRADER_ERROR, SubmissionRecord
 from autograder.platform.sandbox import (
     Limits,
     die_with_parent,
@@ -35,30 +36,15 @@ class Job:
     limits: Limits
 
 
-def judge_entry(job: Job) -> dict:
+def judge_entry(job: Job) -> SubmissionRecord:
     """Judge one student's notebooks; write the canonical notebooks and outputs; the record."""
     import torch
 
     torch.set_num_threads(1)
     course = Path(job.course)
     entry, assignment = job.entry, job.assignment
-    record = {
-        "student": entry.student,
-        "origin": entry.origin,
-        "digest": entry.digest,
-        "flags": [],
-        "messages": [],
-        "tests": {},
-        "failures": {},  # CSV column -> why that test failed (for the report)
-        "seconds": {},
-        "gradable": False,
-    }
-
-    def flag(status: str, message: str) -> None:
-        if status not in record["flags"]:
-            record["flags"].append(status)
-        if message:
-            record["messages"].append(message)
+    record = SubmissionRecord(entry.student, entry.origin, entry.digest)
+    flag = record.flag
 
     if entry.problem:
         flag(entry.status, entry.problem)
@@ -85,7 +71,7 @@ def judge_entry(job: Job) -> dict:
                 if status:
                     flag(status, prefix + note)
                 else:
-                    record["messages"].append(prefix + note)
+                    record.note(prefix + note)
             canonical, repairs = judge.canonicalize(notebook, spec)
         except judge.Unreadable as error:
             flag(error.status, prefix + str(error))
@@ -96,7 +82,7 @@ def judge_entry(job: Job) -> dict:
         for note in repairs:
             flag("cells restored or overwritten", prefix + note)
         canonicals[name] = (spec, canonical, raw)
-    if set(record["flags"]) & {INVALID, "wrong assignment", REFUSED_LINK, SPECIAL_FILE,
+    if set(record.flags) & {INVALID, "wrong assignment", REFUSED_LINK, SPECIAL_FILE,
                                UNREADABLE_MEMBER}:  # fmt: skip
         return record
     scratch = Path(tempfile.mkdtemp(prefix="kernels-"))  # a name that says nothing of grading
@@ -107,19 +93,19 @@ def judge_entry(job: Job) -> dict:
             judge.judge_notebook(spec, canonical, raw, scratch, job.limits, verdict, deadline)
             for status in verdict.flags:
                 flag(status, "")
-            record["messages"] += verdict.messages
-            record["tests"].update(verdict.tests)
+            record.messages += verdict.messages
+            record.tests.update(verdict.tests)
             for grade_id, why in verdict.failures.items():
-                record["failures"][grade_id if len(specs) == 1 else f"{name}:{grade_id}"] = why
+                record.failures[grade_id if len(specs) == 1 else f"{name}:{grade_id}"] = why
             for key, value in verdict.seconds.items():
-                record["seconds"][key] = record["seconds"].get(key, 0.0) + value
+                record.seconds[key] = record.seconds.get(key, 0.0) + value
             submitted.mkdir(parents=True, exist_ok=True)
             judged.mkdir(parents=True, exist_ok=True)
             (submitted / f"{name}.ipynb").write_text(nbformat.writes(canonical), encoding="utf-8")
             (judged / f"{name}.json").write_text(json.dumps({"cells": verdict.cells}))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    record["gradable"] = True
+    record.gradable = True
     return record
 
 
@@ -144,29 +130,20 @@ def _child(job: Job, connection, parent: int) -> None:
         set_memory_bound(memory_mb)
         record = judge_entry(job)
     except MemoryError:
-        record = _failed(job.entry, "")
-        record["flags"] = ["resource limit"]
-        record["messages"] = [
+        record = SubmissionRecord.failed(
+            job.entry,
+            "resource limit",
             f"reading what this submission's kernel sent took more than {memory_mb} MB of the"
-            " grader's memory (--grader-memory-mb): its outputs or answers are too large"
-        ]
+            " grader's memory (--grader-memory-mb): its outputs or answers are too large",
+        )
     except BaseException as error:  # noqa: BLE001 - reported as this submission's grader error
         record = _failed(job.entry, f"{type(error).__name__}: {error}")
     connection.send(record)
     connection.close()
 
 
-def _failed(entry: Entry, message: str) -> dict:
-    return {
-        "student": entry.student,
-        "origin": entry.origin,
-        "digest": entry.digest,
-        "flags": ["grader error"],
-        "messages": [f"the grader failed: {message}"[:500]],
-        "tests": {},
-        "seconds": {},
-        "gradable": False,
-    }
+def _failed(entry: Entry, message: str) -> SubmissionRecord:
+    return SubmissionRecord.failed(entry, GRADER_ERROR, f"the grader failed: {message}"[:500])
 
 
 def run_parallel(jobs: list[Job], workers: int):

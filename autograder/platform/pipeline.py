@@ -3,7 +3,6 @@ in nbgrader's gradebook, export, report."""
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from autograder.platform.course_folder import prepare_course
 from autograder.platform.errors import EXIT_OK, GradingError
 from autograder.platform.inputs import Collection, Entry, collect
 from autograder.platform.judging import Job, load_specs, run_parallel
+from autograder.platform.record import GRADER_ERROR, SubmissionRecord
 from autograder.platform.recorder import Recorder
 from autograder.platform.report import write_report
 from autograder.platform.results import (
@@ -53,7 +53,7 @@ from autograder.platform.state import (
     state_path,
     to_judge,
     why_judged,
-    write_atomically,
+    write_state,
 )
 
 SANDBOX_WORDS = {
@@ -176,8 +176,10 @@ def grade(assignment: str, path: Path, out: Path, options: GradingOptions) -> in
         course, specs, collection, state = batch.course, batch.specs, batch.collection, batch.state
         entries, todo = collection.entries, batch.todo
         state_file = state_path(out)
-        records: dict[str, dict] = state["records"]
-        taken: dict[str, tuple[dict, Path]] = {}  # merged: student -> (record, its shard's course)
+        records: dict[str, SubmissionRecord] = state["records"]
+        taken: dict[
+            str, tuple[SubmissionRecord, Path]
+        ] = {}  # merged: student -> (record, its shard's course)
         if merge:
             manifests = cluster.read_shards(
                 shards, assignment, state["fingerprint"], inputs_digest(entries)
@@ -186,6 +188,7 @@ def grade(assignment: str, path: Path, out: Path, options: GradingOptions) -> in
             mode = ROOTLESS if ROOTLESS in modes else ROOT  # the weaker one, if the nodes differ
             for manifest in manifests:
                 for student, record in manifest["records"].items():
+                    record = SubmissionRecord.from_json(record)
                     taken[student] = (record, Path(manifest["folder"]) / "course")
 
         with fmt.gradebook(course) as gradebook:
@@ -213,17 +216,16 @@ def grade(assignment: str, path: Path, out: Path, options: GradingOptions) -> in
             for entry, record in judged:
                 if merge:
                     cluster.take_judged(taken[entry.student][1], course, entry.student, assignment)
-                record["recorded"] = False
                 records[entry.student] = record
-                write_atomically(state_file, json.dumps(state))
-                gradable = bool(record.get("gradable"))
-                recorder.record(entry.student, gradable, keep="grader error" in record["flags"])
+                write_state(state_file, state)
+                keep = GRADER_ERROR in record.flags
+                recorder.record(entry.student, record.gradable, keep=keep)
                 bar.update(1)
         judge_seconds = time.monotonic() - started
         if merge:  # the shards judged in parallel: the longest of them is the judging's time
             judge_seconds = max(manifest["judge_seconds"] for manifest in manifests)
-        record_seconds = _finish_recording(course, assignment, recorder, records)
-        write_atomically(state_file, json.dumps(state))
+        record_seconds = finish_recording(course, assignment, recorder, records)
+        write_state(state_file, state)
         late = None
         if course_policy is not None:
             origins = {e.student: e.origin for e in entries}
@@ -280,7 +282,7 @@ def grade(assignment: str, path: Path, out: Path, options: GradingOptions) -> in
             "judge_seconds": judge_seconds,
             "record_seconds": record_seconds,
         }
-        write_atomically(state_file, json.dumps(state))
+        write_state(state_file, state)
         if not quiet:
             print_summary(rows, out, len(todo), judge_seconds + record_seconds)
             if collection.skipped:
@@ -334,7 +336,7 @@ def grade_shard(assignment: str, path: Path, out: Path, options: GradingOptions)
         "fingerprint": state["fingerprint"],
         "inputs": inputs_digest(entries),
         "students": sorted(mine),
-        "records": records,
+        "records": {student: record.to_json() for student, record in records.items()},
         "sandbox": mode,
         "judge_seconds": seconds,
     }
@@ -367,11 +369,12 @@ def read_policy(
     return course_policy, policy.read_submitted_at(submitted_at) if submitted_at else {}
 
 
-def _finish_recording(
-    course: Path, assignment: str, recorder: Recorder, records: dict[str, dict]
+def finish_recording(
+    course: Path, assignment: str, recorder: Recorder, records: dict[str, SubmissionRecord]
 ) -> float:
-    """Wait for the recorder (nbgrader's autograde and feedback per submission); mark each
-    record recorded or not. Seconds spent waiting after the last submission was judged."""
+    """Wait for the recorder (nbgrader's autograde and feedback per submission); write each
+    record's ``recorded`` and, if nbgrader failed on it, ``recording`` and its message. Seconds
+    spent waiting after the last submission was judged."""
     from nbgrader.api import MissingEntry
 
     started = time.monotonic()
@@ -379,9 +382,9 @@ def _finish_recording(
     with fmt.gradebook(course) as gradebook:
         for student, result in results.items():
             record = records[student]
-            if not record.get("gradable"):
+            if not record.gradable:
                 # nothing to record: its row says why; a grader error is judged again next run
-                record["recorded"] = "grader error" not in record["flags"]
+                record.recorded = GRADER_ERROR not in record.flags
                 continue
             try:
                 gradebook.find_submission(assignment, student)
@@ -389,14 +392,13 @@ def _finish_recording(
             except MissingEntry:
                 ok = False
             if not ok:
-                record["flags"].insert(0, result["status"] or "grader error")
-                if result["status"]:
-                    record["messages"].append(result["log"])
-                else:
-                    record["messages"].append(
-                        "nbgrader could not record this submission: " + _tail(result["log"])
-                    )
-            record["recorded"] = ok
+                record.recording = result["status"] or GRADER_ERROR
+                record.recording_message = (
+                    result["log"]
+                    if result["status"]
+                    else "nbgrader could not record this submission: " + _tail(result["log"])
+                )
+            record.recorded = ok
     return time.monotonic() - started
 
 

@@ -16,6 +16,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from autograder.platform import judge
+from autograder.platform.record import SubmissionRecord
 from autograder.platform.similarity import Result
 
 NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
@@ -80,7 +81,10 @@ def _score_distribution(rows: list[dict]) -> str:
 
 
 def _parts(
-    rows: list[dict], parts: dict[str, float], manual: set[str], records: dict[str, dict]
+    rows: list[dict],
+    parts: dict[str, float],
+    manual: set[str],
+    records: dict[str, SubmissionRecord],
 ) -> str:
     scored = [r for r in rows if r["total"] != ""]
     lines = [
@@ -100,7 +104,8 @@ def _parts(
         groups: dict[str, list[str]] = defaultdict(list)
         examples: dict[str, str] = {}
         for row in scored:
-            why = records.get(row["student"], {}).get("failures", {}).get(part)
+            record = records.get(row["student"])
+            why = record.failures.get(part) if record else None
             if why:
                 key = _shape(why)
                 groups[key].append(row["student"])
@@ -249,7 +254,7 @@ def write_report(
     rows: list[dict],
     parts: dict[str, float],
     manual: set[str],
-    records: dict[str, dict],
+    records: dict[str, SubmissionRecord],
     target: Path,
     title: str,
     similarity: Result | str | None = None,

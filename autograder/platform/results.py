@@ -55,7 +55,7 @@ def log_regrades(state, rows, parts, records, judged_why, late, out: Path) -> in
         row.student: regrades.kept(
             row.csv(),
             parts,
-            records.get(row.student, {}).get("digest", ""),
+            records[row.student].digest if row.student in records else "",
             late.terms.get(row.student) if late else None,
         )
         for row in rows
@@ -142,10 +142,10 @@ def export_csv(course, assignment, specs, records, target: Path, late=None) -> l
         maximum = sum(part_points(specs).values())
         for student in sorted(records):
             record = records[student]
-            flags = list(record["flags"])
-            row = GradeRow(student, file=record.get("origin", ""), max=maximum)
+            flags, messages = record.all_flags, record.all_messages
+            row = GradeRow(student, file=record.origin, max=maximum)
             scores: dict[str, float] = {}
-            if record.get("gradable") and record.get("recorded"):
+            if record.gradable and record.recorded:
                 try:
                     submission = gradebook.find_submission(assignment, student)
                 except MissingEntry:
@@ -158,17 +158,17 @@ def export_csv(course, assignment, specs, records, target: Path, late=None) -> l
                             )
                             if grade.needs_manual_grade and "needs manual grading" not in flags:
                                 flags.append("needs manual grading")
-                            passed = record["tests"].get(grade.name)
+                            passed = record.tests.get(grade.name)
                             if passed is not None and passed != (grade.score == grade.max_score):
                                 flags.insert(0, "grader error")
-                                record["messages"].append(
+                                messages.append(
                                     f"{grade.name}: gradebook score disagrees with the judge"
                                 )
                     row.total = round(sum(scores.values()), 4)
             row.parts = {column: scores.get(column, "") for column in part_columns}
             row.status = next((s for s in judge.STATUSES if s in flags), "graded")
             row.flags = "; ".join(f for f in judge.STATUSES if f in flags)
-            row.message = " | ".join(dict.fromkeys(record["messages"]))[:1000]
+            row.message = " | ".join(dict.fromkeys(messages))[:1000]
             feedback = sorted((course / "feedback" / student / assignment).glob("*.html"))
             row.feedback = ";".join(str(p) for p in feedback)
             if late is not None:

@@ -18,6 +18,7 @@ from autograder.platform import (
 )
 from autograder.platform.errors import GradingError
 from autograder.platform.inputs import Entry
+from autograder.platform.record import SubmissionRecord
 from autograder.platform.sandbox import (
     Limits,
 )
@@ -87,17 +88,28 @@ def read_state(state_file: Path, assignment: str, limits: Limits) -> tuple[dict,
         kept = state.get("scores", {}) if regrading else {}
         state = {"assignment": assignment, "fingerprint": fingerprint, "records": {}}
         state["scores"] = kept
+    records = state["records"]
+    state["records"] = {s: SubmissionRecord.from_json(r) for s, r in records.items()}
     return state, regrading
 
 
-def to_judge(entries: list[Entry], records: dict[str, dict], force: bool) -> list[Entry]:
+def write_state(state_file: Path, state: dict) -> None:
+    """Write ``state`` (its records as JSON) to ``state_file``, whole or not at all."""
+    records = {s: r.to_json() for s, r in state["records"].items()}
+    write_atomically(state_file, json.dumps(state | {"records": records}))
+
+
+def to_judge(
+    entries: list[Entry], records: dict[str, SubmissionRecord], force: bool
+) -> list[Entry]:
     """The entries to judge: changed, never recorded, or all of them with ``force``."""
     return [
         e
         for e in entries
         if force
-        or records.get(e.student, {}).get("digest") != e.digest
-        or not records[e.student].get("recorded")
+        or e.student not in records
+        or records[e.student].digest != e.digest
+        or not records[e.student].recorded
     ]
 
 
@@ -105,11 +117,11 @@ def inputs_digest(entries: list[Entry]) -> str:
     return cluster.inputs_digest({e.student: e.digest for e in entries})
 
 
-def why_judged(entry: Entry, records: dict[str, dict], force: bool) -> str:
+def why_judged(entry: Entry, records: dict[str, SubmissionRecord], force: bool) -> str:
     """Why ``entry`` is judged in this run, in words, for the regrade log."""
     old = records.get(entry.student)
     if old is None:
         return "first grading"
-    if old.get("digest") != entry.digest:
+    if old.digest != entry.digest:
         return "submission changed"
     return "judged again (--force)" if force else "judged again (not recorded before)"

@@ -92,3 +92,59 @@ def test_the_platform_check_sees_every_way_to_import_it(tmp_path):
         "autograder.platform.sandbox",
         "autograder.platform.sandbox.Limits",
     }
+
+
+# The grading command's modules by job, each importing only the ones before it (besides the
+# platform's other modules): the command line last, the errors first.
+COMMAND_MODULES = [
+    "errors",
+    "record",
+    "inputs",
+    "course_folder",
+    "state",
+    "judging",
+    "results",
+    "jobs",
+    "pipeline",
+    "grade",
+]
+COMMAND_MODULE_LINES = 420  # each is a job one can read whole: a module past it is split
+
+
+def _imports_above(path: Path, name: str) -> list[str]:
+    """The command's modules after ``name`` in :data:`COMMAND_MODULES` that ``path`` imports."""
+    above = COMMAND_MODULES[COMMAND_MODULES.index(name) + 1 :]
+    imported = _imported_modules(path)
+    return [
+        module
+        for module in above
+        if f"autograder.platform.{module}" in imported
+        or f"autograder.platform.{module}" in {n.rsplit(".", 1)[0] for n in imported}
+    ]
+
+
+def test_the_grading_command_modules_import_only_those_before_them():
+    platform = REPO / "autograder" / "platform"
+    assert {p.stem for p in platform.glob("*.py")} >= set(COMMAND_MODULES)
+    wrong = {name: _imports_above(platform / f"{name}.py", name) for name in COMMAND_MODULES}
+    wrong = {name: above for name, above in wrong.items() if above}
+    assert not wrong, f"a module of the grading command imports one after it: {wrong}"
+
+
+def test_the_order_check_sees_an_import_of_a_later_module(tmp_path):
+    module = tmp_path / "state.py"
+    module.write_text(
+        "from autograder.platform.inputs import Entry\n"
+        "def f():\n    from autograder.platform.pipeline import grade\n"
+        "import autograder.platform.grade\n"
+    )
+    assert _imports_above(module, "state") == ["pipeline", "grade"]
+
+
+def test_the_grading_command_modules_stay_short():
+    lengths = {
+        name: len((REPO / "autograder" / "platform" / f"{name}.py").read_text().splitlines())
+        for name in COMMAND_MODULES
+    }
+    long = {name: n for name, n in lengths.items() if n > COMMAND_MODULE_LINES}
+    assert not long, f"modules over {COMMAND_MODULE_LINES} lines: split them by job: {long}"

@@ -82,16 +82,16 @@ def test_the_lock_is_dropped_when_its_holder_dies(tmp_path):
 
 
 def test_state_is_replaced_whole_or_not_at_all(tmp_path, monkeypatch):
-    state = tmp_path / "state.json"
-    state.write_atomically(state, json.dumps({"records": {"alice": 1}}))
+    path = tmp_path / "state.json"
+    state.write_atomically(path, json.dumps({"records": {"alice": 1}}))
 
     def full(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "fsync", full)
     with pytest.raises(OSError):
-        state.write_atomically(state, json.dumps({"records": {}}))
-    assert json.loads(state.read_text()) == {"records": {"alice": 1}}
+        state.write_atomically(path, json.dumps({"records": {}}))
+    assert json.loads(path.read_text()) == {"records": {"alice": 1}}
     assert [p.name for p in tmp_path.iterdir()] == ["state.json"]  # no temporary file left
 
 

@@ -47,5 +47,5 @@ def test_a_worker_out_of_memory_gives_its_submission_a_resource_limit(monkeypatc
     receiver, sender = multiprocessing.Pipe(duplex=False)
     judging._child(job, sender, os.getppid())
     record = receiver.recv()
-    assert record["flags"] == ["resource limit"] and not record["gradable"]
-    assert "more than 512 MB of the grader's memory" in record["messages"][0]
+    assert record.flags == ["resource limit"] and not record.gradable
+    assert "more than 512 MB of the grader's memory" in record.messages[0]
