@@ -356,290 +356,268 @@ def {name}(*args, **kwargs):
 """
 
 
-def cases(source, release, secret_paths: list[str]) -> list[Case]:
-    """Every attack, and the honest submissions, for the assignment of ``source``."""
-    full, visible = _points(source), _points(source, hidden=False)
-    good = honest_submission(source, release)
-    ids = _by_id(release)
-    first_test = next(g for g, c in ids.items() if fmt.is_test_code(c))
-    solutions = [g for g, c in ids.items() if fmt.is_solution_code(c)]
-    first_solution, last_solution = solutions[0], solutions[-1]
-    order = list(ids)
-    last_part = sum(  # points of the tests after the last solution cell (they use only it)
-        fmt.points(ids[g]) for g in order[order.index(last_solution) :] if fmt.is_test_code(ids[g])
-    )
-    found: list[Case] = []
+@dataclass
+class Batch:
+    """What every table of attacks builds from: the assignment's notebooks and their points."""
 
-    def add(name, notebook_or_bytes, score, status, why):
-        content = (
-            notebook_or_bytes if isinstance(notebook_or_bytes, bytes) else _bytes(notebook_or_bytes)
+    source: nbformat.NotebookNode
+    release: nbformat.NotebookNode
+    secret_paths: list[str]
+
+    def __post_init__(self) -> None:
+        self.full, self.visible = _points(self.source), _points(self.source, hidden=False)
+        self.good = honest_submission(self.source, self.release)
+        ids = _by_id(self.release)
+        self.first_test = next(g for g, c in ids.items() if fmt.is_test_code(c))
+        solutions = [g for g, c in ids.items() if fmt.is_solution_code(c)]
+        self.first_solution, self.last_solution = solutions[0], solutions[-1]
+        order = list(ids)
+        self.last_part = sum(  # points of the tests after the last solution cell (they use it)
+            fmt.points(ids[g])
+            for g in order[order.index(self.last_solution) :]
+            if fmt.is_test_code(ids[g])
         )
-        found.append(Case(name, content, score, status, why))
 
-    add("honest_correct", good, full, "needs manual grading", "full marks, written answer waits")
-    add("honest_blank", release, 0.0, "graded", "the untouched student version")
-    add(
-        "hardcoded_cheat",
-        hardcoded_submission(source, release),
-        visible,
-        "graded",
-        "replays visible answers: keeps only the visible points",
-    )
+    def good_and(self, code: str) -> nbformat.NotebookNode:
+        """The correct submission with ``code`` in a cell at its end."""
+        return _add_cell(self.good, code)
 
-    # resource attacks, each in a cell after correct functions: the kernel is restarted, the
-    # earlier cells replayed, and the functions still earn their points
-    add("infinite_loop", _add_cell(good, "while True:\n    pass\n"), full, "timed out", "")
-    add(
-        "memory_bomb",
-        _add_cell(good, "hog = bytearray(64 * 1024**3)\n"),
-        full,
-        "resource limit",
-        "",
-    )
-    add(
-        "memory_bomb_growing",
-        _add_cell(good, "hog = []\nwhile True:\n    hog.append(bytearray(10**8))\n"),
-        full,
-        "resource limit",
-        "",
-    )
-    add(
-        "fork_bomb",
-        _add_cell(
-            good,
-            "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n",
-        ),
-        full,
-        "timed out",
-        "bounded by the process limit, killed with its pid namespace",
-    )
-    add(
-        "memory_bomb_processes",
-        _add_cell(good, MEMORY_IN_PROCESSES),
-        full,
-        "resource limit",
-        "each process under its own limit, together over the kernel's (root mode's cgroup)",
-    )
-    add(
-        "many_files",
-        _add_cell(good, MANY_FILES),
-        full,
-        "resource limit",
-        "the runtime folder is read-only; files stop at the cap (No space left on device)",
-    )
-    add(
-        "fill_the_disk",
-        _add_cell(good, FILL_THE_DISK),
-        full,
-        "resource limit",
-        "bytes stop at the private root's size (No space left on device)",
-    )
-    slow = good
+    def changed(self, notebook, grade_id: str, change) -> nbformat.NotebookNode:
+        """A copy of ``notebook`` with ``change(cell)`` applied to the cell ``grade_id``."""
+        copied = copy.deepcopy(notebook)
+        for cell in copied.cells:
+            if fmt.grade_id(cell) == grade_id:
+                change(cell)
+        return copied
+
+    def last_function_replaced(self, notebook, body: str) -> nbformat.NotebookNode:
+        """``notebook`` with ``body`` (formatted with the name of the last graded function)
+        appended to the last solution cell: the function answers for itself."""
+
+        def append(cell):
+            cell.source += body.format(name=_solution_name(cell))
+
+        return self.changed(notebook, self.last_solution, append)
+
+
+def _table(*rows) -> list[Case]:
+    """Cases from rows (name, notebook or bytes, expected score, status, why)."""
+    return [
+        Case(name, content if isinstance(content, bytes) else _bytes(content), score, status, why)
+        for name, content, score, status, why in rows
+    ]
+
+
+def honest_cases(b: Batch) -> list[Case]:
+    return _table(
+        ("honest_correct", b.good, b.full, "needs manual grading", "full marks, written answer waits"),
+        ("honest_blank", b.release, 0.0, "graded", "the untouched student version"),
+        ("hardcoded_cheat", hardcoded_submission(b.source, b.release), b.visible, "graded",
+         "replays visible answers: keeps only the visible points"),
+    )  # fmt: skip
+
+
+def resource_cases(b: Batch) -> list[Case]:
+    """Each in a cell after correct functions: the kernel is restarted, the earlier cells
+    replayed, and the functions still earn their points."""
+    slow = b.good
     for _ in range(5):  # each cell under the cell timeout, together over the submission's
-        slow = _add_cell(slow, "import time\ntime.sleep(20)\n", after=last_solution)
-    add(
-        "cells_over_the_deadline",
-        slow,
-        full - last_part,
-        "timed out",
-        "stopped at the submission's deadline: the tests after it fail, unrun",
+        slow = _add_cell(slow, "import time\ntime.sleep(20)\n", after=b.last_solution)
+    exit_in_function = b.last_function_replaced(
+        b.good, "\n\nimport os as _os\ndef {name}(*args, **kwargs):\n    _os._exit(3)\n"
     )
-    add("os_exit", _add_cell(good, "import os\nos._exit(0)\n"), full, "kernel died", "")
-    add(
-        "sys_exit",
-        _add_cell(good, "import sys\nsys.exit(1)\n"),
-        full,
-        "needs manual grading",
-        "SystemExit is an ordinary cell error",
+    fork = (
+        "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
     )
-    exit_in_function = copy.deepcopy(good)
-    for cell in exit_in_function.cells:
-        if fmt.grade_id(cell) == last_solution:
-            cell.source += (
-                "\n\nimport os as _os\n"
-                + f"def {_solution_name(cell)}(*args, **kwargs):\n    _os._exit(3)\n"
-            )
-    add(
-        "os_exit_in_graded_function",
-        exit_in_function,
-        full - last_part,
-        "kernel died",
-        "the tests of that function fail, the others pass after a restart",
-    )
+    return _table(
+        ("infinite_loop", b.good_and("while True:\n    pass\n"), b.full, "timed out", ""),
+        ("memory_bomb", b.good_and("hog = bytearray(64 * 1024**3)\n"), b.full, "resource limit",
+         ""),
+        ("memory_bomb_growing",
+         b.good_and("hog = []\nwhile True:\n    hog.append(bytearray(10**8))\n"), b.full,
+         "resource limit", ""),
+        ("fork_bomb", b.good_and(fork), b.full, "timed out",
+         "bounded by the process limit, killed with its pid namespace"),
+        ("memory_bomb_processes", b.good_and(MEMORY_IN_PROCESSES), b.full, "resource limit",
+         "each process under its own limit, together over the kernel's (root mode's cgroup)"),
+        ("many_files", b.good_and(MANY_FILES), b.full, "resource limit",
+         "the runtime folder is read-only; files stop at the cap (No space left on device)"),
+        ("fill_the_disk", b.good_and(FILL_THE_DISK), b.full, "resource limit",
+         "bytes stop at the private root's size (No space left on device)"),
+        ("cells_over_the_deadline", slow, b.full - b.last_part, "timed out",
+         "stopped at the submission's deadline: the tests after it fail, unrun"),
+        ("os_exit", b.good_and("import os\nos._exit(0)\n"), b.full, "kernel died", ""),
+        ("sys_exit", b.good_and("import sys\nsys.exit(1)\n"), b.full, "needs manual grading",
+         "SystemExit is an ordinary cell error"),
+        ("os_exit_in_graded_function", exit_in_function, b.full - b.last_part, "kernel died",
+         "the tests of that function fail, the others pass after a restart"),
+    )  # fmt: skip
 
-    # tampering with the notebook
-    deleted = copy.deepcopy(good)
+
+def tampering_cases(b: Batch) -> list[Case]:
+    """The notebook's test cells deleted, edited, re-pointed or duplicated."""
+    deleted = copy.deepcopy(b.good)
     deleted.cells = [c for c in deleted.cells if not fmt.is_test_code(c)]
-    add("deleted_test_cells", deleted, full, "cells restored or overwritten", "")
-    edited = copy.deepcopy(release)
+    edited = copy.deepcopy(b.release)
+    points = copy.deepcopy(b.good)
     for cell in edited.cells:
         if fmt.is_test_code(cell):
             cell.source = "print('passed')\n"
-    add("edited_test_cells", edited, 0.0, "cells restored or overwritten", "")
-    points = copy.deepcopy(good)
     for cell in points.cells:
         if fmt.is_test_code(cell):
             cell.metadata["nbgrader"]["points"] = 100
-    add("changed_points", points, full, "cells restored or overwritten", "")
-    duplicated = copy.deepcopy(good)
-    index = next(i for i, c in enumerate(duplicated.cells) if fmt.grade_id(c) == first_test)
-    duplicated.cells.insert(index, copy.deepcopy(duplicated.cells[index]))
-    solution_index = next(
-        i for i, c in enumerate(duplicated.cells) if fmt.grade_id(c) == first_solution
-    )
-    duplicated.cells.insert(solution_index + 1, copy.deepcopy(duplicated.cells[solution_index]))
+    duplicated = copy.deepcopy(b.good)
+    for grade_id, offset in ((b.first_test, 0), (b.first_solution, 1)):
+        index = next(i for i, c in enumerate(duplicated.cells) if fmt.grade_id(c) == grade_id)
+        duplicated.cells.insert(index + offset, copy.deepcopy(duplicated.cells[index]))
     for number, cell in enumerate(duplicated.cells):
         cell.id = f"same-{number % 2}"  # duplicated cell ids as well
-    add("duplicated_ids", duplicated, full, "cells restored or overwritten", "")
-
-    # forging the score from inside the kernel: wrong functions plus patched comparisons
-    wrong = _returning_zeros(release)
-    add("monkeypatched_comparisons", _add_cell(wrong, PATCHES), 0.0, "graded", "")
-    add("fake_passed_output", _add_cell(wrong, FAKE_PASS), 0.0, "graded", "")
-    add(
-        "patched_exit_and_display",
-        _add_cell(
-            wrong,
-            "import os, sys, builtins\nos._exit = sys.exit = builtins.exit = lambda *a: None\n"
-            "from IPython import display\ndisplay.publish_display_data = lambda *a, **k: None\n",
-        ),
-        0.0,
-        "graded",
-        "",
+    restored = "cells restored or overwritten"
+    return _table(
+        ("deleted_test_cells", deleted, b.full, restored, ""),
+        ("edited_test_cells", edited, 0.0, restored, ""),
+        ("changed_points", points, b.full, restored, ""),
+        ("duplicated_ids", duplicated, b.full, restored, ""),
     )
 
-    # secrecy: reading solutions, hidden checks and the gradebook; writing the gradebook
-    add(
-        "read_and_write_secrets", _add_cell(release, secrets_probe(secret_paths)), 0.0, "graded", ""
+
+def forging_cases(b: Batch) -> list[Case]:
+    """Forging the score from inside the kernel: wrong functions plus patched comparisons."""
+    wrong = _returning_zeros(b.release)
+    silenced = (
+        "import os, sys, builtins\nos._exit = sys.exit = builtins.exit = lambda *a: None\n"
+        "from IPython import display\ndisplay.publish_display_data = lambda *a, **k: None\n"
     )
-    steal = copy.deepcopy(release)
-    for cell in steal.cells:
-        if fmt.grade_id(cell) == first_solution:
-            cell.source = (
-                "import sys\nsys.path[:0] = ['/work/main', '"
-                + secret_paths[0].rsplit("/autograder", 1)[0]
-                + "']\n"
-                "from autograder.hidden.a1_rnn_bptt import _reference\n" + cell.source
-            )
-    add(
-        "import_hidden_checks",
-        steal,
-        0.0,
-        "graded",
-        "ImportError: the checks are not in the sandbox",
+    return _table(
+        ("monkeypatched_comparisons", _add_cell(wrong, PATCHES), 0.0, "graded", ""),
+        ("fake_passed_output", _add_cell(wrong, FAKE_PASS), 0.0, "graded", ""),
+        ("patched_exit_and_display", _add_cell(wrong, silenced), 0.0, "graded", ""),
     )
 
-    # markup that would run in the TA's formgrader or the feedback page
-    markdown = copy.deepcopy(good)
+
+def secrecy_cases(b: Batch) -> list[Case]:
+    """Reading solutions, hidden checks and the gradebook; writing the gradebook; escaping the
+    sandbox; seeing anything of the grading from the kernel."""
+    checkout = b.secret_paths[0].rsplit("/autograder", 1)[0]
+
+    def steal(cell):
+        cell.source = (
+            f"import sys\nsys.path[:0] = ['/work/main', '{checkout}']\n"
+            "from autograder.hidden.a1_rnn_bptt import _reference\n" + cell.source
+        )
+
+    return _table(
+        ("read_and_write_secrets", _add_cell(b.release, secrets_probe(b.secret_paths)), 0.0,
+         "graded", ""),
+        ("import_hidden_checks", b.changed(b.release, b.first_solution, steal), 0.0, "graded",
+         "ImportError: the checks are not in the sandbox"),
+        ("escape_the_sandbox", _add_cell(b.release, ESCAPE_PROBE), 0.0, "graded", ""),
+        # grading must be invisible: a probe after the test cells (the bridge is there then)
+        ("probe_grading_world", _add_cell(b.release, WORLD_PROBE), 0.0, "graded", ""),
+    )  # fmt: skip
+
+
+def markup_cases(b: Batch) -> list[Case]:
+    """Markup that would run in the TA's formgrader or on the feedback page."""
+    markdown = copy.deepcopy(b.good)
     for cell in markdown.cells:
         if fmt.cell_kind(cell) == "manual":
             cell.source += "\n\n" + hostile_markdown("answer")
-        if fmt.grade_id(cell) == last_solution:  # its tests fail with markup in the message
-            cell.source += (
-                f"\n\ndef {_solution_name(cell)}(*args, **kwargs):\n"
-                f"    raise ValueError({hostile_markup('error')!r})\n"
-            )
+    error = hostile_markup("error")
+
+    def failing(cell):  # its tests fail with markup in the message
+        cell.source += (
+            f"\n\ndef {_solution_name(cell)}(*args, **kwargs):\n    raise ValueError({error!r})\n"
+        )
+
+    markdown = b.changed(markdown, b.last_solution, failing)
     markdown.cells.append(nbformat.v4.new_markdown_cell(hostile_markdown("free")))
-    add(
-        "hostile_markdown",
-        markdown,
-        full - last_part,
-        "needs manual grading",
-        "sanitised, not run; the last part fails with markup in its message",
-    )
     outputs = HOSTILE_OUTPUTS.format(
         markup=hostile_markup("output"),
         script=_js("output-javascript"),
         svg=_js("output-svg"),
         png=_js("output-png"),
     )
-    add("hostile_outputs", _add_cell(good, outputs), full, "needs manual grading", "")
-    add(
-        "oversized_outputs",
-        _add_cell(good, OVERSIZED_OUTPUTS),
-        full,
-        "needs manual grading",
-        "a 3 MB image and 1.1 MB of text: kept to the per-cell caps, and the record says so",
-    )
+    return _table(
+        ("hostile_markdown", markdown, b.full - b.last_part, "needs manual grading",
+         "sanitised, not run; the last part fails with markup in its message"),
+        ("hostile_outputs", b.good_and(outputs), b.full, "needs manual grading", ""),
+        ("oversized_outputs", b.good_and(OVERSIZED_OUTPUTS), b.full, "needs manual grading",
+         "a 3 MB image and 1.1 MB of text: kept to the per-cell caps, and the record says so"),
+    )  # fmt: skip
 
-    # on the wire: the last graded function answers for itself, as the bridge would
-    forged = copy.deepcopy(good)
-    for cell in forged.cells:
-        if fmt.grade_id(cell) == last_solution:
-            name = _solution_name(cell)
-            cell.source += FORGED_REPLIES.format(name=name)
-    big = copy.deepcopy(good)
-    for cell in big.cells:
-        if fmt.grade_id(cell) == last_solution:
-            cell.source += OVERSIZED_REPLY.format(name=_solution_name(cell))
-    add(
-        "oversized_reply",
-        big,
-        full - last_part,
-        "resource limit",
-        "its calls send 12 MB first: the grader (--max-reply-mb 8) refuses the message unread",
-    )
-    add(
-        "forged_replies",
-        forged,
-        full - last_part,
-        "needs manual grading",
-        "a second answer to the same request fails the call; junk and stale answers are ignored",
-    )
 
-    add("escape_the_sandbox", _add_cell(release, ESCAPE_PROBE), 0.0, "graded", "")
+def wire_cases(b: Batch) -> list[Case]:
+    """On the wire: the last graded function answers for itself, as the bridge would."""
+    return _table(
+        ("oversized_reply", b.last_function_replaced(b.good, OVERSIZED_REPLY),
+         b.full - b.last_part, "resource limit",
+         "its calls send 12 MB first: the grader (--max-reply-mb 8) refuses the message unread"),
+        ("forged_replies", b.last_function_replaced(b.good, FORGED_REPLIES),
+         b.full - b.last_part, "needs manual grading",
+         "a second answer to the same request fails the call; junk and stale answers are ignored"),
+    )  # fmt: skip
 
-    # grading must be invisible: a probe after the test cells (the bridge is in the kernel then)
-    add("probe_grading_world", _add_cell(release, WORLD_PROBE), 0.0, "graded", "")
 
-    # input that is not a file to read: never opened, never followed, one row each
-    secret_shadow, source_notebook = secret_paths[-1], secret_paths[2]
-    for name, target in [
-        ("link_to_shadow", secret_shadow),
-        ("link_to_instructor_source", source_notebook),
-        ("link_to_dev_zero", "/dev/zero"),
-    ]:
-        why = "a symbolic link, refused unread"
-        found.append(Case(name, b"", None, "refused link", why, link=target))
-    found.append(Case("named_pipe", b"", None, "special file", "never opened", fifo=True))
-    # names that a lossy id would merge: two students, two rows
-    for name in ("z_uni_学生", "z_uni_老师"):
-        add(name, b'{"hello": 1}', None, "invalid notebook", "")
-
-    # bad input
-    add("invalid_json", b'{"cells": [', None, "invalid notebook", "")
-    add("empty_file", b"", None, "invalid notebook", "")
-    add("not_a_notebook", b'{"hello": 1}', None, "invalid notebook", "")
-    add(
-        "deeply_nested_json",
-        b'{"cells": ' + b"[" * 200_000 + b"]" * 200_000 + b"}",
-        None,
-        "invalid notebook",
-        "a RecursionError while reading is the file's fault, not the grader's",
-    )
-    add(
-        "nbformat_v3",
-        json.dumps(nbformat.convert(copy.deepcopy(good), 3)).encode(),
-        full,
-        "needs manual grading",
-        "upgraded to version 4 and graded, as nbgrader does",
-    )
-    other = copy.deepcopy(release)
+def input_cases(b: Batch) -> list[Case]:
+    """Input that is not a notebook to read, or not this assignment's: one row each."""
+    links = [
+        Case(name, b"", None, "refused link", "a symbolic link, refused unread", link=target)
+        for name, target in [
+            ("link_to_shadow", b.secret_paths[-1]),
+            ("link_to_instructor_source", b.secret_paths[2]),
+            ("link_to_dev_zero", "/dev/zero"),
+        ]
+    ]
+    other = copy.deepcopy(b.release)
     for cell in other.cells:
         if fmt.grade_id(cell):
             cell.metadata["nbgrader"]["grade_id"] = "other_" + cell.metadata["nbgrader"]["grade_id"]
-    add("wrong_assignment", other, None, "wrong assignment", "")
-    renamed = copy.deepcopy(good)
+    renamed, r_kernel = copy.deepcopy(b.good), copy.deepcopy(b.good)
     renamed.metadata["kernelspec"] = {
         "name": "conda-env-py311",
         "display_name": "Py",
         "language": "python",
     }
-    add("wrong_kernel_name", renamed, full, "wrong kernel", "graded with python3, flagged")
-    r_kernel = copy.deepcopy(good)
     r_kernel.metadata["kernelspec"] = {"name": "ir", "display_name": "R", "language": "R"}
-    add("r_kernel", r_kernel, None, "invalid notebook", "")
-    return found
+    nested = b'{"cells": ' + b"[" * 200_000 + b"]" * 200_000 + b"}"
+    version_3 = json.dumps(nbformat.convert(copy.deepcopy(b.good), 3)).encode()
+    return links + [
+        Case("named_pipe", b"", None, "special file", "never opened", fifo=True)
+    ] + _table(
+        # names that a lossy id would merge: two students, two rows
+        ("z_uni_学生", b'{"hello": 1}', None, "invalid notebook", ""),
+        ("z_uni_老师", b'{"hello": 1}', None, "invalid notebook", ""),
+        ("invalid_json", b'{"cells": [', None, "invalid notebook", ""),
+        ("empty_file", b"", None, "invalid notebook", ""),
+        ("not_a_notebook", b'{"hello": 1}', None, "invalid notebook", ""),
+        ("deeply_nested_json", nested, None, "invalid notebook",
+         "a RecursionError while reading is the file's fault, not the grader's"),
+        ("nbformat_v3", version_3, b.full, "needs manual grading",
+         "upgraded to version 4 and graded, as nbgrader does"),
+        ("wrong_assignment", other, None, "wrong assignment", ""),
+        ("wrong_kernel_name", renamed, b.full, "wrong kernel", "graded with python3, flagged"),
+        ("r_kernel", r_kernel, None, "invalid notebook", ""),
+    )  # fmt: skip
+
+
+TABLES = (
+    honest_cases,
+    resource_cases,
+    tampering_cases,
+    forging_cases,
+    secrecy_cases,
+    markup_cases,
+    wire_cases,
+    input_cases,
+)
+
+
+def cases(source, release, secret_paths: list[str]) -> list[Case]:
+    """Every attack, and the honest submissions, for the assignment of ``source``: one table
+    per kind of attack (:data:`TABLES`)."""
+    batch = Batch(source, release, secret_paths)
+    return [case for table in TABLES for case in table(batch)]
 
 
 def _solution_name(cell) -> str:
