@@ -15,33 +15,14 @@
   ids (Units 1 and 2), a thin user of :func:`fit`.
 
 Held-out bits per character, n-gram baselines and sampling are in ``course.analysis.lm``.
-
-Recording and replaying runs (for the course's own test suite, never needed by a student):
-with ``COURSE_FIT_RECORD=<folder>`` in the environment, :func:`fit` saves what each run ends
-with (weights, history, random state) under a key made of everything the run starts from
-(weights, the model's other attributes, random state, first batch, loss function, settings).
-With ``COURSE_FIT_REPLAY=<folder>``, a run whose key is found there, and whose first batch
-gives exactly the recorded first loss, is not trained again: it takes the recorded end state,
-consumes the same batches and shows the same bar and line. Any other run is trained.
-The build records each lecture's runs, and the JupyterLab runs of the lectures replay them, so
-the suite trains each lecture's models once. :func:`remembered` does the same for the
-evaluations that follow a run (held-out figures, features for probes): what a call returns is
-recorded under a key made of the function and everything it is given, and replayed.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import functools
-import hashlib
-import itertools
 import math
-import os
 import time
-import types
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 import torch
@@ -50,15 +31,13 @@ from torch.nn import functional as F
 from tqdm.auto import tqdm
 
 from course.checks import expect_dtype, expect_shape
-from course.data.code import random_windows
-from course.fit_records import RECORD_VARIABLE, REPLAY_VARIABLE
+from course.data.chars import random_windows
 
 __all__ = [
     "TrainingHistory",
     "fit",
     "linear_warmup_decay",
     "next_token_loss",
-    "remembered",
     "train_language_model",
     "transformer_schedule",
 ]
@@ -179,27 +158,9 @@ def fit(
     scheduler = None if lr_schedule is None else torch.optim.lr_scheduler.LambdaLR(opt, lr_schedule)
 
     stream = iter(batches)
-    key = None
-    if steps and (os.environ.get(RECORD_VARIABLE) or os.environ.get(REPLAY_VARIABLE)):
-        try:
-            first = next(stream)
-        except StopIteration:
-            first = None
-        else:
-            stream = itertools.chain([first], stream)
-            settings = (steps, budget_seconds, optimizer, lr, clip_norm, desc, progress)
-            key = _run_key(model, loss_fn, first, lr_schedule, steps, settings)
-        if key is not None and os.environ.get(REPLAY_VARIABLE):
-            folder = Path(os.environ[REPLAY_VARIABLE])
-            replayed = _replay(folder, key, model, loss_fn, first, stream)
-            if replayed is not None:
-                _show_replayed(replayed, steps, progress, desc)
-                return replayed
-
     history = TrainingHistory(budget_seconds=budget_seconds)
     model.train()
     start = time.perf_counter()
-    consumed = 0
     bar = tqdm(total=steps, disable=not progress, desc=desc, unit="step")
     try:
         for step in range(steps):
@@ -211,7 +172,6 @@ def fit(
             except StopIteration:
                 history.stopped_by = "data"
                 break
-            consumed += 1
             out = loss_fn(model, batch)
             loss, logs = out if isinstance(out, tuple) else (out, {})
             loss_value = loss.item()
@@ -243,199 +203,7 @@ def fit(
     _end_bar(bar)
     if progress:
         print(history.summary())
-    if key is not None and os.environ.get(RECORD_VARIABLE):
-        _record(Path(os.environ[RECORD_VARIABLE]), key, model, history, consumed)
     return history
-
-
-# -- recording and replaying runs (see the module's docstring) ------------------------------
-
-
-class _NoKey(Exception):
-    """A run starts from something this module cannot fingerprint: it is not recorded."""
-
-
-def _digest(value: Any, h: Any, depth: int = 0) -> None:
-    """Feed ``value`` into the hash ``h``: tensors and arrays by their bytes, containers by
-    their items, functions by their code, closure and defaults; anything else raises _NoKey."""
-    if depth > 12:
-        raise _NoKey("nested too deeply")
-    h.update(type(value).__qualname__.encode())
-    if value is None or isinstance(value, (bool, int, float, complex, str, bytes)):
-        h.update(repr(value).encode())
-    elif isinstance(value, torch.Tensor):
-        t = value.detach()
-        if t.device.type != "cpu":
-            raise _NoKey("a tensor off the CPU")
-        h.update(f"{t.dtype}{tuple(t.shape)}".encode())
-        h.update(t.contiguous().view(-1).view(torch.uint8).numpy().tobytes())
-    elif type(value).__module__ == "numpy" and hasattr(value, "tobytes"):
-        h.update(f"{value.dtype}{getattr(value, 'shape', ())}".encode() + value.tobytes())
-    elif isinstance(value, (list, tuple)):
-        h.update(str(len(value)).encode())
-        for item in value:
-            _digest(item, h, depth + 1)
-    elif isinstance(value, Mapping):
-        for name, item in sorted(value.items(), key=lambda kv: repr(kv[0])):
-            _digest(name, h, depth + 1)
-            _digest(item, h, depth + 1)
-    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-        for f in dataclasses.fields(value):
-            _digest(f.name, h, depth + 1)
-            _digest(getattr(value, f.name), h, depth + 1)
-    elif isinstance(value, nn.Module):
-        h.update(repr(value).encode())
-        _digest(dict(value.state_dict()), h, depth + 1)
-        for name, module in value.named_modules():  # plain attributes (a probe's layer, say)
-            for attribute, item in sorted(vars(module).items()):
-                if attribute.startswith("_") or attribute == "training":
-                    continue
-                h.update(f"{name}.{attribute}".encode())
-                try:
-                    _digest(item, h, depth + 1)
-                except _NoKey:
-                    h.update(type(item).__qualname__.encode())  # checked on replay: see _replay
-    elif isinstance(value, types.MethodType):
-        _digest(value.__func__, h, depth + 1)
-        _digest(value.__self__, h, depth + 1)
-    elif isinstance(value, types.FunctionType):
-        _digest_code(value.__code__, h)
-        _digest([c.cell_contents for c in value.__closure__ or ()], h, depth + 1)
-        _digest(value.__defaults__, h, depth + 1)
-        _digest(value.__kwdefaults__, h, depth + 1)
-    else:
-        raise _NoKey(f"cannot fingerprint a {type(value).__qualname__}")
-
-
-def _digest_code(code: types.CodeType, h: Any) -> None:
-    name = getattr(code, "co_qualname", code.co_name)
-    h.update(name.encode() + code.co_code + repr(code.co_names).encode())
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            _digest_code(const, h)
-        else:
-            h.update(repr(const).encode())
-
-
-def _run_key(
-    model: nn.Module,
-    loss_fn: LossFn,
-    first_batch: Any,
-    lr_schedule: Callable[[int], float] | None,
-    steps: int,
-    settings: tuple,
-) -> str | None:
-    """What a run starts from, as a hex digest; None if some part cannot be fingerprinted."""
-    if isinstance(settings[2], torch.optim.Optimizer):
-        return None  # its state lives outside the model
-    h = hashlib.sha256(torch.__version__.encode())
-    try:
-        _digest(model, h)
-        _digest(loss_fn, h)
-        _digest(first_batch, h)
-        _digest(settings, h)
-        _digest(None if lr_schedule is None else [lr_schedule(s) for s in range(steps)], h)
-        _digest(torch.get_rng_state(), h)
-    except _NoKey:
-        return None
-    return h.hexdigest()
-
-
-def _recording(folder: Path, name: str) -> Path | None:
-    """The recording ``name`` in ``folder`` or in a folder of its own in it (the build keeps
-    one per lecture); None if there is none."""
-    path = folder / name
-    return path if path.is_file() else next(folder.glob(f"*/{name}"), None)
-
-
-def _save_atomically(value: dict, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f"{path.name}.{os.getpid()}.part")
-    torch.save(value, partial)
-    os.replace(partial, path)
-
-
-def remembered(function: Callable[..., Any]) -> Callable[..., Any]:
-    """``function`` (an evaluation that computes from what it is given and nothing else), with
-    its result recorded and replayed as :func:`fit` records and replays runs: under
-    ``COURSE_FIT_RECORD`` what a call returns is saved under a key made of the function's code
-    and of its arguments and the random state, as the key of a run is; under
-    ``COURSE_FIT_REPLAY`` a call whose key was recorded returns the recording and leaves the
-    random state as the recorded call left it. Without either variable, or for arguments that
-    cannot be fingerprinted, it is ``function`` itself. What it returns must be tensors,
-    numbers, strings, and lists, tuples and dicts of them."""
-
-    @functools.wraps(function)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        record, replay = os.environ.get(RECORD_VARIABLE), os.environ.get(REPLAY_VARIABLE)
-        if not (record or replay):
-            return function(*args, **kwargs)
-        h = hashlib.sha256(torch.__version__.encode())
-        try:
-            for part in (function, list(args), kwargs, torch.get_rng_state()):
-                _digest(part, h)
-        except _NoKey:
-            return function(*args, **kwargs)
-        name = f"call-{h.hexdigest()}.pt"
-        found = _recording(Path(replay), name) if replay else None
-        if found is not None:
-            saved = torch.load(found, map_location="cpu", weights_only=True)
-            torch.set_rng_state(saved["rng"])
-            return saved["result"]
-        computed = function(*args, **kwargs)
-        if record:
-            saved = {"result": computed, "rng": torch.get_rng_state()}
-            _save_atomically(saved, Path(record) / name)
-        return computed
-
-    return wrapper
-
-
-def _record(
-    folder: Path, key: str, model: nn.Module, history: TrainingHistory, consumed: int
-) -> None:
-    state = {name: t.detach().clone() for name, t in model.state_dict().items()}
-    saved = {
-        "state": state,
-        "history": dataclasses.asdict(history),
-        "rng": torch.get_rng_state(),
-        "consumed": consumed,
-    }
-    _save_atomically(saved, folder / f"{key}.pt")
-
-
-def _replay(
-    folder: Path, key: str, model: nn.Module, loss_fn: LossFn, first: Any, stream: Any
-) -> TrainingHistory | None:
-    """The recorded run of ``key`` applied to ``model``; None (train it) if there is none, or
-    if the loss of the first batch is not exactly the recorded run's first loss."""
-    path = _recording(folder, f"{key}.pt")
-    if path is None:
-        return None
-    saved = torch.load(path, map_location="cpu", weights_only=True)
-    model.train()
-    random_state = torch.get_rng_state()
-    out = loss_fn(model, first)  # with gradients on, as in training (kernels can differ without)
-    torch.set_rng_state(random_state)
-    first_loss = (out[0] if isinstance(out, tuple) else out).item()
-    if saved["history"]["losses"][:1] != [first_loss]:
-        return None
-    for _ in range(saved["consumed"]):  # the batches the recorded run took, for what comes after
-        next(stream)
-    model.load_state_dict(saved["state"])
-    model.train()
-    torch.set_rng_state(saved["rng"])
-    return TrainingHistory(**saved["history"])
-
-
-def _show_replayed(history: TrainingHistory, steps: int, progress: bool, desc: str) -> None:
-    bar = tqdm(total=steps, disable=not progress, desc=desc, unit="step")
-    bar.update(history.steps)
-    if history.losses:
-        bar.set_postfix(loss=f"{history.losses[-1]:.3f}")
-    _end_bar(bar)
-    if progress:
-        print(history.summary())
 
 
 def linear_warmup_decay(warmup: int, steps: int) -> Callable[[int], float]:

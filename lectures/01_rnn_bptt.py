@@ -41,7 +41,8 @@ from torch.nn import functional as F
 
 from course.analysis.gradients import gradient_norms_by_distance
 from course.analysis.lm import bits_per_char, ngram_bits_per_char, sample
-from course.data.code import CharVocab, load_python_source
+from course.data.chars import CharVocab
+from course.data.code import load_python_source
 from course.metrics import record
 from course.models.recurrent import CharRNN, rescale_spectral_radius_, spectral_radius
 from course.train import train_language_model

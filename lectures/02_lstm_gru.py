@@ -52,7 +52,8 @@ from IPython.display import HTML, display
 from course.analysis.gradients import cell_gradient_norms_by_distance
 from course.analysis.interpret import FEATURES, best_cells, code_features, lstm_states
 from course.analysis.lm import bits_per_char, ngram_bits_per_char
-from course.data.code import CharVocab, load_python_source
+from course.data.chars import CharVocab
+from course.data.code import load_python_source
 from course.data.recall import RecallTask, recall_accuracy, train_recall
 from course.metrics import record
 from course.models.recurrent import CharLSTM, CharRNN, SequenceTagger

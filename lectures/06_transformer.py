@@ -60,14 +60,13 @@ from course.analysis.transformer import attention_maps, gradient_norms_by_depth
 from course.data.dates import MONTHS, DateTask, day_in_words, year_in_words
 from course.data.sorting import SortTask
 from course.metrics import record
-from course.models.attention import causal_mask
+from course.models.attention import causal_mask, padding_mask
 from course.models.seq2seq import Seq2Seq
 from course.models.transformer import (
     EncoderLayer,
     Seq2SeqTransformer,
     Transformer,
     copy_to_torch,
-    key_mask,
 )
 from course.train import fit, linear_warmup_decay, transformer_schedule
 from course.viz.attention_views import head_view, model_view
@@ -420,7 +419,7 @@ assert max(deep_correct[n] for n in deep_correct if n != "pre-norm, warm-up") < 
 plot_decoder_masks((5, 3))
 plt.show()
 lengths = torch.tensor([5, 3])
-combined = causal_mask(5) & key_mask(lengths, 5)  # (B, 1, T, T)
+combined = causal_mask(5) & padding_mask(lengths, 5)  # (B, 1, T, T)
 print("combined mask of target 2 (1 = may attend):")
 print(combined[1, 0].int())
 # The text around this cell reads the masks this way: keep it true.
@@ -445,8 +444,8 @@ assert combined[1, 0, 3:, :3].all() and not combined[1, 0, 3:, 3:].any(), (
 torch.manual_seed(0)
 small = Transformer(16, 4, 2, 2, 32, dropout=0.0).eval().requires_grad_(False)
 src, tgt = torch.randn(2, 7, 16), torch.randn(2, 5, 16)
-src_mask = key_mask(torch.tensor([7, 4]), 7)
-tgt_mask = causal_mask(5) & key_mask(torch.tensor([5, 3]), 5)
+src_mask = padding_mask(torch.tensor([7, 4]), 7)
+tgt_mask = causal_mask(5) & padding_mask(torch.tensor([5, 3]), 5)
 out = small(src, tgt, src_mask, tgt_mask)
 later = tgt.clone()
 later[:, 3] += 1.0  # change target position 3 (0-based)
@@ -478,7 +477,10 @@ print(
 # %%
 torch.manual_seed(0)
 src, tgt = torch.randn(3, 9, 32, dtype=torch.float64), torch.randn(3, 7, 32, dtype=torch.float64)
-src_keys, tgt_keys = key_mask(torch.tensor([9, 4, 6]), 9), key_mask(torch.tensor([7, 3, 5]), 7)
+src_keys, tgt_keys = (
+    padding_mask(torch.tensor([9, 4, 6]), 9),
+    padding_mask(torch.tensor([7, 3, 5]), 7),
+)
 for norm_first in (False, True):
     ours = Transformer(32, 4, 3, 3, 64, dropout=0.0, norm_first=norm_first).double().train()
     with warnings.catch_warnings():  # a note that pre-norm skips a fast path we do not use

@@ -70,7 +70,7 @@ from course.analysis.parameters import (
 )
 from course.analysis.permutation_lm import factorised_log_likelihood, permutation_masks
 from course.checkpoints import checkpoint_vocab, load_checkpoint, load_heldout_text
-from course.data.code import random_windows
+from course.data.chars import random_windows
 from course.data.english import prose_text
 from course.data.key_value import (
     KeyValueTask,

@@ -42,8 +42,8 @@ import nbformat
 from autograder import nbgrader_format as nbg
 from autograder.fingerprint import files_digest, grading_fingerprint
 from course.doctor import CPU_INDEX  # PyTorch's index of CPU-only wheels
-from course.fit_records import RECORD_VARIABLE, THREADS_FILE
 from tools import copies, lab_markdown
+from tools.fit_replay import THREADS_FILE, write_startup
 from tools.notebooks import (
     REPO,
     NotebookBuildError,
@@ -172,11 +172,14 @@ def run_lecture(source: Path, build: Path, env: dict[str, str]) -> dict[str, flo
     partial = record.with_suffix(f".{os.getpid()}.part")
     partial.write_text(json.dumps(threads, sort_keys=True) + "\n")
     partial.replace(record)
+    ipython = build / "ipython" / source.stem  # its kernel's startup records the runs
+    shutil.rmtree(ipython, ignore_errors=True)
+    write_startup(ipython, record=fits)
     result = execute(
         read_source(source),
         name=source.name,
         cwd=build / "run" / source.stem,
-        env={**env, RECORD_VARIABLE: str(fits)},
+        env={**env, "IPYTHONDIR": str(ipython)},
     )
     write_notebook(result.notebook, build / "lectures" / f"{source.stem}.ipynb")
     return {f"lectures/{source.stem}": result.seconds}

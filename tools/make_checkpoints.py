@@ -84,7 +84,8 @@ from course.checkpoints import (
     save_checkpoint,
 )
 from course.data.bert_inputs import make_nsp_pairs, pretraining_batches
-from course.data.code import CharVocab, load_python_source, random_windows
+from course.data.chars import CharVocab, random_windows
+from course.data.code import load_python_source
 from course.data.english import (
     load_prose,
     load_tagging_task,

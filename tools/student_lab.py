@@ -36,7 +36,7 @@ from pathlib import Path
 import nbformat
 
 from course.doctor import CPU_INDEX
-from course.fit_records import REPLAY_VARIABLE, THREADS_FILE
+from tools.fit_replay import STARTUP_NAME, THREADS_FILE, write_startup
 from tools.notebooks import REPO
 
 BUNDLE_ZIP = REPO / "dist" / "student.zip"
@@ -224,8 +224,9 @@ def lab_environment(
     """The server's environment: the student's venv first on PATH, private Jupyter dirs.
 
     replay: a folder of training runs the build recorded (``build/fits``); the kernels replay
-    a run found there instead of training it again (``course.train``'s module docstring), with
-    the thread counts the build's kernels had (its ``threads.json``).
+    a run found there instead of training it again (``tools/fit_replay.py``, installed by a
+    startup file in ``home/ipython``), with the thread counts the build's kernels had (its
+    ``threads.json``).
     runtime: Jupyter's runtime folder (the server's file, the kernels' connection files and,
     with :func:`kernel_socket_options`, their sockets); ``home/runtime`` unless given.
     """
@@ -233,10 +234,12 @@ def lab_environment(
         k: v
         for k, v in os.environ.items()
         if k not in {*NOT_INHERITED, "COURSE_METRICS_DIR"}
-        and not k.startswith(("JUPYTER", "IPYTHON", "NBGRADER", "COURSE_FIT_"))
+        and not k.startswith(("JUPYTER", "IPYTHON", "NBGRADER"))
     }
+    startup = home / "ipython" / "profile_default" / "startup" / STARTUP_NAME
+    startup.unlink(missing_ok=True)  # a home used before, to replay, does not replay now
     if replay is not None:
-        env[REPLAY_VARIABLE] = str(replay)
+        write_startup(home / "ipython", replay=replay)
         threads = replay / THREADS_FILE
         if threads.is_file():
             env.update({k: str(v) for k, v in json.loads(threads.read_text()).items()})

@@ -42,7 +42,7 @@ from course.models.bert import (
     evaluate_pretraining,
     fill_mask,
 )
-from course.train import TrainingHistory, fit, linear_warmup_decay, remembered
+from course.train import TrainingHistory, fit, linear_warmup_decay
 
 __all__ = [
     "read_nsp_pairs",
@@ -95,13 +95,12 @@ def heldout_batches(
     ]
 
 
-@remembered
 def heldout_pretraining_figures(
     model: BertForPreTraining, batches: list[dict[str, torch.Tensor]]
 ) -> dict[str, float]:
     """``course.models.bert.evaluate_pretraining`` on the batches of :func:`heldout_batches`:
-    held-out MLM and NSP figures, recorded and replayed as this module's other evaluations are
-    (``course.train.remembered``)."""
+    held-out MLM and NSP figures. A function of its own, so that the suite's harness records
+    and replays it with this module's other evaluations (``tools/fit_replay.py``)."""
     return evaluate_pretraining(model, batches)
 
 
@@ -164,7 +163,6 @@ def _by_length(examples: Sequence[Example], batch_size: int) -> list[list[int]]:
 
 
 @torch.no_grad()
-@remembered
 def marked_word_states(
     model: BertForPreTraining | BertModel,
     wordpiece: WordPiece,
@@ -252,7 +250,6 @@ def word_task_batches(
 
 
 @torch.no_grad()
-@remembered
 def word_task_accuracy(
     model: WordClassifier,
     wordpiece: WordPiece,

@@ -16,7 +16,7 @@ from course.data.english import Example
 from course.data.words import WordVocab, sentence_tokens
 from course.models import model_device
 from course.models.bilm import BiLM
-from course.train import fit, remembered
+from course.train import fit
 
 __all__ = [
     "encode_sentences",
@@ -46,7 +46,6 @@ def encode_sentences(
 
 
 @torch.no_grad()
-@remembered
 def heldout_perplexity(
     model: BiLM, vocab: WordVocab, sentences: Sequence[Sequence[str]], batch_size: int = 16
 ) -> dict[str, float]:
@@ -116,7 +115,6 @@ class ScalarMix(nn.Module):
 
 
 @torch.no_grad()
-@remembered
 def marked_word_features(
     model: BiLM, vocab: WordVocab, examples: Sequence[Example], batch_size: int = 256
 ) -> torch.Tensor:

@@ -24,7 +24,6 @@ from torch import nn
 from course.checks import expect_dtype, expect_shape
 from course.decoding import greedy_search
 from course.models import model_device
-from course.train import remembered
 
 __all__ = [
     "ngrams",
@@ -98,7 +97,6 @@ def continuation_log_likelihood(
 
 
 @torch.no_grad()
-@remembered
 def generation_seconds(
     model: nn.Module,
     lengths: Sequence[int],

@@ -20,9 +20,8 @@ from torch import nn
 from torch.nn import functional as F
 
 from course.checks import expect_dtype, expect_shape
-from course.data.code import CharVocab
+from course.data.chars import CharVocab
 from course.models import model_device
-from course.train import remembered
 
 __all__ = ["bits_per_char", "windowed_bits_per_char", "ngram_bits_per_char", "sample"]
 
@@ -159,7 +158,6 @@ def sample(
 
 
 @torch.no_grad()
-@remembered
 def windowed_bits_per_char(
     model: nn.Module, ids: torch.Tensor, *, window: int, batch_size: int = 16
 ) -> float:

@@ -44,7 +44,7 @@ import torch
 from torch import nn
 
 from course.analysis.lm import bits_per_char, windowed_bits_per_char
-from course.data.code import CharVocab
+from course.data.chars import CharVocab
 from course.data.wordpiece import WordPiece
 from course.data.words import WordVocab
 

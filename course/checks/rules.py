@@ -62,7 +62,7 @@ _COURSE_ATTENTION = tuple(
 )
 _COURSE_TRANSFORMER = tuple(
     "FeedForward EncoderLayer DecoderLayer Transformer Seq2SeqTransformer copy_to_torch "
-    "key_mask layer_norm LayerNorm decoder_mask count_parameters".split()
+    "layer_norm LayerNorm decoder_mask count_parameters".split()
 )
 _COURSE_PARAMETERS = tuple(
     "attention_parameters feed_forward_parameters count_transformer TransformerCount "

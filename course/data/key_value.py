@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import torch
 
 from course.checks import expect_ids
-from course.data.code import CharVocab
+from course.data.chars import CharVocab
 
 __all__ = [
     "IGNORE",

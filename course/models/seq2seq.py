@@ -42,6 +42,8 @@ __all__ = ["SCORES", "Attention", "Seq2Seq", "masked_softmax", "lengths_mask"]
 SCORES = ("dot", "scaled_dot", "bilinear", "additive", "cosine", "location")
 
 
+# A twin of course.models.bilm.lengths_mask, and course.models.attention.padding_mask without its
+# head and query axes: each model file reads alone. tests/course/test_masks.py holds them equal.
 def lengths_mask(lengths: torch.Tensor, m: int) -> torch.Tensor:
     """(B, m) bool: True at the real positions k < lengths[b]."""
     return torch.arange(m, device=lengths.device)[None, :] < lengths[:, None]

@@ -26,7 +26,12 @@ from torch import nn
 from torch.nn import functional as F
 
 from course.checks import expect_ids
-from course.models.attention import MultiHeadAttention, causal_mask, sinusoidal_encoding
+from course.models.attention import (
+    MultiHeadAttention,
+    causal_mask,
+    padding_mask,
+    sinusoidal_encoding,
+)
 
 __all__ = [
     "FeedForward",
@@ -35,13 +40,7 @@ __all__ = [
     "Transformer",
     "Seq2SeqTransformer",
     "copy_to_torch",
-    "key_mask",
 ]
-
-
-def key_mask(lengths: torch.Tensor, m: int) -> torch.Tensor:
-    """(B, 1, 1, m) bool, True at real key positions: broadcasts over heads and queries."""
-    return (torch.arange(m, device=lengths.device)[None, :] < lengths[:, None])[:, None, None, :]
 
 
 def gelu_tanh(x: torch.Tensor) -> torch.Tensor:
@@ -288,7 +287,7 @@ class Seq2SeqTransformer(nn.Module):
     def encode(self, src: torch.Tensor, src_len: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(memory (B, m, d_model), source key mask (B, 1, 1, m))."""
         expect_ids(src, self.src_vocab, "src")
-        mask = key_mask(src_len, src.shape[1])
+        mask = padding_mask(src_len, src.shape[1])
         return self.transformer.encode(self.embed(self.src_embed, src), mask), mask
 
     def forward(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from course.data.code import random_windows
+from course.data.chars import random_windows
 from course.models.gpt import GPT, GPTConfig
 from course.train import fit, linear_warmup_decay
 from tools.resumable import RunFile, code_digest, resumable_fit, run_key

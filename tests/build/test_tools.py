@@ -267,8 +267,8 @@ def test_the_units_side_by_side_share_out_the_cores(monkeypatch, cores, jobs, ou
 def test_a_lectures_kernel_gets_its_threads_and_the_replaying_lab_the_same(
     tmp_path, lectures, monkeypatch
 ):
-    from course.fit_records import THREADS_FILE
     from tools import student_lab
+    from tools.fit_replay import THREADS_FILE
 
     monkeypatch.setattr(build.os, "cpu_count", lambda: 3)
     monkeypatch.setenv(build.JOBS_VARIABLE, "1")

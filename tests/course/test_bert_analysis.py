@@ -199,18 +199,19 @@ def test_nsp_pair_lines_and_fixed_heldout_masks():
     assert any((b["labels"] != IGNORE_INDEX).any() for b in one)
 
 
-def test_heldout_pretraining_figures_are_evaluate_pretraining_s(bert, tmp_path, monkeypatch):
-    from course.fit_records import RECORD_VARIABLE, REPLAY_VARIABLE
+def test_heldout_pretraining_figures_are_evaluate_pretraining_s(bert, tmp_path):
+    """The figures, and the same through the suite's record and replay (a function of its own
+    for that): recorded once, then replayed, and computed afresh for other weights."""
     from course.models.bert import evaluate_pretraining
+    from tools.fit_replay import Runs
 
     text = "0\tthe dog sat .\ta cat sat .\n1\tthe cat\tdogs run"
     batches = heldout_batches(VOCAB, read_nsp_pairs(text) * 8, batch_size=8, seed=0, max_len=16)
     expected = evaluate_pretraining(bert, batches)
     assert heldout_pretraining_figures(bert, batches) == expected
-    monkeypatch.setenv(RECORD_VARIABLE, str(tmp_path))  # recorded once, then replayed
-    assert heldout_pretraining_figures(bert, batches) == expected
-    monkeypatch.delenv(RECORD_VARIABLE)
-    monkeypatch.setenv(REPLAY_VARIABLE, str(tmp_path))
+    assert Runs(record=tmp_path).remember(heldout_pretraining_figures)(bert, batches) == expected
+    assert len(list(tmp_path.glob("call-*.pt"))) == 1
+    replayed = Runs(replay=tmp_path).remember(heldout_pretraining_figures)
     kept = bert.mlm_bias.detach().clone()
     with torch.no_grad():
         bert.mlm_bias.add_(
@@ -219,7 +220,7 @@ def test_heldout_pretraining_figures_are_evaluate_pretraining_s(bert, tmp_path, 
     try:
         changed = evaluate_pretraining(bert, batches)
         assert changed != expected
-        assert heldout_pretraining_figures(bert, batches) == changed
+        assert replayed(bert, batches) == changed
     finally:
         with torch.no_grad():
             bert.mlm_bias.copy_(kept)  # the module's model as it was

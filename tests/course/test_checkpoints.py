@@ -30,7 +30,7 @@ from course.checkpoints import (
     read_metadata,
     save_checkpoint,
 )
-from course.data.code import CharVocab
+from course.data.chars import CharVocab
 from course.data.wordpiece import SPECIAL_TOKENS, WordPiece
 from course.models.bert import BertConfig, BertForPreTraining
 from course.models.recurrent import CharLSTM, CharRNN

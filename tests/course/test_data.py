@@ -9,9 +9,8 @@ import pytest
 import torch
 
 from course.data import code as data
+from course.data.chars import CharVocab, batch_windows
 from course.data.code import (
-    CharVocab,
-    batch_windows,
     load_pydoc_topics,
     load_python_source,
     load_text_file,
@@ -174,3 +173,12 @@ def test_batch_windows_rejects_bad_input():
         batch_windows(torch.zeros(50), 2, 3)
     with pytest.raises(ValueError, match="must be >= 1"):
         batch_windows(torch.arange(50), 0, 3)
+
+
+def test_the_characters_module_is_what_the_corpora_module_names():
+    """Characters and windows live in course.data.chars; course.data.code names the same
+    objects, as the checkpoints' metadata ("course.data.code.random_windows") does."""
+    from course.data import chars, code
+
+    for name in chars.__all__:
+        assert getattr(code, name) is getattr(chars, name), name

@@ -43,7 +43,7 @@ from course.analysis import elmo, generation, interpret, lm
 from course.analysis import seq2seq as seq2seq_analysis
 from course.analysis.transformer import attention_maps
 from course.checkpoints import load_checkpoint, read_metadata
-from course.data.code import CharVocab
+from course.data.chars import CharVocab
 from course.data.english import Example
 from course.data.numbers import NumberTask
 from course.data.wordpiece import SPECIAL_TOKENS, WordPiece
@@ -57,7 +57,7 @@ from course.models.gpt import GPT, GPTConfig
 from course.models.recurrent import CharLSTM, CharRNN, SequenceTagger
 from course.models.seq2seq import SCORES, Seq2Seq
 from course.models.tiny_transformer import ENCODINGS, TinyCausalTransformer
-from course.models.transformer import Seq2SeqTransformer, Transformer, key_mask
+from course.models.transformer import Seq2SeqTransformer, Transformer
 from course.train import next_token_loss
 from tools import make_checkpoints
 
@@ -399,7 +399,7 @@ def case_transformer() -> None:
         d_model=8, num_heads=2, num_encoder_layers=1, num_decoder_layers=1, d_ff=16, dropout=0.0
     )
     src, tgt, lengths = torch.randn(2, 4, 8), torch.randn(2, 3, 8), torch.tensor([4, 2])
-    want = body(src, tgt, key_mask(lengths, 4), attn.causal_mask(3))
+    want = body(src, tgt, attn.padding_mask(lengths, 4), attn.causal_mask(3))
     task, pairs = _numbers()
     model = Seq2SeqTransformer(
         len(task.source_vocab),
@@ -418,7 +418,7 @@ def case_transformer() -> None:
     with simulated_device():
         body_, model_ = on_device(body), on_device(model)
         src_, tgt_, lengths_ = dev((src, tgt, lengths))
-        mask = key_mask(lengths_, 4)
+        mask = attn.padding_mask(lengths_, 4)
         same(body_(src_, tgt_, mask, attn.causal_mask(3, device=src_.device)), want)
         batch = dev((src_ids, src_len, tgt_ids))
         same(model_(*batch[:2], batch[2][:, :-1]), want_logits)

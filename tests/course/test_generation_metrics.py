@@ -250,7 +250,7 @@ def test_the_model_sampling_explorer_shows_the_filtered_distribution_and_samples
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from course.data.code import CharVocab
+    from course.data.chars import CharVocab
     from course.models.gpt import GPT, GPTConfig
     from course.viz.generation import interact_model_samples, plot_model_samples
 

@@ -18,7 +18,8 @@ from torch.nn import functional as F
 
 from course.analysis.lm import ngram_bits_per_char
 from course.checks import assert_close
-from course.data.code import CharVocab, load_python_source
+from course.data.chars import CharVocab
+from course.data.code import load_python_source
 from course.models.recurrent import CharRNN, rescale_spectral_radius_
 
 LECTURE = Path(__file__).resolve().parents[2] / "lectures" / "01_rnn_bptt.py"

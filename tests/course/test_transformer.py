@@ -16,7 +16,7 @@ from course.analysis.parameters import (
 )
 from course.data.dates import DateTask
 from course.decoding import beam_search, greedy_search
-from course.models.attention import causal_mask
+from course.models.attention import causal_mask, padding_mask
 from course.models.transformer import (
     DecoderLayer,
     EncoderLayer,
@@ -24,7 +24,6 @@ from course.models.transformer import (
     Seq2SeqTransformer,
     Transformer,
     copy_to_torch,
-    key_mask,
 )
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
@@ -43,8 +42,8 @@ def test_equal_to_torch_transformer_with_padding_and_causal_masks(norm_first):
     theirs.train()  # train mode: torch's fast inference path is not taken
     src = torch.randn(3, 7, 16, dtype=torch.float64)
     tgt = torch.randn(3, 5, 16, dtype=torch.float64)
-    src_mask = key_mask(torch.tensor([7, 3, 5]), 7)
-    tgt_keys = key_mask(torch.tensor([5, 2, 4]), 5)
+    src_mask = padding_mask(torch.tensor([7, 3, 5]), 7)
+    tgt_keys = padding_mask(torch.tensor([5, 2, 4]), 5)
     ours_out = ours(src, tgt, src_mask, causal_mask(5) & tgt_keys)
     theirs_out = theirs(
         src, tgt, tgt_mask=~causal_mask(5), src_key_padding_mask=~src_mask[:, 0, 0],
