@@ -3,7 +3,6 @@ in nbgrader's gradebook, export, report."""
 
 from __future__ import annotations
 
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,15 +27,14 @@ from autograder.platform.recorder import Recorder
 from autograder.platform.report import write_report
 from autograder.platform.results import (
     LateColumns,
-    compare_solutions,
     exit_code,
     export_csv,
-    is_graded,
     log_regrades,
-    part_column,
+    manual_columns,
     part_points,
-    print_policy_summary,
+    print_run_notes,
     print_summary,
+    similar_solutions,
 )
 from autograder.platform.sandbox import (
     ROOT,
@@ -177,19 +175,9 @@ def grade(assignment: str, path: Path, out: Path, options: GradingOptions) -> in
         entries, todo = collection.entries, batch.todo
         state_file = state_path(out)
         records: dict[str, SubmissionRecord] = state["records"]
-        taken: dict[
-            str, tuple[SubmissionRecord, Path]
-        ] = {}  # merged: student -> (record, its shard's course)
+        taken: dict[str, tuple[SubmissionRecord, Path]] = {}  # merged: record, shard's course
         if merge:
-            manifests = cluster.read_shards(
-                shards, assignment, state["fingerprint"], inputs_digest(entries)
-            )
-            modes = {manifest["sandbox"] for manifest in manifests}
-            mode = ROOTLESS if ROOTLESS in modes else ROOT  # the weaker one, if the nodes differ
-            for manifest in manifests:
-                for student, record in manifest["records"].items():
-                    record = SubmissionRecord.from_json(record)
-                    taken[student] = (record, Path(manifest["folder"]) / "course")
+            manifests, mode, taken = _shards_judged(shards, assignment, state, entries, todo)
 
         with fmt.gradebook(course) as gradebook:
             for entry in entries:
@@ -200,13 +188,6 @@ def grade(assignment: str, path: Path, out: Path, options: GradingOptions) -> in
         }
         started = time.monotonic()
         if merge:
-            lacking = [e.student for e in todo if e.student not in taken]
-            if lacking:
-                raise GradingError(
-                    f"--merge: no shard judged {', '.join(lacking[:5])}"
-                    f"{', ...' if len(lacking) > 5 else ''}, which this run must record (were the"
-                    " shards run with the same --force and state.json as this merge?)"
-                )
             judged = ((e, taken[e.student][0]) for e in todo)
         else:
             judged = judge_all(todo, assignment, course, options)
@@ -239,38 +220,18 @@ def grade(assignment: str, path: Path, out: Path, options: GradingOptions) -> in
         exports.write_moodle(out / "moodle.csv", assignment, scores, roster)
         released = None
         if options.release_feedback:
-            pages = {row.student: [Path(p) for p in row.feedback.split(";") if p] for row in rows}
-            origins = {e.student: e.origin for e in entries}
-            try:
-                released = feedback.release(path, assignment, origins, pages)
-            except feedback.FeedbackError as error:
-                raise GradingError(f"{error} (the grades are written: {out})") from error
-        manual = {
-            part_column(specs, name, g)
-            for name, spec in specs.items()
-            for g in spec.order
-            if is_graded(spec, g) and spec.kinds.get(g) == "manual"
-        }
+            released = _release_feedback(path, assignment, entries, rows, out)
         students = [r.student for r in rows]
-        try:
-            similar = compare_solutions(
-                course, assignment, specs, students, similar_to, options.similarity_threshold
-            )
-            similarity.write_json(similar, out / "similarity.json")
-        except Exception as error:  # noqa: BLE001 - the grades stand; the report says what failed
-            similar = f"{type(error).__name__}: {error}"[:500]
-            (out / "similarity.json").unlink(
-                missing_ok=True
-            )  # no earlier run's pairs as this one's
-            print(f"similar solutions not compared: {similar}", file=sys.stderr)
-        title = f"{assignment}: grading report"
+        similar = similar_solutions(
+            out, course, assignment, specs, students, similar_to, options.similarity_threshold
+        )
         write_report(
             [row.csv() for row in rows],
             part_points(specs),
-            manual,
+            manual_columns(specs),
             records,
             out / "report.html",
-            title,
+            f"{assignment}: grading report",
             similar,
             policy.COLUMNS if late else None,
         )
@@ -285,27 +246,55 @@ def grade(assignment: str, path: Path, out: Path, options: GradingOptions) -> in
         write_state(state_file, state)
         if not quiet:
             print_summary(rows, out, len(todo), judge_seconds + record_seconds)
-            if collection.skipped:
-                names = ", ".join(collection.skipped[:5]) + (
-                    ", ..." if len(collection.skipped) > 5 else ""
-                )
-                print(f"not notebooks or hidden, not graded: {len(collection.skipped)} ({names})")
-            print(f"inputs: {out / 'inputs.csv'} (every file of the input, and what became of it)")
-            print_policy_summary(rows, late is not None, regraded, out)
-            print(f"exports: {out / 'canvas.csv'}, {out / 'moodle.csv'} (final scores)")
-            for line in feedback.summary(released) if released is not None else []:
-                print(line)
-            for said in exports.empty_columns(roster_fields, roster, scores):
-                print(f"  {said}")
-            if not isinstance(similar, str):
-                print(
-                    f"similar solutions: {len(similar.pairs)} pair(s) at or above"
-                    f" {options.similarity_threshold:g} ({out / 'similarity.json'}, and the report)"
-                )
+            print_run_notes(
+                rows,
+                out,
+                collection.skipped,
+                late is not None,
+                regraded,
+                options.similarity_threshold,
+                similar,
+                feedback.summary(released) if released is not None else [],
+                exports.empty_columns(roster_fields, roster, scores),
+            )
             print(f"sandbox: {SANDBOX_WORDS[mode]}")
             print(f"memory: {state['memory']}")
             print(f"cpu: {state['cpu']}")
         return exit_code(rows)
+
+
+def _shards_judged(shards: Path, assignment: str, state: dict, entries, todo):
+    """``--merge``: every shard's manifest, the weaker sandbox mode among them, and per student
+    the record a shard judged and that shard's course folder. Refuses, naming them, if a
+    submission this run must record was judged by no shard."""
+    manifests = cluster.read_shards(
+        shards, assignment, state["fingerprint"], inputs_digest(entries)
+    )
+    modes = {manifest["sandbox"] for manifest in manifests}
+    mode = ROOTLESS if ROOTLESS in modes else ROOT  # the weaker one, if the nodes differ
+    taken = {
+        student: (SubmissionRecord.from_json(record), Path(manifest["folder"]) / "course")
+        for manifest in manifests
+        for student, record in manifest["records"].items()
+    }
+    lacking = [e.student for e in todo if e.student not in taken]
+    if lacking:
+        raise GradingError(
+            f"--merge: no shard judged {', '.join(lacking[:5])}"
+            f"{', ...' if len(lacking) > 5 else ''}, which this run must record (were the"
+            " shards run with the same --force and state.json as this merge?)"
+        )
+    return manifests, mode, taken
+
+
+def _release_feedback(path: Path, assignment: str, entries: list[Entry], rows, out: Path):
+    """Each student's feedback back through nbgrader's exchange (``--release-feedback``)."""
+    pages = {row.student: [Path(p) for p in row.feedback.split(";") if p] for row in rows}
+    origins = {e.student: e.origin for e in entries}
+    try:
+        return feedback.release(path, assignment, origins, pages)
+    except feedback.FeedbackError as error:
+        raise GradingError(f"{error} (the grades are written: {out})") from error
 
 
 def grade_shard(assignment: str, path: Path, out: Path, options: GradingOptions) -> int:

@@ -4,8 +4,11 @@ the regrade log, the similarity of solutions, the exit code and the printed summ
 from __future__ import annotations
 
 import csv
+import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 from autograder import nbgrader_format as fmt
 from autograder.platform import (
@@ -253,3 +256,57 @@ def print_policy_summary(rows: list[GradeRow], applied: bool, regraded: int, out
         print(f"regrades: {regraded} score(s) changed since the last run ({out / 'regrades.csv'})")
     else:
         print("regrades: no recorded score changed")
+
+
+def manual_columns(specs: dict[str, judge.NotebookSpec]) -> set[str]:
+    """The grades.csv columns of the written answers (graded by hand)."""
+    return {
+        part_column(specs, name, g)
+        for name, spec in specs.items()
+        for g in spec.order
+        if is_graded(spec, g) and spec.kinds.get(g) == "manual"
+    }
+
+
+def similar_solutions(out: Path, *comparison: Any) -> similarity.Result | str:
+    """:func:`compare_solutions` of ``comparison`` (its arguments), written to
+    ``OUT/similarity.json``; if comparing fails, what failed, in words (said on stderr; the
+    grades stand and the report says it), and no file."""
+    try:
+        similar = compare_solutions(*comparison)
+        similarity.write_json(similar, out / "similarity.json")
+    except Exception as error:  # noqa: BLE001 - the grades stand; the report says what failed
+        similar = f"{type(error).__name__}: {error}"[:500]
+        (out / "similarity.json").unlink(missing_ok=True)  # no earlier run's pairs as this one's
+        print(f"similar solutions not compared: {similar}", file=sys.stderr)
+    return similar
+
+
+def print_run_notes(
+    rows: list[GradeRow],
+    out: Path,
+    skipped: list[str],
+    policy_applied: bool,
+    regraded: int,
+    threshold: float,
+    similar: similarity.Result | str,
+    feedback_lines: Iterable[str],
+    roster_lines: Iterable[str],
+) -> None:
+    """What the summary's table leaves out: the inputs passed over, the policy and regrades, the
+    exports, the feedback released, the roster's gaps and the similar solutions."""
+    if skipped:
+        names = ", ".join(skipped[:5]) + (", ..." if len(skipped) > 5 else "")
+        print(f"not notebooks or hidden, not graded: {len(skipped)} ({names})")
+    print(f"inputs: {out / 'inputs.csv'} (every file of the input, and what became of it)")
+    print_policy_summary(rows, policy_applied, regraded, out)
+    print(f"exports: {out / 'canvas.csv'}, {out / 'moodle.csv'} (final scores)")
+    for line in feedback_lines:
+        print(line)
+    for said in roster_lines:
+        print(f"  {said}")
+    if not isinstance(similar, str):
+        print(
+            f"similar solutions: {len(similar.pairs)} pair(s) at or above"
+            f" {threshold:g} ({out / 'similarity.json'}, and the report)"
+        )
