@@ -56,11 +56,11 @@ def stage(
 ) -> list[Released]:
     """Copy each student's feedback ``pages`` into ``COURSE/feedback/STUDENT/ASSIGNMENT/``.
 
-    path: the ``submitted/`` folder graded; origins: student (the CSV's name) -> the graded
+    path: the ``submitted/`` folder graded (:func:`course_of` checked it); origins: student (the CSV's name) -> the graded
     notebook's path under ``path`` (``STUDENT/ASSIGNMENT/NAME.ipynb``); pages: student -> the
     feedback pages the grading rendered (none for a submission it could not grade).
     """
-    course = course_of(path)
+    course = path.parent
     staged = []
     for student, origin in sorted(origins.items()):
         parts = PurePosixPath(origin).parts
@@ -96,7 +96,7 @@ def release(
     staged = stage(path, assignment, origins, pages)
     if any(not r.why_not for r in staged):
         try:
-            fmt.nbgrader(course_of(path), "release_feedback", assignment, timeout=600)
+            fmt.nbgrader(path.parent, "release_feedback", assignment, timeout=600)
         except fmt.NbgraderError as error:
             raise FeedbackError(f"--release-feedback: {error}") from error
     return staged
