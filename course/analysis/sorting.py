@@ -48,7 +48,9 @@ def train_sorter(
     """Train ``SORTERS[name]`` with ``SORT_RECIPE`` (``steps`` to shorten it in a test): initial
     weights from ``torch.manual_seed(seed)``, the batches from ``task.batches(64, seed=seed)``."""
     steps = steps or SORT_RECIPE["steps"]
-    warmup = min(SORT_RECIPE["warmup"], steps - 1) if steps > 1 else 1
+    schedule = None  # a one-step run (a test's) has no schedule; a short one a shorter warm-up
+    if steps > 1:
+        schedule = linear_warmup_decay(min(SORT_RECIPE["warmup"], steps - 1), steps)
     torch.manual_seed(seed)
     model = SORTERS[name](len(task.source_vocab), len(task.target_vocab))
     history = fit(
@@ -57,7 +59,7 @@ def train_sorter(
         task.batches(SORT_RECIPE["batch_size"], seed=seed),
         steps=steps,
         lr=SORT_RECIPE["lr"],
-        lr_schedule=linear_warmup_decay(warmup, steps) if steps > 1 else None,
+        lr_schedule=schedule,
         desc=f"{name}, sorting",
         progress=progress,
     )
