@@ -12,9 +12,7 @@ from pathlib import Path
 from autograder import nbgrader_format as fmt
 from autograder import nbgrading
 from autograder.fingerprint import grading_fingerprint
-from autograder.platform import (
-    markup,
-)
+from autograder.platform import markup
 from autograder.platform.errors import GradingError
 
 

@@ -33,19 +33,11 @@ import os
 import sys
 from pathlib import Path
 
-from autograder.platform import (
-    cluster,
-    exports,
-    policy,
-    similarity,
-)
+from autograder.platform import cluster, exports, policy, similarity
 from autograder.platform.errors import EXIT_FAILED, EXIT_NO_SPACE, EXIT_OK, GradingError
 from autograder.platform.jobs import write_kubernetes, write_slurm
 from autograder.platform.pipeline import GradingOptions, grade
-from autograder.platform.sandbox import (
-    Limits,
-    SandboxUnavailable,
-)
+from autograder.platform.sandbox import Limits, SandboxUnavailable
 
 
 def _positive_float(text: str) -> float:

@@ -17,9 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder import nbgrader_format as fmt
-from autograder.platform import (
-    feedback,
-)
+from autograder.platform import feedback
 from autograder.platform.errors import GradingError
 
 MAX_FILE_BYTES = 50 * 1024 * 1024

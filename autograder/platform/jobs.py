@@ -8,9 +8,7 @@ import sys
 from pathlib import Path
 
 from autograder import nbgrader_format as fmt
-from autograder.platform import (
-    cluster,
-)
+from autograder.platform import cluster
 from autograder.platform.errors import EXIT_OK, GradingError
 
 # the options that write a cluster's jobs: every shard and the merge run the command without them

@@ -16,16 +16,10 @@ from pathlib import Path
 import nbformat
 
 from autograder import nbgrading
-from autograder.platform import (
-    judge,
-)
+from autograder.platform import judge
 from autograder.platform.inputs import INVALID, REFUSED_LINK, SPECIAL_FILE, UNREADABLE_MEMBER, Entry
 from autograder.platform.record import GRADER_ERROR, SubmissionRecord
-from autograder.platform.sandbox import (
-    Limits,
-    die_with_parent,
-    set_memory_bound,
-)
+from autograder.platform.sandbox import Limits, die_with_parent, set_memory_bound
 
 
 @dataclass

@@ -10,14 +10,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from autograder import nbgrader_format as fmt
-from autograder.platform import (
-    cluster,
-    exports,
-    feedback,
-    judge,
-    policy,
-    similarity,
-)
+from autograder.platform import cluster, exports, feedback, judge, policy, similarity
 from autograder.platform.course_folder import prepare_course
 from autograder.platform.errors import EXIT_OK, GradingError
 from autograder.platform.inputs import Collection, Entry, collect

@@ -11,12 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from autograder import nbgrader_format as fmt
-from autograder.platform import (
-    judge,
-    policy,
-    regrades,
-    similarity,
-)
+from autograder.platform import judge, policy, regrades, similarity
 from autograder.platform.errors import EXIT_LOOK, EXIT_MANUAL, EXIT_OK
 from autograder.platform.inputs import student_id
 

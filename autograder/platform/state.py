@@ -13,15 +13,11 @@ from dataclasses import asdict
 from pathlib import Path
 
 from autograder.fingerprint import grading_fingerprint
-from autograder.platform import (
-    cluster,
-)
+from autograder.platform import cluster
 from autograder.platform.errors import GradingError
 from autograder.platform.inputs import Entry
 from autograder.platform.record import SubmissionRecord
-from autograder.platform.sandbox import (
-    Limits,
-)
+from autograder.platform.sandbox import Limits
 
 LOCK_NAME = ".grading.lock"
 
