@@ -30,13 +30,13 @@ from __future__ import annotations
 
 import contextlib
 import numbers
-import re
 import types
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
 
+from course import checks
 from course.checks.rules import Target, collect_targets, trapped
 
 
@@ -113,27 +113,10 @@ class Traps:
 def expect_value_error(
     run: Callable[[], Any], call: str, *, says: tuple[str, str] | None = None
 ) -> None:
-    """``run()`` (a student's function called by hand) must raise ValueError.
-
-    ``call`` describes the bad input for the failure message. With ``says = (pattern, what)``
-    the error's message must match the regular expression ``pattern`` (case-insensitive),
-    which checks ``what`` (e.g. "name row 2"). A trapped shortcut is reported as such.
-    """
-    try:
-        run()
-    except ValueError as error:
-        if says is not None and not re.search(says[0], str(error), flags=re.IGNORECASE):
-            raise AssertionError(
-                f"{call} raised ValueError({str(error)!r}), which does not {says[1]}"
-            ) from None
-        return
-    except ShortcutUsed:
-        raise
-    except Exception as error:
-        raise AssertionError(
-            f"{call} should raise ValueError, but raised {type(error).__name__}: {error}"
-        ) from error
-    raise AssertionError(f"{call} should raise ValueError, but it returned a value")
+    """``run()`` (a student's function called by hand) must raise ValueError:
+    ``course.checks.expect_value_error`` for one call described by ``call``, its message
+    starting with the call, a trapped shortcut reported as such."""
+    checks.expect_value_error({call: run}, says=says, passing=(ShortcutUsed,), prefix="")
 
 
 def value_error_checker(

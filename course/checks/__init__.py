@@ -20,6 +20,7 @@ import contextlib
 import copy
 import linecache
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import TracebackType
@@ -267,22 +268,41 @@ def _briefly(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def expect_value_error(cases: Mapping[str, Callable[[], Any]]) -> None:
+def expect_value_error(
+    cases: Mapping[str, Callable[[], Any]],
+    *,
+    says: tuple[str, str] | None = None,
+    passing: tuple[type[BaseException], ...] = (),
+    prefix: str = "bad input: ",
+) -> None:
     """Each case is a call on bad input that must raise ValueError; the first that does not is
     named, with what it did instead, e.g. ``bad input: temperature_probs(logits, 0.0) should
-    raise ValueError, but returned array([[0.5, ...``."""
+    raise ValueError, but returned array([[0.5, ...``.
+
+    says: ``(pattern, what)``: the error's message must also match the regular expression
+        ``pattern`` (case-insensitive), which checks ``what`` (e.g. "name row 2").
+    passing: exceptions that are not this check's to judge, raised on unchanged (the hidden
+        checks' trapped shortcuts).
+    prefix: what each message starts with (the hidden checks start with the call itself).
+    """
     for name, call in cases.items():
         try:
             result = call()
-        except ValueError:
+        except ValueError as error:
+            if says is not None and not re.search(says[0], str(error), flags=re.IGNORECASE):
+                raise CheckFailed(
+                    f"{prefix}{name} raised ValueError({str(error)!r}), which does not {says[1]}"
+                ) from None
             continue
+        except passing:
+            raise
         except Exception as error:  # the wrong kind: say which, keep the original as the cause
             raise CheckFailed(
-                f"bad input: {name} should raise ValueError, but raised "
+                f"{prefix}{name} should raise ValueError, but raised "
                 f"{type(error).__name__}: {_briefly(str(error), 200)}"
             ) from error
         raise CheckFailed(
-            f"bad input: {name} should raise ValueError, but returned {_briefly(result)}"
+            f"{prefix}{name} should raise ValueError, but returned {_briefly(result)}"
         )
 
 
