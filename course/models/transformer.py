@@ -105,7 +105,8 @@ class EncoderLayer(nn.Module):
         """x (B, n, d_model); mask broadcastable to (B, h, n, n), True where allowed."""
 
         def attend(z: torch.Tensor) -> torch.Tensor:
-            return self.dropout1(self.self_attn(z, mask=mask)[0])
+            # training never reads the weights: the fused kernel (fused_attention) is cheaper
+            return self.dropout1(self.self_attn(z, mask=mask, need_weights=not self.training)[0])
 
         if self.norm_first:
             x = x + attend(self.norm1(x))
@@ -143,10 +144,12 @@ class DecoderLayer(nn.Module):
         """y (B, T, d_model) queries; memory (B, m, d_model) the encoder's output."""
 
         def self_attend(z: torch.Tensor) -> torch.Tensor:
-            return self.dropout1(self.self_attn(z, mask=self_mask)[0])
+            out, _ = self.self_attn(z, mask=self_mask, need_weights=not self.training)
+            return self.dropout1(out)
 
         def cross_attend(z: torch.Tensor) -> torch.Tensor:
-            return self.dropout2(self.cross_attn(z, memory, mask=memory_mask)[0])
+            out, _ = self.cross_attn(z, memory, mask=memory_mask, need_weights=not self.training)
+            return self.dropout2(out)
 
         if self.norm_first:
             y = y + self_attend(self.norm1(y))

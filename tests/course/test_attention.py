@@ -19,6 +19,7 @@ from course.models.attention import (
     alibi_slopes,
     attention,
     causal_mask,
+    fused_attention,
     padding_mask,
     rope,
     sinusoidal_encoding,
@@ -67,6 +68,51 @@ def test_attention_adds_a_bias_and_refuses_bad_inputs():
     empty_row = torch.tensor([[True, False], [False, False]])
     with pytest.raises(ValueError, match="no key it may attend to"):
         attention(torch.zeros(2, 2), torch.zeros(2, 2), torch.zeros(2, 2), empty_row)
+
+
+def test_fused_attention_gives_the_same_heads_and_gradients_as_attention():
+    torch.manual_seed(1)
+    shapes = ((2, 3, 5, 4), (2, 3, 7, 4), (2, 3, 7, 6))
+    bias = alibi_bias(5, alibi_slopes(3), 7)
+    masks = (
+        None,
+        padding_mask(torch.tensor([7, 3]), 7),
+        torch.ones(5, 7, dtype=torch.bool).tril(2),
+    )
+    for mask in masks:
+        for extra in (None, bias):
+            q, k, v = (torch.randn(s, dtype=torch.float64, requires_grad=True) for s in shapes)
+            z, _ = attention(q, k, v, mask, extra)
+            grads = torch.autograd.grad(z.square().sum(), (q, k, v))
+            fused = fused_attention(q, k, v, mask, extra)
+            torch.testing.assert_close(fused, z)
+            for ours, theirs in zip(
+                torch.autograd.grad(fused.square().sum(), (q, k, v)), grads, strict=True
+            ):
+                torch.testing.assert_close(ours, theirs)
+    empty_row = torch.tensor([[True, False], [False, False]])
+    with pytest.raises(ValueError, match="no key it may attend to"):
+        fused_attention(torch.zeros(2, 2), torch.zeros(2, 2), torch.zeros(2, 2), empty_row)
+    with pytest.raises(ValueError, match="do not fit"):
+        fused_attention(torch.zeros(3, 4), torch.zeros(3, 5), torch.zeros(3, 5))
+
+
+def test_transformer_layers_use_the_fused_kernel_only_while_training():
+    from course.models.transformer import DecoderLayer, EncoderLayer
+
+    torch.manual_seed(2)
+    encoder, decoder = EncoderLayer(8, 2, 16, dropout=0.0), DecoderLayer(8, 2, 16, dropout=0.0)
+    x, memory = torch.randn(2, 5, 8), torch.randn(2, 4, 8)
+    seen = []
+    for attn in (encoder.self_attn, decoder.self_attn, decoder.cross_attn):
+        attn.register_forward_hook(lambda _m, _i, out: seen.append(out[1] is None))
+    outputs = []
+    for training in (True, False):
+        encoder.train(training), decoder.train(training)
+        outputs.append((encoder(x, causal_mask(5)), decoder(x, memory, causal_mask(5))))
+    assert seen == [True] * 3 + [False] * 3
+    for trained, evaluated in zip(*outputs, strict=True):
+        torch.testing.assert_close(trained, evaluated)
 
 
 def test_causal_mask_hides_the_future():
