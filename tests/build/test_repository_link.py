@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.messages import raises
 from tools import build
 
 BOOK = build.BOOK
@@ -53,7 +54,7 @@ def test_the_variable_wins_over_pyproject(pyproject, monkeypatch):
 )
 def test_an_address_that_is_not_http_is_refused(pyproject, monkeypatch, value):
     monkeypatch.setenv(build.REPOSITORY_VARIABLE, value)
-    with pytest.raises(build.BuildFailed, match="COURSE_REPOSITORY_URL must be an http"):
+    with raises(build.BuildFailed, "COURSE_REPOSITORY_URL", "http"):
         build.repository_url(pyproject)
     monkeypatch.delenv(build.REPOSITORY_VARIABLE)
     toml = f"[project]\nname = 'course'\n[project.urls]\nRepository = '{value}'\n"
@@ -77,7 +78,7 @@ def test_the_build_says_the_site_has_no_link_and_how_to_add_one(tmp_path, monkey
         "in pyproject.toml, or COURSE_REPOSITORY_URL, to add one"
     ]
     monkeypatch.setenv(build.REPOSITORY_VARIABLE, "www.example.org/course")
-    with pytest.raises(build.BuildFailed, match="COURSE_REPOSITORY_URL must be an http"):
+    with raises(build.BuildFailed, "COURSE_REPOSITORY_URL", "http"):
         build.build_book()
 
 

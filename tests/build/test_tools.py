@@ -6,6 +6,7 @@ import base64
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -16,6 +17,7 @@ import pytest
 from PIL import Image
 
 from autograder import nbgrader_format as nbg
+from tests.messages import raises
 from tools import build
 from tools.metrics_table import format_table
 from tools.notebooks import NotebookBuildError, execute, read_source, write_notebook
@@ -40,28 +42,26 @@ def test_read_source_uses_grade_ids_and_rejects_duplicates(tmp_path):
     source.write_text(f"# %% {meta}\nassert 1\n")
     assert read_source(source).cells[0].id == "part_a"
     source.write_text(f"# %% {meta}\nassert 1\n\n# %% {meta}\nassert 2\n")
-    with pytest.raises(NotebookBuildError, match="two cells share the id 'part_a'"):
+    with raises(NotebookBuildError, "two cells", "'part_a'"):
         read_source(source)
 
 
 def test_read_source_names_a_missing_file(tmp_path):
-    with pytest.raises(NotebookBuildError, match="missing.py: no such notebook source"):
+    with raises(NotebookBuildError, "missing.py", "no such"):
         read_source(tmp_path / "missing.py")
 
 
 def test_execute_names_the_failing_cell(tmp_path):
     source = tmp_path / "broken.py"
     source.write_text("# %%\nx = 1\n\n# %%\nraise ValueError('shape mismatch in cell two')\n")
-    with pytest.raises(
-        NotebookBuildError, match=r"broken.py: cell #1 \(cell-001\) failed:(.|\n)*shape mismatch"
-    ):
+    with raises(NotebookBuildError, "broken.py", "cell-001", "shape mismatch"):
         execute(read_source(source), name="broken.py", cwd=tmp_path)
 
 
 def test_execute_stops_an_infinite_loop(tmp_path):
     source = tmp_path / "loop.py"
     source.write_text("# %%\nwhile True:\n    pass\n")
-    with pytest.raises(NotebookBuildError, match="loop.py: a cell ran longer than 2 s"):
+    with raises(NotebookBuildError, "loop.py", "longer", "2 s"):
         execute(read_source(source), name="loop.py", cwd=tmp_path, timeout_per_cell=2)
 
 
@@ -100,7 +100,7 @@ def test_a_kernel_that_never_starts_is_retried_then_named(tmp_path, monkeypatch)
     monkeypatch.setattr(notebooks.NotebookClient, "execute", dies)
     source = tmp_path / "ok.py"
     source.write_text("# %%\nprint(1)\n")
-    with pytest.raises(NotebookBuildError, match="ok.py: the kernel did not start in 3 attempts"):
+    with raises(NotebookBuildError, "ok.py", "did not start", "3 attempts"):
         execute(read_source(source), name="ok.py", cwd=tmp_path)
     assert len(attempts) == notebooks.KERNEL_START_ATTEMPTS == 3
 
@@ -151,7 +151,7 @@ def test_source_files_names_the_empty_folder_and_the_unknown_assignment(tmp_path
     (tmp_path / "a1" / "a1.py").write_text("# %%\n")
     with pytest.raises(FileNotFoundError, match="no notebook sources"):
         nbg.source_files("a9", solutions=tmp_path)
-    with pytest.raises(FileNotFoundError, match="unknown assignment 'a7'; known: a1"):
+    with raises(FileNotFoundError, "unknown", "'a7'", "a1"):
         nbg.source_files("a7", solutions=tmp_path)
 
 
@@ -294,9 +294,7 @@ def test_a_lectures_kernel_gets_its_threads_and_the_replaying_lab_the_same(
 @pytest.mark.parametrize("value", ["0", "-2", "two", "1.5"])
 def test_build_jobs_reject_a_bad_value(monkeypatch, value):
     monkeypatch.setenv(build.JOBS_VARIABLE, value)
-    with pytest.raises(
-        build.BuildFailed, match=f"COURSE_BUILD_JOBS must be a whole number.*{value}"
-    ):
+    with raises(build.BuildFailed, "COURSE_BUILD_JOBS", "whole number", re.escape(value)):
         build.build_jobs()
 
 
@@ -391,12 +389,12 @@ def test_the_student_flow_installs_with_the_readmes_linux_recipe(tmp_path):
     (tmp_path / "README.md").write_text(
         build.STUDENT_README.read_text().replace(f"--extra-index-url {build.CPU_INDEX} ", "")
     )
-    with pytest.raises(StudentLabError, match="does not use https://download.pytorch.org/whl/cpu"):
+    with raises(StudentLabError, "does not use", "download.pytorch.org/whl/cpu"):
         readme_pip_steps(tmp_path)
     (tmp_path / "README.md").write_text(
         build.STUDENT_README.read_text().replace(" -m pip install --upgrade pip\n", " -V\n")
     )
-    with pytest.raises(StudentLabError, match="should update pip, then install the course"):
+    with raises(StudentLabError, "README.md", "update pip"):
         readme_pip_steps(tmp_path)
 
 

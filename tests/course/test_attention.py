@@ -34,6 +34,7 @@ from course.viz.attention import (
     plot_positions,
     word_vectors,
 )
+from tests.messages import raises
 
 matplotlib.use("Agg")
 
@@ -66,7 +67,7 @@ def test_attention_adds_a_bias_and_refuses_bad_inputs():
     with pytest.raises(ValueError, match="do not fit"):
         attention(torch.zeros(3, 4), torch.zeros(3, 5), torch.zeros(3, 5))
     empty_row = torch.tensor([[True, False], [False, False]])
-    with pytest.raises(ValueError, match="no key it may attend to"):
+    with raises(ValueError, "no key", "mask"):
         attention(torch.zeros(2, 2), torch.zeros(2, 2), torch.zeros(2, 2), empty_row)
 
 
@@ -91,7 +92,7 @@ def test_fused_attention_gives_the_same_heads_and_gradients_as_attention():
             ):
                 torch.testing.assert_close(ours, theirs)
     empty_row = torch.tensor([[True, False], [False, False]])
-    with pytest.raises(ValueError, match="no key it may attend to"):
+    with raises(ValueError, "no key", "mask"):
         fused_attention(torch.zeros(2, 2), torch.zeros(2, 2), torch.zeros(2, 2), empty_row)
     with pytest.raises(ValueError, match="do not fit"):
         fused_attention(torch.zeros(3, 4), torch.zeros(3, 5), torch.zeros(3, 5))
@@ -217,7 +218,7 @@ def test_delayed_copy_targets_are_the_tokens_three_back():
         next(delayed_copy_batches(4, 8, seed=1)),
     )
     assert torch.equal(first[0], second[0])
-    with pytest.raises(ValueError, match="delay must be between 1 and length - 1"):
+    with raises(ValueError, "delay", "length - 1", "3"):
         delayed_copy_batch(2, 3, delay=3)
 
 

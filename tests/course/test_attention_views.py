@@ -21,6 +21,7 @@ import torch
 
 from course.viz import attention_views
 from course.viz.attention_views import JS, head_view, model_view
+from tests.messages import raises
 from tools.browser import launch, offline_context
 from tools.site_server import serve
 
@@ -130,28 +131,28 @@ def test_bad_attention_is_refused_naming_the_layer_and_the_expected_shape(change
 
 def test_bad_tokens_and_options_are_refused():
     weights = _weights(2, 3, 5, 5)
-    with pytest.raises(TypeError, match="tokens: expected a list of strings.*got one string"):
+    with raises(TypeError, "tokens", "list of strings", "one string"):
         head_view(weights, "zebra quartz violin oyster maple")
-    with pytest.raises(TypeError, match="tokens: expected a list of strings"):
+    with raises(TypeError, "tokens", "list of strings"):
         head_view(weights, [1, 2, 3, 4, 5])
-    with pytest.raises(ValueError, match="tokens: '</script>' cannot be shown"):
+    with raises(ValueError, "tokens", "'</script>'", "cannot be shown"):
         head_view(weights, ["<s>", "</script>", "a", "b", "</s>"])
     assert "</s>" in head_view(weights, ["<s>", "a", "b", "c", "</s>"]).data  # an EOS token is fine
     with pytest.raises(ValueError, match=r"for 4 tokens, got \(1, 3, 5, 5\)"):
         head_view(weights, TOKENS[:4])
     with pytest.raises(ValueError, match="tokens are required"):
         head_view(weights)
-    with pytest.raises(ValueError, match="example 1 is out of range for a batch of 1"):
+    with raises(ValueError, "example 1", "out of range", "batch"):
         head_view(weights, TOKENS, example=1)
-    with pytest.raises(ValueError, match=r"layer: expected a layer index in \[0, 2\), got 2"):
+    with raises(ValueError, "layer", r"\[0, 2\)", "got 2"):
         head_view(weights, TOKENS, layer=2)
-    with pytest.raises(ValueError, match=r"heads: expected head indices in \[0, 3\), got \[0, 3\]"):
+    with raises(ValueError, "heads", r"\[0, 3\)", r"\[0, 3\]"):
         head_view(weights, TOKENS, heads=[0, 3])
-    with pytest.raises(ValueError, match=r"layers: expected layer indices in \[0, 2\), got \[\]"):
+    with raises(ValueError, "layers", r"\[0, 2\)", r"\[\]"):
         model_view(weights, TOKENS, layers=[])
     with pytest.raises(ValueError, match=r"sentence_b_start: .* in \[1, 5\), got 5"):
         head_view(weights, TOKENS, sentence_b_start=5)
-    with pytest.raises(ValueError, match="display_mode: expected 'light' or 'dark'"):
+    with raises(ValueError, "display_mode", "'dark'", "'blue'"):
         model_view(weights, TOKENS, display_mode="blue")
     with pytest.raises(ValueError, match="no attention given"):
         model_view()
@@ -160,21 +161,15 @@ def test_bad_tokens_and_options_are_refused():
 def test_bad_encoder_decoder_arguments_are_refused():
     enc, dec, cross = _weights(2, 2, 3, 3), _weights(2, 2, 4, 4), _weights(2, 2, 4, 3)
     pair = {"encoder_tokens": SOURCE, "decoder_tokens": TARGET}
-    with pytest.raises(ValueError, match="either attention and tokens .* not both"):
+    with raises(ValueError, "attention and tokens", "not both"):
         head_view(enc, SOURCE, decoder_attention=dec, **pair)
     with pytest.raises(ValueError, match="cross_attention: encoder_tokens required"):
         head_view(cross_attention=cross, decoder_tokens=TARGET)
-    with pytest.raises(
-        ValueError,
-        match=r"cross_attention\[0\] \(layer 0\): expected shape \(B, heads, 4, 3\) for 4 "
-        r"decoder_tokens and 3 encoder_tokens, got \(1, 2, 3, 4\)",
-    ):
+    with raises(ValueError, r"cross_attention\[0\]", r"\(B, heads, 4, 3\)", r"\(1, 2, 3, 4\)"):
         head_view(cross_attention=[w.transpose(-1, -2) for w in cross], **pair)
-    with pytest.raises(
-        ValueError, match="decoder_attention: 1 layers of 2 heads, but encoder_attention has 2"
-    ):
+    with raises(ValueError, "decoder_attention", "1 layers", "encoder_attention"):
         model_view(encoder_attention=enc, decoder_attention=dec[:1], **pair)
-    with pytest.raises(ValueError, match="tokens and sentence_b_start go with attention"):
+    with raises(ValueError, "tokens", "sentence_b_start", "self-attention"):
         head_view(encoder_attention=enc, tokens=SOURCE, **pair)
 
 
@@ -235,7 +230,7 @@ def test_the_shipped_libraries_are_the_files_the_readme_names_with_their_licence
 def test_a_changed_bertviz_is_caught_not_loaded_from_the_internet():
     view = head_view(_weights(1, 1, 5, 5), TOKENS).data  # sanity: the real one passes
     assert "cdnjs" not in view
-    with pytest.raises(RuntimeError, match="no longer loads .*require.min.js once"):
+    with raises(RuntimeError, "no longer loads", "require.min.js", "once"):
         attention_views._offline("<div>no script</div>")
     raw = '<script src="https://cdnjs.cloudflare.com/ajax/libs/require.js/2.3.6/require.min.js"></script>'
     with pytest.raises(RuntimeError, match="no longer loads d3 from"):
@@ -245,7 +240,7 @@ def test_a_changed_bertviz_is_caught_not_loaded_from_the_internet():
         for path, _ in attention_views.MODULES.values()
     )
     extra = "'https://cdnjs.cloudflare.com/ajax/libs/lodash/4.0.0/lodash.min'"
-    with pytest.raises(RuntimeError, match="lodash/4.0.0/lodash.min'?\\], which course/viz/js/"):
+    with raises(RuntimeError, "lodash/4.0.0/lodash.min", "course/viz/js/", "not hold"):
         attention_views._offline(f"{raw}<script>{paths}{extra}</script>")
 
 

@@ -26,6 +26,7 @@ from course.models.bert import (
     save_for_transformers,
     transformers_state_dict,
 )
+from tests.messages import raises
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 SMALL = BertConfig(vocab_size=60, d_model=32, num_layers=2, num_heads=4, d_ff=64, max_len=20)
@@ -90,7 +91,7 @@ def test_padding_is_invisible_to_real_positions():
 def test_input_errors_are_clear():
     model = BertForPreTraining(SMALL)
     ids, types, mask = inputs()
-    with pytest.raises(TypeError, match="input_ids: expected a signed integer"):
+    with raises(TypeError, "input_ids", "integer", "float32"):
         model(ids.float())
     with pytest.raises(ValueError, match=r"input_ids: expected values in \[0, 60\)"):
         model(ids + 100)
@@ -98,7 +99,7 @@ def test_input_errors_are_clear():
         model(ids[0])
     with pytest.raises(ValueError, match="token_type_ids: expected shape"):
         model(ids, types[:, :5])
-    with pytest.raises(ValueError, match=r"token_type_ids: expected values in \[0, 2\)"):
+    with raises(ValueError, "token_type_ids", r"\[0, 2\)"):
         model(ids, types + 2)
     with pytest.raises(ValueError, match="attention_mask: expected shape"):
         model(ids, types, mask[:2])

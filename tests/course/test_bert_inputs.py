@@ -26,6 +26,7 @@ from course.data.bert_inputs import (
     pretraining_batches,
 )
 from course.data.wordpiece import SPECIAL_TOKENS, WordPiece, count_words, learn_wordpiece
+from tests.messages import raises
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 VOCAB = 50  # a small vocabulary makes "random token equals the original" visible
@@ -214,7 +215,7 @@ def test_nsp_pairs_are_consecutive_or_from_another_document(documents):
 
 
 def test_nsp_errors():
-    with pytest.raises(ValueError, match="at least two non-empty documents"):
+    with raises(ValueError, "documents", "at least two"):
         make_nsp_pairs([["One.", "Two."]])
     with pytest.raises(TypeError, match="each a list of sentences"):
         make_nsp_pairs(["One. Two.", "Three."])

@@ -59,6 +59,7 @@ from course.models.seq2seq import SCORES, Seq2Seq
 from course.models.tiny_transformer import ENCODINGS, TinyCausalTransformer
 from course.models.transformer import Seq2SeqTransformer, Transformer
 from course.train import next_token_loss
+from tests.messages import raises
 from tools import make_checkpoints
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
@@ -327,7 +328,7 @@ def test_the_simulated_device_refuses_an_rnn_backward_in_eval_mode_as_cudnn_does
         with torch.no_grad():
             output_sum()  # an evaluation without gradients: fine
         loss = output_sum()  # a forward pass with gradients in eval mode: fine, as on a GPU
-        with pytest.raises(RuntimeError, match="cudnn RNN backward can only be called in training"):
+        with raises(RuntimeError, "cudnn RNN backward", "training"):
             loss.backward()
 
 

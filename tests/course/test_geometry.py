@@ -9,6 +9,7 @@ import torch
 
 from course.analysis.geometry import anisotropy, layer_anisotropy, random_token_pairs
 from course.models.bert import BertConfig, BertForPreTraining
+from tests.messages import raises
 
 
 def common_direction(a: float, n: int = 40) -> torch.Tensor:
@@ -77,7 +78,7 @@ def test_errors():
         anisotropy(torch.ones(4, 3), torch.tensor([[0, 1]]))
     with pytest.raises(ValueError, match=r"pairs: indices must be in \[0, 4\)"):
         anisotropy(torch.ones(1, 4, 3), torch.tensor([[0, 9]]))
-    with pytest.raises(ValueError, match="hidden_states: expected at least one"):
+    with raises(ValueError, "hidden_states", "at least one"):
         layer_anisotropy([], torch.ones(1, 4))
     with pytest.raises(ValueError, match=r"hidden_states\[1\]: expected shape"):
         layer_anisotropy([torch.ones(1, 4, 3), torch.ones(2, 4, 3)], torch.ones(1, 4))

@@ -38,6 +38,7 @@ from course.models.gpt import (
 )
 from course.models.transformer import EncoderLayer, gelu_tanh
 from course.train import fit
+from tests.messages import raises
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 SMALL = GPTConfig(vocab_size=50, max_len=24, d_model=32, num_layers=2, num_heads=4, d_ff=48)
@@ -209,7 +210,7 @@ def test_post_norm_model_reads_gpt1_weights_and_agrees():
     with pytest.raises(ValueError, match="GPT-1 is post-norm"):
         load_openai_gpt_state_dict(GPT(SMALL), theirs.state_dict())
     partial = {k: v for k, v in theirs.state_dict().items() if "positions_embed" not in k}
-    with pytest.raises(ValueError, match=r"missing 1 tensors, e.g. \['transformer.positions_"):
+    with raises(ValueError, "missing 1", "positions_embed"):
         load_openai_gpt_state_dict(GPT(post), partial)
 
 
@@ -294,11 +295,11 @@ def test_cache_and_generation_errors_are_clear():
     _, past = model.forward_with_cache(ids(T=3))
     with pytest.raises(ValueError, match="past: expected a tuple of 2"):
         model.forward_with_cache(ids(T=1), past[:1])
-    with pytest.raises(ValueError, match=r"past\[0\] K: expected shape \(B, h, t, d_k\) = \(2,"):
+    with raises(ValueError, r"past\[0\] K", r"\(2, 4, 3, 8\)", r"\(3, 4, 3, 8\)"):
         model.forward_with_cache(ids(B=2, T=1), past)
     with pytest.raises(ValueError, match="max_len=24 positions, got 25"):
         model.forward_with_cache(ids(T=22), past)
-    with pytest.raises(TypeError, match=r"past\[0\] K: expected dtype torch.float64"):
+    with raises(TypeError, r"past\[0\] K", "float64", "float32"):
         model.forward_with_cache(ids(T=1), tuple((k.float(), v.float()) for k, v in past))
     with pytest.raises(ValueError, match="need 25 positions"):
         model.generate(ids(T=5), 21)

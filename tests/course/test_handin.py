@@ -19,6 +19,7 @@ import pytest
 from autograder import nbgrader_format as nbg
 from autograder.platform.inputs import student_id
 from course import handin
+from tests.messages import raises
 from tools.notebooks import REPO
 from tools.submissions import honest_submission
 
@@ -112,9 +113,9 @@ def test_what_cannot_be_handed_in_is_refused_with_the_reason(folder, damage, say
 
 
 def test_unknown_assignments_and_folders_list_what_there_is(folder, tmp_path_factory):
-    with pytest.raises(handin.HandinError, match="the assignments are: a1_rnn_bptt, a2_lstm_gru"):
+    with raises(handin.HandinError, "'a9'", "a1_rnn_bptt, a2_lstm_gru"):
         handin.find_notebook("a9", folder)
-    with pytest.raises(handin.HandinError, match="run this from the course folder"):
+    with raises(handin.HandinError, "no assignments/", "course folder"):
         handin.find_notebook("a1", tmp_path_factory.mktemp("elsewhere"))
 
 
@@ -158,7 +159,7 @@ def test_the_handed_in_file_keeps_every_graded_cell_of_the_release(folder):
 def test_the_pieces_read_strip_and_report(tmp_path):
     broken = tmp_path / "broken.ipynb"
     broken.write_bytes(b"\xff\xfe not text")
-    with pytest.raises(handin.HandinError, match="cannot be read|not a valid notebook"):
+    with raises(handin.HandinError, "broken.ipynb", "cannot be read|not a valid"):
         handin.read_notebook(broken)
     answered = _answered()
     answered.cells[1].outputs = [nbformat.v4.new_output("stream", text="x\n")]

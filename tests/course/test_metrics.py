@@ -9,6 +9,7 @@ import re
 import pytest
 
 from course.metrics import METRICS_ENV, Recorded, load_all, record
+from tests.messages import raises
 
 
 @pytest.fixture
@@ -123,7 +124,7 @@ def test_a_matching_claim_passes_within_the_margin_either_way(
 
 
 def test_record_rejects_an_unknown_claim(no_metrics_dir):
-    with pytest.raises(ValueError, match="claim must be 'beats' or 'matches', got 'wins'"):
+    with raises(ValueError, "claim", "'matches'", "'wins'"):
         record("n", "acc", 0.9, baseline=0.5, claim="wins")
 
 

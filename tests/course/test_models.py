@@ -14,6 +14,7 @@ from course.models.recurrent import (
     rescale_spectral_radius_,
     spectral_radius,
 )
+from tests.messages import raises
 
 
 def hand_written_rnn(model: CharRNN, ids: torch.Tensor, h0: torch.Tensor | None = None):
@@ -88,19 +89,11 @@ def _model(kind):
 @pytest.mark.parametrize("kind", MODELS)
 def test_every_model_rejects_bad_ids_with_the_same_clear_messages(kind):
     model = _model(kind)
-    with pytest.raises(
-        TypeError,
-        match=r"^ids: expected a signed integer or unsigned integer "
-        r"array, got dtype float32$",
-    ):
+    with raises(TypeError, "ids", "integer", "float32"):
         model(torch.zeros(2, 3))
-    with pytest.raises(
-        ValueError, match=r"^ids: expected 2 dimensions \(B, T\), got 1 dimensions \(3,\)$"
-    ):
+    with raises(ValueError, "ids", r"2 dimensions \(B, T\)", r"\(3,\)"):
         model(torch.zeros(3, dtype=torch.long))
-    with pytest.raises(
-        ValueError, match=r"^ids: expected values in \[0, 5\), got min 0 and max 5$"
-    ):
+    with raises(ValueError, "ids", r"\[0, 5\)", "max 5"):
         model(torch.tensor([[0, 5]]))
     with pytest.raises(ValueError, match="got min -1"):
         model(torch.tensor([[-1, 2]]))
@@ -116,11 +109,9 @@ def test_both_language_models_reject_a_bad_initial_state_with_the_same_messages(
         ValueError, match=r"^h_0: expected 3 dimensions \(1, 2, 4\), got 2 dimensions \(2, 4\)$"
     ):
         model(ids, _state(model, 2, 4))
-    with pytest.raises(TypeError, match=r"^h_0: expected a floating point array, got dtype int64$"):
+    with raises(TypeError, "h_0", "floating point", "int64"):
         model(ids, _state(model, 1, 2, 4, dtype=torch.long))
-    with pytest.raises(
-        TypeError, match=r"^h_0: expected dtype torch.float32 \(the model's\), got torch.float64$"
-    ):
+    with raises(TypeError, "h_0", r"float32 \(the model's\)", "float64"):
         model(ids, _state(model, 1, 2, 4, dtype=torch.float64))
     assert model(ids, _state(model, 1, 2, 4))[0].shape == (2, 3, 5)  # the right state passes
 
@@ -133,12 +124,12 @@ def test_the_lstm_checks_its_cell_state_too():
         model(ids, (h, torch.zeros(1, 2, 5)))
     with pytest.raises(TypeError, match=r"^c_0: expected dtype torch.float32"):
         model(ids, (h, torch.zeros(1, 2, 4, dtype=torch.float64)))
-    with pytest.raises(TypeError, match=r"^state: expected a pair \(h_0, c_0\) or None$"):
+    with raises(TypeError, "state", r"pair \(h_0, c_0\)"):
         model(ids, h)
 
 
 def test_char_rnn_rejects_bad_configuration():
-    with pytest.raises(ValueError, match="nonlinearity: expected 'tanh' or 'relu', got 'sigmoid'"):
+    with raises(ValueError, "nonlinearity", "'relu'", "'sigmoid'"):
         CharRNN(5, 4, nonlinearity="sigmoid")
     with pytest.raises(ValueError, match="must be >= 1"):
         CharRNN(0, 4)

@@ -21,6 +21,7 @@ from course.data.wordpiece import (
     tokenizers_tokenize,
     train_tokenizers_wordpiece,
 )
+from tests.messages import raises
 
 
 @pytest.fixture(scope="module")
@@ -126,9 +127,9 @@ def test_learning_stops_early_when_no_pair_is_frequent_enough():
 
 
 def test_learning_errors():
-    with pytest.raises(ValueError, match="smaller than the special tokens and the alphabet"):
+    with raises(ValueError, "vocab_size=6", "smaller", "alphabet"):
         learn_wordpiece({"abc": 2}, 6)
-    with pytest.raises(ValueError, match="vocab_size: expected a positive int"):
+    with raises(ValueError, "vocab_size", "positive int", "got 0"):
         learn_wordpiece({"abc": 2}, 0)
     with pytest.raises(ValueError, match="no spaces and counts"):
         learn_wordpiece({"a b": 2}, 50)
@@ -163,7 +164,7 @@ def test_vocabulary_errors_and_files(tmp_path):
     with pytest.raises(FileNotFoundError, match="no such vocabulary file"):
         WordPiece.load(tmp_path / "missing.txt")
     (tmp_path / "bad.txt").write_text("[UNK]\n\nb\n")
-    with pytest.raises(ValueError, match="one non-empty token per line"):
+    with raises(ValueError, "bad.txt", "non-empty token"):
         WordPiece.load(tmp_path / "bad.txt")
     wp = WordPiece(["[PAD]", "[UNK]", "ab", "##c"])
     again = WordPiece.load(wp.save(tmp_path / "vocab.txt"))

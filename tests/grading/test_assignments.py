@@ -39,6 +39,7 @@ from autograder import nbgrader_format as fmt
 from autograder.hidden import shortcuts
 from autograder.platform.judge import top_level_names
 from tests.grading.solution_loader import ROOT, Solution, lecture_functions, load_solution, run_cell
+from tests.messages import raises
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
@@ -529,14 +530,14 @@ def test_snapshots_catch_inputs_written_in_place_or_replaced():
     before = shortcuts.snapshot(inputs)
     shortcuts.expect_unchanged("f", inputs, before)
     inputs["x"][1] = 0.5
-    with pytest.raises(AssertionError, match=r"f modified its input x in place \(largest change"):
+    with raises(AssertionError, "input x", "in place", "largest change"):
         shortcuts.expect_unchanged("f", inputs, before)
     inputs["x"][1] = 0.0
     params["W"] = np.ones((2, 2))
-    with pytest.raises(AssertionError, match=r"f replaced params\['W'\] in its input dict"):
+    with raises(AssertionError, r"params\['W'\]", "replaced"):
         shortcuts.expect_unchanged("f", inputs, before)
     del params["W"]
-    with pytest.raises(AssertionError, match=r"changed the keys of its input params"):
+    with raises(AssertionError, "keys", "params"):
         shortcuts.expect_unchanged("f", inputs, before)
 
 
@@ -545,7 +546,7 @@ def test_a_case_reads_its_inputs_by_name_and_names_itself_in_a_failure():
     assert case.label == "one row, τ = 1"
     assert case.temperature == 1.0 and case.logits is case.inputs["logits"]
     assert list(case.inputs) == ["logits", "temperature"]
-    with pytest.raises(AttributeError, match=r"has no input 'tau'; it has logits, temperature"):
+    with raises(AttributeError, "'tau'", "logits, temperature"):
         _ = case.tau
     with pytest.raises(AttributeError, match="read-only"):
         case.temperature = 2.0

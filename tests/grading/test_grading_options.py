@@ -10,6 +10,7 @@ import pytest
 
 from autograder.platform import errors, grade, pipeline, similarity
 from autograder.platform.sandbox import Limits
+from tests.messages import raises
 
 
 def _options(*argv: str) -> pipeline.GradingOptions:
@@ -68,7 +69,7 @@ def test_the_options_are_frozen_and_refuse_a_shard_that_merges():
     options = pipeline.GradingOptions()
     with pytest.raises(dataclasses.FrozenInstanceError):
         options.force = True  # type: ignore[misc]
-    with pytest.raises(errors.GradingError, match="--shard and --merge: one or the other"):
+    with raises(errors.GradingError, "--shard", "--merge", "one or the other"):
         pipeline.GradingOptions(shard=(0, 2), merge=True)
 
 

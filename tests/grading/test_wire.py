@@ -13,6 +13,7 @@ import pytest
 
 from autograder.platform import wire
 from autograder.platform.sandbox import Limits, Outcome
+from tests.messages import raises
 
 
 class _Owner:
@@ -26,7 +27,7 @@ class _Owner:
 def test_a_reply_cannot_make_the_grader_call_a_routine_whose_trap_is_not_set():
     _Owner.calls.clear()
     session = types.SimpleNamespace(trap_targets=[(_Owner, "routine", "x.routine", _Owner.routine)])
-    with pytest.raises(wire.StudentError, match="f called a routine it must not use"):
+    with raises(wire.StudentError, r"\bf\b", "routine", "must not use"):
         wire.Session._spring_trap(session, "x.routine", "f")
     assert _Owner.calls == []
 
@@ -252,7 +253,7 @@ def test_a_bridge_not_ready_in_time_is_a_timeout_never_the_students_name_error()
     kernel = _Kernel(lambda r: _payloads(_reply(r, value=1)))
     kernel.run_hidden = lambda code, timeout, mimetype: Outcome("timeout")
     session = wire.Session(kernel, [])
-    with pytest.raises(wire.KernelTimeout, match="not ready for graded calls within 60 s"):
+    with raises(wire.KernelTimeout, "not ready", "60 s"):
         session.request({"kind": "name", "name": "f"}, "call", (1.0,), label="f")
     assert session.timeouts == 1 and session.installed_at == -1
 
