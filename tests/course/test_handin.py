@@ -92,9 +92,9 @@ def test_deleted_and_edited_graded_cells_are_named(folder):
 @pytest.mark.parametrize(
     "damage, says",
     [
-        ("not json", "is not a valid notebook"),
-        ("other assignment", "is assignment a2_lstm_gru's notebook, not a1_rnn_bptt's"),
-        ("no metadata", "is not a notebook of the course's release"),
+        ("not json", ("not a valid notebook",)),
+        ("other assignment", ("a2_lstm_gru", "a1_rnn_bptt")),
+        ("no metadata", ("release",)),
     ],
 )
 def test_what_cannot_be_handed_in_is_refused_with_the_reason(folder, damage, says):
@@ -107,7 +107,7 @@ def test_what_cannot_be_handed_in_is_refused_with_the_reason(folder, damage, say
         notebook = nbformat.read(target, as_version=4)
         del notebook.metadata["course"]
         nbformat.write(notebook, target)
-    with pytest.raises(handin.HandinError, match=says):
+    with raises(handin.HandinError, *says):
         handin.handin(ASSIGNMENT, "jdoe7", course_folder=folder, execute=False)
     assert not (folder / "handin").exists()
 
