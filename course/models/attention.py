@@ -75,8 +75,9 @@ def fused_attention(
 
     ``F.scaled_dot_product_attention`` never writes the (n, m) score matrix out as a tensor of
     its own, which makes a training step of Lecture 8's GPT on windows of 256 characters about
-    40% cheaper on a CPU. Training never reads A, so the Transformer layers use this while they
-    train; tests/course/test_attention.py checks that it gives attention()'s Z and gradients.
+    40% cheaper on a CPU. Training never reads A: ``course.models.transformer.fuse_attention``
+    has a model's layers use this while they train; tests/course/test_attention.py checks that it
+    gives attention()'s Z and gradients.
     """
     if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
         raise ValueError(

@@ -98,22 +98,24 @@ def test_fused_attention_gives_the_same_heads_and_gradients_as_attention():
         fused_attention(torch.zeros(3, 4), torch.zeros(3, 5), torch.zeros(3, 5))
 
 
-def test_transformer_layers_use_the_fused_kernel_only_while_training():
-    from course.models.transformer import DecoderLayer, EncoderLayer
+def test_fuse_attention_switches_the_layers_to_the_fused_kernel_only_while_training():
+    from course.models.transformer import DecoderLayer, EncoderLayer, fuse_attention
 
     torch.manual_seed(2)
     encoder, decoder = EncoderLayer(8, 2, 16, dropout=0.0), DecoderLayer(8, 2, 16, dropout=0.0)
+    model = torch.nn.ModuleList([encoder, decoder])
     x, memory = torch.randn(2, 5, 8), torch.randn(2, 4, 8)
-    seen = []
+    fused = []  # per attention call: whether it returned no weights (the fused kernel)
     for attn in (encoder.self_attn, decoder.self_attn, decoder.cross_attn):
-        attn.register_forward_hook(lambda _m, _i, out: seen.append(out[1] is None))
+        attn.register_forward_hook(lambda _m, _i, out: fused.append(out[1] is None))
     outputs = []
-    for training in (True, False):
-        encoder.train(training), decoder.train(training)
+    for on, training in ((False, True), (True, True), (True, False)):
+        fuse_attention(model, on).train(training)
         outputs.append((encoder(x, causal_mask(5)), decoder(x, memory, causal_mask(5))))
-    assert seen == [True] * 3 + [False] * 3
-    for trained, evaluated in zip(*outputs, strict=True):
-        torch.testing.assert_close(trained, evaluated)
+    assert fused == [False] * 3 + [True] * 3 + [False] * 3
+    for plain, other in ((outputs[0], outputs[1]), (outputs[0], outputs[2])):
+        for a, b in zip(plain, other, strict=True):
+            torch.testing.assert_close(a, b)
 
 
 def test_causal_mask_hides_the_future():
