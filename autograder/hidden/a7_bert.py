@@ -27,7 +27,6 @@ WordPiece model, and ``torch.bernoulli``) are replaced by traps that raise
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -459,12 +458,11 @@ def check_wordpiece(wordpiece: Callable[..., Any]) -> None:
         vocab, words, prefix = case.vocab, case.words, case.prefix
         max_chars, unk = case.max_input_chars, case.unk_token
         expected = tokenizers_pieces(words, vocab, max_chars, unk, prefix)
-        before = copy.deepcopy(vocab)
+        before = _snapshot({"vocab": vocab})
         with case.named("wordpiece"):
             calls = [(word, vocab, max_chars, unk, prefix) for word in words]
             answers = _call_each(wordpiece, SPLIT_BY_HAND, calls)
-            if vocab != before:
-                raise AssertionError("wordpiece modified its input vocab")
+            _expect_unchanged("wordpiece", {"vocab": vocab}, before)
             for word, pieces, got in zip(words, expected, answers, strict=True):
                 if not isinstance(got, list) or not all(isinstance(t, str) for t in got):
                     raise AssertionError(
@@ -584,11 +582,10 @@ def check_nsp_pairs(nsp_pairs: Callable[..., Any]) -> None:
     cases = nsp_cases()
     for case in cases:
         documents, seed, p_next = case.documents, case.seed, case.p_next
-        before = copy.deepcopy(documents)
+        before = _snapshot({"documents": documents})
         with case.named("nsp_pairs"):
             result = _call_valid(nsp_pairs, PAIR_BY_HAND, documents, seed, p_next)
-            if documents != before:
-                raise AssertionError("nsp_pairs modified its input documents")
+            _expect_unchanged("nsp_pairs", {"documents": documents}, before)
             pairs = _judge_pairs(result, documents, p_next)
             if _call_valid(nsp_pairs, PAIR_BY_HAND, documents, seed, p_next) != pairs:
                 raise AssertionError("the same seed gave other pairs")

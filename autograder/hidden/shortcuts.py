@@ -269,51 +269,18 @@ def describe(value: Any) -> str:
 
 
 def snapshot(values: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of each input (an array, or a dict of arrays), to compare with after a call.
-
-    A dict's entry keeps its original object too, so replacing an array in the caller's dict
-    is caught as well as writing into it.
-    """
-
-    def copy_of(value: Any) -> Any:
-        if isinstance(value, Mapping):
-            return {key: (item, np.array(item, copy=True)) for key, item in value.items()}
-        return np.array(value, copy=True)
-
-    return {label: copy_of(value) for label, value in values.items()}
-
-
-def _expect_same(function_name: str, label: str, value: Any, before: Any) -> None:
-    if isinstance(before, dict):
-        if set(value) != set(before):
-            raise AssertionError(
-                f"{function_name} changed the keys of its input {label} from {sorted(before)} "
-                f"to {sorted(value)}; it must leave its inputs unchanged"
-            )
-        for key, (original_object, original_values) in before.items():
-            if value[key] is not original_object:
-                raise AssertionError(
-                    f"{function_name} replaced {label}[{key!r}] in its input dict; it must leave "
-                    "its inputs unchanged (build a new dict instead)"
-                )
-            _expect_same(function_name, f"{label}[{key!r}]", value[key], original_values)
-        return
-    if not np.array_equal(value, before):
-        try:
-            change = float(np.max(np.abs(np.asarray(value, dtype=np.float64) - before)))
-            detail = f" (largest change {change:.1e})"
-        except (TypeError, ValueError):  # reshaped or retyped in place: no elementwise change
-            detail = ""
-        raise AssertionError(
-            f"{function_name} modified its input {label} in place{detail}; "
-            "it must leave its inputs unchanged (compute new arrays instead)"
-        )
+    """A copy of each input, to compare with after a call (``course.checks.snapshot_inputs``,
+    the visible checks' own: a dict's entries are also kept by identity, so replacing an array
+    in the caller's dict is caught as well as writing into it)."""
+    return checks.snapshot_inputs(values)
 
 
 def expect_unchanged(
     function_name: str, values: Mapping[str, Any], before: Mapping[str, Any]
 ) -> None:
-    """Raise AssertionError naming the first input in ``values`` that differs from ``before``
-    (made by :func:`snapshot` before the call)."""
-    for label, value in values.items():
-        _expect_same(function_name, label, value, before[label])
+    """Fail naming the first input in ``values`` that differs from ``before`` (made by
+    :func:`snapshot` before the call), with the visible checks' sentence
+    (``course.checks.changed_input``)."""
+    change = checks.changed_input(function_name, values, before)
+    if change:
+        raise checks.CheckFailed(change)

@@ -37,6 +37,8 @@ __all__ = [
     "assert_close",
     "expect_value_error",
     "inputs_kept",
+    "snapshot_inputs",
+    "changed_input",
     "CheckFailed",
     "ShapeMismatch",
     "TypeMismatch",
@@ -340,6 +342,39 @@ def _first_change(before: Any, after: Any, where: str) -> str | None:
     return f"{where}{at} was {old[index].item()!r}, now {new[index].item()!r}"
 
 
+def snapshot_inputs(inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """What :func:`changed_input` compares with after a call: a deep copy of each input and, for
+    a dict, the object each of its keys held (so that replacing an array in the caller's dict is
+    caught as well as writing into one)."""
+    return {
+        name: (copy.deepcopy(value), dict(value) if isinstance(value, Mapping) else None)
+        for name, value in inputs.items()
+    }
+
+
+def changed_input(
+    function: str, inputs: Mapping[str, Any], before: Mapping[str, Any]
+) -> str | None:
+    """The sentence that says how ``function`` changed the first of ``inputs`` that is not as
+    :func:`snapshot_inputs` saw it (``before``), or None if it left them all as they were."""
+    for name, value in inputs.items():
+        saved, held = before[name]
+        if held is not None and isinstance(value, Mapping) and set(value) == set(held):
+            replaced = [key for key in held if value[key] is not held[key]]
+            if replaced:
+                return (
+                    f"{function} replaced {name}[{replaced[0]!r}] in its input dict. It must leave "
+                    "its arguments as they were (the caller still uses them): build a new dict"
+                )
+        change = _first_change(saved, value, name)
+        if change:
+            return (
+                f"{function} changed its input in place: {change}. It must leave its arguments"
+                " as they were (the caller still uses them): work on a copy"
+            )
+    return None
+
+
 @contextlib.contextmanager
 def inputs_kept(function: str, **inputs: Any) -> Iterator[dict[str, Any]]:
     """Check that a call leaves its arguments as they were; yield copies taken before it.
@@ -350,13 +385,12 @@ def inputs_kept(function: str, **inputs: Any) -> Iterator[dict[str, Any]]:
         with inputs_kept("rnn_backward", xs=xs, params=params) as before:
             grads = rnn_backward(xs, lengths, labels, h0, params)
         reference = autograd_gradients(before["xs"], before["params"])
+
+    (The hidden checks use the same two steps, :func:`snapshot_inputs` and
+    :func:`changed_input`.)
     """
-    before = {name: copy.deepcopy(value) for name, value in inputs.items()}
-    yield {name: copy.deepcopy(value) for name, value in before.items()}
-    for name, value in inputs.items():
-        change = _first_change(before[name], value, name)
-        if change:
-            raise CheckFailed(
-                f"{function} changed its input in place: {change}. It must leave its arguments"
-                " as they were (the caller still uses them): work on a copy"
-            )
+    before = snapshot_inputs(inputs)
+    yield {name: copy.deepcopy(saved) for name, (saved, _) in before.items()}
+    change = changed_input(function, inputs, before)
+    if change:
+        raise CheckFailed(change)

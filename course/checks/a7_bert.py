@@ -42,7 +42,6 @@ def check_part_a(mlm_mask: Callable[..., Any]) -> None:
         ids_a[row_a, :length_a] = rng_a.integers(5, 1000, size=length_a)
         ids_a[row_a, 0], ids_a[row_a, length_a - 1] = 2, 3
     specials_a = [0, 1, 2, 3, 4]
-    copy_a = ids_a.copy()
 
     with inputs_kept("mlm_mask", ids=ids_a, special_ids=specials_a):
         result_a = by_hand(ASSIGNMENT, mlm_mask, ids_a, specials_a, 1000, 4, seed=7)
@@ -57,8 +56,6 @@ def check_part_a(mlm_mask: Callable[..., Any]) -> None:
             )
         if not (array_a.dtype == np.int64):
             raise CheckFailed(f"{name_a} should hold int64, got {array_a.dtype}")
-    if not (np.array_equal(ids_a, copy_a)):
-        raise CheckFailed("mlm_mask modified its input ids")
     chosen_a = labels_a != -100
     assert_close(
         "labels at the selected positions", labels_a[chosen_a], ids_a[chosen_a], atol=0,
@@ -158,7 +155,8 @@ def check_part_b(wordpiece: Callable[..., Any]) -> None:
     def expect_pieces_b(word: str, expected: list[str], *options) -> None:
         """Compare wordpiece(word, vocab_b, *options) with the expected pieces."""
         __tracebackhide__ = True
-        got = by_hand(ASSIGNMENT, wordpiece, word, vocab_b, *options)
+        with inputs_kept("wordpiece", vocab=vocab_b):
+            got = by_hand(ASSIGNMENT, wordpiece, word, vocab_b, *options)
         if not (isinstance(got, list)):
             raise CheckFailed(f"wordpiece should return a list, got {type(got).__name__}")
         said = f"wordpiece({word!r}{''.join(f', {o!r}' for o in options)})"
@@ -284,7 +282,6 @@ def check_part_d(layer_features: Callable[..., Any]) -> None:
     states_d = (
         100.0 * np.arange(6)[:, None, None] + 10.0 * np.arange(2)[:, None] + np.arange(3)
     )  # (L+1, T, H) = (6, 2, 3)
-    copy_d = states_d.copy()
     expected_d = {
         "first": [[0, 1, 2], [10, 11, 12]],
         "last": [[500, 501, 502], [510, 511, 512]],
@@ -314,8 +311,6 @@ def check_part_d(layer_features: Callable[..., Any]) -> None:
             raise CheckFailed(
                 f"the {strategy_d!r} features are a view of the input: return a new array"
             )
-    if not (np.array_equal(states_d, copy_d)):
-        raise CheckFailed("layer_features modified its input")
     layers_d = list(states_d[:3])  # a list of arrays, as transformers returns them
     with inputs_kept("layer_features", hidden_states=layers_d) as before_d:
         last_d = by_hand(ASSIGNMENT, layer_features, layers_d, "last")

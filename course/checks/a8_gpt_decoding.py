@@ -27,7 +27,6 @@ def check_part_a(temperature_probs: Callable[..., Any]) -> None:
     logits_a = np.array(
         [[2.0, 1.0, 0.0, -1.0], [0.5, 0.5, 0.5, 0.5], [1000.0, 1001.0, 999.0, -np.inf]]
     )
-    copy_a = logits_a.copy()
     expected_a = {
         1.0: [[0.643914259888, 0.236882818090, 0.087144318742, 0.032058603280],
               [0.25, 0.25, 0.25, 0.25],
@@ -51,8 +50,6 @@ def check_part_a(temperature_probs: Callable[..., Any]) -> None:
             f"temperature_probs(logits_a, {tau_a})", got_a, wanted_a, atol=1e-10,
             against="softmax(logits / τ) worked out by hand",
         )  # fmt: skip
-    if not (np.array_equal(logits_a, copy_a)):
-        raise CheckFailed("temperature_probs modified its input logits")
     assert_close(
         "temperature_probs of one row (|V|,) given as a list", by_hand(ASSIGNMENT, temperature_probs, [2, 1, 0, -1], 1),
         expected_a[1.0][0], atol=1e-10,
@@ -91,7 +88,6 @@ def check_part_b(sample_tokens: Callable[..., Any]) -> None:
     ]  # token 0 owns [0, 0.25), 1 owns [0.25, 0.75), 2 none, 3 [0.75, 1)
     u_b = np.array([0.0, 0.2499, 0.25, 0.5, 0.7499, 0.75, 0.9999999])
     probs_b = np.array([row_b] * len(u_b))
-    copy_b = probs_b.copy()
     with inputs_kept("sample_tokens", probs=probs_b, u=u_b):
         tokens_b = by_hand(ASSIGNMENT, sample_tokens, probs_b, u_b)
     if not (isinstance(tokens_b, np.ndarray) and tokens_b.shape == (len(u_b),)):
@@ -109,8 +105,6 @@ def check_part_b(sample_tokens: Callable[..., Any]) -> None:
                 f"row {b_b}: u = {u_value_b} gives token {token_b}, expected {wanted_b} (probabilities "
                 f"{row_b}, cumulative {np.cumsum(row_b).tolist()}: token i owns [c_(i-1), c_i))"
             )
-    if not (np.array_equal(probs_b, copy_b)):
-        raise CheckFailed("sample_tokens modified its input probs")
     first_zero_b = by_hand(
         ASSIGNMENT, sample_tokens, [[0.0, 0.5, 0.5, 0.0], [0.0, 0.5, 0.5, 0.0]], [0.0, 0.9]
     )
@@ -155,7 +149,6 @@ def check_part_c(min_p_probs: Callable[..., Any]) -> None:
     __tracebackhide__ = True
     pi_c = np.array([[0.5, 0.2, 0.2, 0.05, 0.05], [0.1, 0.3, 0.3, 0.25, 0.05]])
     logits_c = np.log(pi_c) + 3.0  # softmax(log pi + 3) = pi
-    copy_c = logits_c.copy()
 
     def expected_c(kept: list[list[int]]) -> np.ndarray:
         """pi_c kept at the listed tokens of each row, renormalised."""
@@ -186,8 +179,6 @@ def check_part_c(min_p_probs: Callable[..., Any]) -> None:
             f"min_p_probs(logits_c, {p_c}) for {label_c}", got_c, expected_c(kept_c), atol=1e-12,
             against=f"the renormalised probabilities of tokens {kept_c}",
         )  # fmt: skip
-    if not (np.array_equal(logits_c, copy_c)):
-        raise CheckFailed("min_p_probs modified its input logits")
     assert_close(
         "min_p_probs([1000, 1000 + ln 0.3, 0], 0.2): huge logits",
         by_hand(ASSIGNMENT, min_p_probs, [1000.0, 1000.0 + np.log(0.3), 0.0], 0.2),
@@ -214,7 +205,6 @@ def check_part_d(typical_probs: Callable[..., Any]) -> None:
     pi_d = np.array([[0.4, 0.12, 0.12, 0.12, 0.12, 0.12], [0.5, 0.25, 0.125, 0.0625, 0.0625, 0.0]])
     with np.errstate(divide="ignore"):
         logits_d = np.log(pi_d)  # row 1 ends with a token of probability 0 (logit -inf)
-    copy_d = logits_d.copy()
 
     def expected_d(kept: list[list[int]]) -> np.ndarray:
         """pi_d kept at the listed tokens of each row, renormalised."""
@@ -247,8 +237,6 @@ def check_part_d(typical_probs: Callable[..., Any]) -> None:
             f"typical_probs(logits_d, {p_d}) for {label_d}", got_d, expected_d(kept_d), atol=1e-12,
             against=f"the renormalised probabilities of tokens {kept_d}",
         )  # fmt: skip
-    if not (np.array_equal(logits_d, copy_d)):
-        raise CheckFailed("typical_probs modified its input logits")
     expect_value_error(
         {
             "typical_probs(logits_d, 0.0)": lambda: by_hand(

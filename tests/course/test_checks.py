@@ -365,6 +365,24 @@ def test_inputs_kept_names_the_argument_a_call_rewrote():
     with raises(CheckFailed, r"documents\[0\]\[0\]", r"'a\.'", r"'b\.'"):
         with inputs_kept("f", documents=documents):
             documents[0].reverse()
+    params = {"W": np.ones((2, 2))}
+    with raises(CheckFailed, r"params\['W'\]", "replaced"):  # an equal array, another object
+        with inputs_kept("f", params=params):
+            params["W"] = np.ones((2, 2))
+
+
+def test_snapshot_inputs_and_changed_input_are_inputs_kept_in_two_steps():
+    import numpy as np
+
+    from course.checks import changed_input, snapshot_inputs
+
+    inputs = {"x": np.zeros(3), "params": {"W": np.ones(2)}}
+    before = snapshot_inputs(inputs)
+    assert changed_input("f", inputs, before) is None
+    inputs["params"]["W"][0] = 2.0
+    change = changed_input("f", inputs, before)
+    assert change and "f changed its input in place" in change and "params['W'] at [0]" in change
+    assert "was 1.0, now 2.0" in change
 
 
 def test_expect_value_error_names_the_case_that_did_not_raise():

@@ -374,7 +374,7 @@ D8 = r"^kv_attention_step, window 3, d_k = d_v = 8, 10 positions .*, step at pos
         ({"no_shift": True}, Failure("^temperature_probs, logits near \\+10,000, τ = 1$", r"^temperature_probs\(logits, 1\) contains nan")),
         ({"times_tau": True}, Failure(BATCH, r"^temperature_probs\(logits, 0.7\) differs", r"softmax\(z / τ\)")),
         ({"keep_dtype": True}, Failure("^temperature_probs, float32 logits$", "^the probabilities should be float64", "got dtype float32")),
-        ({"in_place": True}, Failure(BATCH, "modified its input logits")),
+        ({"in_place": True}, Failure(BATCH, r"in place: logits\b")),
         ({"accept_zero": True}, Failure(None, "^temperature_probs with τ = 0", "should raise ValueError")),
     ],
     ids=row_id,
