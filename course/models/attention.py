@@ -35,6 +35,18 @@ __all__ = [
 ]
 
 
+def _expect_fit(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None):
+    """The checks of :func:`attention` and :func:`fused_attention`: shapes that fit, and a key
+    for every query."""
+    if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
+        raise ValueError(
+            f"q (..., n, d_k), k (..., m, d_k), v (..., m, d_v) do not fit: "
+            f"{tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}"
+        )
+    if mask is not None and not bool(mask.any(-1).all()):
+        raise ValueError("a query has no key it may attend to (a row of the mask is False)")
+
+
 def attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -48,17 +60,11 @@ def attention(
     where allowed; bias (an additive score, e.g. ALiBi) broadcastable to (..., n, m).
     Returns (Z (..., n, d_v), A (..., n, m)). A query with no allowed key is an error.
     """
-    if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
-        raise ValueError(
-            f"q (..., n, d_k), k (..., m, d_k), v (..., m, d_v) do not fit: "
-            f"{tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}"
-        )
+    _expect_fit(q, k, v, mask)
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., n, m)
     if bias is not None:
         scores = scores + bias
     if mask is not None:
-        if not bool(mask.any(-1).all()):
-            raise ValueError("a query has no key it may attend to (a row of the mask is False)")
         scores = scores.masked_fill(~mask, float("-inf"))
     weights = scores.softmax(-1)
     return weights @ v, weights
@@ -79,13 +85,7 @@ def fused_attention(
     has a model's layers use this while they train; tests/course/test_attention.py checks that it
     gives attention()'s Z and gradients.
     """
-    if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
-        raise ValueError(
-            f"q (..., n, d_k), k (..., m, d_k), v (..., m, d_v) do not fit: "
-            f"{tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}"
-        )
-    if mask is not None and not bool(mask.any(-1).all()):
-        raise ValueError("a query has no key it may attend to (a row of the mask is False)")
+    _expect_fit(q, k, v, mask)
     if bias is not None:  # one additive mask: the bias, and −∞ where masked
         mask = bias if mask is None else bias.masked_fill(~mask, float("-inf"))
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
