@@ -8,6 +8,7 @@ import multiprocessing
 import multiprocessing.connection
 import os
 import shutil
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -79,7 +80,7 @@ def judge_entry(job: Job) -> SubmissionRecord:
     if set(record.flags) & {INVALID, "wrong assignment", REFUSED_LINK, SPECIAL_FILE,
                                UNREADABLE_MEMBER}:  # fmt: skip
         return record
-    scratch = Path(tempfile.mkdtemp(prefix="kernels-"))  # a name that says nothing of grading
+    scratch = make_scratch()
     deadline = time.monotonic() + job.limits.submission_timeout  # all its notebooks together
     try:
         for name, (spec, canonical, raw) in canonicals.items():
@@ -98,9 +99,59 @@ def judge_entry(job: Job) -> SubmissionRecord:
             (submitted / f"{name}.ipynb").write_text(nbformat.writes(canonical), encoding="utf-8")
             (judged / f"{name}.json").write_text(json.dumps({"cells": verdict.cells}))
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        remove_scratch(scratch)
     record.gradable = True
     return record
+
+
+# Each submission's kernels work in a folder of TMPDIR, "kernels-XXXXXXXX" (a name that says
+# nothing of grading), which its judging process removes when it is done. A process killed first
+# (kill -9 of the command, the out-of-memory killer, a cancelled job) cannot: so beside the folder,
+# "kernels-XXXXXXXX.owner" names that process (its pid and start time), and every run first
+# removes the folders whose process is gone (remove_abandoned), keeping those of runs still going.
+OWNER_SUFFIX = ".owner"
+
+
+def _process_start(pid: int) -> str | None:
+    """When process ``pid`` started (field 22 of /proc/PID/stat, in clock ticks since boot), or
+    None if there is no such process: with the pid, it names one process, even after pid reuse."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rpartition(")")[2].split()[19]  # the fields after the name start at field 3
+
+
+def make_scratch() -> Path:
+    """A new folder in TMPDIR for one submission's kernels, owned by this process."""
+    scratch = Path(tempfile.mkdtemp(prefix="kernels-"))
+    owner = scratch.with_name(scratch.name + OWNER_SUFFIX)
+    owner.write_text(f"{os.getpid()} {_process_start(os.getpid())}\n")
+    return scratch
+
+
+def remove_scratch(scratch: Path) -> None:
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.with_name(scratch.name + OWNER_SUFFIX).unlink(missing_ok=True)
+
+
+def remove_abandoned(base: Path | None = None) -> list[Path]:
+    """Remove the kernels' folders in ``base`` (TMPDIR by default) whose owning process is gone;
+    those removed. A folder whose process still runs (another run's, on another output folder)
+    is kept, and so is one without a readable owner (being made, or not the grader's)."""
+    base = Path(tempfile.gettempdir() if base is None else base)
+    removed = []
+    for owner in sorted(base.glob(f"kernels-*{OWNER_SUFFIX}")):
+        try:
+            pid, started = owner.read_text().split()
+            alive = _process_start(int(pid)) == started
+        except (OSError, ValueError):
+            continue
+        if not alive:
+            scratch = owner.with_name(owner.name.removesuffix(OWNER_SUFFIX))
+            remove_scratch(scratch)
+            removed.append(scratch)
+    return removed
 
 
 _SPECS: dict[tuple[str, str], dict[str, judge.NotebookSpec]] = {}
@@ -147,6 +198,13 @@ def run_parallel(jobs: list[Job], workers: int):
     and nothing may carry over from one student to the next. A process that dies without an
     answer gives that submission the status "grader error"; the batch goes on.
     """
+    removed = remove_abandoned()
+    if removed:
+        print(
+            f"removed {len(removed)} kernel folder(s) that an earlier run, killed before it "
+            f"could clean up, left in {removed[0].parent}",
+            file=sys.stderr,
+        )
     context = multiprocessing.get_context("fork")
     queue = list(reversed(jobs))
     running: dict = {}

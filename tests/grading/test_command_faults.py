@@ -17,7 +17,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.platform import errors, grade, state
+from autograder.platform import errors, grade, judging, state
 from tools.notebooks import REPO
 
 ASSIGNMENT = "a1_rnn_bptt"
@@ -162,6 +162,26 @@ def _processes_under(folder: Path) -> list[str]:
 
 
 @pytest.mark.sandbox
+def test_only_the_kernel_folders_of_processes_that_are_gone_are_removed(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    mine = judging.make_scratch()  # this process's: alive
+    (mine / "work").mkdir()
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    gone, reused, unreadable = (tmp_path / f"kernels-{n}" for n in ("gone", "reused", "unread"))
+    for folder in (gone, reused, unreadable):
+        (folder / "run" / "work").mkdir(parents=True)
+    owner = judging.OWNER_SUFFIX
+    gone.with_name(gone.name + owner).write_text(f"{dead.pid} 12345\n")
+    reused.with_name(reused.name + owner).write_text(f"{os.getpid()} 1\n")  # another start
+    unreadable.with_name(unreadable.name + owner).write_text("half-writ")
+    assert judging.remove_abandoned() == [gone, reused]
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == sorted([mine.name, mine.name + owner, unreadable.name, unreadable.name + owner])
+    judging.remove_scratch(mine)
+    assert not mine.exists() and not mine.with_name(mine.name + owner).exists()
+
+
 def test_killing_the_command_kills_its_workers_and_kernels(tmp_path):
     folder = tmp_path / "in"
     for student in ("alice", "bob"):
@@ -192,6 +212,26 @@ def test_killing_the_command_kills_its_workers_and_kernels(tmp_path):
             time.sleep(0.5)
         assert not _processes_under(kernels), (before, _processes_under(kernels))
         assert not _processes_under(out), _processes_under(out)  # its workers and recorder
+        # the killed run could not remove its kernels' folders; the next run does, first
+        left = sorted(p.name for p in kernels.iterdir())
+        assert len([name for name in left if name.endswith(judging.OWNER_SUFFIX)]) == 2, left
+        (tmp_path / "again").mkdir()
+        (tmp_path / "again" / "carol.ipynb").write_text("not a notebook")  # judged, no kernel
+        again = subprocess.run(
+            _command(tmp_path / "again", tmp_path / "out2"),
+            cwd=REPO,
+            env={**os.environ, "TMPDIR": str(kernels)},
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert again.returncode in (errors.EXIT_OK, errors.EXIT_LOOK), (
+            again.stderr
+        )  # it ran through
+        assert "removed 2 kernel folder(s) that an earlier run, killed" in again.stderr, (
+            again.stderr
+        )
+        assert not list(kernels.iterdir()), sorted(p.name for p in kernels.iterdir())
     finally:
         if command.poll() is None:
             command.kill()
