@@ -161,7 +161,6 @@ def _processes_under(folder: Path) -> list[str]:
     return found
 
 
-@pytest.mark.sandbox
 def test_only_the_kernel_folders_of_processes_that_are_gone_are_removed(tmp_path, monkeypatch):
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     mine = judging.make_scratch()  # this process's: alive
@@ -182,6 +181,7 @@ def test_only_the_kernel_folders_of_processes_that_are_gone_are_removed(tmp_path
     assert not mine.exists() and not mine.with_name(mine.name + owner).exists()
 
 
+@pytest.mark.sandbox
 def test_killing_the_command_kills_its_workers_and_kernels(tmp_path):
     folder = tmp_path / "in"
     for student in ("alice", "bob"):
@@ -225,12 +225,8 @@ def test_killing_the_command_kills_its_workers_and_kernels(tmp_path):
             text=True,
             timeout=300,
         )
-        assert again.returncode in (errors.EXIT_OK, errors.EXIT_LOOK), (
-            again.stderr
-        )  # it ran through
-        assert "removed 2 kernel folder(s) that an earlier run, killed" in again.stderr, (
-            again.stderr
-        )
+        assert again.returncode in (errors.EXIT_OK, errors.EXIT_LOOK), again.stderr
+        assert "removed 2" in again.stderr and str(kernels) in again.stderr, again.stderr
         assert not list(kernels.iterdir()), sorted(p.name for p in kernels.iterdir())
     finally:
         if command.poll() is None:
