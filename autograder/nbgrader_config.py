@@ -5,9 +5,15 @@ directory (build/nbgrader/<assignment>, the grading command's OUT/course, a temp
 the tests), so every nbgrader run uses exactly these settings.
 """
 
+import os
+
 c = get_config()  # noqa: F821 (provided by traitlets when nbgrader loads this file)
 
 c.CourseDirectory.course_id = "seqcourse"
+# The course directory is the folder of this file (its copy), whatever else nbgrader reads first:
+# a grader on the course's hub has settings naming ~/seqcourse (deploy/jupyterhub/), as
+# nbgrader's documentation has instructors do, and nbgrader reads those and then this file.
+c.CourseDirectory.root = os.path.dirname(os.path.abspath(__file__))
 
 # What students see where a solution was.
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}

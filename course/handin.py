@@ -254,6 +254,16 @@ def handin(
     return report
 
 
+def hub_exchange() -> str | None:
+    """The exchange directory when this runs on the course's JupyterHub (deploy/jupyterhub/
+    sets ``SEQCOURSE_EXCHANGE`` in every user's server), else None. A hub without nbgrader's
+    exchange collects files, so ``course handin`` is the way to hand in there too."""
+    exchange = os.environ.get("SEQCOURSE_EXCHANGE", "")
+    if os.environ.get("JUPYTERHUB_USER") and exchange and Path(exchange).is_dir():
+        return exchange
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m course handin",
@@ -263,7 +273,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--student", required=True, help="your course id, as the TA gave it")
     parser.add_argument("--no-run", action="store_true", help="do not run the notebook first")
     parser.add_argument("--out", type=Path, help="where to write (default: handin/)")
+    parser.add_argument(
+        "--file",
+        action="store_true",
+        help="write the file even on the course's JupyterHub, where you submit in the Assignment List",
+    )
     args = parser.parse_args(argv)
+    exchange = hub_exchange()
+    if exchange is not None and not args.file:
+        print(
+            "course handin: this is the course's JupyterHub, with nbgrader's exchange "
+            f"({exchange}): submit there instead. In JupyterLab open Nbgrader > Assignment List, "
+            "press Validate on the assignment's notebook, then Submit next to the assignment; "
+            "the graders collect it from the exchange. Nothing was written (--file writes the "
+            "file anyway, for a course that asks for one)"
+        )
+        return 0
     try:
         report = handin(args.assignment, args.student, out=args.out, execute=not args.no_run)
     except HandinError as error:

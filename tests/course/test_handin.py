@@ -146,6 +146,31 @@ def test_the_command_line_reports_and_exits(folder):
     assert "Traceback" not in refused.stdout + refused.stderr
 
 
+def test_on_the_course_hub_it_says_to_submit_in_the_assignment_list(
+    folder, tmp_path, monkeypatch, capsys
+):
+    nbformat.write(_answered(), _notebook(folder))
+    monkeypatch.chdir(folder)
+    exchange = tmp_path / "exchange"
+    exchange.mkdir()
+    monkeypatch.setenv("JUPYTERHUB_USER", "jdoe7")  # what the hub sets in every user's server
+    monkeypatch.setenv("SEQCOURSE_EXCHANGE", str(exchange))  # deploy/jupyterhub's hook
+    assert handin.main(["a1", "--student", "jdoe7", "--no-run"]) == 0
+    said = capsys.readouterr().out
+    assert "Assignment List" in said and str(exchange) in said and "Nothing was written" in said
+    assert not (folder / "handin").exists()
+    # --file writes it anyway; a hub without the exchange (no such folder) is an ordinary one
+    assert handin.main(["a1", "--student", "jdoe7", "--no-run", "--file"]) == 0
+    assert (folder / "handin" / ASSIGNMENT / "jdoe7.ipynb").is_file()
+    shutil.rmtree(folder / "handin")
+    monkeypatch.setenv("SEQCOURSE_EXCHANGE", str(tmp_path / "none"))
+    assert handin.main(["a1", "--student", "jdoe7", "--no-run"]) == 0
+    assert (folder / "handin" / ASSIGNMENT / "jdoe7.ipynb").is_file()
+    monkeypatch.delenv("JUPYTERHUB_USER")  # not on a hub at all
+    monkeypatch.setenv("SEQCOURSE_EXCHANGE", str(exchange))
+    assert handin.hub_exchange() is None
+
+
 def test_the_handed_in_file_keeps_every_graded_cell_of_the_release(folder):
     nbformat.write(_answered(), _notebook(folder))
     report = handin.handin(ASSIGNMENT, "jdoe7", course_folder=folder, execute=False)

@@ -1,0 +1,9 @@
+"""nbgrader on the course's hub, for a student: the course and its exchange."""
+
+import os
+
+c = get_config()  # noqa: F821 (provided by traitlets when nbgrader loads this file)
+
+c.CourseDirectory.course_id = "seqcourse"
+# the hub sets SEQCOURSE_EXCHANGE in every server (deploy/jupyterhub/jupyterhub_config.py)
+c.Exchange.root = os.environ.get("SEQCOURSE_EXCHANGE", "/srv/nbgrader/exchange")

@@ -1,0 +1,1 @@
+"""Tests of the course's hub set-ups: ``deploy/jupyterhub/`` and ``deploy/zero-to-jupyterhub/``."""
