@@ -52,6 +52,7 @@ def make_course(
                 f"{ASSIGNMENTS / name} has no student notebook: run `make` in {REPO} first"
             )
     fmt.make_course_dir(root, names, extra_config=hub_config(exchange))
+    root.chmod(0o700)  # the solutions and hidden tests: the grader's alone
     bibliography = lab_markdown.load_bibliography()
     released = []
     for name in names:

@@ -13,7 +13,8 @@ in the Assignment List (or with ``nbgrader fetch_feedback``).
 
 A submission that did not come through the exchange (no ``submission_secret.txt``), or that
 has no feedback (a notebook that could not be graded), is named in the command's summary and
-released nothing.
+released nothing. Each released student's scores and autograded notebooks also go into the
+course directory's gradebook (:func:`record_in_course`), the one Formgrader shows there.
 """
 
 from __future__ import annotations
@@ -90,16 +91,24 @@ def stage(
 
 
 def release(
-    path: Path, assignment: str, origins: dict[str, str], pages: dict[str, list[Path]]
-) -> list[Released]:
-    """:func:`stage` the pages, then ``nbgrader release_feedback ASSIGNMENT`` in the course."""
+    path: Path,
+    assignment: str,
+    origins: dict[str, str],
+    pages: dict[str, list[Path]],
+    graded: Path,
+) -> tuple[list[Released], list[str]]:
+    """:func:`stage` the pages, run ``nbgrader release_feedback ASSIGNMENT`` in the course,
+    and :func:`record_in_course` the scores from ``graded`` (the command's ``OUT/course``).
+    Returns what became of each student and the gradebook's line for the summary."""
     staged = stage(path, assignment, origins, pages)
-    if any(not r.why_not for r in staged):
-        try:
-            fmt.nbgrader(path.parent, "release_feedback", assignment, timeout=600)
-        except fmt.NbgraderError as error:
-            raise FeedbackError(f"--release-feedback: {error}") from error
-    return staged
+    if not any(not r.why_not for r in staged):
+        return staged, []
+    try:
+        fmt.nbgrader(path.parent, "release_feedback", assignment, timeout=600)
+    except fmt.NbgraderError as error:
+        raise FeedbackError(f"--release-feedback: {error}") from error
+    owners = {PurePosixPath(origin).parts[0]: student for student, origin in origins.items()}
+    return staged, record_in_course(path.parent, graded, assignment, staged, owners)
 
 
 def summary(staged: list[Released]) -> list[str]:
@@ -108,3 +117,50 @@ def summary(staged: list[Released]) -> list[str]:
     lines = [f"feedback released through nbgrader's exchange: {len(done)} of {len(staged)}"]
     lines += [f"  not released, {r.student}: {r.why_not}" for r in staged if r.why_not]
     return lines
+
+
+def record_in_course(
+    course: Path, graded: Path, assignment: str, staged: list[Released], owners: dict[str, str]
+) -> list[str]:
+    """Copy each released student's automatic scores and comments from the grading command's
+    gradebook (``graded``, its ``OUT/course``) into the nbgrader course directory ``course``
+    whose ``submitted/`` was graded, with their autograded notebooks: the gradebook and the
+    notebooks that Formgrader shows there, where manual grading goes on. A score or comment a
+    grader gave there is kept when the assignment is graded again. owners: hub user -> the
+    student's name in the command's gradebook. Returns lines for the summary."""
+    from nbgrader.api import MissingEntry
+
+    released = [r for r in staged if not r.why_not]
+    if not released:
+        return []
+    with fmt.gradebook(graded) as source, fmt.gradebook(course) as target:
+        try:
+            target.find_assignment(assignment)
+        except MissingEntry:
+            return [
+                f"scores not recorded in {course / 'gradebook.db'}: it has no {assignment} (make"
+                " the course directory with `python -m tools.hub course`, or run nbgrader"
+                " generate_assignment there)"
+            ]
+        for entry in released:
+            owner, student = entry.student, owners[entry.student]
+            done = source.find_submission(assignment, student)
+            target.update_or_create_student(owner)
+            try:  # graded before: a grader's manual scores and comments there are kept
+                target.find_submission(assignment, owner).timestamp = done.timestamp
+            except MissingEntry:
+                target.add_submission(assignment, owner, timestamp=done.timestamp)
+            for notebook in done.notebooks:
+                for grade in notebook.grades:
+                    mine = target.find_grade(grade.name, notebook.name, assignment, owner)
+                    mine.auto_score = grade.auto_score
+                    if mine.manual_score is None:
+                        mine.needs_manual_grade = grade.needs_manual_grade
+                for comment in notebook.comments:
+                    mine = target.find_comment(comment.name, notebook.name, assignment, owner)
+                    mine.auto_comment = comment.auto_comment
+            target.db.commit()
+            autograded = course / "autograded" / owner / assignment
+            shutil.rmtree(autograded, ignore_errors=True)
+            shutil.copytree(graded / "autograded" / student / assignment, autograded)
+    return [f"scores recorded in {course / 'gradebook.db'} (Formgrader's): {len(released)}"]

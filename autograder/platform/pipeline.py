@@ -247,7 +247,7 @@ def grade(assignment: str, path: Path, out: Path, options: GradingOptions) -> in
                 regraded,
                 options.similarity_threshold,
                 similar,
-                feedback.summary(released) if released is not None else [],
+                [*feedback.summary(released[0]), *released[1]] if released is not None else [],
                 exports.empty_columns(roster_fields, roster, scores),
             )
             print(f"sandbox: {SANDBOX_WORDS[mode]}")
@@ -281,11 +281,12 @@ def _shards_judged(shards: Path, assignment: str, state: dict, entries, todo):
 
 
 def _release_feedback(path: Path, assignment: str, entries: list[Entry], rows, out: Path):
-    """Each student's feedback back through nbgrader's exchange (``--release-feedback``)."""
+    """Each student's feedback back through nbgrader's exchange (``--release-feedback``), and
+    their scores into that course directory's gradebook: (what became of each, summary lines)."""
     pages = {row.student: [Path(p) for p in row.feedback.split(";") if p] for row in rows}
     origins = {e.student: e.origin for e in entries}
     try:
-        return feedback.release(path, assignment, origins, pages)
+        return feedback.release(path, assignment, origins, pages, out / "course")
     except feedback.FeedbackError as error:
         raise GradingError(f"{error} (the grades are written: {out})") from error
 

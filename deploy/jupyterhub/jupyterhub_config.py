@@ -11,6 +11,7 @@ the user server's ``JUPYTER_CONFIG_PATH``.
 
 Settings from the environment (all optional): ``SEQCOURSE_PREFIX`` (/opt/seqcourse),
 ``SEQCOURSE_HUB_URL`` (http://127.0.0.1:8000: the address users open),
+``SEQCOURSE_HUB_API_URL`` and ``SEQCOURSE_PROXY_API_URL`` (http://127.0.0.1:8081 and :8001),
 ``SEQCOURSE_STUDENTS`` and ``SEQCOURSE_GRADERS`` (the Linux groups allowed to log in:
 seqcourse-students, seqcourse-graders), ``SEQCOURSE_STATE`` (where the hub keeps its database
 and cookie secret: /var/lib/seqcourse-hub), ``SEQCOURSE_EXCHANGE`` (nbgrader's exchange:
@@ -31,6 +32,9 @@ STATE = Path(os.environ.get("SEQCOURSE_STATE", "/var/lib/seqcourse-hub"))
 EXCHANGE = os.environ.get("SEQCOURSE_EXCHANGE", "/srv/nbgrader/exchange")
 
 c.JupyterHub.bind_url = os.environ.get("SEQCOURSE_HUB_URL", "http://127.0.0.1:8000")
+# the hub's own API and the proxy's, on this machine only
+c.JupyterHub.hub_bind_url = os.environ.get("SEQCOURSE_HUB_API_URL", "http://127.0.0.1:8081")
+c.ConfigurableHTTPProxy.api_url = os.environ.get("SEQCOURSE_PROXY_API_URL", "http://127.0.0.1:8001")
 # the hub's database and cookie secret, outside the repository and the users' homes
 c.JupyterHub.db_url = f"sqlite:///{STATE / 'jupyterhub.sqlite'}"
 c.JupyterHub.cookie_secret_file = str(STATE / "jupyterhub_cookie_secret")

@@ -12,17 +12,23 @@
 #                                       each user's home at their first start
 #   $SEQCOURSE_EXCHANGE (/srv/nbgrader/exchange)  nbgrader's exchange, writable by all users
 #   $SEQCOURSE_STATE (/var/lib/seqcourse-hub)     the hub's database and cookie secret
-#   the Linux groups seqcourse-students and seqcourse-graders (who may log in, and as what)
-# Run it again after the course changes: it updates all of that in place.
+#   the Linux groups $SEQCOURSE_STUDENTS and $SEQCOURSE_GRADERS (seqcourse-students and
+#   seqcourse-graders: who may log in, and as what)
+# The hub reads the same variables (jupyterhub_config.py). Run it again after the course changes: it updates all of that in place.
 set -euo pipefail
 
 REPO="$(cd "$(dirname "$0")/../.." && pwd)"
 PREFIX="${SEQCOURSE_PREFIX:-/opt/seqcourse}"
 EXCHANGE="${SEQCOURSE_EXCHANGE:-/srv/nbgrader/exchange}"
 STATE="${SEQCOURSE_STATE:-/var/lib/seqcourse-hub}"
+STUDENTS="${SEQCOURSE_STUDENTS:-seqcourse-students}"
+GRADERS="${SEQCOURSE_GRADERS:-seqcourse-graders}"
 PYTHON="${PYTHON:-/usr/bin/python3}"
 BUNDLE="$REPO/dist/sequence-models"
 CPU_INDEX="https://download.pytorch.org/whl/cpu"  # PyPI's Linux torch is the multi-GB CUDA build
+# Where pip finds the CPU build of torch: PyTorch's CPU index, unless SEQCOURSE_TORCH_INDEX says
+# otherwise (empty: pip's own settings alone, for a machine with a mirror or the wheel on disk).
+TORCH_INDEX="${SEQCOURSE_TORCH_INDEX-$CPU_INDEX}"
 JUPYTERHUB="jupyterhub==6.1.1"
 PROXY="configurable-http-proxy@5"
 
@@ -41,7 +47,7 @@ umask 022
 [ -x "$PREFIX/env/bin/python" ] || "$PYTHON" -m venv "$PREFIX/env"
 "$PREFIX/env/bin/python" -m pip install --quiet --upgrade pip
 # the bundle's own install: its packages, then the course package with its JupyterLab settings
-"$PREFIX/env/bin/python" -m pip install --quiet --extra-index-url "$CPU_INDEX" \
+"$PREFIX/env/bin/python" -m pip install --quiet ${TORCH_INDEX:+--extra-index-url "$TORCH_INDEX"} \
   -r "$BUNDLE/requirements-student.txt" "$JUPYTERHUB"
 "$PREFIX/env/bin/python" -m pip install --quiet --no-deps --force-reinstall "$BUNDLE"
 
@@ -63,13 +69,13 @@ echo "setup.sh: the exchange in $EXCHANGE, the hub's state in $STATE"
 mkdir -p "$EXCHANGE" "$STATE"
 chmod 1777 "$EXCHANGE"  # each student writes their submissions; nobody removes another's
 chmod 700 "$STATE"
-groupadd -f seqcourse-students
-groupadd -f seqcourse-graders
+groupadd -f "$STUDENTS"
+groupadd -f "$GRADERS"
 
 cat << EOF
 setup.sh: done. Next:
-  accounts:  useradd -m -G seqcourse-students STUDENT && passwd STUDENT
-             useradd -m -G seqcourse-graders GRADER && passwd GRADER
+  accounts:  useradd -m -K HOME_MODE=0700 -G $STUDENTS STUDENT && passwd STUDENT
+             useradd -m -K HOME_MODE=0700 -G $GRADERS GRADER && passwd GRADER
   the hub:   $PREFIX/env/bin/jupyterhub -f $PREFIX/etc/jupyterhub_config.py
   (then open http://127.0.0.1:8000; deploy/jupyterhub/README.md goes on from there)
 EOF

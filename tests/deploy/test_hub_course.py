@@ -43,6 +43,7 @@ def test_the_course_directory_releases_what_the_bundle_ships_through_the_hubs_ex
                               lab_markdown.load_bibliography())  # fmt: skip
     assert released[0].read_bytes() == bundled.read_bytes()
     assert (course / "source" / ASSIGNMENT / name).is_file()
+    assert course.stat().st_mode & 0o777 == 0o700  # its solutions are the grader's alone
     with fmt.gradebook(course) as gradebook:  # what Formgrader lists
         assert [a.name for a in gradebook.assignments] == [ASSIGNMENT]
     settings = (course / "nbgrader_config.py").read_text()

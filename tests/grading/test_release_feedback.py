@@ -16,24 +16,23 @@ import pytest
 
 from autograder import nbgrader_format as fmt
 from autograder.platform import feedback
-from autograder.platform.course_folder import prepare_course
 from autograder.platform.grade import command_line
+from tools import hub
 from tools.notebooks import REPO
 from tools.submissions import honest_submission
 
 ASSIGNMENT = "a1_rnn_bptt"
-COURSE_ID = "seqmodels"
+COURSE_ID = hub.COURSE_ID
 
 
-def _config(folder: Path, exchange: Path, cache: Path, *, course_root: bool) -> None:
+def _config(folder: Path, exchange: Path, cache: Path) -> None:
+    """A student's nbgrader settings: the course, its exchange, and this test's cache."""
     lines = [
         "c = get_config()",
         f"c.CourseDirectory.course_id = {COURSE_ID!r}",
         f"c.Exchange.root = {str(exchange)!r}",
         f"c.Exchange.cache = {str(cache)!r}",
     ]
-    if course_root:
-        lines.append(f"c.CourseDirectory.root = {str(folder)!r}")
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "nbgrader_config.py").write_text("\n".join(lines) + "\n")
 
@@ -49,13 +48,15 @@ def test_feedback_goes_back_through_the_exchange_to_the_student_who_submitted(tm
     exchange, cache = tmp_path / "exchange", tmp_path / "cache"
     exchange.mkdir()
     course, student = tmp_path / "course", tmp_path / "student"
-    _config(course, exchange, cache, course_root=True)
-    _config(student, exchange, cache, course_root=False)
-    prepared = prepare_course(tmp_path / "prepared", ASSIGNMENT)  # the course's own release
+    # the graders' course directory on the course's hub (deploy/jupyterhub/), then this test's
+    # exchange cache; the student's settings name the same course and exchange
+    hub.make_course(course, [ASSIGNMENT], exchange=str(exchange))
+    with (course / "nbgrader_config.py").open("a") as settings:
+        settings.write(f"c.Exchange.cache = {str(cache)!r}\n")
+    _config(student, exchange, cache)
+    prepared = course  # its source and release
     released = course / "release" / ASSIGNMENT
-    released.mkdir(parents=True)
     name = f"{ASSIGNMENT}.ipynb"
-    (released / name).write_bytes((prepared / "release" / ASSIGNMENT / name).read_bytes())
 
     fmt.nbgrader(course, "release_assignment", ASSIGNMENT)
     fmt.nbgrader(student, "fetch_assignment", ASSIGNMENT)
@@ -90,6 +91,28 @@ def test_feedback_goes_back_through_the_exchange_to_the_student_who_submitted(tm
         "timestamp.txt",
     ]
     assert len(list((exchange / COURSE_ID / "feedback").glob("*.html"))) == 1
+
+    # the scores also went into the course directory's gradebook, the one Formgrader shows
+    assert f"scores recorded in {course / 'gradebook.db'} (Formgrader's): 1" in run.stdout
+    with fmt.gradebook(course) as gradebook:
+        submission = gradebook.find_submission(ASSIGNMENT, owner)
+        assert submission.score == pytest.approx(float(row["total"]))
+        assert submission.needs_manual_grade  # the written answer waits there too
+    assert (course / "autograded" / owner / ASSIGNMENT / name).is_file()  # what it opens
+    # a grader scores the written answer in Formgrader; grading again keeps that score
+    with fmt.gradebook(course) as gradebook:
+        submission = gradebook.find_submission(ASSIGNMENT, owner)
+        (written,) = [g for nb in submission.notebooks for g in nb.grades if g.needs_manual_grade]
+        written.manual_score, written.needs_manual_grade = written.max_score, False  # as it does
+        gradebook.db.commit()
+        kept = (written.name, float(submission.score))
+    again = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert "feedback released through nbgrader's exchange: 1 of 1" in again.stdout, again.stdout
+    with fmt.gradebook(course) as gradebook:
+        submission = gradebook.find_submission(ASSIGNMENT, owner)
+        grades = {g.name: g for nb in submission.notebooks for g in nb.grades}
+        assert grades[kept[0]].manual_score == grades[kept[0]].max_score
+        assert float(submission.score) == kept[1] and not submission.needs_manual_grade
 
     fmt.nbgrader(student, "fetch_feedback", ASSIGNMENT)
     timestamp = (submitted / owner / ASSIGNMENT / "timestamp.txt").read_text().strip()
