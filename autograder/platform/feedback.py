@@ -133,15 +133,18 @@ def record_in_course(
     released = [r for r in staged if not r.why_not]
     if not released:
         return []
+    lacking = [
+        f"scores not recorded in {course / 'gradebook.db'}: it has no {assignment} (make the"
+        " course directory with `python -m tools.hub course`, or run nbgrader"
+        " generate_assignment there)"
+    ]
+    if not (course / "gradebook.db").is_file():
+        return lacking  # nor a gradebook at all: none is made here
     with fmt.gradebook(graded) as source, fmt.gradebook(course) as target:
         try:
             target.find_assignment(assignment)
         except MissingEntry:
-            return [
-                f"scores not recorded in {course / 'gradebook.db'}: it has no {assignment} (make"
-                " the course directory with `python -m tools.hub course`, or run nbgrader"
-                " generate_assignment there)"
-            ]
+            return lacking
         for entry in released:
             owner, student = entry.student, owners[entry.student]
             done = source.find_submission(assignment, student)

@@ -7,8 +7,10 @@ grades ``submitted/`` and releases, the student fetches the feedback."""
 from __future__ import annotations
 
 import csv
+import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
@@ -159,3 +161,26 @@ def test_what_is_not_released_is_named_with_the_reason(tmp_path):
     assert (target / "ada.html").read_text() == page.read_text()
     assert not (tmp_path / "course" / "feedback" / "bo").exists()
     assert feedback.summary(staged)[0] == "feedback released through nbgrader's exchange: 1 of 3"
+
+
+def test_a_course_directory_without_the_assignment_gets_no_scores_and_the_summary_says_why(
+    tmp_path, monkeypatch
+):
+    course, graded = tmp_path / "course", tmp_path / "graded"
+    course.mkdir()
+    staged = [feedback.Released("ada", ("ada",))]
+    why = [
+        f"scores not recorded in {course / 'gradebook.db'}: it has no {ASSIGNMENT} (make the"
+        " course directory with `python -m tools.hub course`, or run nbgrader"
+        " generate_assignment there)"
+    ]
+    assert feedback.record_in_course(course, graded, ASSIGNMENT, staged, {"ada": "ada"}) == why
+    assert not (course / "gradebook.db").exists()  # no gradebook is made in a TA's folder
+    # a gradebook without the assignment: the same (nbgrader makes one with alembic, on PATH)
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    for folder in (course, graded):
+        folder.mkdir(exist_ok=True)
+        with fmt.gradebook(folder):
+            pass
+    assert feedback.record_in_course(course, graded, ASSIGNMENT, staged, {"ada": "ada"}) == why
+    assert feedback.record_in_course(course, graded, ASSIGNMENT, [], {}) == []
