@@ -800,7 +800,8 @@ def short_recipes(monkeypatch):
     monkeypatch.setitem(english, "training", training)
     monkeypatch.setitem(english, "heldout", {**english["heldout"], "characters": 400})
     gpt = english["models"]["char_gpt_english"]
-    small = {"max_len": 128, "d_model": 32, "num_layers": 1, "num_heads": 2, "d_ff": 64}
+    window = gpt["config"]["max_len"]  # the recipe's window, whatever it is
+    small = {"max_len": window, "d_model": 32, "num_layers": 1, "num_heads": 2, "d_ff": 64}
     monkeypatch.setitem(english["models"], "char_gpt_english", {**gpt, "config": small})
     monkeypatch.setitem(stdlib, "model", {**stdlib["model"], "hidden_size": 32})
     monkeypatch.setitem(stdlib, "training", {**stdlib["training"], "batch_size": 4})
