@@ -24,8 +24,8 @@ from pathlib import Path
 
 from autograder import nbgrader_format as fmt
 from tools import lab_markdown
+from tools.notebooks import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 ASSIGNMENTS = REPO / "assignments"
 EXCHANGE = "/srv/nbgrader/exchange"  # deploy/jupyterhub/setup.sh makes it
 COURSE_ID = "seqcourse"  # autograder/nbgrader_config.py's, and the hub's settings'
