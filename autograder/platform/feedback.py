@@ -19,11 +19,13 @@ course directory's gradebook (:func:`record_in_course`), the one Formgrader show
 
 from __future__ import annotations
 
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from autograder import nbgrader_format as fmt
+from autograder.platform import policy
 
 EXCHANGE_FILES = ("timestamp.txt", "submission_secret.txt")  # what release_feedback reads
 
@@ -109,6 +111,90 @@ def release(
         raise FeedbackError(f"--release-feedback: {error}") from error
     owners = {PurePosixPath(origin).parts[0]: student for student, origin in origins.items()}
     return staged, record_in_course(path.parent, graded, assignment, staged, owners)
+
+
+# `nbgrader list --inbound ASSIGNMENT` logs one line per submission in the exchange's inbound:
+# "[ListApp | INFO] COURSE STUDENT ASSIGNMENT TIMESTAMP (FEEDBACK STATUS)" (its --json does
+# nothing in 0.9).
+_INBOUND_LINE = re.compile(
+    r"^\[ListApp \| INFO\] (\S+) (\S+) (\S+) (.+?)"
+    r"(?: \((?:no feedback available|feedback ready to be fetched|feedback already fetched)\))?"
+    r"\s*$"
+)
+
+
+def inbound(course: Path, assignment: str) -> dict[str, list[str]]:
+    """Hub user -> the timestamps of their submissions of ``assignment`` in the exchange of the
+    course directory ``course`` (``nbgrader list --inbound``, with that course's settings),
+    oldest first. nbgrader keeps every submission there; ``nbgrader collect`` copies the latest
+    into ``submitted/``. Raises :class:`fmt.NbgraderError` if nbgrader cannot list them."""
+    log = fmt.nbgrader(course, "list", "--inbound", assignment, timeout=120)
+    found: dict[str, list[str]] = {}
+    for line in log.splitlines():
+        match = _INBOUND_LINE.match(line)
+        if match and match[3] == assignment:
+            found.setdefault(match[2], []).append(match[4])
+    return {owner: sorted(times) for owner, times in found.items()}
+
+
+def resubmission_note(graded: str, times: list[str], assignment: str) -> str:
+    """What a row says of a student's submissions in the exchange (``times``, oldest first)
+    when the one collected and graded has the timestamp ``graded``; "" when there is nothing
+    to say (one submission, and it is the one graded)."""
+    if not times or times == [graded]:
+        return ""
+    if graded == times[-1]:
+        return f"submitted {len(times)} times through the exchange; the latest ({graded}) is graded"
+    if graded not in times:
+        return (
+            f"the graded submission's timestamp ({graded}) is none of the {len(times)} in the"
+            f" exchange (the latest: {times[-1]})"
+        )
+    later = len(times) - 1 - times.index(graded)
+    return (
+        f"graded the submission of {graded}; {later} later one(s) in the exchange were not"
+        f" collected (the latest: {times[-1]}): run `nbgrader collect --update {assignment}`"
+        " and grade again"
+    )
+
+
+def resubmissions(
+    path: Path, assignment: str, origins: dict[str, str]
+) -> tuple[dict[str, str], list[str]]:
+    """For a ``submitted/`` folder that ``nbgrader collect`` filled (``path``): student (the
+    CSV's name) -> what their row says of their submissions in the exchange (only where there
+    is something to say), and lines for the summary. origins: student -> the graded notebook
+    under ``path`` (``STUDENT/ASSIGNMENT/NAME.ipynb``). Nothing is asked of nbgrader unless a
+    graded notebook came through the exchange (its ``timestamp.txt`` and
+    ``submission_secret.txt`` beside it)."""
+    graded: dict[str, tuple[str, str]] = {}  # student -> (hub user, timestamp collected)
+    for student, origin in origins.items():
+        parts = PurePosixPath(origin).parts
+        if len(parts) != 3 or parts[1] != assignment:
+            continue
+        folder = path / parts[0] / assignment
+        stamp = policy.read_small(folder / policy.TIMESTAMP_FILE)
+        if stamp is None or not (folder / "submission_secret.txt").is_file():
+            continue  # not through the exchange (or no timestamp nbgrader wrote)
+        graded[student] = (parts[0], stamp.strip())
+    if not graded:
+        return {}, []
+    try:
+        times = inbound(path.parent, assignment)
+    except fmt.NbgraderError as error:
+        first = str(error).splitlines()[0]
+        return {}, [
+            f"the exchange's submissions could not be listed, so no row says how many: {first}"
+        ]
+    notes = {
+        student: note
+        for student, (owner, stamp) in sorted(graded.items())
+        if (note := resubmission_note(stamp, times.get(owner, []), assignment))
+    }
+    if not notes:
+        return {}, []
+    lines = [f"submitted more than once through the exchange: {len(notes)} (their rows say which)"]
+    return notes, lines + [f"  {student}: {note}" for student, note in notes.items()]
 
 
 def summary(staged: list[Released]) -> list[str]:

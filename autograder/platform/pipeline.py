@@ -204,7 +204,11 @@ def grade(assignment: str, path: Path, out: Path, options: GradingOptions) -> in
         if course_policy is not None:
             origins = {e.student: e.origin for e in entries}
             late = LateColumns(course_policy, assignment, path, origins, times)
-        rows = export_csv(course, assignment, specs, records, out / "grades.csv", late)
+        resubmitted, resubmitted_lines = {}, []
+        if path.name == "submitted" and path.is_dir():  # nbgrader collect's, maybe
+            origins = {e.student: e.origin for e in entries}
+            resubmitted, resubmitted_lines = feedback.resubmissions(path, assignment, origins)
+        rows = export_csv(course, assignment, specs, records, out / "grades.csv", late, resubmitted)
         regraded = log_regrades(
             state, rows, list(part_points(specs)), records, judged_why, late, out
         )
@@ -247,7 +251,11 @@ def grade(assignment: str, path: Path, out: Path, options: GradingOptions) -> in
                 regraded,
                 options.similarity_threshold,
                 similar,
-                [*feedback.summary(released[0]), *released[1]] if released is not None else [],
+                [
+                    *resubmitted_lines,
+                    *(feedback.summary(released[0]) if released is not None else []),
+                    *(released[1] if released is not None else []),
+                ],
                 exports.empty_columns(roster_fields, roster, scores),
             )
             print(f"sandbox: {SANDBOX_WORDS[mode]}")

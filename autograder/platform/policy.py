@@ -389,7 +389,7 @@ def input_times(
             if len(parts) < 2:
                 continue
             stamp = path.joinpath(*parts[:-1], TIMESTAMP_FILE)
-            text = _read_small(stamp)
+            text = read_small(stamp)
             if text is not None:
                 found[student] = _from_exchange(text, "/".join((*parts[:-1], TIMESTAMP_FILE)))
         return found
@@ -410,7 +410,7 @@ def _parts(name: str) -> tuple[str, ...]:
     return tuple(p for p in re.split(r"[/\\]", name) if p not in ("", "."))
 
 
-def _read_small(path: Path) -> str | None:
+def read_small(path: Path) -> str | None:
     """A regular file's text (not through a link), if it is at most TIMESTAMP_BYTES long."""
     try:
         descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)

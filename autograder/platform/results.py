@@ -129,9 +129,12 @@ def part_column(specs: dict[str, judge.NotebookSpec], notebook: str, grade_id: s
     return grade_id if len(specs) == 1 else f"{notebook}:{grade_id}"
 
 
-def export_csv(course, assignment, specs, records, target: Path, late=None) -> list[GradeRow]:
+def export_csv(
+    course, assignment, specs, records, target: Path, late=None, notes=None
+) -> list[GradeRow]:
     """One row per submission: per-part scores, total, status, message, feedback file; and,
-    with ``late`` (:class:`LateColumns`), what the course policy made of the total."""
+    with ``late`` (:class:`LateColumns`), what the course policy made of the total. ``notes``:
+    student -> a sentence of this run for the row's message (what the exchange holds)."""
     from nbgrader.api import MissingEntry
 
     part_columns = list(part_points(specs))
@@ -166,6 +169,8 @@ def export_csv(course, assignment, specs, records, target: Path, late=None) -> l
             row.parts = {column: scores.get(column, "") for column in part_columns}
             row.status = next((s for s in judge.STATUSES if s in flags), "graded")
             row.flags = "; ".join(f for f in judge.STATUSES if f in flags)
+            if notes and notes.get(student):
+                messages = [*messages, notes[student]]
             row.message = " | ".join(dict.fromkeys(messages))[:1000]
             feedback = sorted((course / "feedback" / student / assignment).glob("*.html"))
             row.feedback = ";".join(str(p) for p in feedback)

@@ -64,11 +64,15 @@ def test_feedback_goes_back_through_the_exchange_to_the_student_who_submitted(tm
     fmt.nbgrader(student, "fetch_assignment", ASSIGNMENT)
     source = nbformat.read(prepared / "source" / ASSIGNMENT / name, as_version=4)
     release = nbformat.read(released / name, as_version=4)
-    nbformat.write(honest_submission(source, release), student / ASSIGNMENT / name)
-    fmt.nbgrader(student, "submit", ASSIGNMENT)
+    # submitted three times: twice as fetched (blank), then answered; collect takes the latest
+    for answered in (False, False, True):
+        if answered:
+            nbformat.write(honest_submission(source, release), student / ASSIGNMENT / name)
+        fmt.nbgrader(student, "submit", ASSIGNMENT)
     fmt.nbgrader(course, "collect", ASSIGNMENT)
     submitted = course / "submitted"
     (owner,) = [p.name for p in submitted.iterdir()]  # the Unix user who submitted
+    timestamp = (submitted / owner / ASSIGNMENT / "timestamp.txt").read_text().strip()
 
     out = tmp_path / "grading"
     argv = command_line(ASSIGNMENT, submitted, out, "--workers", "1", "--release-feedback")
@@ -85,7 +89,9 @@ def test_feedback_goes_back_through_the_exchange_to_the_student_who_submitted(tm
     }
     with (out / "grades.csv").open(newline="") as handle:
         (row,) = list(csv.DictReader(handle))
-    assert row["student"] == owner and float(row["total"]) > 0
+    assert row["student"] == owner and float(row["total"]) > 0  # the answered one
+    said = f"submitted 3 times through the exchange; the latest ({timestamp}) is graded"
+    assert said in row["message"] and said in run.stdout
     staged = course / "feedback" / owner / ASSIGNMENT
     assert sorted(p.name for p in staged.iterdir()) == [
         f"{ASSIGNMENT}.html",
@@ -108,8 +114,14 @@ def test_feedback_goes_back_through_the_exchange_to_the_student_who_submitted(tm
         written.manual_score, written.needs_manual_grade = written.max_score, False  # as it does
         gradebook.db.commit()
         kept = (written.name, float(submission.score))
+    # a fourth submission after the collect: graded again, the row says it was not collected
+    fmt.nbgrader(student, "submit", ASSIGNMENT)
     again = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=600)
     assert "feedback released through nbgrader's exchange: 1 of 1" in again.stdout, again.stdout
+    with (out / "grades.csv").open(newline="") as handle:
+        (row_again,) = list(csv.DictReader(handle))
+    assert f"graded the submission of {timestamp}; 1 later one(s)" in row_again["message"]
+    assert f"nbgrader collect --update {ASSIGNMENT}" in again.stdout
     with fmt.gradebook(course) as gradebook:
         submission = gradebook.find_submission(ASSIGNMENT, owner)
         grades = {g.name: g for nb in submission.notebooks for g in nb.grades}
@@ -117,7 +129,6 @@ def test_feedback_goes_back_through_the_exchange_to_the_student_who_submitted(tm
         assert float(submission.score) == kept[1] and not submission.needs_manual_grade
 
     fmt.nbgrader(student, "fetch_feedback", ASSIGNMENT)
-    timestamp = (submitted / owner / ASSIGNMENT / "timestamp.txt").read_text().strip()
     fetched = student / ASSIGNMENT / "feedback" / timestamp / f"{ASSIGNMENT}.html"
     page = fetched.read_text(encoding="utf-8")
     assert float(_score(page)) == pytest.approx(float(row["total"]))
@@ -126,6 +137,21 @@ def test_feedback_goes_back_through_the_exchange_to_the_student_who_submitted(tm
     ).read_text(
         encoding="utf-8"
     )  # the page the command rendered, which shows no hidden test (test_ta_grading)
+
+
+@pytest.mark.parametrize(
+    "graded, times, said",
+    [
+        ("t2", ["t2"], ""),
+        ("t2", [], ""),  # the exchange was emptied since: nothing to compare with
+        ("t3", ["t1", "t2", "t3"], "submitted 3 times through the exchange; the latest (t3)"),
+        ("t1", ["t1", "t2", "t3"], "graded the submission of t1; 2 later one(s)"),
+        ("t9", ["t1", "t2"], "timestamp (t9) is none of the 2 in the exchange (the latest: t2)"),
+    ],
+)
+def test_a_row_says_what_the_exchange_holds_beside_the_graded_submission(graded, times, said):
+    note = feedback.resubmission_note(graded, times, ASSIGNMENT)
+    assert (said in note) if said else note == ""
 
 
 def test_only_a_submitted_folder_can_release_and_the_command_says_so_before_grading(tmp_path):
