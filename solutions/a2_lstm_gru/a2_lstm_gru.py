@@ -166,28 +166,21 @@ def lstmp_cell_forward(
         ValueError: for arrays of inconsistent shapes.
     """
     ### BEGIN SOLUTION
-    seen = np.asarray(x, dtype=float)
-    recalled = np.asarray(h_prev, dtype=float)
+    seen, recalled = np.asarray(x, dtype=float), np.asarray(h_prev, dtype=float)
     old = np.asarray(c_prev, dtype=float)
     if seen.ndim != 2 or recalled.ndim != 2 or old.ndim != 2:
         raise ValueError("x, h_prev and c_prev must be 2-D arrays (B, D), (B, P), (B, H)")
     if not len(seen) == len(recalled) == len(old):
-        raise ValueError(
-            f"x, h_prev and c_prev must have the same rows: {len(seen)}, {len(recalled)}, "
-            f"{len(old)}"
-        )
+        raise ValueError(f"rows of x, h_prev, c_prev: {len(seen)}, {len(recalled)}, {len(old)}")
     width, narrow = old.shape[1], recalled.shape[1]
     into, across = np.asarray(params["U"], float), np.asarray(params["W"], float)
     bias, down = np.asarray(params["b"], float), np.asarray(params["R"], float)
-    wanted = {
-        "U": (into.shape, (4 * width, seen.shape[1])),
-        "W": (across.shape, (4 * width, narrow)),
-        "b": (bias.shape, (4 * width,)),
-        "R": (down.shape, (narrow, width)),
-    }
-    for key, (got, expected) in wanted.items():
-        if got != expected:
-            raise ValueError(f'params["{key}"] should have shape {expected}, got {got}')
+    shapes = {"U": into.shape, "W": across.shape, "b": bias.shape, "R": down.shape}
+    wanted = dict(U=(4 * width, seen.shape[1]), W=(4 * width, narrow), b=(4 * width,))
+    wanted["R"] = (narrow, width)
+    for key, expected in wanted.items():
+        if shapes[key] != expected:
+            raise ValueError(f'params["{key}"] should have shape {expected}, got {shapes[key]}')
     scores = seen @ into.T + recalled @ across.T + bias  # (B, 4H)
     squashed = 0.5 * (1.0 + np.tanh(0.5 * scores))  # the sigmoid of every block; g's unused
     keep, write = squashed[:, :width], squashed[:, width : 2 * width]
@@ -281,9 +274,7 @@ def lstmp_packed_forward(
         raise ValueError(f"batch_sizes must be >= 1 and never increase, got {sizes.tolist()}")
     steps = np.asarray(data, dtype=float)
     if steps.ndim != 2 or len(steps) != sizes.sum():
-        raise ValueError(
-            f"data must be 2-D with sum(batch_sizes) = {sizes.sum()} rows, got {steps.shape}"
-        )
+        raise ValueError(f"data must be 2-D with {sizes.sum()} rows, got shape {steps.shape}")
     state_h, state_c = np.array(h0, dtype=float), np.array(c0, dtype=float)
     for name, state in (("h0", state_h), ("c0", state_c)):
         if state.ndim != 2 or len(state) != sizes[0]:
@@ -293,9 +284,8 @@ def lstmp_packed_forward(
     for live, end in zip(sizes, ends, strict=True):
         rows = slice(end - live, end)  # the step's rows: one per sequence still running
         # the first `live` sequences run on; those after them ended and keep their state
-        state_h[:live], state_c[:live] = lstmp_cell_forward(
-            steps[rows], state_h[:live], state_c[:live], params
-        )
+        fresh = lstmp_cell_forward(steps[rows], state_h[:live], state_c[:live], params)
+        state_h[:live], state_c[:live] = fresh
         out[rows] = state_h[:live]
     return out, (state_h, state_c)
     ### END SOLUTION
