@@ -1,29 +1,35 @@
-"""Hidden checks of Assignment 2: LSTM and GRU cells, a masked LSTM loop, a quote cell.
+"""Hidden checks of Assignment 2: an LSTM with a projection, packed batches, a GRU, a quote cell.
 
 The hidden test cells of ``a2_lstm_gru`` call, at autograde time::
 
-    check_lstm_cell(lstm_cell_forward)
-    check_lstm_sequence(lstm_sequence_forward)
+    check_lstmp_cell(lstmp_cell_forward)
+    check_lstmp_packed(lstmp_packed_forward)
     check_gru_cell(gru_cell_forward)
-    check_select_quote_cell(select_quote_cell)
+    check_quote_cell_auc(quote_cell_auc)
 
 Each check runs the student's function on inputs the visible tests do not use (other shapes
-and seeds, B = 1, H = 1, non-zero states, non-contiguous arrays, padded batches, constant and
-negatively correlated cells...) and compares the results with references computed *before*
-the call, never with the student's code. The two cells are variants that torch does not
-implement: an LSTM with peephole connections (Part A, and Part B, which runs it) and the GRU
-of Cho et al. (2014), with the reset gate before the recurrent matrix (Part C). Their
-references, :func:`peephole_lstm_step` and :func:`cho_gru_step`, are written by hand with
-torch operations in float64. The library ties them down where it can: the LSTM cases without
-peepholes (P = 0) are checked against ``torch.nn.LSTMCell`` and ``torch.nn.LSTM`` (packed
-sequences), with the weights reordered from the assignment's gate order (f, i, g, o) into
-PyTorch's (i, f, g, o); ``tests/grading/test_a2_hidden_checks.py`` shows that the peephole
-reference with P = 0 is ``torch.nn.LSTMCell``, and that the GRU reference is
-``torch.nn.GRUCell`` exactly where the two conventions agree.
+and seeds, B = 1, P = 1, P = H, non-zero states, non-contiguous arrays, packed batches of one
+step or of equal lengths, ties, dead and mirrored cells...), compares the results with
+references computed *before* the call, never with the student's code, and checks that bad
+input raises ValueError.
+
+- Part A (an LSTM with a projection layer, LSTMP) and Part B (that LSTM over a
+  ``PackedSequence``) are checked against ``torch.nn.LSTM`` with ``proj_size`` (float64,
+  weights copied from the assignment's gate order f, i, g, o into PyTorch's i, f, g, o), run on
+  the same packed batch; where P = H, which ``proj_size`` refuses, against
+  ``torch.nn.LSTMCell`` followed by the projection.
+- Part C (the GRU of Cho et al., 2014, with the reset gate before the recurrent matrix, which
+  torch does not implement) is checked against :func:`cho_gru_step`, written by hand with torch
+  operations in float64; ``tests/grading/test_a2_hidden_checks.py`` shows that it is
+  ``torch.nn.GRUCell`` exactly where the two conventions agree.
+- Part D (the cell whose area under the ROC curve is furthest from 1/2) is checked against
+  :func:`pairwise_auc`, which counts every (inside, outside) pair, where the reference
+  solution ranks.
 
 While a student's function runs, the routines that would do its work (the recurrent modules
-and functions of torch, autograd, and every public callable of the ``course`` package except
-``course.checks``) are replaced by traps that raise :class:`ShortcutUsed`.
+and functions of torch, its packing of sequences, autograd, and every public callable of the
+``course`` package except ``course.checks``, ``course.analysis.interpret`` included) are
+replaced by traps that raise :class:`ShortcutUsed`.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ import torch
 from autograder.hidden import shortcuts
 from autograder.hidden.shortcuts import Case, ShortcutUsed
 from autograder.hidden.shortcuts import describe as _describe
+from autograder.hidden.shortcuts import expect_array as _expect_array
 from autograder.hidden.shortcuts import expect_unchanged as _expect_unchanged
 from autograder.hidden.shortcuts import snapshot as _snapshot
 from autograder.hidden.shortcuts import strided as _strided
@@ -48,14 +55,15 @@ __all__ = [
     "ShortcutUsed",
     "no_shortcuts",
     "shortcut_targets",
-    "check_lstm_cell",
-    "check_lstm_sequence",
+    "check_lstmp_cell",
+    "check_lstmp_packed",
     "check_gru_cell",
-    "check_select_quote_cell",
+    "check_quote_cell_auc",
 ]
 
 BY_HAND = "compute the gates by hand with NumPy"
-SELECT_BY_HAND = "compute the correlations by hand with NumPy"
+PACKED_BY_HAND = "run the packed batch by hand with NumPy"
+AUC_BY_HAND = "count the pairs (or ranks) by hand with NumPy"
 
 
 # --------------------------------------------------------------------------------------------
@@ -64,6 +72,8 @@ SELECT_BY_HAND = "compute the correlations by hand with NumPy"
 
 TRAPS = shortcuts.Traps(RULES["a2_lstm_gru"].library)
 shortcut_targets, no_shortcuts, _call_by_hand = TRAPS.methods()
+_expect_value_error = shortcuts.value_error_checker(_call_by_hand)
+_call_valid = shortcuts.valid_caller(_call_by_hand)
 
 
 # --------------------------------------------------------------------------------------------
@@ -76,9 +86,11 @@ TORCH_LSTM_BLOCKS = "ifgo"
 GRU_BLOCKS = "zrn"  # the assignment's order: update, reset, candidate n
 TORCH_GRU_BLOCKS = "rzn"
 
-LSTM_REFERENCE = "the peephole equations (torch, float64)"
-SEQUENCE_REFERENCE = "the peephole cell over each sequence's real steps"
+LSTMP_REFERENCE = "torch.nn.LSTM with proj_size"
+SQUARE_REFERENCE = "torch.nn.LSTMCell followed by R"
+PACKED_REFERENCE = "torch.nn.LSTM with proj_size on the packed batch"
 GRU_REFERENCE = "Cho et al.'s GRU (torch, float64)"
+AUC_REFERENCE = "every (inside, outside) pair counted"
 
 
 def _tensor(array: Any) -> torch.Tensor:
@@ -93,48 +105,67 @@ def _reorder(matrix: np.ndarray, blocks: str, order: str) -> torch.Tensor:
     return torch.tensor(np.concatenate([parts[key] for key in order]))
 
 
-def _lstm_params(
-    rng: np.random.Generator, D: int, H: int, scale: float = 0.6, peepholes: bool = True
-) -> dict:
+def lstmp_params(
+    rng: np.random.Generator, D: int, H: int, P: int, scale: float = 0.6
+) -> dict[str, np.ndarray]:
     return {
         "U": scale * rng.normal(size=(4 * H, D)),  # input matrices U_f, U_i, U_g, U_o
-        "W": scale * rng.normal(size=(4 * H, H)),  # recurrent matrices W_f, W_i, W_g, W_o
+        "W": scale * rng.normal(size=(4 * H, P)),  # recurrent matrices W_f, W_i, W_g, W_o
         "b": 0.5 * rng.normal(size=4 * H),
-        "P": rng.normal(size=(3, H)) if peepholes else np.zeros((3, H)),  # rows p_f, p_i, p_o
+        "R": rng.normal(size=(P, H)) / np.sqrt(H),  # the projection
     }
 
 
-def peephole_lstm_step(
-    x: np.ndarray, h_prev: np.ndarray, c_prev: np.ndarray, params: dict
-) -> tuple[np.ndarray, np.ndarray]:
-    """The reference of Part A: one peephole LSTM step for a batch, by hand in torch float64.
-
-    The forget and input gates see c_{t-1}, the output gate sees c_t, each unit its own unit
-    (rows p_f, p_i, p_o of params["P"]); with P = 0 this is torch.nn.LSTMCell's cell.
-    """
-    c_prev_t = _tensor(c_prev)
-    H = c_prev_t.shape[-1]
-    scores = _tensor(x) @ _tensor(params["U"]).T + _tensor(h_prev) @ _tensor(params["W"]).T
-    blocks = dict(zip(LSTM_BLOCKS, (scores + _tensor(params["b"])).split(H, dim=-1), strict=True))
-    p_f, p_i, p_o = _tensor(params["P"])
-    forget = torch.sigmoid(blocks["f"] + p_f * c_prev_t)
-    write = torch.sigmoid(blocks["i"] + p_i * c_prev_t)
-    c = forget * c_prev_t + write * torch.tanh(blocks["g"])
-    out = torch.sigmoid(blocks["o"] + p_o * c)
-    return (out * torch.tanh(c)).numpy(), c.numpy()
-
-
-def _torch_lstm_cell(params: dict, D: int, H: int) -> torch.nn.LSTMCell:
-    """torch.nn.LSTMCell with the weights of ``params`` (whose P must be 0: it has none)."""
-    if np.any(params["P"]):
-        raise ValueError("torch.nn.LSTMCell has no peephole connections: P must be 0")
-    cell = torch.nn.LSTMCell(D, H, dtype=torch.float64)
+def torch_lstmp(params: dict) -> torch.nn.LSTM:
+    """torch.nn.LSTM (one layer, float64) with proj_size P < H and the weights of ``params``."""
+    (H4, D), P = np.shape(params["U"]), np.shape(params["R"])[0]
+    layer = torch.nn.LSTM(D, H4 // 4, proj_size=P, dtype=torch.float64)
     with torch.no_grad():
+        layer.weight_ih_l0.copy_(_reorder(params["U"], LSTM_BLOCKS, TORCH_LSTM_BLOCKS))
+        layer.weight_hh_l0.copy_(_reorder(params["W"], LSTM_BLOCKS, TORCH_LSTM_BLOCKS))
+        layer.bias_ih_l0.copy_(_reorder(params["b"], LSTM_BLOCKS, TORCH_LSTM_BLOCKS))
+        layer.bias_hh_l0.zero_()
+        layer.weight_hr_l0.copy_(_tensor(params["R"]))
+    return layer
+
+
+def lstmp_step_by_torch(
+    x: np.ndarray, h_prev: np.ndarray, c_prev: np.ndarray, params: dict
+) -> tuple[np.ndarray, np.ndarray, str]:
+    """One LSTMP step by torch: nn.LSTM with proj_size over a sequence of one step when P < H,
+    nn.LSTMCell followed by R when P = H (proj_size must be below H). Returns h, c and the name
+    of the reference."""
+    P, H = np.shape(params["R"])
+    with torch.no_grad():
+        if P < H:
+            out, (_, c) = torch_lstmp(params)(
+                _tensor(x)[None], (_tensor(h_prev)[None], _tensor(c_prev)[None])
+            )
+            return out[0].numpy(), c[0].numpy(), LSTMP_REFERENCE
+        cell = torch.nn.LSTMCell(np.shape(x)[1], H, dtype=torch.float64)
         cell.weight_ih.copy_(_reorder(params["U"], LSTM_BLOCKS, TORCH_LSTM_BLOCKS))
         cell.weight_hh.copy_(_reorder(params["W"], LSTM_BLOCKS, TORCH_LSTM_BLOCKS))
         cell.bias_ih.copy_(_reorder(params["b"], LSTM_BLOCKS, TORCH_LSTM_BLOCKS))
         cell.bias_hh.zero_()
-    return cell
+        shown, c = cell(_tensor(x), (_tensor(h_prev), _tensor(c_prev)))
+        return (shown @ _tensor(params["R"]).T).numpy(), c.numpy(), SQUARE_REFERENCE
+
+
+def packed_by_torch(
+    params: dict, sequences: list[np.ndarray], h0: np.ndarray, c0: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The packed batch of ``sequences`` (longest first) and nn.LSTM with proj_size run on it:
+    data, batch_sizes, out (the packed output's data), h_n and c_n."""
+    packed = torch.nn.utils.rnn.pack_sequence([_tensor(s) for s in sequences], enforce_sorted=True)
+    with torch.no_grad():
+        out, (h_n, c_n) = torch_lstmp(params)(packed, (_tensor(h0)[None], _tensor(c0)[None]))
+    return (
+        packed.data.numpy(),
+        packed.batch_sizes.numpy(),
+        out.data.numpy(),
+        h_n[0].numpy(),
+        c_n[0].numpy(),
+    )
 
 
 def cho_gru_step(x: np.ndarray, h_prev: np.ndarray, params: dict) -> np.ndarray:
@@ -156,162 +187,182 @@ def cho_gru_step(x: np.ndarray, h_prev: np.ndarray, params: dict) -> np.ndarray:
     return ((1 - update) * candidate + update * h).numpy()
 
 
+def pairwise_auc(activations: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, int]:
+    """The reference of Part D: for each cell, 2 * (pairs won) + (pairs tied), counted over
+    every (inside, outside) pair, and the number of pairs: (H,) integers and an int."""
+    table = np.asarray(activations, dtype=np.float64)
+    inside = np.asarray(labels).astype(bool)
+    above, below = table[inside][:, None, :], table[~inside][None, :, :]  # (n_in, 1, H), ...
+    twice = 2 * (above > below).sum(axis=(0, 1)) + (above == below).sum(axis=(0, 1))
+    return twice.astype(np.int64), int(inside.sum() * (~inside).sum())
+
+
 # --------------------------------------------------------------------------------------------
-# Part A: lstm_cell_forward
+# Part A: lstmp_cell_forward
 # --------------------------------------------------------------------------------------------
 
-LSTM_CELL_CASES = (  # scale: of the weights
-    Case("B=1, D=1, H=1", seed=101, B=1, D=1, H=1, strided=False, scale=0.6, peepholes=True),
+LSTMP_CELL_CASES = (  # scale: of the weights
+    Case("B=1, D=1, H=2, P=1", seed=101, B=1, D=1, H=2, P=1, strided=False, scale=0.6),
     Case(
-        "B=5, D=7, H=3, non-zero states",
-        seed=102, B=5, D=7, H=3, strided=False, scale=0.6, peepholes=True,
+        "B=5, D=4, H=6, P=3, non-zero states",
+        seed=102, B=5, D=4, H=6, P=3, strided=False, scale=0.6,
     ),
     Case(
-        "B=3, D=4, H=2, no peepholes (P = 0)",
-        seed=105, B=3, D=4, H=2, strided=False, scale=0.6, peepholes=False,
+        "B=3, D=2, H=3, P=3 (P = H, a full R)",
+        seed=103, B=3, D=2, H=3, P=3, strided=False, scale=0.6,
     ),
     Case(
-        "B=2, D=3, H=6, non-contiguous arrays",
-        seed=103, B=2, D=3, H=6, strided=True, scale=0.6, peepholes=True,
+        "B=2, D=3, H=7, P=2, non-contiguous arrays",
+        seed=104, B=2, D=3, H=7, P=2, strided=True, scale=0.6,
     ),
     Case(
-        "B=4, D=2, H=5, saturated gates (pre-activations near +-40)",
-        seed=104, B=4, D=2, H=5, strided=False, scale=12.0, peepholes=True,
+        "B=4, D=2, H=5, P=4, saturated gates (pre-activations near +-40)",
+        seed=105, B=4, D=2, H=5, P=4, strided=False, scale=12.0,
     ),
 )  # fmt: skip
 
 
-def check_lstm_cell(lstm_cell_forward: Callable[..., Any]) -> None:
-    """Hidden test of Part A: one peephole LSTM step against the hand-written reference, and
-    with P = 0 against torch.nn.LSTMCell with copied weights."""
-    for case in LSTM_CELL_CASES:
-        B, D, H, peepholes = case.B, case.D, case.H, case.peepholes
+def lstmp_cell_bad_calls() -> list[tuple[Any, ...]]:
+    """(description, x, h_prev, c_prev, params) that must raise ValueError: B=2, D=3, H=4,
+    P=2 unless said otherwise."""
+    rng = np.random.default_rng(109)
+    params = lstmp_params(rng, 3, 4, 2)
+    x, h, c = rng.normal(size=(2, 3)), rng.normal(size=(2, 2)), rng.normal(size=(2, 4))
+
+    def swapped(key: str, value: np.ndarray) -> dict:
+        return {**params, key: value}
+
+    return [
+        ("h_prev of 1 row for a batch of 2", x, h[:1], c, params),
+        ("c_prev of 1 row for a batch of 2", x, h, c[:1], params),
+        ("x of 1 row for a batch of 2", x[:1], h, c, params),
+        ("x of one axis, shape (3,)", x[0], h, c, params),
+        ("R of shape (H, P) = (4, 2), transposed", x, h, c, swapped("R", params["R"].T)),
+        ("W of shape (16, 4) for h_prev of width 2", x, h, c, swapped("W", np.ones((16, 4)))),
+        ("b of length 12 for H = 4", x, h, c, swapped("b", np.ones(12))),
+        ("c_prev of width 3 for U of 16 rows", x, h, c[:, :3], params),
+    ]
+
+
+def check_lstmp_cell(lstmp_cell_forward: Callable[..., Any]) -> None:
+    """Hidden test of Part A: one LSTMP step against torch.nn.LSTM with proj_size (or, where
+    P = H, torch.nn.LSTMCell followed by R), and bad shapes refused."""
+    for case in LSTMP_CELL_CASES:
+        B, D, H, P = case.B, case.D, case.H, case.P
         rng = np.random.default_rng(case.seed)
-        params = _lstm_params(rng, D, H, case.scale, peepholes)
+        params = lstmp_params(rng, D, H, P, case.scale)
         x = rng.normal(size=(B, D))
-        h_prev, c_prev = rng.normal(size=(B, H)), 2.0 * rng.normal(size=(B, H))
-        if peepholes:
-            h_ref, c_ref = peephole_lstm_step(x, h_prev, c_prev, params)
-            against = LSTM_REFERENCE
-        else:
-            with torch.no_grad():
-                h_ref, c_ref = _torch_lstm_cell(params, D, H)(
-                    torch.tensor(x), (torch.tensor(h_prev), torch.tensor(c_prev))
-                )
-            against = "torch.nn.LSTMCell"
+        h_prev, c_prev = rng.normal(size=(B, P)), 2.0 * rng.normal(size=(B, H))
+        h_ref, c_ref, against = lstmp_step_by_torch(x, h_prev, c_prev, params)
         if case.strided:
             x, h_prev, c_prev = _strided(x), _strided(h_prev), _strided(c_prev)
             params = {k: _strided(v) for k, v in params.items()}
         inputs = {"x": x, "h_prev": h_prev, "c_prev": c_prev, "params": params}
         before = _snapshot(inputs)
-        with case.named("lstm_cell_forward"), np.errstate(over="ignore"):
-            result = _call_by_hand(lstm_cell_forward, BY_HAND, x, h_prev, c_prev, params)
-            h, c = _unpack(result, "lstm_cell_forward", ("h", "c"))
-            _expect_unchanged("lstm_cell_forward", inputs, before)
+        with case.named("lstmp_cell_forward"), np.errstate(over="ignore"):
+            result = _call_valid(lstmp_cell_forward, BY_HAND, x, h_prev, c_prev, params)
+            h, c = _unpack(result, "lstmp_cell_forward", ("h", "c"))
+            _expect_unchanged("lstmp_cell_forward", inputs, before)
+            _expect_array("c", c, (B, H))
+            _expect_array("h", h, (B, P))
             assert_close("c", c, c_ref, atol=1e-9, rtol=1e-7, against=against)
             assert_close("h", h, h_ref, atol=1e-9, rtol=1e-7, against=against)
-    print(f"check_lstm_cell: all {len(LSTM_CELL_CASES)} hidden cases passed.")
+    bad_calls = lstmp_cell_bad_calls()
+    for description, *args in bad_calls:
+        _expect_value_error(
+            lstmp_cell_forward, BY_HAND, f"lstmp_cell_forward with {description}", *args
+        )
+    print(f"check_lstmp_cell: all {len(LSTMP_CELL_CASES) + len(bad_calls)} hidden cases passed.")
 
 
 # --------------------------------------------------------------------------------------------
-# Part B: lstm_sequence_forward with a mask
+# Part B: lstmp_packed_forward
 # --------------------------------------------------------------------------------------------
 
-SEQUENCE_CASES = (
-    Case("B=1, T=1, no padding", seed=201, lengths=(1,), D=2, H=3, peepholes=True),
-    Case("B=3, T=6, lengths 6, 2, 4", seed=202, lengths=(6, 2, 4), D=3, H=4, peepholes=True),
+PACKED_CASES = (  # lengths: longest first, as a PackedSequence sorts them
     Case(
-        "B=4, T=9, lengths 9, 1, 9, 5, non-zero h0 and c0",
-        seed=203, lengths=(9, 1, 9, 5), D=2, H=5, peepholes=True,
+        "one sequence of one step (batch_sizes [1])",
+        seed=201, lengths=(1,), D=2, H=3, P=1, states=False, as_list=False, strided=False,
     ),
     Case(
-        "B=3, T=7, lengths 3, 7, 5, non-zero h0 and c0, no peepholes (P = 0)",
-        seed=205, lengths=(3, 7, 5), D=3, H=2, peepholes=False,
+        "lengths 5, 3, 3, 1 (batch_sizes [4, 3, 3, 1, 1])",
+        seed=202, lengths=(5, 3, 3, 1), D=3, H=4, P=2, states=False, as_list=False,
+        strided=False,
     ),
     Case(
-        "B=2, T=5, one sequence is all padding (length 0)",
-        seed=204, lengths=(5, 0), D=4, H=2, peepholes=True,
+        "lengths 6, 6, 2, non-zero h0 and c0",
+        seed=203, lengths=(6, 6, 2), D=2, H=5, P=3, states=True, as_list=False, strided=False,
+    ),
+    Case(
+        "three sequences of 4 steps (batch_sizes [3, 3, 3, 3]), non-zero h0 and c0",
+        seed=204, lengths=(4, 4, 4), D=3, H=3, P=2, states=True, as_list=False, strided=False,
+    ),
+    Case(
+        "lengths 7, 1, batch_sizes given as a list, non-contiguous data",
+        seed=205, lengths=(7, 1), D=4, H=3, P=2, states=True, as_list=True, strided=True,
     ),
 )  # fmt: skip
 
 
-def reference_sequence(
-    params: dict, xs: np.ndarray, lengths: tuple[int, ...], h0: np.ndarray, c0: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The reference of Part B with peepholes: :func:`peephole_lstm_step` run over each
-    sequence's real steps alone (no mask), zeros in hs at its padded steps."""
-    B, T, _ = xs.shape
-    hs = np.zeros((B, T, h0.shape[1]))
-    h_last, c_last = np.array(h0, dtype=np.float64), np.array(c0, dtype=np.float64)
-    for row, length in enumerate(lengths):
-        h, c = h_last[row : row + 1], c_last[row : row + 1]  # (1, H)
-        for step in range(length):
-            h, c = peephole_lstm_step(xs[row, step][None], h, c, params)
-            hs[row, step] = h[0]
-        h_last[row], c_last[row] = h[0], c[0]
-    return hs, h_last, c_last
+def packed_bad_calls() -> list[tuple[Any, ...]]:
+    """(description, data, batch_sizes, h0, c0, params) that must raise ValueError: D=2, H=3,
+    P=1, lengths 2, 1 (batch_sizes [2, 1], 3 rows of data) unless said otherwise."""
+    rng = np.random.default_rng(209)
+    params = lstmp_params(rng, 2, 3, 1)
+    data, sizes = rng.normal(size=(3, 2)), np.array([2, 1])
+    h0, c0 = np.zeros((2, 1)), np.zeros((2, 3))
+    return [
+        ("empty batch_sizes", data[:0], np.array([], dtype=np.int64), h0, c0, params),
+        ("batch_sizes of two axes, [[2, 1]]", data, sizes[None], h0, c0, params),
+        ("batch_sizes as floats, [2.0, 1.0]", data, np.array([2.0, 1.0]), h0, c0, params),
+        ("batch_sizes [2, 1, 0]", data, np.array([2, 1, 0]), h0, c0, params),
+        ("batch_sizes [1, 2] (increasing)", data, np.array([1, 2]), h0[:1], c0[:1], params),
+        ("4 rows of data for batch_sizes [2, 1]", np.ones((4, 2)), sizes, h0, c0, params),
+        ("data of one axis, shape (3,)", data[:, 0], sizes, h0, c0, params),
+        ("h0 of 1 row for batch_sizes [2, 1]", data, sizes, h0[:1], c0, params),
+        ("c0 of 3 rows for batch_sizes [2, 1]", data, sizes, h0, np.zeros((3, 3)), params),
+        ("h0 of one axis, shape (2,)", data, sizes, h0[:, 0], c0, params),
+    ]
 
 
-def torch_sequence(
-    params: dict, xs: np.ndarray, lengths: tuple[int, ...], h0: np.ndarray, c0: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Part B without peepholes (P = 0) by torch.nn.LSTM on packed sequences: hs (B, T, H)
-    with zeros at padded steps, and the state after each last real step."""
-    B, T, D = xs.shape
-    H = h0.shape[1]
-    cell = _torch_lstm_cell(params, D, H)
-    layer = torch.nn.LSTM(D, H, batch_first=True, dtype=torch.float64)
-    hs = torch.zeros(B, T, H, dtype=torch.float64)
-    h_last, c_last = torch.tensor(h0).clone(), torch.tensor(c0).clone()
-    with torch.no_grad():
-        for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
-            getattr(layer, f"{name}_l0").copy_(getattr(cell, name))
-        real = [b for b in range(B) if lengths[b] > 0]
-        packed = torch.nn.utils.rnn.pack_padded_sequence(
-            torch.tensor(xs[real]),
-            [lengths[b] for b in real],
-            batch_first=True,
-            enforce_sorted=False,
-        )
-        out, (h_n, c_n) = layer(
-            packed, (torch.tensor(h0[real])[None], torch.tensor(c0[real])[None])
-        )
-        padded, _ = torch.nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=T)
-        hs[real] = padded
-        h_last[real], c_last[real] = h_n[0], c_n[0]
-    return hs.numpy(), h_last.numpy(), c_last.numpy()
-
-
-def check_lstm_sequence(lstm_sequence_forward: Callable[..., Any]) -> None:
-    """Hidden test of Part B: padded batches against the peephole cell run over each
-    sequence's real steps, and with P = 0 against torch.nn.LSTM on packed sequences."""
-    for case in SEQUENCE_CASES:
-        lengths, D, H, peepholes = case.lengths, case.D, case.H, case.peepholes
+def check_lstmp_packed(lstmp_packed_forward: Callable[..., Any]) -> None:
+    """Hidden test of Part B: packed batches against torch.nn.LSTM with proj_size run on the
+    same PackedSequence, and bad input refused."""
+    for case in PACKED_CASES:
+        lengths, D, H, P = case.lengths, case.D, case.H, case.P
         rng = np.random.default_rng(case.seed)
-        B, T = len(lengths), max(lengths)
-        params = _lstm_params(rng, D, H, peepholes=peepholes)
-        xs = rng.normal(size=(B, T, D))
-        mask = np.arange(T)[None, :] < np.array(lengths)[:, None]  # (B, T)
-        xs[~mask] = 7.0  # padding with garbage: it must not matter
-        nonzero = "non-zero" in case.label
-        h0 = rng.normal(size=(B, H)) if nonzero else np.zeros((B, H))
-        c0 = rng.normal(size=(B, H)) if nonzero else np.zeros((B, H))
-        reference = reference_sequence if peepholes else torch_sequence
-        against = SEQUENCE_REFERENCE if peepholes else "nn.LSTM (packed)"
-        hs_ref, h_ref, c_ref = reference(params, xs, lengths, h0, c0)
-        inputs = {"xs": xs, "mask": mask, "h0": h0, "c0": c0, "params": params}
+        B = len(lengths)
+        params = lstmp_params(rng, D, H, P)
+        sequences = [rng.normal(size=(length, D)) for length in lengths]
+        h0 = rng.normal(size=(B, P)) if case.states else np.zeros((B, P))
+        c0 = rng.normal(size=(B, H)) if case.states else np.zeros((B, H))
+        data, sizes, out_ref, h_ref, c_ref = packed_by_torch(params, sequences, h0, c0)
+        batch_sizes = sizes.tolist() if case.as_list else sizes.copy()
+        if case.strided:
+            data = _strided(data)
+        inputs = {"data": data, "batch_sizes": batch_sizes, "h0": h0, "c0": c0, "params": params}
         before = _snapshot(inputs)
-        with case.named("lstm_sequence_forward"):
-            result = _call_by_hand(lstm_sequence_forward, BY_HAND, xs, mask, h0, c0, params)
-            hs, final = _unpack(result, "lstm_sequence_forward", ("hs", "(h_last, c_last)"))
-            h_last, c_last = _unpack(
-                final, "the second output of lstm_sequence_forward", ("h", "c")
-            )
-            _expect_unchanged("lstm_sequence_forward", inputs, before)
-            assert_close("hs", hs, hs_ref, atol=1e-9, rtol=1e-7, against=against)
-            assert_close("h_last", h_last, h_ref, atol=1e-9, rtol=1e-7, against=against)
-            assert_close("c_last", c_last, c_ref, atol=1e-9, rtol=1e-7, against=against)
-    print(f"check_lstm_sequence: all {len(SEQUENCE_CASES)} hidden cases passed.")
+        with case.named("lstmp_packed_forward"):
+            args = (data, batch_sizes, h0, c0, params)
+            result = _call_valid(lstmp_packed_forward, PACKED_BY_HAND, *args)
+            out, final = _unpack(result, "lstmp_packed_forward", ("out", "(h_n, c_n)"))
+            h_n, c_n = _unpack(final, "the second output of lstmp_packed_forward", ("h_n", "c_n"))
+            _expect_unchanged("lstmp_packed_forward", inputs, before)
+            _expect_array("out", out, (len(data), P))
+            _expect_array("h_n", h_n, (B, P))
+            _expect_array("c_n", c_n, (B, H))
+            assert_close("out", out, out_ref, atol=1e-9, rtol=1e-7, against=PACKED_REFERENCE)
+            assert_close("h_n", h_n, h_ref, atol=1e-9, rtol=1e-7, against=PACKED_REFERENCE)
+            assert_close("c_n", c_n, c_ref, atol=1e-9, rtol=1e-7, against=PACKED_REFERENCE)
+    bad_calls = packed_bad_calls()
+    for description, *args in bad_calls:
+        _expect_value_error(
+            lstmp_packed_forward,
+            PACKED_BY_HAND,
+            f"lstmp_packed_forward with {description}",
+            *args,
+        )
+    print(f"check_lstmp_packed: all {len(PACKED_CASES) + len(bad_calls)} hidden cases passed.")
 
 
 # --------------------------------------------------------------------------------------------
@@ -356,80 +407,160 @@ def check_gru_cell(gru_cell_forward: Callable[..., Any]) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# Part D: select_quote_cell
+# Part D: quote_cell_auc
 # --------------------------------------------------------------------------------------------
 
 
-def quote_cases() -> list[Case]:
-    """Every hidden case: activations (N, H), labels (N,) and best, the index of the best cell."""
+def auc_cases() -> list[Case]:
+    """Every hidden case: activations (N, H), labels (N,) and best, the cell the statement
+    asks for (``tests/grading/test_a2_hidden_checks.py`` checks it against the pair counts)."""
     cases = []
     rng = np.random.default_rng(401)
     labels = rng.random(300) < 0.3
     acts = np.tanh(rng.normal(size=(300, 12)))
-    acts[:, 9] = -0.8 * labels + 0.3 * rng.normal(size=300)  # strongly *negative*
-    acts[:, 4] = 0.4 * labels + 0.4 * rng.normal(size=300)  # positive, weaker
+    acts[:, 9] = -0.8 * labels + 0.3 * rng.normal(size=300)  # strongly *lower* inside
+    acts[:, 4] = 0.4 * labels + 0.4 * rng.normal(size=300)  # higher inside, weaker
     cases.append(
         Case(
-            "N=300, H=12, the best cell is anti-correlated (off inside quotes)",
+            "N=300, H=12, the best cell switches off inside quotes",
             acts=acts,
             labels=labels,
             best=9,
-        )
+        )  # fmt: skip
     )
 
     rng = np.random.default_rng(402)
-    labels = (rng.random(200) < 0.5).astype(np.int64)
-    acts = 0.1 * rng.normal(size=(200, 6))
-    acts[:, 0] = 0.0  # a dead cell: constant, its correlation must count as 0, not nan
-    acts[:, 2] = 50.0 * rng.normal(size=200) + 5.0 * labels  # large but mostly noise
-    acts[:, 5] = 0.05 * labels + 0.01 * rng.normal(size=200)  # small but clean
+    labels = (rng.random(400) < 0.4).astype(np.int64)
+    acts = 0.1 * rng.normal(size=(400, 5))
+    acts[:, 0] = 0.0  # a dead cell: its AUC is 1/2 exactly
+    spikes = np.flatnonzero(labels)[:12]
+    acts[spikes, 1] = 30.0  # fires hard on a few characters inside: the largest correlation
+    acts[:, 3] = 0.02 * labels + 0.1 * rng.normal(size=400)  # small shift, clean ranks
     cases.append(
         Case(
-            "N=200, H=6, a constant cell, int labels, scales differ",
+            "N=400, H=5, int labels, a dead cell, a spiking cell with the largest correlation",
             acts=acts,
             labels=labels,
-            best=5,
+            best=3,
         )
     )
 
     rng = np.random.default_rng(403)
+    labels = rng.random(200) < 0.5
+    acts = rng.normal(size=(200, 4))
+    acts[:, 2] = np.where(labels, rng.random(200) < 0.85, rng.random(200) < 0.25)  # 0 or 1
+    acts[:, 0] = labels + 1.1 * rng.normal(size=200)  # continuous, a little less far from 1/2
+    cases.append(
+        Case(
+            "N=200, H=4, a saturated cell (only 0s and 1s: ties everywhere)",
+            acts=acts,
+            labels=labels,
+            best=2,
+        )  # fmt: skip
+    )
+
+    rng = np.random.default_rng(404)
+    labels = rng.random(120) < 0.3
+    acts = rng.normal(size=(120, 6))
+    acts[:, 2] = labels + 0.8 * rng.normal(size=120)
+    acts[:, 4] = acts[:, 2]  # the same cell twice: the lower index wins
+    cases.append(
+        Case("N=120, H=6, two identical best cells (2 and 4)", acts=acts, labels=labels, best=2)
+    )
+
+    rng = np.random.default_rng(405)
+    labels = rng.random(90) < 0.4
+    acts = rng.normal(size=(90, 5))
+    acts[:, 1] = -(labels + 0.7 * rng.normal(size=90))
+    acts[:, 3] = -acts[:, 1]  # AUC 1 - AUC of cell 1: just as far from 1/2
+    cases.append(
+        Case(
+            "N=90, H=5, mirrored best cells (1 and 3 = -1 * cell 1)",
+            acts=acts,
+            labels=labels,
+            best=1,
+        )  # fmt: skip
+    )
+
+    rng = np.random.default_rng(406)
     labels = rng.random(50) < 0.4
     acts = rng.normal(size=(50, 3))
-    acts[:, 1] = labels + 0.2 * rng.normal(size=50)
+    acts[:, 1] = labels + 0.5 * rng.normal(size=50)
     cases.append(
         Case(
             "N=50, H=3, float32 activations, non-contiguous",
             acts=_strided(acts.astype(np.float32)),
             labels=labels,
             best=1,
-        )
+        )  # fmt: skip
     )
 
-    rng = np.random.default_rng(404)
+    rng = np.random.default_rng(407)
     labels = rng.random(80) < 0.5
-    acts = rng.normal(size=(80, 1))
-    cases.append(Case("N=80, H=1, a single cell", acts=acts, labels=labels, best=0))
+    cases.append(
+        Case(
+            "N=80, H=1, a single cell, labels as a list of bools",
+            acts=rng.normal(size=(80, 1)),
+            labels=labels.tolist(),
+            best=0,
+        )  # fmt: skip
+    )
     return cases
 
 
-def check_select_quote_cell(select_quote_cell: Callable[..., Any]) -> None:
-    """Hidden test of Part D: the cell with the largest |correlation|, as an int."""
-    cases = quote_cases()
+def auc_bad_calls() -> list[tuple[Any, ...]]:
+    """(description, activations, labels) that must raise ValueError."""
+    acts, labels = np.arange(12.0).reshape(6, 2), np.array([1, 0, 1, 0, 0, 1])
+    with_nan = acts.copy()
+    with_nan[3, 1] = np.nan
+    return [
+        ("activations of one axis, shape (6,)", acts[:, 0], labels),
+        ("activations of shape (6, 0)", acts[:, :0], labels),
+        ("a NaN among the activations", with_nan, labels),
+        ("5 labels for 6 characters", acts, labels[:5]),
+        ("a label 2", acts, np.array([1, 0, 2, 0, 0, 1])),
+        ("a label 0.5", acts, np.array([1, 0, 0.5, 0, 0, 1])),
+        ("every label 1 (no character outside)", acts, np.ones(6, dtype=int)),
+        ("every label False (no character inside)", acts, np.zeros(6, dtype=bool)),
+    ]
+
+
+def check_quote_cell_auc(quote_cell_auc: Callable[..., Any]) -> None:
+    """Hidden test of Part D: the cell whose AUC is furthest from 1/2 (lowest index among
+    equals) and its AUC, against every pair counted; bad input refused."""
+    cases = auc_cases()
     for case in cases:
-        acts, labels, best = case.acts, case.labels, case.best
+        acts, labels = case.acts, case.labels
+        twice, pairs = pairwise_auc(acts, labels)
+        best = int(np.argmax(np.abs(twice - pairs)))
+        auc = twice[best] / (2 * pairs)
         inputs = {"activations": acts, "inside_quotes": labels}
         before = _snapshot(inputs)
-        with case.named("select_quote_cell"):
-            chosen = _call_by_hand(select_quote_cell, SELECT_BY_HAND, acts, labels)
-            _expect_unchanged("select_quote_cell", inputs, before)
-            if isinstance(chosen, (bool, np.bool_)) or not isinstance(chosen, (int, np.integer)):
+        with case.named("quote_cell_auc"):
+            result = _call_valid(quote_cell_auc, AUC_BY_HAND, acts, labels)
+            cell, value = _unpack(result, "quote_cell_auc", ("cell", "auc"))
+            _expect_unchanged("quote_cell_auc", inputs, before)
+            if isinstance(cell, (bool, np.bool_)) or not isinstance(cell, (int, np.integer)):
                 raise AssertionError(
-                    f"select_quote_cell should return the index of a cell as an int, got "
-                    f"{_describe(chosen)}"
+                    f"quote_cell_auc should return the index of a cell as an int, got "
+                    f"{_describe(cell)}"
                 )
-            if int(chosen) != best:
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (float, np.floating)):
                 raise AssertionError(
-                    f"select_quote_cell chose cell {int(chosen)}, but cell {best} has the "
-                    "largest absolute correlation with the labels"
+                    f"quote_cell_auc should return the AUC as a float, got {_describe(value)}"
                 )
-    print(f"check_select_quote_cell: all {len(cases)} hidden cases passed.")
+            if int(cell) != best:
+                raise AssertionError(
+                    f"quote_cell_auc chose cell {int(cell)} (AUC "
+                    f"{twice[int(cell)] / (2 * pairs):.4f} by {AUC_REFERENCE}), but cell {best} "
+                    f"is the first furthest from 1/2 (AUC {auc:.4f})"
+                    if 0 <= int(cell) < len(twice)
+                    else f"quote_cell_auc chose cell {int(cell)}, but there are {len(twice)} cells"
+                )
+            assert_close("auc", float(value), auc, atol=1e-12, against=AUC_REFERENCE)
+    bad_calls = auc_bad_calls()
+    for description, *args in bad_calls:
+        _expect_value_error(
+            quote_cell_auc, AUC_BY_HAND, f"quote_cell_auc with {description}", *args
+        )
+    print(f"check_quote_cell_auc: all {len(cases) + len(bad_calls)} hidden cases passed.")

@@ -129,12 +129,21 @@ RULES: dict[str, Rule] = {
             ("torch.nn.modules.rnn", _RECURRENT_LAYERS),
             ("torch", ("lstm", "lstm_cell", "gru", "gru_cell")),
             ("torch._VF", ("lstm", "lstm_cell", "gru", "gru_cell")),
+            (
+                "torch.nn.utils.rnn",
+                (
+                    "pack_padded_sequence",
+                    "pad_packed_sequence",
+                    "pack_sequence",
+                    "unpack_sequence",
+                ),
+            ),
             ("torch.autograd", ("backward", "grad")),
             ("torch.Tensor", ("backward",)),
         ),
         summary=(
-            "torch's recurrent layers and routines (torch.nn.LSTM, LSTMCell, GRU, GRUCell...) "
-            "and autograd"
+            "torch's recurrent layers and routines (torch.nn.LSTM, LSTMCell, GRU, GRUCell...), "
+            "its packing of sequences and autograd"
         ),
     ),
     "a3_bilstm_elmo": Rule(

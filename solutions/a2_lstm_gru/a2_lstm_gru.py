@@ -13,63 +13,64 @@
 # ---
 
 # %% [markdown]
-# # Assignment 2: LSTM and GRU cells, padded batches, and a cell that detects quotes
+# # Assignment 2: an LSTM with a projection, packed batches, the original GRU, and a quote cell
 #
 # In Lecture 2 you saw the LSTM and GRU cells written with torch and checked against
-# `nn.LSTMCell` and `nn.GRUCell`, and read how two variants of the LSTM differ from them. Here
-# you write, in NumPy and for a whole batch at once, the variants the lecture did not: an LSTM
-# with **peephole connections**, which you then run over a batch of sequences of different
-# lengths, and the GRU as its authors first wrote it, with the reset gate **before** the
-# recurrent matrix. Then you find a meaningful cell in a trained network's activations.
+# `nn.LSTMCell` and `nn.GRUCell`. Here you write, in NumPy and for a whole batch at once,
+# cells the lecture did not: an LSTM whose hidden state is a **projection** of a wider cell
+# (the LSTMP of speech recognition, `proj_size` in `torch.nn.LSTM`), which you then run over a
+# batch **packed** the way cuDNN stores it, and the GRU as its authors first wrote it, with the
+# reset gate **before** the recurrent matrix. Then you rank the cells of a network by how well
+# each one alone separates the characters inside quotes from the others.
 #
 # **Goals.** After this assignment you can
 #
-# 1. compute one step of an LSTM with peephole connections for a batch (Part A);
-# 2. run that LSTM over a padded batch, using a mask so that padding changes nothing (Part B);
+# 1. compute one step of an LSTM with a projection layer for a batch (Part A);
+# 2. run that LSTM over a packed batch, in which the batch shrinks as sequences end (Part B);
 # 3. compute one step of the GRU as first published, which is not PyTorch's (Part C);
-# 4. pick, from recorded activations, the cell that best detects "inside a quote" (Part D);
-# 5. work out how far a gradient travels along the GRU's update gate, and what tying its gates
-#    costs (Part E, written).
+# 4. rank cells by the area under the ROC curve, a statistic of ranks, and say why it can
+#    pick another cell than a correlation does (Part D);
+# 5. count what the projection saves, and predict the rank of what it adds to the gradient
+#    along the cell path (Part E, written).
 #
 # ## Notation
 #
-# Everything is NumPy, in `float64`. A batch has $B$ rows; inputs have $D$ features and the
-# state has $H$ units. Vectors are **rows**: `x` has shape (B, D), so a weight matrix acts as
-# `x @ M.T` for a matrix `M`. The sigmoid is $\sigma(a) = 1 / (1 + e^{-a})$.
+# Everything is NumPy, in `float64`. A batch has $B$ rows; inputs have $D$ features, the cell
+# has $H$ units and the hidden state $P$. Vectors are **rows**: `x` has shape (B, D), so a
+# weight matrix acts as `x @ M.T` for a matrix `M`. The sigmoid is
+# $\sigma(a) = 1 / (1 + e^{-a})$.
 #
-# The symbols follow the course's notation page: for every gate, $U_\bullet$ ($H \times D$)
-# acts on the input $x_t$ and $W_\bullet$ ($H \times H$) on the previous state $h_{t-1}$, and
-# the dictionary keys are named after them: `params["U"]` holds the input matrices and
-# `params["W"]` the recurrent ones.
+# The symbols follow the course's notation page: for every gate, $U_\bullet$ acts on the input
+# $x_t$ and $W_\bullet$ on the previous state $h_{t-1}$, and the dictionary keys are named after
+# them: `params["U"]` holds the input matrices and `params["W"]` the recurrent ones.
 #
-# **LSTM with peephole connections** (Lecture 2, "Two variants of the cell";
-# Gers and Schmidhuber, 2000). The four blocks of the weights are stacked in the order in
-# which Lecture 2 first lists the gates: **forget, input, candidate, output**, labelled
-# (f, i, g, o), each of $H$ rows. The candidate is $\tilde c_t$ in the lecture; the code
-# labels its block `g`, the letter PyTorch uses for it. (PyTorch stacks the blocks in the
+# **LSTM with a projection layer** (LSTMP; Sak, Senior and Beaufays, 2014). The cell state
+# $c_t$ has $H$ units, as in Lecture 2, but what the cell passes on, to the next step and to
+# the layer above, is $h_t = R\,(o_t \odot \tanh c_t)$, a linear projection of it to $P$
+# numbers by a matrix $R$ ($P \times H$, no bias). The gates therefore read a recurrent state of
+# size $P$: each $W_\bullet$ is $H \times P$. The four blocks of the weights are stacked in the
+# order in which Lecture 2 first lists the gates: **forget, input, candidate, output**,
+# labelled (f, i, g, o), each of $H$ rows. The candidate is $\tilde c_t$ in the lecture; the
+# code labels its block `g`, the letter PyTorch uses for it. (PyTorch stacks the blocks in the
 # order i, f, g, o; the tests take care of the conversion, you should not.)
-#
-# The gates also look at the cell, each unit at its own unit only: three vectors
-# $p_f, p_i, p_o$ of size $H$ (the rows of `params["P"]`, in that order) multiply the cell
-# elementwise. The forget and input gates see the **old** cell $c_{t-1}$; the output gate is
-# computed after the update and sees the **new** cell $c_t$:
 #
 # $$\begin{aligned}
 # a_t &= U x_t + W h_{t-1} + b \quad\text{(shape } 4H\text{, split into } a^f, a^i, a^g, a^o)\\
-# f_t &= \sigma(a^f + p_f \odot c_{t-1}), \quad i_t = \sigma(a^i + p_i \odot c_{t-1}), \quad \tilde c_t = \tanh(a^g)\\
+# f_t &= \sigma(a^f), \quad i_t = \sigma(a^i), \quad \tilde c_t = \tanh(a^g), \quad
+# o_t = \sigma(a^o)\\
 # c_t &= f_t \odot c_{t-1} + i_t \odot \tilde c_t, \qquad
-# o_t = \sigma(a^o + p_o \odot c_t), \qquad h_t = o_t \odot \tanh(c_t)
+# h_t = R\,\big(o_t \odot \tanh(c_t)\big) \quad\text{(shape } P)
 # \end{aligned}$$
 #
 # where $U$ stacks $U_f, U_i, U_{\tilde c}, U_o$ and $W$ stacks $W_f, W_i, W_{\tilde c}, W_o$.
-# With $P = 0$ this is Lecture 2's cell, the one `torch.nn.LSTMCell` computes.
+# With $P = H$ and $R = I$ this is Lecture 2's cell, the one `torch.nn.LSTMCell` computes.
 #
 # | key | shape | holds |
 # | --- | --- | --- |
 # | `params["U"]` | (4H, D) | the input matrix $U$, blocks f, i, g, o |
-# | `params["W"]` | (4H, H) | the recurrent matrix $W$, blocks f, i, g, o |
+# | `params["W"]` | (4H, P) | the recurrent matrix $W$, blocks f, i, g, o |
 # | `params["b"]` | (4H,) | the bias $b$, blocks f, i, g, o |
-# | `params["P"]` | (3, H) | the peephole weights, rows $p_f, p_i, p_o$ |
+# | `params["R"]` | (P, H) | the projection $R$ |
 #
 # **GRU, as Cho et al. (2014) wrote it** (the reset gate applied *before* the recurrent
 # matrix; Keras calls it `reset_after=False`). Blocks in the order **update, reset,
@@ -102,14 +103,16 @@
 #
 # * Parts A to D are autograded. Each has a **visible test** that you can run now (fixed
 #   inputs; it names the quantity that is off and by how much), and a **hidden test** that
-#   runs at grading time on other shapes, seeds and edge cases ($B = 1$, $H = 1$, saturated
-#   gates, non-contiguous arrays, sequences of length 0, dead cells...). Hard-coding the
-#   visible answers keeps the visible points only.
+#   runs at grading time on other shapes, seeds and edge cases ($B = 1$, $P = 1$, $P = H$,
+#   saturated gates, non-contiguous arrays, batches of one step, sequences of equal length,
+#   ties, dead cells...) and checks that bad input raises `ValueError` (Parts A, B and D).
+#   Hard-coding the visible answers keeps the visible points only.
 # * Part E is a short written answer, graded by hand.
 # * Write code only where it says `YOUR CODE HERE`; keep function names and signatures; do not
 #   delete or copy cells. Your functions must not modify their inputs.
 # * During the hidden tests `torch.nn.LSTM`, `LSTMCell`, `GRU`, `GRUCell` (and torch's other
-#   recurrent routines), autograd and the helpers of the `course` package are replaced by
+#   recurrent routines), the packing routines of `torch.nn.utils.rnn`, autograd and the
+#   helpers of the `course` package (`course.analysis.interpret` among them) are replaced by
 #   traps: calling them from your functions fails the test. (`course.checks` is allowed.) The
 #   visible tests run your functions under the same rule and say so when one of them calls a
 #   forbidden routine; their data and expected values are in `course/checks/a2_lstm_gru.py`.
@@ -128,143 +131,188 @@ from course.checks.a2_lstm_gru import check_part_a, check_part_b, check_part_c, 
 np.set_printoptions(precision=4, suppress=True)
 
 # %% [markdown]
-# ## Part A: one LSTM step (4 points)
+# ## Part A: one step of an LSTM with a projection (4 points)
 #
-# Implement `lstm_cell_forward` for a batch, with the peephole connections given at the top:
-# $p_f$ and $p_i$ on the old cell $c_{t-1}$, $p_o$ on the new cell $c_t$. A numerically safe
-# sigmoid avoids overflow warnings for large negative inputs: `0.5 * (1 + np.tanh(a / 2))`
-# is the same function.
+# Implement `lstmp_cell_forward` for a batch, with the equations and the shapes given at the
+# top: the gates read $h_{t-1}$ of size $P$, the cell has $H$ units, and the new hidden state
+# is the projection $R\,(o_t \odot \tanh c_t)$. A numerically safe sigmoid avoids overflow
+# warnings for large negative inputs: `0.5 * (1 + np.tanh(a / 2))` is the same function.
+#
+# **Bad input** raises `ValueError`: arrays of inconsistent shapes. `x`, `h_prev` and `c_prev`
+# must be 2-D with the same number of rows $B$; with $D$, $P$ and $H$ the widths of `x`,
+# `h_prev` and `c_prev`, `U` must be (4H, D), `W` (4H, P), `b` (4H,) and `R` (P, H). (NumPy
+# broadcasts an `h_prev` of one row against a batch without complaint: check the shapes
+# yourself.)
 
 
-# %% nbgrader={"grade": false, "grade_id": "lstm_cell_forward", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def lstm_cell_forward(
+# %% nbgrader={"grade": false, "grade_id": "lstmp_cell_forward", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def lstmp_cell_forward(
     x: np.ndarray, h_prev: np.ndarray, c_prev: np.ndarray, params: dict[str, np.ndarray]
 ) -> tuple[np.ndarray, np.ndarray]:
-    """One step of an LSTM with peephole connections, for a batch.
+    """One step of an LSTM with a projection layer, for a batch.
 
     Args:
         x: inputs x_t, shape (B, D).
-        h_prev: hidden states h_{t-1}, shape (B, H).
+        h_prev: hidden states h_{t-1}, shape (B, P).
         c_prev: cell states c_{t-1}, shape (B, H).
-        params: "U" (4H, D), "W" (4H, H), "b" (4H,), blocks in the order f, i, g, o;
-            "P" (3, H), the peephole weights p_f, p_i, p_o.
+        params: "U" (4H, D), "W" (4H, P), "b" (4H,), blocks in the order f, i, g, o;
+            "R" (P, H), the projection.
 
     Returns:
-        h: the new hidden states h_t, shape (B, H).
+        h: the new hidden states h_t = R (o_t * tanh(c_t)), shape (B, P).
         c: the new cell states c_t, shape (B, H).
+
+    Raises:
+        ValueError: for arrays of inconsistent shapes.
     """
     ### BEGIN SOLUTION
-    width = np.shape(h_prev)[-1]
-    old = np.asarray(c_prev, float)
-    peek = np.asarray(params["P"], float)  # (3, H): rows f, i, o
-    scores = np.asarray(x, float) @ params["U"].T + np.asarray(h_prev, float) @ params["W"].T
-    scores = scores + params["b"]  # (B, 4H)
-    before = scores[:, : 2 * width] + np.concatenate([peek[0], peek[1]]) * np.tile(old, 2)
-    squash = 0.5 * (1.0 + np.tanh(0.5 * before))  # forget and input gates, which see c_{t-1}
-    keep, write = squash[:, :width], squash[:, width:]
-    proposal = np.tanh(scores[:, 2 * width : 3 * width])
-    memory = keep * old + write * proposal
-    reveal = 0.5 * (1.0 + np.tanh(0.5 * (scores[:, 3 * width :] + peek[2] * memory)))  # sees c_t
-    return reveal * np.tanh(memory), memory
+    seen, recalled = np.asarray(x, dtype=float), np.asarray(h_prev, dtype=float)
+    old = np.asarray(c_prev, dtype=float)
+    if seen.ndim != 2 or recalled.ndim != 2 or old.ndim != 2:
+        raise ValueError("x, h_prev and c_prev must be 2-D arrays (B, D), (B, P), (B, H)")
+    if not len(seen) == len(recalled) == len(old):
+        raise ValueError(f"rows of x, h_prev, c_prev: {len(seen)}, {len(recalled)}, {len(old)}")
+    width, narrow = old.shape[1], recalled.shape[1]
+    into, across = np.asarray(params["U"], float), np.asarray(params["W"], float)
+    bias, down = np.asarray(params["b"], float), np.asarray(params["R"], float)
+    shapes = {"U": into.shape, "W": across.shape, "b": bias.shape, "R": down.shape}
+    wanted = dict(U=(4 * width, seen.shape[1]), W=(4 * width, narrow), b=(4 * width,))
+    wanted["R"] = (narrow, width)
+    for key, expected in wanted.items():
+        if shapes[key] != expected:
+            raise ValueError(f'params["{key}"] should have shape {expected}, got {shapes[key]}')
+    scores = seen @ into.T + recalled @ across.T + bias  # (B, 4H)
+    squashed = 0.5 * (1.0 + np.tanh(0.5 * scores))  # the sigmoid of every block; g's unused
+    keep, write = squashed[:, :width], squashed[:, width : 2 * width]
+    memory = keep * old + write * np.tanh(scores[:, 2 * width : 3 * width])  # (B, H)
+    shown = squashed[:, 3 * width :] * np.tanh(memory)  # (B, H)
+    return shown @ down.T, memory  # (B, P), (B, H)
     ### END SOLUTION
 
 
 # %% [markdown]
 # ### Visible test for Part A
 #
-# Fixed weights (no randomness), with peepholes; the expected numbers come from the
-# equations above, written in torch in float64. (With $P = 0$ the same code agrees with
-# `torch.nn.LSTMCell`, blocks reordered; the hidden test checks both.)
+# Fixed weights (no randomness), $D = 3$, $H = 3$, $P = 2$; the expected numbers are those of
+# `torch.nn.LSTM(3, 3, proj_size=2)` in float64 with the same weights, blocks reordered.
 
-# %% nbgrader={"grade": true, "grade_id": "test_lstm_cell_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-check_part_a(lstm_cell_forward)
+# %% nbgrader={"grade": true, "grade_id": "test_lstmp_cell_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+check_part_a(lstmp_cell_forward)
 
-# %% nbgrader={"grade": true, "grade_id": "test_lstm_cell_hidden", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
-# Hidden test (3 points): lstm_cell_forward against the peephole equations (written in torch,
-# float64) for B = 1 and H = 1, other shapes, non-zero states, saturated gates and
-# non-contiguous arrays, and with P = 0 against torch.nn.LSTMCell (weights copied and
-# reordered); inputs must come back unmodified.
+# %% nbgrader={"grade": true, "grade_id": "test_lstmp_cell_hidden", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+# Hidden test (3 points): lstmp_cell_forward against torch.nn.LSTM with proj_size (weights
+# copied and reordered, float64) for B = 1, P = 1, other shapes, saturated gates and
+# non-contiguous arrays, and with P = H and R = I against torch.nn.LSTMCell; inputs must come
+# back unmodified; inconsistent shapes must raise ValueError.
 ### BEGIN HIDDEN TESTS
-from autograder.hidden.a2_lstm_gru import check_lstm_cell
+from autograder.hidden.a2_lstm_gru import check_lstmp_cell
 
-check_lstm_cell(lstm_cell_forward)
+check_lstmp_cell(lstmp_cell_forward)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# ## Part B: a padded batch, with a mask (4 points)
+# ## Part B: a packed batch, as cuDNN reads it (4 points)
 #
-# Sequences in a batch rarely have the same length. We pad them to a common length $T$ and
-# pass a boolean `mask` of shape (B, T): `mask[b, t]` is True when step $t$ of sequence $b$
-# is real, False when it is padding. Padding must change nothing:
+# Sequences in a batch rarely have the same length. Instead of padding them and masking the
+# padding, PyTorch's `PackedSequence` (what `pack_padded_sequence` builds, and what cuDNN
+# reads) stores only the real steps, **time-major**, with the sequences sorted from the
+# longest to the shortest:
 #
-# * at a padded step, the state of that sequence is carried over unchanged
-#   ($h_t = h_{t-1}$, $c_t = c_{t-1}$), whatever garbage the padded input holds;
-# * `hs[b, t]` is the new hidden state at a real step and **zero** at a padded step (as
-#   PyTorch's `pad_packed_sequence` does);
-# * the returned `(h_last, c_last)` is the state after each sequence's last real step (its
-#   initial state if it has no real step at all).
+# * `batch_sizes[t]` is the number of sequences that have a step $t$ (more than $t$ steps),
+#   so `batch_sizes` never increases, and `batch_sizes[0]` $= B$;
+# * `data` holds step 0 of sequences $0, \dots, B - 1$, then step 1 of the first
+#   `batch_sizes[1]` sequences, then step 2 of the first `batch_sizes[2]`, and so on: it has
+#   `sum(batch_sizes)` rows of $D$ features. For lengths (3, 1, 1), `batch_sizes` is
+#   (3, 1, 1) and `data` holds, in this order, steps 0 of sequences 0, 1, 2, step 1 of
+#   sequence 0, step 2 of sequence 0.
 #
-# Use your `lstm_cell_forward` for the steps (the cell of Part A, peepholes included:
-# `params` is the same dictionary). Hint: compute the step for the whole batch, then use
-# `np.where` with the mask column to choose, per row, the new or the old state.
+# Implement `lstmp_packed_forward`: run Part A's cell over the packed batch, starting from
+# `h0` and `c0`, and return
+#
+# * `out`, shape (`sum(batch_sizes)`, P): the new $h_t$ of every row of `data`, in the same
+#   packed order (what `nn.LSTM` returns as the `.data` of its packed output);
+# * `(h_n, c_n)`, shapes (B, P) and (B, H): the state of each sequence after its own last
+#   step, in the order of the sequences.
+#
+# The batch shrinks: at step $t$ only the first `batch_sizes[t]` sequences take a step, and the
+# others must keep the state they ended with. Use your `lstmp_cell_forward` for the steps.
+#
+# **Bad input** raises `ValueError`: `batch_sizes` that is empty, not 1-D, not integers (a
+# float such as `2.0` included), holds a size below 1, or increases somewhere; `data` that
+# is not 2-D or whose number of rows is not `sum(batch_sizes)`; `h0` or `c0` that is not 2-D
+# with `batch_sizes[0]` rows.
 
 
-# %% nbgrader={"grade": false, "grade_id": "lstm_sequence_forward", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def lstm_sequence_forward(
-    xs: np.ndarray,
-    mask: np.ndarray,
+# %% nbgrader={"grade": false, "grade_id": "lstmp_packed_forward", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def lstmp_packed_forward(
+    data: np.ndarray,
+    batch_sizes: np.ndarray,
     h0: np.ndarray,
     c0: np.ndarray,
     params: dict[str, np.ndarray],
 ) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
-    """Run an LSTM over a padded batch.
+    """Run an LSTM with a projection over a packed batch.
 
     Args:
-        xs: inputs, shape (B, T, D); padded steps may hold any values.
-        mask: shape (B, T), True at real steps, False at padding.
-        h0, c0: initial states, shape (B, H) each.
-        params: as in lstm_cell_forward.
+        data: the real steps of all sequences, time-major, shape (sum(batch_sizes), D).
+        batch_sizes: (T,) integers, how many sequences have a step t; never increasing.
+        h0, c0: initial states, shapes (B, P) and (B, H), B = batch_sizes[0].
+        params: as in lstmp_cell_forward.
 
     Returns:
-        hs: shape (B, T, H), h_t at real steps and 0 at padded steps.
-        (h_last, c_last): the state after each sequence's last real step, (B, H) each.
+        out: h_t for every row of data, in the same order, shape (sum(batch_sizes), P).
+        (h_n, c_n): the state after each sequence's last step, (B, P) and (B, H).
+
+    Raises:
+        ValueError: for the bad inputs listed above.
     """
     ### BEGIN SOLUTION
-    valid = np.asarray(mask, dtype=bool)
-    n_rows, n_steps = valid.shape
-    outputs = np.zeros((n_rows, n_steps, np.shape(h0)[-1]))
+    sizes = np.asarray(batch_sizes)
+    if sizes.ndim != 1 or sizes.size == 0 or not np.issubdtype(sizes.dtype, np.integer):
+        raise ValueError(f"batch_sizes must be a non-empty 1-D array of integers, got {sizes!r}")
+    if sizes.min() < 1 or np.any(sizes[1:] > sizes[:-1]):
+        raise ValueError(f"batch_sizes must be >= 1 and never increase, got {sizes.tolist()}")
+    steps = np.asarray(data, dtype=float)
+    if steps.ndim != 2 or len(steps) != sizes.sum():
+        raise ValueError(f"data must be 2-D with {sizes.sum()} rows, got shape {steps.shape}")
     state_h, state_c = np.array(h0, dtype=float), np.array(c0, dtype=float)
-    for step in range(n_steps):
-        fresh_h, fresh_c = lstm_cell_forward(xs[:, step], state_h, state_c, params)
-        real = valid[:, step : step + 1]  # (B, 1), broadcasts over the H units
-        state_h = np.where(real, fresh_h, state_h)
-        state_c = np.where(real, fresh_c, state_c)
-        outputs[:, step] = np.where(real, fresh_h, 0.0)
-    return outputs, (state_h, state_c)
+    for name, state in (("h0", state_h), ("c0", state_c)):
+        if state.ndim != 2 or len(state) != sizes[0]:
+            raise ValueError(f"{name} must be 2-D with {sizes[0]} rows, got {state.shape}")
+    out = np.zeros((len(steps), state_h.shape[1]))
+    ends = np.cumsum(sizes)  # row after the last of each step
+    for live, end in zip(sizes, ends, strict=True):
+        rows = slice(end - live, end)  # the step's rows: one per sequence still running
+        # the first `live` sequences run on; those after them ended and keep their state
+        fresh = lstmp_cell_forward(steps[rows], state_h[:live], state_c[:live], params)
+        state_h[:live], state_c[:live] = fresh
+        out[rows] = state_h[:live]
+    return out, (state_h, state_c)
     ### END SOLUTION
 
 
 # %% [markdown]
 # ### Visible test for Part B
 #
-# Two sequences of lengths 3 and 1, padded to $T = 3$. The second row's padding holds large
-# numbers that must not leak into the result. The expected values come from Part A's
-# equations run over each sequence's real steps alone, with the weights (peepholes included)
-# of Part A's visible test. Part A must pass first.
+# Three sequences of lengths 3, 2 and 1, packed: `batch_sizes` is (3, 2, 1) and `data` has 6
+# rows; the second sequence starts from a non-zero state, the others from zeros. The expected
+# values are those of `torch.nn.LSTM(3, 3, proj_size=2)` (the weights of Part A's visible
+# test) run on the same `PackedSequence`. Part A must pass first.
 
-# %% nbgrader={"grade": true, "grade_id": "test_lstm_sequence_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-check_part_b(lstm_sequence_forward)
+# %% nbgrader={"grade": true, "grade_id": "test_lstmp_packed_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+check_part_b(lstmp_packed_forward)
 
-# %% nbgrader={"grade": true, "grade_id": "test_lstm_sequence_hidden", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
-# Hidden test (3 points): lstm_sequence_forward against the peephole cell run over each
-# sequence's real steps, and with P = 0 against torch.nn.LSTM on packed sequences, for other
-# lengths and shapes (T = 1, a sequence of length 0, non-zero initial states, garbage in the
-# padding); inputs must come back unmodified.
+# %% nbgrader={"grade": true, "grade_id": "test_lstmp_packed_hidden", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+# Hidden test (3 points): lstmp_packed_forward against torch.nn.LSTM with proj_size run on the
+# same PackedSequence (float64) for other lengths and shapes (one step, one sequence,
+# sequences of equal length, non-zero initial states, batch_sizes as a list); inputs must come
+# back unmodified; bad batch_sizes, data, h0 or c0 must raise ValueError.
 ### BEGIN HIDDEN TESTS
-from autograder.hidden.a2_lstm_gru import check_lstm_sequence
+from autograder.hidden.a2_lstm_gru import check_lstmp_packed
 
-check_lstm_sequence(lstm_sequence_forward)
+check_lstmp_packed(lstmp_packed_forward)
 ### END HIDDEN TESTS
+
 
 # %% [markdown]
 # ## Part C: one GRU step (3 points)
@@ -323,62 +371,107 @@ from autograder.hidden.a2_lstm_gru import check_gru_cell
 check_gru_cell(gru_cell_forward)
 ### END HIDDEN TESTS
 
+
 # %% [markdown]
-# ## Part D: which cell detects quotes? (3 points)
+# ## Part D: which cell separates the quotes? (3 points)
 #
 # You are given the activations of $H$ cells of a character-level LSTM at $N$ characters,
 # `activations` of shape (N, H), and for each character a label `inside_quotes` of shape
-# (N,) (True or 1 inside a string literal, False or 0 outside). Return the index of the cell
-# whose activation has the largest **absolute** Pearson correlation with the labels:
+# (N,) (True or 1 inside a string literal, False or 0 outside). Lecture 2 picked cells by
+# their Pearson correlation with such a label. Here you rank them by how well each cell, read
+# through a threshold of your choice, separates the two kinds of characters: the **area under
+# the ROC curve** of cell $j$ is the probability that a character drawn at random inside the
+# quotes has a higher activation than one drawn at random outside, ties counting one half:
 #
-# $$r_j = \frac{\sum_n (a_{nj} - \bar a_j)(y_n - \bar y)}
-#   {\sqrt{\sum_n (a_{nj} - \bar a_j)^2}\,\sqrt{\sum_n (y_n - \bar y)^2}} .$$
+# $$\mathrm{AUC}_j = \frac{1}{n_{\text{in}}\, n_{\text{out}}}
+#   \sum_{n \text{ inside}}\ \sum_{m \text{ outside}}
+#   \Big( [a_{nj} > a_{mj}] + \tfrac12 [a_{nj} = a_{mj}] \Big).$$
 #
-# A cell that switches *off* inside quotes detects them just as well as one that switches on.
-# A constant cell (a dead unit) has no correlation at all: count it as 0, never `nan`.
-# Return a plain Python `int`.
+# $\mathrm{AUC} = 1$: every character inside is above every character outside; $0$: every one
+# is below (a cell that switches *off* inside quotes, as useful as one that switches on);
+# $1/2$: no better than chance, as for a constant cell. Implement `quote_cell_auc`: return
+# the index of the cell whose AUC is **furthest from 1/2** and its AUC (which may be below
+# 1/2), as a plain `int` and a plain `float`. Where several cells are equally far, return the
+# lowest index. Counting pairs in integers, $2 \cdot (\text{wins}) + (\text{ties})$ against
+# $n_{\text{in}} n_{\text{out}}$, compares cells exactly; in floats $|0.7 - 0.5|$ and
+# $|0.3 - 0.5|$ differ. Comparing all pairs is fine for the sizes of the tests (a few thousand
+# characters); sorting each column is faster.
+#
+# **Bad input** raises `ValueError`: `activations` that is not 2-D, has no column, or holds
+# a NaN; labels whose length is not $N$ or that are not all 0/1 (or booleans); labels of one
+# kind only (no pair to compare).
 
 
-# %% nbgrader={"grade": false, "grade_id": "select_quote_cell", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def select_quote_cell(activations: np.ndarray, inside_quotes: np.ndarray) -> int:
-    """Index of the cell (column) with the largest |Pearson correlation| with the labels."""
+# %% nbgrader={"grade": false, "grade_id": "quote_cell_auc", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def quote_cell_auc(activations: np.ndarray, inside_quotes: np.ndarray) -> tuple[int, float]:
+    """The cell (column) whose AUC for the labels is furthest from 1/2, and its AUC.
+
+    Args:
+        activations: (N, H), one column per cell.
+        inside_quotes: (N,), True or 1 inside quotes, False or 0 outside.
+
+    Returns:
+        (cell, auc): the index of the cell (lowest among equals) and its AUC, an int and a float.
+
+    Raises:
+        ValueError: for the bad inputs listed above.
+    """
     ### BEGIN SOLUTION
-    centred = np.asarray(activations, dtype=np.float64)
-    centred = centred - centred.mean(axis=0, keepdims=True)
-    target = np.asarray(inside_quotes, dtype=np.float64)
-    target = target - target.mean()
-    spread = np.linalg.norm(centred, axis=0) * np.linalg.norm(target)  # (H,)
-    agreement = np.abs(target @ centred)  # (H,)
-    strength = np.divide(agreement, spread, out=np.zeros_like(agreement), where=spread > 0)
-    return int(np.argmax(strength))
+    table = np.asarray(activations, dtype=np.float64)
+    flags = np.asarray(inside_quotes)
+    if table.ndim != 2 or table.shape[1] == 0 or np.isnan(table).any():
+        raise ValueError(f"activations must be (N, H) with H >= 1 and no NaN, got {table.shape}")
+    if flags.shape != (len(table),) or not np.isin(flags, (0, 1)).all():
+        raise ValueError(f"inside_quotes must be ({len(table)},) of 0/1 labels")
+    inside = flags.astype(bool)
+    n_in, n_out = int(inside.sum()), int((~inside).sum())
+    if n_in == 0 or n_out == 0:
+        raise ValueError("the labels need characters both inside and outside quotes")
+    # Mann-Whitney: the ranks of the inside characters among all, ties sharing their mean rank
+    order = np.argsort(table, axis=0, kind="stable")
+    ranked = np.take_along_axis(table, order, axis=0)  # each column sorted
+    doubled = np.empty_like(table)  # twice the (1-based) mean rank: integers, exact
+    for cell in range(table.shape[1]):
+        column = ranked[:, cell]
+        starts = np.flatnonzero(np.r_[True, column[1:] != column[:-1]])
+        stops = np.r_[starts[1:], len(column)]  # ranks starts + 1 ... stops share a group
+        doubled[order[:, cell], cell] = np.repeat(starts + 1 + stops, stops - starts)
+    twice_wins = doubled[inside].sum(axis=0) - n_in * (n_in + 1)  # 2 wins + ties, (H,)
+    pairs = n_in * n_out
+    best = int(np.argmax(np.abs(twice_wins - pairs)))  # argmax: the first of equals
+    return best, float(twice_wins[best] / (2 * pairs))
     ### END SOLUTION
 
 
 # %% [markdown]
 # ### Visible test for Part D
 #
-# Five made-up cells over a line of code: cell 3 copies the quote labels with some noise.
+# Five made-up cells over a line of code. Cell 1 fires at the two opening quotes only: it has
+# the largest correlation with the labels, but inside the strings it is as low as outside.
+# Cell 3 is small and noisy, yet lower inside the quotes than outside most of the time.
 
-# %% nbgrader={"grade": true, "grade_id": "test_select_quote_cell_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-check_part_d(select_quote_cell)
+# %% nbgrader={"grade": true, "grade_id": "test_quote_cell_auc_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+check_part_d(quote_cell_auc)
 
-# %% nbgrader={"grade": true, "grade_id": "test_select_quote_cell_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
-# Hidden test (2 points): select_quote_cell on other activations: a cell that switches off
-# inside quotes, dead (constant) cells, cells of very different scales, int labels, float32
-# and non-contiguous arrays, a single cell.
+# %% nbgrader={"grade": true, "grade_id": "test_quote_cell_auc_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# Hidden test (2 points): quote_cell_auc against every pair counted (NumPy), on other
+# activations: a cell that switches off inside quotes, a cell whose correlation beats its AUC,
+# saturated cells with many ties, dead (constant) cells, two equally good cells, int labels,
+# float32 and non-contiguous arrays, a single cell; inputs must come back unmodified; bad
+# input must raise ValueError.
 ### BEGIN HIDDEN TESTS
-from autograder.hidden.a2_lstm_gru import check_select_quote_cell
+from autograder.hidden.a2_lstm_gru import check_quote_cell_auc
 
-check_select_quote_cell(select_quote_cell)
+check_quote_cell_auc(quote_cell_auc)
 ### END HIDDEN TESTS
 
 # %% [markdown]
 # ## Explore (not graded): the cell path keeps what the forget gate keeps
 #
-# Once Part A passes, this cell writes a value into a one-unit LSTM at the first step and
-# then feeds zeros. With forget bias $b_f$ and nothing else, $c_t = \sigma(b_f)^{t-1} c_1$:
-# the memory (and, along the cell path, the gradient) decays geometrically unless
-# $\sigma(b_f)$ is close to 1. Try other biases.
+# Once Part A passes, this cell writes a value into a one-unit LSTM ($P = H = 1$, $R = 1$) at
+# the first step and then feeds zeros. With forget bias $b_f$ and nothing else,
+# $c_t = \sigma(b_f)^{t-1} c_1$: the memory (and, along the cell path, the gradient) decays
+# geometrically unless $\sigma(b_f)$ is close to 1. Try other biases.
 
 
 # %%
@@ -388,13 +481,13 @@ def remembered_after(forget_bias: float, steps: int = 50) -> float:
         "U": np.zeros((4, 1)),
         "W": np.zeros((4, 1)),
         "b": np.array([forget_bias, 10.0, 10.0, 10.0]),  # write once, then only forget
-        "P": np.zeros((3, 1)),  # no peepholes: the gates see the biases only
+        "R": np.ones((1, 1)),  # P = H = 1: no projection to speak of
     }
-    h, c = lstm_cell_forward(np.zeros((1, 1)), np.zeros((1, 1)), np.zeros((1, 1)), weights)
+    h, c = lstmp_cell_forward(np.zeros((1, 1)), np.zeros((1, 1)), np.zeros((1, 1)), weights)
     first = c[0, 0]
     weights["b"] = np.array([forget_bias, -10.0, 0.0, 10.0])  # the input gate is now closed
     for _ in range(steps - 1):
-        h, c = lstm_cell_forward(np.zeros((1, 1)), h, c, weights)
+        h, c = lstmp_cell_forward(np.zeros((1, 1)), h, c, weights)
     return float(c[0, 0] / first)
 
 
@@ -402,57 +495,111 @@ try:
     for bias in (0.0, 1.0, 3.0, 6.0):
         print(f"forget bias {bias}: c_50 / c_1 = {remembered_after(bias):.2e}")
 except NotImplementedError:
-    print("Implement lstm_cell_forward first, then run this cell again.")
+    print("Implement lstmp_cell_forward first, then run this cell again.")
 
 # %% [markdown]
-# ## Part E: the GRU's memory path (2 points, graded by hand)
+# ## Part E: what the projection saves, and what it adds to the gradient (2 points, graded by hand)
 #
-# Lecture 2 differentiated the LSTM's cell update along the cell path. The GRU of Part C has no
-# cell: its memory path is the term $z_t \odot h_{t-1}$ of
-# $h_t = (1 - z_t) \odot \tilde h_t + z_t \odot h_{t-1}$. This line and the update gate are
-# the same in both conventions of the reset gate, which only changes how $\tilde h_t$ is
-# computed. In 4 to 7 sentences:
+# Answer in 4 to 8 sentences. Work out your predictions first, then check them with the
+# numbers printed by the code cell below (it needs Part A).
 #
-# 1. Holding $z_t$ and $\tilde h_t$ fixed, what is $\partial h_t / \partial h_{t-1}$ along this
-#    path, and what carries the gradient from $h_T$ back to $h_t$?
-# 2. Take a GRU whose update-gate pre-activations sit at their biases, with
-#    $b^{\text{in}}_z + b^{\text{rec}}_z = 0$ for every unit, or $= 3$ for every unit (as at
-#    initialisation, with small weights). In each case, how much of the gradient survives 40
-#    steps back along this path, and what share of the candidate $\tilde h_t$ enters $h_t$ at
-#    each step?
-# 3. An LSTM with forget-gate bias 3 and input-gate bias 0 keeps as much along its cell path.
-#    What does the GRU with bias 3 give up that this LSTM does not, and why? Compare
-#    $\partial h_t / \partial \tilde h_t$ with $\partial c_t / \partial \tilde c_t$.
-#
-# You may check your numbers with your `gru_cell_forward` in the code cell below; it is not
-# graded.
+# 1. **Cost.** Count the parameters of Part A's cell (one bias per block, as in the table at
+#    the top) as a formula in $D$, $H$ and $P$, and the multiply-adds of one step for one
+#    sequence (the products by $U$, $W$ and $R$). Evaluate both for $D = 64$, $H = 128$,
+#    $P = 32$, and compare with Lecture 2's cell of $H = 128$ units and with one of
+#    $H = 32$. Which of the two does the LSTMP's memory resemble, which its recurrent input,
+#    and which one's cost is it closer to?
+# 2. **The gradient along the cell path.** Along the cell path alone, Lecture 2's cell has
+#    $\partial c_t / \partial c_{t-1} = \operatorname{diag}(f_t)$ (holding $h_{t-1}$ fixed).
+#    Over two steps, $c_{t-1}$ also reaches $c_{t+1}$ through $h_t$, which drives the gates of
+#    step $t + 1$. Write $\partial c_{t+1} / \partial c_{t-1}$ as
+#    $\operatorname{diag}(f_{t+1} \odot f_t)$ plus a correction, and predict the largest
+#    possible rank of that correction for an LSTMP with $H$ cells and a hidden state of size
+#    $P$, with a reason. How many of the correction's singular values are then 0 for
+#    $H = 6$, $P = 2$?
 
 # %%
-# Not graded: check your numbers for Part E here. In a one-unit GRU whose weights are all zero
-# (biases as you choose), h_40 is an affine function of h_0: run gru_cell_forward 40 times from
-# two values of h_0, one apart, and the difference of the two h_40 is the derivative.
+# The numbers for Part E (not graded). 1: the formula against nn.LSTM's own count. 2: the
+# Jacobians by central differences, with your lstmp_cell_forward, on a random cell.
+import torch  # noqa: E402 (only to count nn.LSTM's parameters)
 
-# %% [markdown] nbgrader={"grade": true, "grade_id": "forget_gate_gradients", "locked": false, "points": 2, "schema_version": 3, "solution": true, "task": false}
-# **Model answer.** Along the memory path $\partial h_t / \partial h_{t-1} = \operatorname{diag}(z_t)$,
-# so $\partial h_T / \partial h_t = \operatorname{diag}\big(\prod_{j=t+1}^{T} z_j\big)$: the
-# update gate plays the forget gate's part, with no weight matrix and no $\tanh'$ on the path.
-# With biases 0, $z = \sigma(0) = 0.5$: 40 steps leave $0.5^{40} \approx 9.1 \cdot 10^{-13}$ of
-# the gradient, and each step lets in half of the candidate. With biases 3,
-# $z = \sigma(3) \approx 0.953$ keeps $0.953^{40} \approx 0.14$ of it (a one-unit GRU with zero
-# weights gives $\partial h_{40} / \partial h_0 = 0.143$ by finite differences), but only
-# $1 - z \approx 0.047$ of each new candidate enters the state. The gates are tied:
-# $\partial h_t / \partial \tilde h_t = \operatorname{diag}(1 - z_t)$, so the bias that keeps the
-# memory also makes the GRU write slowly (it writes only as much as it forgets) and shrinks the
-# gradient that reaches the candidate and its weights $U_h$, $W_h$ to 0.047 of what reaches
-# $h_t$. The LSTM's gates are separate: with forget bias 3 it keeps the same $0.953^{40}$ along
-# its cell path, yet it still writes with $i_t = \sigma(0) = 0.5$, and
-# $\partial c_t / \partial \tilde c_t = \operatorname{diag}(i_t)$ passes about 10.5 times more
-# gradient to its candidate. Training moves each $z_t$ unit by unit and step by step (it depends
-# on the input), so a trained GRU can keep some units and write others, and the full Jacobian
-# has other paths (through $\tilde h_t$, $z_t$ and $r_t$) as well.
+
+def cell_jacobian(step, c: np.ndarray, eps: float = 1e-6) -> np.ndarray:
+    """d step(c) / d c for a state c of shape (1, H), by central differences: (H, H)."""
+    columns = []
+    for unit in range(c.shape[1]):
+        bump = np.zeros_like(c)
+        bump[0, unit] = eps
+        columns.append((step(c + bump) - step(c - bump))[0] / (2 * eps))
+    return np.stack(columns, axis=1)
+
+
+try:
+    D_e, H_e, P_e = 64, 128, 32
+    lstmp = torch.nn.LSTM(D_e, H_e, proj_size=P_e)
+    counted = sum(p.numel() for p in lstmp.parameters()) - 4 * H_e  # minus its second bias
+    one_bias = {f"H = {n}": sum(p.numel() for p in torch.nn.LSTMCell(D_e, n).parameters()) - 4 * n
+                for n in (H_e, P_e)}  # fmt: skip
+    print(f"LSTMP D = {D_e}, H = {H_e}, P = {P_e}: {counted:,d} parameters "
+          f"(nn.LSTM with proj_size, less its second bias)")  # fmt: skip
+    for label, count in one_bias.items():
+        print(f"Lecture 2's cell, D = {D_e}, {label}: {count:,d} parameters")
+    multiply_adds = 4 * H_e * D_e + 4 * H_e * P_e + P_e * H_e  # U x, W h, R (o * tanh c)
+    print(f"LSTMP multiply-adds per step: {multiply_adds:,d}; "
+          f"Lecture 2's cell, H = {H_e}: {4 * H_e * (D_e + H_e):,d}, "
+          f"H = {P_e}: {4 * P_e * (D_e + P_e):,d}")  # fmt: skip
+    print(f"LSTMP against H = {H_e}: x{counted / one_bias[f'H = {H_e}']:.2f} of the parameters; "
+          f"against H = {P_e}: x{counted / one_bias[f'H = {P_e}']:.1f}; W holds "
+          f"{4 * H_e * P_e:,d} numbers instead of {4 * H_e * H_e:,d}, R {P_e * H_e:,d}")  # fmt: skip
+
+    rng = np.random.default_rng(2)
+    D_s, H_s, P_s = 3, 6, 2
+    small = {"U": rng.normal(size=(4 * H_s, D_s)), "W": rng.normal(size=(4 * H_s, P_s)),
+             "b": rng.normal(size=4 * H_s), "R": rng.normal(size=(P_s, H_s))}  # fmt: skip
+    x_1, x_2 = rng.normal(size=(1, D_s)), rng.normal(size=(1, D_s))
+    h_0, c_0 = rng.normal(size=(1, P_s)), rng.normal(size=(1, H_s))
+    h_1, c_1 = lstmp_cell_forward(x_1, h_0, c_0, small)
+    first = cell_jacobian(lambda c: lstmp_cell_forward(x_1, h_0, c, small)[1], c_0)
+    second = cell_jacobian(lambda c: lstmp_cell_forward(x_2, h_1, c, small)[1], c_1)
+    both = cell_jacobian(
+        lambda c: lstmp_cell_forward(x_2, *lstmp_cell_forward(x_1, h_0, c, small), small)[1], c_0
+    )
+    off_diagonal = np.abs(first - np.diag(np.diag(first))).max()
+    print(f"one step, H = {H_s}, P = {P_s}: largest off-diagonal |entry| {off_diagonal:.0e} "
+          "(the diagonal is f_t)")  # fmt: skip
+    correction = both - np.diag(np.diag(second) * np.diag(first))
+    singular = np.linalg.svd(correction, compute_uv=False)
+    print("two steps: singular values of the correction", " ".join(f"{s:.1e}" for s in singular))
+    print(f"{(singular > 1e-6).sum()} above 1e-6, {(singular <= 1e-6).sum()} below")
+except NotImplementedError:
+    print("Implement lstmp_cell_forward first, then run this cell again.")
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "projection_cost_and_rank", "locked": false, "points": 2, "schema_version": 3, "solution": true, "task": false}
+# **Model answer.** 1. The cell has $4HD$ numbers in $U$, $4HP$ in $W$, $4H$ in $b$ and $PH$
+# in $R$: $4H(D + P + 1) + PH$ parameters, and one step costs $4H(D + P) + PH$
+# multiply-adds. For $D = 64$, $H = 128$, $P = 32$ that is 53,760 parameters and 53,248
+# multiply-adds, against 98,816 and 98,304 for Lecture 2's cell with $H = 128$ (x0.54) and
+# 12,416 and 12,288 with $H = 32$ (x4.3). The saving is all in $W$, which holds 16,384
+# numbers instead of 65,536, for the price of $R$'s 4,096. The memory is the large cell's:
+# 128 cell units, each with its own forget gate on the cell path; the recurrent input is the
+# small cell's: the gates read the past through 32 numbers only; the cost is about half the
+# large cell's. 2. Of $c_{t+1} = f_{t+1} \odot c_t + i_{t+1} \odot \tilde c_{t+1}$, the
+# gates and the candidate of step $t + 1$ depend on $c_{t-1}$ only through $h_t$, so
+# $\partial c_{t+1} / \partial c_{t-1} = \operatorname{diag}(f_{t+1} \odot f_t) + G\,
+# \partial h_t / \partial c_{t-1}$, with
+# $G = \operatorname{diag}(c_t)\,\partial f_{t+1} / \partial h_t + \operatorname{diag}(\tilde c_{t+1})\,
+# \partial i_{t+1} / \partial h_t + \operatorname{diag}(i_{t+1})\,\partial \tilde c_{t+1} / \partial h_t$
+# of shape $H \times P$. The correction passes through the $P$ numbers of $h_t$: its rank is
+# at most $P$, so for $H = 6$ and $P = 2$ at least 4 singular values are 0. The cell prints 2
+# singular values of 2.5e-01 and 9.3e-02, and 4 below 1e-6 (9.4e-11 and less: the rounding
+# of the central differences). In Lecture 2's cell $P = H$ and the correction can have full
+# rank; the projection leaves the diagonal path whole and lets each cell sway the others'
+# future only along $P$ directions.
 #
-# *Grading notes: 1 point for $\operatorname{diag}(z_t)$ and the product of the update gates,
-# with about $9 \cdot 10^{-13}$ at bias 0 and about 0.14 at bias 3 after 40 steps; 1 point for
-# the cost of tying the gates: with $z \approx 0.953$ only $1 - z \approx 0.047$ of the
-# candidate, and of the gradient towards it, gets through, where the LSTM keeps its memory and
-# still writes (and passes gradient to $\tilde c_t$) through an input gate near 0.5.*
+# *Grading notes: 1 point for the formula of the parameters (or of the multiply-adds) with
+# the three counts for $D = 64$ and the comparison: memory of the large cell, recurrent input
+# of the small one, about half the large cell's cost; 1 point for the correction written as a
+# product through $h_t$ (an $H \times P$ factor) and its rank at most $P$, with the 2 large
+# and 4 vanishing singular values. Accept the student's own printed numbers. The numbers
+# above are those the reference prints; `tests/grading/test_a2_hidden_checks.py` checks each
+# against the cell's output.*
