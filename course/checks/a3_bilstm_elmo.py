@@ -243,7 +243,7 @@ def check_part_c(
             f"{type(centred_c).__name__}"
         )
     hint_c = ""
-    if np.allclose(np.asarray(centred_c, dtype=float), [0.8815171185, -1 / 3], atol=1e-6):
+    if np.allclose(np.asarray(centred_c, dtype=float), [0.8814750103, -1 / 3], atol=1e-6):
         hint_c = " (your values are the raw self-similarities: subtract the layer's mean vector)"
     elif np.allclose(np.asarray(centred_c, dtype=float), [-1 / 3, -1 / 3], atol=1e-6):
         hint_c = (
