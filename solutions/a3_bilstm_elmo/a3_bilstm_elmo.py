@@ -522,14 +522,11 @@ def centred_self_similarity(
     ### BEGIN SOLUTION
     word = np.asarray(vectors_by_layer, dtype=np.float64)
     sample = np.asarray(background_by_layer, dtype=np.float64)
+    shapes = f"vectors_by_layer {word.shape} and background_by_layer {sample.shape}"
     if word.ndim != 3 or sample.ndim != 3:
-        raise ValueError(
-            f"both inputs should be (L, N, D) and (L, M, D), got {word.shape} and {sample.shape}"
-        )
+        raise ValueError(f"{shapes}: both should have 3 dimensions, (L, N, D) and (L, M, D)")
     if sample.shape[0] != word.shape[0] or sample.shape[2] != word.shape[2] or not sample.shape[1]:
-        raise ValueError(
-            f"background_by_layer {sample.shape} needs the L and D of {word.shape} and M >= 1"
-        )
+        raise ValueError(f"{shapes}: the background needs the same L and D, and M >= 1")
     count = word.shape[1]
     if count < 2:
         raise ValueError(f"need at least two occurrences to compare, got N = {count}")
@@ -557,9 +554,7 @@ def first_component_share(vectors_by_layer: np.ndarray) -> list[float]:
     if word.ndim != 3:
         raise ValueError(f"vectors_by_layer should be (L, N, D), got shape {word.shape}")
     if word.shape[1] < 2:
-        raise ValueError(
-            f"need at least two occurrences to measure a spread, got N = {word.shape[1]}"
-        )
+        raise ValueError(f"need two occurrences or more to measure a spread, not {word.shape[1]}")
     shares = []
     for depth, occurrences in enumerate(word):
         spread = occurrences - occurrences.mean(axis=0)  # (N, D), centred on its own mean
