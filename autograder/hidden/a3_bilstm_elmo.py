@@ -2,23 +2,26 @@
 
 The hidden test cells of ``a3_bilstm_elmo`` call, at autograde time::
 
-    check_bidirectional_gru(bidirectional_gru)
+    check_stacked_bidirectional_gru(stacked_bidirectional_gru)
     check_scalar_mix(scalar_mix, mix_weights)
-    check_context_similarity(cosine_similarity_matrix, mean_context_similarity)
+    check_context_measures(centred_self_similarity, first_component_share)
     check_sense_separation(sense_separation, best_layer)
 
 Each check runs the student's functions on inputs the visible tests do not use (other shapes
-and seeds, B = 1, T = 1, H = 1, lengths in any order, garbage in the padding, huge mixing
-weights, three senses, string labels, non-contiguous arrays...) and compares the results with
-references computed *before* the call and in another way than the assignment asks:
-``torch.nn.GRU(bidirectional=True)`` on packed sequences, ``torch.softmax`` and AllenNLP's
-masked statistics written with torch, ``torch.nn.functional.cosine_similarity``, and loops
-over pairs and held-out occurrences. Then it checks that bad input raises ValueError.
+and seeds, B = 1, T = 1, H = 1, one to three layers, lengths in any order, garbage in the
+padding, huge mixing weights, a large common offset, three senses, string labels,
+non-contiguous arrays...) and compares the results with references computed *before* the
+call and in another way than the assignment asks: ``torch.nn.GRU(bidirectional=True,
+num_layers=L)`` on packed sequences, ``torch.softmax`` and AllenNLP's masked statistics
+written with torch, loops over pairs with ``torch.nn.functional.cosine_similarity``, the
+eigenvalues of ``torch.cov`` (``torch.linalg.eigvalsh``), and loops over held-out
+occurrences. Then it checks that bad input raises ValueError.
 
 While a student's function runs, the routines that would do its work (torch's recurrent
-layers and their functions, packing, softmax, layer norm, cosine similarity, autograd, and
-every public callable of the ``course`` package except ``course.checks``) are replaced by
-traps that raise :class:`ShortcutUsed`.
+layers and their functions, packing, softmax, layer norm, cosine similarity, covariance,
+eigenvalues and singular values, autograd, and every public callable of the ``course``
+package except ``course.checks``, ``course.analysis`` included) are replaced by traps that
+raise :class:`ShortcutUsed`.
 """
 
 from __future__ import annotations
@@ -43,15 +46,15 @@ __all__ = [
     "ShortcutUsed",
     "no_shortcuts",
     "shortcut_targets",
-    "check_bidirectional_gru",
+    "check_stacked_bidirectional_gru",
     "check_scalar_mix",
-    "check_context_similarity",
+    "check_context_measures",
     "check_sense_separation",
 ]
 
 READ_BY_HAND = "run the two readers by hand with NumPy and the given gru_step"
 MIX_BY_HAND = "compute the softmax and the normalisation by hand with NumPy"
-COSINE_BY_HAND = "compute the cosine similarities by hand with NumPy"
+SPREAD_BY_HAND = "compute the centred vectors, cosines and variances by hand with NumPy"
 PROBE_BY_HAND = "compute the centroids and the accuracies by hand with NumPy"
 
 
@@ -87,146 +90,195 @@ def _zrn_to_rzn(matrix: np.ndarray) -> torch.Tensor:
 
 
 # --------------------------------------------------------------------------------------------
-# Part A: bidirectional_gru
+# Part A: stacked_bidirectional_gru
 # --------------------------------------------------------------------------------------------
 
 
-def _bidirectional_case(
+def _stacked_case(
     label: str,
     seed: int,
     lengths: tuple[int, ...],
     D: int,
     H: int,
+    num_layers: int,
     *,
-    as_list: bool = False,  # lengths given as a list, not an array
+    as_lists: bool = False,  # lengths a list, layers a list of lists
     strided: bool = False,
     scale: float = 0.6,  # of the weights
 ) -> Case:
     return Case(
-        label, seed=seed, lengths=lengths, D=D, H=H, as_list=as_list, strided=strided, scale=scale
+        label,
+        seed=seed,
+        lengths=lengths,
+        D=D,
+        H=H,
+        num_layers=num_layers,
+        as_lists=as_lists,
+        strided=strided,
+        scale=scale,
     )
 
 
-BIDIRECTIONAL_CASES = (
-    _bidirectional_case("B=1, T=1, D=1, H=1", 501, (1,), 1, 1),
-    _bidirectional_case("B=3, T=6, lengths 6, 2, 4, garbage in the padding", 502, (6, 2, 4), 3, 4),
-    _bidirectional_case(
-        "B=5, T=7, lengths 1, 7, 3, 7, 5 given as a list", 503, (1, 7, 3, 7, 5), 2, 3, as_list=True
+STACKED_CASES = (
+    _stacked_case("one layer, B=1, T=1, D=1, H=1", 501, (1,), 1, 1, 1),
+    _stacked_case(
+        "two layers, B=3, T=6, lengths 6, 2, 4, garbage in the padding", 502, (6, 2, 4), 3, 4, 2
     ),
-    _bidirectional_case(
-        "B=2, T=5, lengths 2, 5, H=1, non-contiguous arrays", 504, (2, 5), 4, 1, strided=True
+    _stacked_case(
+        "three layers, B=5, T=7, lengths 1, 7, 3, 7, 5, lengths and layers given as lists",
+        503,
+        (1, 7, 3, 7, 5),
+        2,
+        3,
+        3,
+        as_lists=True,
     ),
-    _bidirectional_case(
-        "B=4, T=4, no padding, saturated gates", 505, (4, 4, 4, 4), 3, 2, scale=6.0
+    _stacked_case(
+        "two layers, B=2, T=5, lengths 2, 5, H=1, non-contiguous arrays",
+        504,
+        (2, 5),
+        4,
+        1,
+        2,
+        strided=True,
+    ),
+    _stacked_case(
+        "two layers, B=4, T=4, no padding, saturated gates", 505, (4, 4, 4, 4), 3, 2, 2, scale=6.0
     ),
 )
 
 
-def _torch_bidirectional(
-    xs: np.ndarray, lengths: Sequence[int], params_fwd: dict, params_bwd: dict
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """states (B, T, 2H) with zeros at padding, final_fwd and final_bwd (B, H): torch.nn.GRU."""
+def _stacked_layers(rng: np.random.Generator, D: int, H: int, num_layers: int, scale: float):
+    """num_layers pairs (params_fwd, params_bwd); layer 1 reads D inputs, the others 2H."""
+    return [
+        (_gru_params(rng, D if k == 0 else 2 * H, H, scale),
+         _gru_params(rng, D if k == 0 else 2 * H, H, scale))
+        for k in range(num_layers)
+    ]  # fmt: skip
+
+
+def _torch_stacked(
+    xs: np.ndarray, lengths: Sequence[int], layers: Sequence[tuple[dict, dict]]
+) -> tuple[np.ndarray, np.ndarray]:
+    """states (B, T, 2H) with zeros at padding and h_n (2L, B, H): torch.nn.GRU, packed."""
     B, T, D = xs.shape
-    H = params_fwd["W"].shape[1]
-    layer = torch.nn.GRU(D, H, batch_first=True, bidirectional=True, dtype=torch.float64)
+    H = layers[0][0]["W"].shape[1]
+    gru = torch.nn.GRU(
+        D, H, num_layers=len(layers), batch_first=True, bidirectional=True, dtype=torch.float64
+    )
     with torch.no_grad():
-        for suffix, params in (("", params_fwd), ("_reverse", params_bwd)):
-            getattr(layer, f"weight_ih_l0{suffix}").copy_(_zrn_to_rzn(params["U"]))
-            getattr(layer, f"weight_hh_l0{suffix}").copy_(_zrn_to_rzn(params["W"]))
-            getattr(layer, f"bias_ih_l0{suffix}").copy_(_zrn_to_rzn(params["b_in"]))
-            getattr(layer, f"bias_hh_l0{suffix}").copy_(_zrn_to_rzn(params["b_rec"]))
+        for k, pair in enumerate(layers):
+            for suffix, params in zip(("", "_reverse"), pair, strict=True):
+                getattr(gru, f"weight_ih_l{k}{suffix}").copy_(_zrn_to_rzn(params["U"]))
+                getattr(gru, f"weight_hh_l{k}{suffix}").copy_(_zrn_to_rzn(params["W"]))
+                getattr(gru, f"bias_ih_l{k}{suffix}").copy_(_zrn_to_rzn(params["b_in"]))
+                getattr(gru, f"bias_hh_l{k}{suffix}").copy_(_zrn_to_rzn(params["b_rec"]))
         packed = torch.nn.utils.rnn.pack_padded_sequence(
             torch.tensor(xs), list(lengths), batch_first=True, enforce_sorted=False
         )
-        out, h_n = layer(packed)
+        out, h_n = gru(packed)
         states, _ = torch.nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=T)
-    return states.numpy(), h_n[0].numpy(), h_n[1].numpy()
+    return states.numpy(), h_n.numpy()
 
 
-def _explain_states(states: Any, from_padding: np.ndarray, real: np.ndarray) -> str:
-    """A hint when the backward half matches a reader that starts at position T - 1."""
-    got = np.asarray(states, dtype=np.float64)
-    if got.shape != from_padding.shape:
+def _explain_stacked(result: Any, from_padding: tuple, swapped: tuple, real: np.ndarray) -> str:
+    """A hint when the output matches a reader that starts at position T - 1, or a layer 2 that
+    reads [backward; forward]."""
+    got = np.asarray(result["states"], dtype=np.float64)
+    if got.shape != from_padding[0].shape:
         return ""
-    H = got.shape[-1] // 2
-    if np.allclose(got[..., H:][real], from_padding[..., H:][real], atol=1e-7):
+    if np.allclose(got[real], from_padding[0][real], atol=1e-7):
         return (
-            ". The backward states match a backward reader that starts at position T - 1, in "
-            "the padding: it must start at each sequence's last real token, lengths[b] - 1"
+            ". The states match backward readers that start at position T - 1, in the padding: "
+            "each must start at its sequence's last real token, lengths[b] - 1"
+        )
+    if np.allclose(got[real], swapped[0][real], atol=1e-7):
+        return (
+            ". The states match a stack whose upper layers read [backward; forward]: the input "
+            "of layer l + 1 is [forward; backward] of layer l, the forward half first"
         )
     return ""
 
 
-def check_bidirectional_gru(bidirectional_gru: Callable[..., Any]) -> None:
-    """Hidden test of Part A: padded batches against torch.nn.GRU (bidirectional, packed)."""
-    for case in BIDIRECTIONAL_CASES:
-        lengths, D, H, scale = case.lengths, case.D, case.H, case.scale
+def _swap_inputs(layers: Sequence[tuple[dict, dict]]) -> list[tuple[dict, dict]]:
+    """The same stack with the columns of every upper U swapped between the two halves: what
+    torch computes from [backward; forward] with the original weights."""
+    swapped = [tuple(layers[0])]
+    for pair in layers[1:]:
+        moved = []
+        for params in pair:
+            half = params["U"].shape[1] // 2
+            moved.append(params | {"U": np.roll(params["U"], half, axis=1)})
+        swapped.append(tuple(moved))
+    return swapped
+
+
+def check_stacked_bidirectional_gru(stacked_bidirectional_gru: Callable[..., Any]) -> None:
+    """Hidden test of Part A: padded batches against torch.nn.GRU (bidirectional, stacked)."""
+    for case in STACKED_CASES:
+        lengths, D, H = case.lengths, case.D, case.H
         rng = np.random.default_rng(case.seed)
         B, T = len(lengths), max(lengths)
-        params_fwd, params_bwd = _gru_params(rng, D, H, scale), _gru_params(rng, D, H, scale)
+        layers = _stacked_layers(rng, D, H, case.num_layers, case.scale)
         xs = rng.normal(size=(B, T, D))
         real = np.arange(T)[None, :] < np.array(lengths)[:, None]  # (B, T)
         xs[~real] = 7.0  # padding with garbage: it must not matter
-        states_ref, fwd_ref, bwd_ref = _torch_bidirectional(xs, lengths, params_fwd, params_bwd)
-        from_padding, _, _ = _torch_bidirectional(xs, [T] * B, params_fwd, params_bwd)
-        sizes: Any = list(lengths) if case.as_list else np.array(lengths)
+        states_ref, h_n_ref = _torch_stacked(xs, lengths, layers)
+        from_padding = _torch_stacked(xs, [T] * B, layers)
+        swapped = _torch_stacked(xs, lengths, _swap_inputs(layers))
+        sizes: Any = list(lengths) if case.as_lists else np.array(lengths)
+        given: Any = [list(pair) for pair in layers] if case.as_lists else layers
         if case.strided:
             xs = _strided(xs)
-            params_fwd = {k: _strided(v) for k, v in params_fwd.items()}
-            params_bwd = {k: _strided(v) for k, v in params_bwd.items()}
-        inputs = {"xs": xs, "lengths": sizes, "params_fwd": params_fwd, "params_bwd": params_bwd}
+            given = [tuple({k: _strided(v) for k, v in p.items()} for p in pair) for pair in layers]
+        inputs = {"xs": xs, "lengths": sizes, "layers": given}
         before = _snapshot(inputs)
-        with case.named("bidirectional_gru"), np.errstate(over="ignore"):
-            result = _call_by_hand(
-                bidirectional_gru, READ_BY_HAND, xs, sizes, params_fwd, params_bwd
-            )
-            _expect_unchanged("bidirectional_gru", inputs, before)
-            keys = ("states", "final_fwd", "final_bwd")
+        with case.named("stacked_bidirectional_gru"), np.errstate(over="ignore"):
+            result = _call_by_hand(stacked_bidirectional_gru, READ_BY_HAND, xs, sizes, given)
+            _expect_unchanged("stacked_bidirectional_gru", inputs, before)
+            keys = ("states", "h_n")
             if not isinstance(result, Mapping) or not set(keys) <= set(result):
                 raise AssertionError(
-                    f"bidirectional_gru should return a dict with the keys {list(keys)}, got "
-                    f"{_describe(result)}"
+                    f"stacked_bidirectional_gru should return a dict with the keys {list(keys)}, "
+                    f"got {_describe(result)}"
                     + (f" with the keys {sorted(result)}" if isinstance(result, Mapping) else "")
                 )
-            against = "torch.nn.GRU (bidirectional, packed)"
+            against = f"torch.nn.GRU (bidirectional, num_layers={case.num_layers}, packed)"
             try:
                 assert_close(
                     "states", result["states"], states_ref, atol=1e-9, rtol=1e-7, against=against
                 )
             except AssertionError as error:
-                raise AssertionError(
-                    f"{error}{_explain_states(result['states'], from_padding, real)}"
-                ) from None
+                hint = _explain_stacked(result, from_padding, swapped, real)
+                raise AssertionError(f"{error}{hint}") from None
             assert_close(
-                "final_fwd", result["final_fwd"], fwd_ref, atol=1e-9, rtol=1e-7, against=against
-            )
-            assert_close(
-                "final_bwd", result["final_bwd"], bwd_ref, atol=1e-9, rtol=1e-7, against=against
+                "h_n (layer 1 forward, layer 1 backward, layer 2 forward, ...)",
+                result["h_n"],
+                h_n_ref,
+                atol=1e-9,
+                rtol=1e-7,
+                against=against,
             )
 
     rng = np.random.default_rng(506)
-    params_fwd, params_bwd = _gru_params(rng, 3, 2), _gru_params(rng, 3, 2)
+    layers = _stacked_layers(rng, 3, 2, 2, 0.6)
     xs = rng.normal(size=(2, 4, 3))
-    wrong_width = _gru_params(rng, 4, 2)
+    narrow_top = [layers[0], (_gru_params(rng, 2, 2), _gru_params(rng, 2, 2))]
     bad_calls = [
-        ("lengths [3, 0] (a sequence of length 0)", xs, np.array([3, 0]), params_fwd, params_bwd),
-        ("lengths [3, 5] with T = 4", xs, np.array([3, 5]), params_fwd, params_bwd),
-        ("lengths [-1, 2]", xs, np.array([-1, 2]), params_fwd, params_bwd),
-        ("lengths [3] for B = 2 sequences", xs, np.array([3]), params_fwd, params_bwd),
-        ("xs of shape (4, 3), not (B, T, D)", xs[0], np.array([4]), params_fwd, params_bwd),
-        (
-            "params_fwd['U'] for D = 4 and xs with D = 3",
-            xs,
-            np.array([4, 2]),
-            wrong_width,
-            params_bwd,
-        ),
+        ("lengths [3, 0] (a sequence of length 0)", xs, np.array([3, 0]), layers),
+        ("lengths [3, 5] with T = 4", xs, np.array([3, 5]), layers),
+        ("lengths [-1, 2]", xs, np.array([-1, 2]), layers),
+        ("lengths [3] for B = 2 sequences", xs, np.array([3]), layers),
+        ("xs of shape (4, 3), not (B, T, D)", xs[0], np.array([4]), layers),
+        ("layers = [] (no layer)", xs, np.array([4, 2]), []),
+        ("a layer that is one dict, not a pair", xs, np.array([4, 2]), [layers[0][0]]),
+        ("a layer 2 whose U reads H = 2 inputs, not 2H = 4", xs, np.array([4, 2]), narrow_top),
     ]
     for description, *args in bad_calls:
-        call = f"bidirectional_gru with {description}"
-        _expect_value_error(bidirectional_gru, READ_BY_HAND, call, *args)
-    total = len(BIDIRECTIONAL_CASES) + len(bad_calls)
-    print(f"check_bidirectional_gru: all {total} hidden cases passed.")
+        call = f"stacked_bidirectional_gru with {description}"
+        _expect_value_error(stacked_bidirectional_gru, READ_BY_HAND, call, *args)
+    total = len(STACKED_CASES) + len(bad_calls)
+    print(f"check_stacked_bidirectional_gru: all {total} hidden cases passed.")
 
 
 # --------------------------------------------------------------------------------------------
@@ -397,129 +449,181 @@ def check_scalar_mix(scalar_mix: Callable[..., Any], mix_weights: Callable[..., 
 
 
 # --------------------------------------------------------------------------------------------
-# Part C: cosine_similarity_matrix and mean_context_similarity
+# Part C: centred_self_similarity and first_component_share
 # --------------------------------------------------------------------------------------------
 
 
-def cosine_cases() -> list[Case]:
-    """The hidden cases of cosine_similarity_matrix: vectors (N, D)."""
+def centred_cases() -> list[Case]:
+    """The hidden cases of centred_self_similarity: (L, N, D) occurrences, (L, M, D) background."""
     rng = np.random.default_rng(701)
-    spread = rng.normal(size=(6, 3)) * np.geomspace(1e-3, 1e3, 6)[:, None]
-    return [
-        Case("N=5, D=4", vectors=rng.normal(size=(5, 4))),
-        Case("N=2, D=1, anti-parallel vectors", vectors=np.array([[2.0], [-0.5]])),
-        Case("N=6, D=3, lengths from 1e-3 to 1e3", vectors=spread),
-        Case(
-            "N=4, D=7, float32, non-contiguous",
-            vectors=_strided(rng.normal(size=(4, 7)).astype(np.float32)),
-        ),
-    ]
-
-
-def context_cases() -> list[Case]:
-    """The hidden cases of mean_context_similarity: vectors_by_layer (L, N, D)."""
-    rng = np.random.default_rng(702)
     word = rng.normal(size=3)
     typed = np.stack([np.tile(word, (7, 1)), word + rng.normal(size=(7, 3))])
+    offset = 1e3 * rng.normal(size=4)  # a common component far larger than the rest
     return [
-        Case("L=3, N=5, D=4", vectors_by_layer=rng.normal(size=(3, 5, 4)) + 0.5),
-        Case("L=1, N=2, D=1, anti-parallel", vectors_by_layer=np.array([[[3.0], [-1.0]]])),
-        Case("L=2, N=7, D=3, layer 0 a type embedding", vectors_by_layer=typed),
         Case(
-            "L=4, N=3, D=5, float32, non-contiguous",
+            "L=3, N=5, D=4, M=20",
+            vectors_by_layer=rng.normal(size=(3, 5, 4)) + 0.5,
+            background_by_layer=rng.normal(size=(3, 20, 4)),
+        ),
+        Case(
+            "L=1, N=2, D=1, M=3, on both sides of the mean",
+            vectors_by_layer=np.array([[[3.0], [-1.0]]]),
+            background_by_layer=np.array([[[0.0], [1.0], [2.0]]]),
+        ),
+        Case(
+            "L=2, N=7, D=3, M=1, layer 0 a type embedding",
+            vectors_by_layer=typed,
+            background_by_layer=rng.normal(size=(2, 1, 3)),
+        ),
+        Case(
+            "L=2, N=6, D=4, M=50, a common offset of size 1e3 in every vector",
+            vectors_by_layer=rng.normal(size=(2, 6, 4)) + 0.3 + offset,
+            background_by_layer=rng.normal(size=(2, 50, 4)) + offset,
+        ),
+        Case(
+            "L=4, N=3, D=5, M=8, float32, non-contiguous",
             vectors_by_layer=_strided(rng.normal(size=(4, 3, 5)).astype(np.float32)),
+            background_by_layer=_strided(rng.normal(size=(4, 8, 5)).astype(np.float32)),
         ),
     ]
 
 
-def _pairwise_mean(vectors: np.ndarray) -> float:
-    """The mean cosine similarity over ordered pairs of different rows, one pair at a time."""
-    rows = np.asarray(vectors, dtype=np.float64)
-    total, pairs = 0.0, 0
-    for i in range(len(rows)):
-        for k in range(len(rows)):
-            if i != k:
-                total += rows[i] @ rows[k] / (np.linalg.norm(rows[i]) * np.linalg.norm(rows[k]))
-                pairs += 1
-    return total / pairs
+def share_cases() -> list[Case]:
+    """The hidden cases of first_component_share: vectors_by_layer (L, N, D)."""
+    rng = np.random.default_rng(702)
+    stretched = rng.normal(size=(10, 3)) * np.array([5.0, 1.0, 0.2]) + 1e3
+    return [
+        Case("L=3, N=6, D=4", vectors_by_layer=rng.normal(size=(3, 6, 4)) + 2.0),
+        Case("L=1, N=2, D=5 (the share is 1)", vectors_by_layer=rng.normal(size=(1, 2, 5))),
+        Case(
+            "L=2, N=10, D=3, stretched along one axis, far from the origin",
+            vectors_by_layer=np.stack([stretched, stretched[:, ::-1] * [1.0, -1.0, 1.0]]),
+        ),
+        Case("L=2, N=4, D=1", vectors_by_layer=rng.normal(size=(2, 4, 1))),
+        Case("L=2, N=3, D=8 (N < D)", vectors_by_layer=rng.normal(size=(2, 3, 8))),
+        Case(
+            "L=3, N=7, D=6, float32, non-contiguous",
+            vectors_by_layer=_strided(rng.normal(size=(3, 7, 6)).astype(np.float32)),
+        ),
+    ]
 
 
-def check_context_similarity(
-    cosine_similarity_matrix: Callable[..., Any], mean_context_similarity: Callable[..., Any]
+def _centred_pairs(vectors: np.ndarray, background: np.ndarray) -> float:
+    """The mean cosine over ordered pairs of different rows, after subtracting the background's
+    mean, one pair at a time with torch."""
+    mean = torch.tensor(np.asarray(background, dtype=np.float64)).mean(dim=0)
+    rows = torch.tensor(np.asarray(vectors, dtype=np.float64)) - mean
+    values = [
+        float(torch.nn.functional.cosine_similarity(rows[i], rows[k], dim=0, eps=0.0))
+        for i in range(len(rows))
+        for k in range(len(rows))
+        if i != k
+    ]
+    return sum(values) / len(values)
+
+
+def _covariance_share(vectors: np.ndarray) -> float:
+    """The largest eigenvalue of the covariance matrix over the sum of its eigenvalues, with
+    torch's covariance and eigenvalues (not a singular value decomposition)."""
+    rows = torch.tensor(np.asarray(vectors, dtype=np.float64))
+    spread = torch.cov(rows.T, correction=0).reshape(rows.shape[1], rows.shape[1])  # (D, D)
+    eigenvalues = torch.linalg.eigvalsh(spread).clamp(min=0.0)
+    return float(eigenvalues.max() / eigenvalues.sum())
+
+
+def _explain_centred(got: Any, stack: np.ndarray, background: np.ndarray) -> str:
+    """A hint when the means are the raw self-similarities, or centred on the word's own mean."""
+    try:
+        values = np.asarray(got, dtype=np.float64)
+    except (TypeError, ValueError):
+        return ""
+    zero = np.zeros((1, stack.shape[2]))
+    raw = [_centred_pairs(layer, zero) for layer in stack]
+    own = [_centred_pairs(layer, layer) for layer in stack]
+    if values.shape == (len(stack),) and np.allclose(values, raw, atol=1e-7):
+        return ". These are the raw self-similarities: subtract each layer's background mean first"
+    if values.shape == (len(stack),) and np.allclose(values, own, atol=1e-7):
+        return (
+            ". These centre the word's vectors on their own mean: subtract the mean of the "
+            "layer's background vectors"
+        )
+    return ""
+
+
+def check_context_measures(
+    centred_self_similarity: Callable[..., Any], first_component_share: Callable[..., Any]
 ) -> None:
-    """Hidden test of Part C: cosine matrices, and means over pairs without the diagonal."""
-    cosines = cosine_cases()
-    for case in cosines:
-        vectors = case.vectors
-        as_tensor = torch.tensor(np.asarray(vectors, dtype=np.float64))
-        expected = torch.nn.functional.cosine_similarity(
-            as_tensor[:, None], as_tensor[None, :], dim=-1, eps=0.0
-        ).numpy()
-        before = _snapshot({"vectors": vectors})
-        with case.named("cosine_similarity_matrix"):
-            table = _call_by_hand(cosine_similarity_matrix, COSINE_BY_HAND, vectors)
-            _expect_unchanged("cosine_similarity_matrix", {"vectors": vectors}, before)
-            assert_close(
-                "the cosine matrix",
-                table,
-                expected,
-                atol=1e-9,
-                rtol=1e-7,
-                against="F.cosine_similarity",
-            )
+    """Hidden test of Part C: self-similarity after removing a layer's mean, and the share of
+    the first principal component."""
+    centred = centred_cases()
+    for case in centred:
+        stack, background = case.vectors_by_layer, case.background_by_layer
+        expected = [_centred_pairs(v, m) for v, m in zip(stack, background, strict=True)]
+        inputs = {"vectors_by_layer": stack, "background_by_layer": background}
+        before = _snapshot(inputs)
+        with case.named("centred_self_similarity"):
+            means = _call_by_hand(centred_self_similarity, SPREAD_BY_HAND, stack, background)
+            _expect_unchanged("centred_self_similarity", inputs, before)
+            means = _expect_floats("centred_self_similarity", means, len(stack))
+            try:
+                assert_close(
+                    "the centred self-similarity by layer",
+                    means,
+                    expected,
+                    atol=1e-9,
+                    rtol=1e-7,
+                    against="a loop over pairs with F.cosine_similarity, after the layer's mean",
+                )
+            except AssertionError as error:
+                hint = _explain_centred(means, stack, background)
+                raise AssertionError(f"{error}{hint}") from None
 
-    contexts = context_cases()
-    for case in contexts:
+    shares = share_cases()
+    for case in shares:
         stack = case.vectors_by_layer
-        expected = [_pairwise_mean(layer) for layer in stack]
+        expected = [_covariance_share(layer) for layer in stack]
         before = _snapshot({"vectors_by_layer": stack})
-        with case.named("mean_context_similarity"):
-            means = _call_by_hand(mean_context_similarity, COSINE_BY_HAND, stack)
-            _expect_unchanged("mean_context_similarity", {"vectors_by_layer": stack}, before)
-            means = _expect_floats("mean_context_similarity", means, len(stack))
+        with case.named("first_component_share"):
+            got = _call_by_hand(first_component_share, SPREAD_BY_HAND, stack)
+            _expect_unchanged("first_component_share", {"vectors_by_layer": stack}, before)
+            got = _expect_floats("first_component_share", got, len(stack))
             assert_close(
-                "the mean similarity by layer",
-                means,
+                "the first-component share by layer",
+                got,
                 expected,
                 atol=1e-9,
                 rtol=1e-7,
-                against="the mean over pairs of different occurrences",
+                against="the eigenvalues of the covariance matrix (torch.linalg.eigvalsh)",
             )
 
     rng = np.random.default_rng(703)
-    with_zero = rng.normal(size=(4, 3))
-    with_zero[2] = 0.0
-    bad_calls = [
-        (cosine_similarity_matrix, "cosine_similarity_matrix", "a zero vector (row 2)", with_zero),
-        (
-            cosine_similarity_matrix,
-            "cosine_similarity_matrix",
-            "vectors of shape (2, 3, 4)",
-            rng.normal(size=(2, 3, 4)),
-        ),
-        (
-            mean_context_similarity,
-            "mean_context_similarity",
-            "N = 1 occurrence",
-            rng.normal(size=(3, 1, 4)),
-        ),
-        (
-            mean_context_similarity,
-            "mean_context_similarity",
-            "a zero vector in layer 1",
-            np.stack([rng.normal(size=(4, 3)), with_zero]),
-        ),
-        (
-            mean_context_similarity,
-            "mean_context_similarity",
-            "vectors_by_layer of shape (5, 3)",
-            rng.normal(size=(5, 3)),
-        ),
+    stack = rng.normal(size=(2, 4, 3))
+    background = rng.normal(size=(2, 5, 3))
+    at_mean = stack.copy()
+    at_mean[1, 2] = background[1].mean(axis=0)
+    still = stack.copy()
+    still[1] = stack[1, 0]  # layer 1: four equal vectors
+    bad_centred = [
+        ("N = 1 occurrence", stack[:, :1], background),
+        ("occurrence 2 of layer 1 equal to the layer's mean", at_mean, background),
+        ("a background of 3 layers for 2", stack, rng.normal(size=(3, 5, 3))),
+        ("a background with D = 4 for D = 3", stack, rng.normal(size=(2, 5, 4))),
+        ("an empty background (M = 0)", stack, np.zeros((2, 0, 3))),
+        ("vectors_by_layer of shape (4, 3)", stack[0], background),
     ]
-    for function, name, description, argument in bad_calls:
-        _expect_value_error(function, COSINE_BY_HAND, f"{name} with {description}", argument)
-    total = len(cosines) + len(contexts) + len(bad_calls)
-    print(f"check_context_similarity: all {total} hidden cases passed.")
+    for description, *args in bad_centred:
+        call = f"centred_self_similarity with {description}"
+        _expect_value_error(centred_self_similarity, SPREAD_BY_HAND, call, *args)
+    bad_shares = [
+        ("N = 1 occurrence", stack[:, :1]),
+        ("a layer whose 4 vectors are equal", still),
+        ("vectors_by_layer of shape (4, 3)", stack[0]),
+    ]
+    for description, argument in bad_shares:
+        call = f"first_component_share with {description}"
+        _expect_value_error(first_component_share, SPREAD_BY_HAND, call, argument)
+    total = len(centred) + len(shares) + len(bad_centred) + len(bad_shares)
+    print(f"check_context_measures: all {total} hidden cases passed.")
 
 
 # --------------------------------------------------------------------------------------------

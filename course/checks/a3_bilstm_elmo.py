@@ -1,4 +1,4 @@
-"""The visible tests of Assignment 3 (a bidirectional GRU, ELMo's scalar mix, context similarity, senses).
+"""The visible tests of Assignment 3 (a stacked bidirectional GRU, ELMo's scalar mix, context measures, senses).
 
 Each test cell of the notebook calls one check with the student's functions, which run under
 the rule of the part's hidden tests (:func:`course.checks.rules.by_hand`). Every function
@@ -21,21 +21,35 @@ __all__ = ["check_part_a", "check_part_b", "check_part_c", "check_part_d"]
 ASSIGNMENT = "a3_bilstm_elmo"
 
 
-def check_part_a(bidirectional_gru: Callable[..., Any]) -> None:
-    """Part A's visible test (bidirectional_gru)."""
+def _gru_weights(
+    U: tuple[float, float, int, int], W: tuple[float, float], b_in: list, b_rec: list
+) -> dict[str, np.ndarray]:
+    """A GRU's weights with H = 2: U from linspace(U[0], U[1]) of shape (6, U[3]), W (6, 2)."""
+    return {
+        "U": np.linspace(U[0], U[1], 6 * U[3]).reshape(6, U[3]),
+        "W": np.linspace(W[0], W[1], 6 * 2).reshape(6, 2),
+        "b_in": np.array(b_in),
+        "b_rec": np.array(b_rec),
+    }
+
+
+def check_part_a(stacked_bidirectional_gru: Callable[..., Any]) -> None:
+    """Part A's visible test (stacked_bidirectional_gru)."""
     __tracebackhide__ = True
-    params_fwd_a = {
-        "U": np.linspace(-1.0, 1.0, 6 * 3).reshape(6, 3),  # H=2, D=3
-        "W": np.linspace(0.5, -0.5, 6 * 2).reshape(6, 2),
-        "b_in": np.array([0.1, 0.2, -0.1, 0.0, 0.3, -0.3]),
-        "b_rec": np.array([0.0, -0.2, 0.1, 0.1, 0.5, 0.5]),
-    }
-    params_bwd_a = {
-        "U": np.linspace(0.9, -0.7, 6 * 3).reshape(6, 3),
-        "W": np.linspace(-0.4, 0.6, 6 * 2).reshape(6, 2),
-        "b_in": np.array([0.0, 0.1, 0.2, -0.2, 0.1, 0.0]),
-        "b_rec": np.array([0.3, 0.0, -0.1, 0.2, 0.0, 0.1]),
-    }
+    layers_a = [
+        (  # layer 1 reads x (D = 3)
+            _gru_weights((-1.0, 1.0, 6, 3), (0.5, -0.5), [0.1, 0.2, -0.1, 0.0, 0.3, -0.3],
+                         [0.0, -0.2, 0.1, 0.1, 0.5, 0.5]),
+            _gru_weights((0.9, -0.7, 6, 3), (-0.4, 0.6), [0.0, 0.1, 0.2, -0.2, 0.1, 0.0],
+                         [0.3, 0.0, -0.1, 0.2, 0.0, 0.1]),
+        ),
+        (  # layer 2 reads the 2H = 4 numbers [forward; backward] of layer 1
+            _gru_weights((1.2, -0.8, 6, 4), (-0.6, 0.4), [0.2, -0.1, 0.0, 0.1, -0.2, 0.3],
+                         [-0.1, 0.0, 0.2, 0.0, 0.1, -0.2]),
+            _gru_weights((-0.9, 1.1, 6, 4), (0.3, -0.7), [0.0, 0.2, -0.3, 0.1, 0.0, 0.2],
+                         [0.1, 0.1, 0.0, -0.2, 0.3, 0.0]),
+        ),
+    ]  # fmt: skip
     xs_a = np.array(
         [
             [[1.0, 0.0, -1.0], [0.0, 1.0, 0.0], [-0.5, 0.5, 1.0]],
@@ -43,27 +57,18 @@ def check_part_a(bidirectional_gru: Callable[..., Any]) -> None:
         ]
     )  # (B=2, T=3, D=3)
     lengths_a = np.array([3, 2])
-    with inputs_kept(
-        "bidirectional_gru",
-        xs=xs_a,
-        lengths=lengths_a,
-        params_fwd=params_fwd_a,
-        params_bwd=params_bwd_a,
-    ):
-        out_a = by_hand(ASSIGNMENT, bidirectional_gru, xs_a, lengths_a, params_fwd_a, params_bwd_a)
-    if not (isinstance(out_a, dict) and {"states", "final_fwd", "final_bwd"} <= set(out_a)):
+    with inputs_kept("stacked_bidirectional_gru", xs=xs_a, lengths=lengths_a, layers=layers_a):
+        out_a = by_hand(ASSIGNMENT, stacked_bidirectional_gru, xs_a, lengths_a, layers_a)
+    if not (isinstance(out_a, dict) and {"states", "h_n"} <= set(out_a)):
         raise CheckFailed(
-            "bidirectional_gru should return a dict with the keys 'states', 'final_fwd', 'final_bwd'"
+            "stacked_bidirectional_gru should return a dict with the keys 'states', 'h_n'"
         )
 
     # Sequence 1 read alone (B=1, T=2, no padding) must get the same states as in the batch.
-    alone_a = by_hand(
-        ASSIGNMENT, bidirectional_gru, xs_a[1:, :2], np.array([2]), params_fwd_a, params_bwd_a
-    )
+    alone_a = by_hand(ASSIGNMENT, stacked_bidirectional_gru, xs_a[1:, :2], np.array([2]), layers_a)
     for key_a, got_a, want_a in [
-        ("final_bwd", out_a["final_bwd"][1], alone_a["final_bwd"][0]),
-        ("states", out_a["states"][1, :2], alone_a["states"][0]),
-        ("final_fwd", out_a["final_fwd"][1], alone_a["final_fwd"][0]),
+        ("h_n", np.asarray(out_a["h_n"])[:, 1], np.asarray(alone_a["h_n"])[:, 0]),
+        ("states", np.asarray(out_a["states"])[1, :2], np.asarray(alone_a["states"])[0]),
     ]:
         try:
             assert_close(
@@ -75,58 +80,58 @@ def check_part_a(bidirectional_gru: Callable[..., Any]) -> None:
             )
         except AssertionError as error_a:
             raise CheckFailed(
-                f"{error_a}. The padding at position 2 changed this sequence: the backward reader "
-                "must start at its last real token (position lengths[b] - 1 = 1), never at the "
-                "padding, and the forward reader must stop there."
+                f"{error_a}. The padding at position 2 changed this sequence: in every layer the "
+                "backward reader must start at its last real token (position lengths[b] - 1 = 1), "
+                "never at the padding, and the forward reader must stop there."
             ) from None
 
+    against_a = "torch.nn.GRU (bidirectional, num_layers=2, packed)"
     assert_close(
-        "states",
+        "h_n (layer 1 forward, layer 1 backward, layer 2 forward, layer 2 backward)",
+        out_a["h_n"],
+        [
+            [[0.7083785076, 0.5285622525], [0.5414950636, 0.3462801772]],
+            [[-0.0313722276, -0.1648837708], [-0.0198415449, -0.1403671311]],
+            [[-0.1030302754, 0.0068147050], [-0.1195457690, -0.0674532866]],
+            [[0.0663856724, 0.1351410245], [0.2045012113, 0.3072099132]],
+        ],
+        atol=1e-8,
+        against=against_a
+        + " (layer 2 reads [forward; backward] of layer 1, the forward half first)",
+    )
+    assert_close(
+        "states (the top layer)",
         out_a["states"],
         [
             [
-                [0.1483471616, -0.1638273910, -0.0313722276, -0.1648837708],
-                [0.5866234670, 0.3820701040, -0.1405846761, -0.3454555028],
-                [0.7083785076, 0.5285622525, -0.0963992356, -0.2310736585],
+                [-0.0224095473, 0.1963812927, 0.0663856724, 0.1351410245],
+                [-0.0564264229, 0.1347864456, 0.2211990488, 0.3591414860],
+                [-0.1030302754, 0.0068147050, 0.3284823354, 0.4082508618],
             ],
             [
-                [0.3330531028, 0.1358541836, -0.0198415449, -0.1403671311],
-                [0.5414950636, 0.3462801772, -0.0075906133, -0.1072341573],
+                [-0.0641062351, 0.0239594156, 0.2045012113, 0.3072099132],
+                [-0.1195457690, -0.0674532866, 0.2962344263, 0.3671120922],
                 [0.0, 0.0, 0.0, 0.0],
             ],
         ],
         atol=1e-8,
-        against="torch.nn.GRU (bidirectional, packed)",
-    )
-    assert_close(
-        "final_fwd",
-        out_a["final_fwd"],
-        [[0.7083785076, 0.5285622525], [0.5414950636, 0.3462801772]],
-        atol=1e-8,
-        against="torch.nn.GRU (bidirectional, packed)",
-    )
-    assert_close(
-        "final_bwd",
-        out_a["final_bwd"],
-        [[-0.0313722276, -0.1648837708], [-0.0198415449, -0.1403671311]],
-        atol=1e-8,
-        against="torch.nn.GRU (bidirectional, packed)",
+        against=against_a,
     )
     for bad_lengths_a in ([3, 0], [4, 2]):
         try:
-            by_hand(
-                ASSIGNMENT,
-                bidirectional_gru,
-                xs_a,
-                np.array(bad_lengths_a),
-                params_fwd_a,
-                params_bwd_a,
-            )
+            by_hand(ASSIGNMENT, stacked_bidirectional_gru, xs_a, np.array(bad_lengths_a), layers_a)
         except ValueError:
             continue
         raise CheckFailed(
-            f"bidirectional_gru should raise ValueError for lengths {bad_lengths_a} with T = 3"
+            f"stacked_bidirectional_gru should raise ValueError for lengths {bad_lengths_a} "
+            "with T = 3"
         )
+    try:
+        by_hand(ASSIGNMENT, stacked_bidirectional_gru, xs_a, lengths_a, [])
+    except ValueError:
+        pass
+    else:
+        raise CheckFailed("stacked_bidirectional_gru should raise ValueError for layers = []")
     print("Part A, visible test: passed.")
 
 
@@ -215,52 +220,94 @@ def check_part_b(scalar_mix: Callable[..., Any], mix_weights: Callable[..., Any]
 
 
 def check_part_c(
-    cosine_similarity_matrix: Callable[..., Any], mean_context_similarity: Callable[..., Any]
+    centred_self_similarity: Callable[..., Any], first_component_share: Callable[..., Any]
 ) -> None:
-    """Part C's visible test (cosine_similarity_matrix, mean_context_similarity)."""
+    """Part C's visible test (centred_self_similarity, first_component_share)."""
     __tracebackhide__ = True
-    vectors_c = np.array([[1.0, 0.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.0, 2.0], [1.0, 1.0, 1.0]])
-    with inputs_kept("cosine_similarity_matrix", vectors=vectors_c):
-        similarity_c = by_hand(ASSIGNMENT, cosine_similarity_matrix, vectors_c)
-    assert_close(
-        "cosine_similarity_matrix(vectors)",
-        similarity_c,
+    vectors_c = np.array(
         [
-            [1.0, 0.7071067812, 0.0, 0.5773502692],
-            [0.7071067812, 1.0, 0.0, 0.8164965809],
-            [0.0, 0.0, 1.0, 0.5773502692],
-            [0.5773502692, 0.8164965809, 0.5773502692, 1.0],
-        ],
-        atol=1e-9,
-        against="the expected value",
-    )
-    try:
-        by_hand(ASSIGNMENT, cosine_similarity_matrix, np.array([[1.0, 2.0], [0.0, 0.0]]))
-    except ValueError:
-        pass
-    else:
-        raise CheckFailed("cosine_similarity_matrix should raise ValueError for a zero vector")
-
-    layers_c = np.stack([np.tile([[2.0, -1.0, 0.5]], (4, 1)), vectors_c])  # (L=2, N=4, D=3)
-    with inputs_kept("mean_context_similarity", vectors_by_layer=layers_c):
-        means_c = by_hand(ASSIGNMENT, mean_context_similarity, layers_c)
-    if not (isinstance(means_c, list) and len(means_c) == 2):
+            [[2.0, 1.0], [1.0, 2.0], [2.0, 2.0], [3.0, 1.0]],
+            [[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0], [0.0, -1.0]],
+        ]
+    )  # (L=2, N=4, D=2)
+    background_c = np.array(
+        [[[1.0, 1.0], [2.0, 0.0], [0.0, 2.0]], [[1.0, 1.0], [0.0, 0.0], [0.5, 0.5]]]
+    )  # (L=2, M=3, D=2): the layer means are (1, 1) and (0.5, 0.5)
+    with inputs_kept(
+        "centred_self_similarity", vectors_by_layer=vectors_c, background_by_layer=background_c
+    ):
+        centred_c = by_hand(ASSIGNMENT, centred_self_similarity, vectors_c, background_c)
+    if not (isinstance(centred_c, list) and len(centred_c) == 2):
         raise CheckFailed(
-            f"mean_context_similarity should return a list of 2 floats, got {type(means_c).__name__}"
+            "centred_self_similarity should return a list of 2 floats, got "
+            f"{type(centred_c).__name__}"
         )
-    assert_close(
-        "mean_context_similarity (layer 0: a type embedding, layer 1: the vectors above)",
-        means_c,
-        [1.0, 0.4463839834],
-        atol=1e-9,
-        against="the expected value (the mean over pairs of different occurrences)",
-    )
+    hint_c = ""
+    if np.allclose(np.asarray(centred_c, dtype=float), [0.8814750103, -1 / 3], atol=1e-6):
+        hint_c = " (your values are the raw self-similarities: subtract the layer's mean vector)"
+    elif np.allclose(np.asarray(centred_c, dtype=float), [-1 / 3, -1 / 3], atol=1e-6):
+        hint_c = (
+            " (your values centre the word's vectors on their own mean: subtract the mean of "
+            "the background vectors)"
+        )
     try:
-        by_hand(ASSIGNMENT, mean_context_similarity, np.ones((2, 1, 3)))
+        assert_close(
+            "centred_self_similarity by layer",
+            centred_c,
+            [0.5202200573, -0.0666666667],
+            atol=1e-9,
+            against="the expected value (mean cosine over pairs i != k of v_i - mean(background))",
+        )
+    except AssertionError as error_c:
+        raise CheckFailed(f"{error_c}{hint_c}") from None
+    at_mean_c = vectors_c.copy()
+    at_mean_c[0, 2] = [1.0, 1.0]  # occurrence 2 of layer 0 is the layer's mean vector
+    for description_c, bad_c in (
+        ("N = 1 occurrence", vectors_c[:, :1]),
+        ("an occurrence equal to the layer's mean (1, 1)", at_mean_c),
+    ):
+        try:
+            by_hand(ASSIGNMENT, centred_self_similarity, bad_c, background_c)
+        except ValueError:
+            continue
+        raise CheckFailed(f"centred_self_similarity should raise ValueError for {description_c}")
+
+    shares_in_c = np.array(
+        [
+            [[1.0, 1.0], [2.0, 3.0], [3.0, 5.0], [4.0, 7.0]],  # on a line
+            [[4.0, -1.0], [2.0, -1.0], [3.0, 0.0], [3.0, -2.0]],  # a cross around (3, -1)
+            [[3.0, 1.0], [-1.0, 1.0], [1.0, 2.0], [1.0, 0.0]],  # a cross stretched along x
+        ]
+    )  # (L=3, N=4, D=2)
+    with inputs_kept("first_component_share", vectors_by_layer=shares_in_c):
+        shares_c = by_hand(ASSIGNMENT, first_component_share, shares_in_c)
+    if not (isinstance(shares_c, list) and len(shares_c) == 3):
+        raise CheckFailed(
+            f"first_component_share should return a list of 3 floats, got {type(shares_c).__name__}"
+        )
+    hint_c = ""
+    if np.allclose(np.asarray(shares_c, dtype=float), [0.9985, 0.9545, 0.7778], atol=1e-4):
+        hint_c = " (your shares are those of the vectors not centred: subtract their mean first)"
+    elif np.allclose(np.asarray(shares_c, dtype=float), [1.0, 0.5, 2 / 3], atol=1e-6):
+        hint_c = " (the variances are the squared singular values, not the singular values)"
+    try:
+        assert_close(
+            "first_component_share by layer",
+            shares_c,
+            [1.0, 0.5, 0.8],
+            atol=1e-9,
+            against="the expected value (largest eigenvalue of the covariance over their sum)",
+        )
+    except AssertionError as error_c:
+        raise CheckFailed(f"{error_c}{hint_c}") from None
+    try:
+        by_hand(ASSIGNMENT, first_component_share, np.stack([shares_in_c[0], np.ones((4, 2))]))
     except ValueError:
         pass
     else:
-        raise CheckFailed("mean_context_similarity should raise ValueError for N = 1")
+        raise CheckFailed(
+            "first_component_share should raise ValueError for a layer whose vectors are all equal"
+        )
     print("Part C, visible test: passed.")
 
 

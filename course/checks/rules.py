@@ -171,10 +171,13 @@ RULES: dict[str, Rule] = {
             ("torch.nn.utils.rnn", ("pack_padded_sequence", "pad_packed_sequence")),
             ("torch.autograd", ("backward", "grad")),
             ("torch.Tensor", ("backward", "softmax")),
+            ("torch", ("cov", "svd", "pca_lowrank", "svd_lowrank")),
+            ("torch.linalg", ("svd", "svdvals", "eig", "eigh", "eigvals", "eigvalsh")),
         ),
         summary=(
             "torch's recurrent layers (torch.nn.GRU, LSTM, their cells and functions), its "
-            "softmax, layer norm and cosine similarity, and autograd"
+            "softmax, layer norm, cosine similarity, covariance, eigenvalue and singular "
+            "value routines, and autograd"
         ),
     ),
     "a4_seq2seq_attention": Rule(

@@ -13,24 +13,28 @@
 # ---
 
 # %% [markdown]
-# # Assignment 3: a bidirectional reader, ELMo's scalar mix, and what each layer knows
+# # Assignment 3: a stacked bidirectional reader, ELMo's scalar mix, and what each layer knows
 #
 # In Lecture 3 you saw a forward and a backward LSTM read the same sentence, layers stacked
 # on top of each other, and ELMo mix the layers of a bidirectional language model into one
 # vector per token. Here you write these pieces yourself in NumPy, for padded batches, and
 # then use them the way ELMo's authors did: to ask which layer of a contextual model knows
-# what.
+# what, with measures that a vector common to a whole layer cannot fool.
 #
 # **Goals.** After this assignment you can
 #
-# 1. run a bidirectional recurrent reader over a padded batch, with a backward reader that
-#    starts at each sentence's own last word (Part A);
+# 1. run a stack of bidirectional recurrent layers over a padded batch, each layer reading
+#    both halves of the one below, with backward readers that start at each sentence's own
+#    last word (Part A);
 # 2. compute ELMo's scalar mix of layers, with a stable softmax and an optional layer
 #    normalisation that looks only at real tokens (Part B);
 # 3. measure how much the vectors of one word change from sentence to sentence, layer by
-#    layer (Part C);
+#    layer, once the layer's common direction is removed, and how many directions they
+#    spread in (Part C);
 # 4. find the layer whose vectors best separate two senses of a word (Part D);
-# 5. explain why ELMo learns a mix of layers for each task (Part E, written).
+# 5. predict and explain what these functions measure: which tokens reach a state of the
+#    stack, and what a common offset and a small sample do to the measures of Part C (Part E,
+#    written).
 #
 # ## Notation
 #
@@ -68,15 +72,17 @@
 # * Parts A to D are autograded. Each has a **visible test** that you can run now (fixed
 #   inputs; it names the quantity that is off and by how much), and a **hidden test** that
 #   runs at grading time on other shapes, seeds and edge cases ($B = 1$, $T = 1$, $H = 1$,
-#   sequences in any order of length, garbage in the padding, huge mixing weights, three
-#   senses, non-contiguous arrays, labels given as strings...) and checks that bad input
+#   one to three layers, sequences in any order of length, garbage in the padding, huge
+#   mixing weights, $N = 2$ occurrences, a large common offset, three senses, non-contiguous
+#   arrays, labels given as strings...) and checks that bad input
 #   raises `ValueError`. Hard-coding the visible answers keeps the visible points only.
 # * Part E is a short written answer, graded by hand.
 # * Write code only where it says `YOUR CODE HERE`; keep function names and signatures; do not
 #   delete or copy cells. Your functions must not modify their inputs.
 # * Use NumPy. During the hidden tests torch's recurrent layers (`torch.nn.GRU`, `LSTM`, their
-#   cells and functions), its softmax, layer norm and cosine similarity, autograd and the
-#   helpers of the `course` package are replaced by traps: calling them from your functions
+#   cells and functions, packing), its softmax, layer norm, cosine similarity, covariance,
+#   eigenvalue and singular value routines, autograd and the helpers of the `course` package
+#   (`course.analysis` included) are replaced by traps: calling them from your functions
 #   fails the test. (`course.checks` is allowed.) The visible tests run your functions under
 #   the same rule and say so when one of them calls a forbidden routine; their data and
 #   expected values are in `course/checks/a3_bilstm_elmo.py`.
@@ -135,53 +141,68 @@ def gru_step(x: np.ndarray, h: np.ndarray, params: dict[str, np.ndarray]) -> np.
 
 
 # %% [markdown]
-# ## Part A: a bidirectional reader over a padded batch (4 points)
+# ## Part A: a stacked bidirectional reader over a padded batch (4 points)
 #
-# A bidirectional reader runs two GRUs over each sequence: a **forward** one, with weights
-# `params_fwd`, reads positions $0, 1, \dots$ and gives $\overrightarrow{h}_t$, which has
-# seen the tokens up to $t$; a **backward** one, with weights `params_bwd`, reads the same
-# tokens from the last one back to position 0 and gives $\overleftarrow{h}_t$, which has seen
-# the tokens from $t$ to the end. Both start from zero states. The representation of token
-# $t$ is the concatenation $[\overrightarrow{h}_t; \overleftarrow{h}_t]$, of size $2H$.
+# A bidirectional layer runs two GRUs over each sequence: a **forward** one reads positions
+# $0, 1, \dots$ and gives $\overrightarrow{h}_t$, which has seen the inputs up to $t$; a
+# **backward** one reads the same inputs from the last one back to position 0 and gives
+# $\overleftarrow{h}_t$, which has seen the inputs from $t$ to the end. Both start from zero
+# states, and the layer's output at $t$ is $[\overrightarrow{h}_t; \overleftarrow{h}_t]$, of
+# size $2H$. Lecture 3 reads one such layer; here you **stack** them, wired as
+# `torch.nn.GRU(bidirectional=True, num_layers=L)` wires them: the inputs of layer 1 are the
+# $x_t$, and **both** readers of layer $l + 1$ take as their input at position $t$ the whole
+# output of layer $l$ there,
 #
-# Implement `bidirectional_gru`. It returns a dict with
+# $$\overrightarrow{h}^{\,l+1}_t = \operatorname{GRU}^{\rightarrow}_{l+1}\big([\overrightarrow{h}^{\,l}_t; \overleftarrow{h}^{\,l}_t],\ \overrightarrow{h}^{\,l+1}_{t-1}\big),
+# \qquad
+# \overleftarrow{h}^{\,l+1}_t = \operatorname{GRU}^{\leftarrow}_{l+1}\big([\overrightarrow{h}^{\,l}_t; \overleftarrow{h}^{\,l}_t],\ \overleftarrow{h}^{\,l+1}_{t+1}\big),$$
 #
-# * `"states"`, shape (B, T, 2H): $[\overrightarrow{h}_t; \overleftarrow{h}_t]$ at real
-#   positions and **zeros** at padded ones (as PyTorch's `pad_packed_sequence` gives);
-# * `"final_fwd"`, shape (B, H): the forward state at each sequence's last real token;
-# * `"final_bwd"`, shape (B, H): the backward state after reading back to position 0.
+# so the input matrices `U` of layer $l + 1$ have $2H$ columns, the forward half first. (The
+# biLM of Lecture 3 keeps two separate stacks instead; Part E asks what the difference does.)
 #
-# **Where the backward reader starts matters.** The "end" of sequence $b$ is its last *real*
-# token, at position `lengths[b] - 1`: a backward reader that starts at position $T - 1$
-# reads the padding first, and every backward state of that sequence is then wrong. Padding
-# must change nothing: each sequence must get exactly the states it gets when read alone.
+# Implement `stacked_bidirectional_gru(xs, lengths, layers)`, where `layers` is a list of
+# $L \ge 1$ pairs `(params_fwd, params_bwd)`, layer 1 first, each a dict of weights as for
+# `gru_step`. It returns a dict with
+#
+# * `"states"`, shape (B, T, 2H): the output of the **top** layer, $[\overrightarrow{h}^{\,L}_t;
+#   \overleftarrow{h}^{\,L}_t]$, at real positions and **zeros** at padded ones (as PyTorch's
+#   `pad_packed_sequence` gives);
+# * `"h_n"`, shape (2L, B, H): the final state of every reader, in PyTorch's order (layer 1
+#   forward, layer 1 backward, layer 2 forward, ...): a forward reader's state at the
+#   sequence's last real token, a backward reader's after reading back to position 0.
+#
+# **Where the backward readers start matters, in every layer.** The "end" of sequence $b$ is its
+# last *real* token, at position `lengths[b] - 1`: a backward reader that starts at position
+# $T - 1$ reads the padding first, and its states for that sequence are then wrong, and so is
+# everything the layers above compute from them. Padding must change nothing: each sequence
+# must get exactly the states it gets when read alone.
 #
 # Bad input gets a `ValueError` with a clear message: `xs` that is not 3-D, `lengths` that is
-# not one integer per sequence, and a length outside $1, \dots, T$ (a sequence of length 0
-# has nothing to read). Use the given `gru_step`.
+# not one integer per sequence, a length outside $1, \dots, T$ (a sequence of length 0 has
+# nothing to read), an empty `layers`, and an entry of `layers` that is not a pair. Use the
+# given `gru_step` (it raises `ValueError` for weights of the wrong shape).
 
 
-# %% nbgrader={"grade": false, "grade_id": "bidirectional_gru", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def bidirectional_gru(
+# %% nbgrader={"grade": false, "grade_id": "stacked_bidirectional_gru", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def stacked_bidirectional_gru(
     xs: np.ndarray,
     lengths: np.ndarray,
-    params_fwd: dict[str, np.ndarray],
-    params_bwd: dict[str, np.ndarray],
+    layers: list[tuple[dict[str, np.ndarray], dict[str, np.ndarray]]],
 ) -> dict[str, np.ndarray]:
-    """Read a padded batch forward and backward with two GRUs.
+    """Read a padded batch with L stacked bidirectional GRU layers (nn.GRU's wiring).
 
     Args:
         xs: inputs, shape (B, T, D); positions at or after lengths[b] are padding.
         lengths: the number of real tokens of each sequence, integers in [1, T], shape (B,).
-        params_fwd: the forward GRU's weights, as for gru_step.
-        params_bwd: the backward GRU's weights, as for gru_step.
+        layers: L pairs (params_fwd, params_bwd), layer 1 first; layer 1's "U" is (3H, D),
+            the "U" of the layers above is (3H, 2H).
 
     Returns:
-        {"states": (B, T, 2H), zeros at padded positions,
-         "final_fwd": (B, H), "final_bwd": (B, H)}.
+        {"states": (B, T, 2H), the top layer's output, zeros at padded positions,
+         "h_n": (2L, B, H), the final states: layer 1 forward, layer 1 backward, ...}.
 
     Raises:
-        ValueError: for a wrong shape or a length outside [1, T].
+        ValueError: for a wrong shape, a length outside [1, T] or a malformed `layers`.
     """
     ### BEGIN SOLUTION
     tokens = np.asarray(xs, dtype=np.float64)
@@ -195,112 +216,122 @@ def bidirectional_gru(
     if n_seq and (sizes.min() < 1 or sizes.max() > n_pos):
         span = f"between 1 and T = {n_pos} (a length of 0 leaves nothing to read)"
         raise ValueError(f"every length must be {span}, got {sizes.tolist()}")
-    is_real = np.arange(n_pos)[None, :] < sizes[:, None]  # (B, T)
-    carried_fwd = np.zeros((n_seq, np.shape(params_fwd["W"])[-1]))  # (B, H)
-    carried_bwd = np.zeros((n_seq, np.shape(params_bwd["W"])[-1]))  # (B, H)
-    read_fwd = np.zeros((n_seq, n_pos, carried_fwd.shape[1]))
-    read_bwd = np.zeros((n_seq, n_pos, carried_bwd.shape[1]))
-    for pos in range(n_pos):
-        here = is_real[:, pos : pos + 1]  # (B, 1): this position is a real token
-        stepped = gru_step(tokens[:, pos], carried_fwd, params_fwd)  # (B, H)
-        carried_fwd = np.where(here, stepped, carried_fwd)
-        read_fwd[:, pos] = np.where(here, carried_fwd, 0.0)
-    for pos in range(n_pos - 1, -1, -1):  # padding leaves the backward state at zero
-        here = is_real[:, pos : pos + 1]
-        stepped = gru_step(tokens[:, pos], carried_bwd, params_bwd)
-        carried_bwd = np.where(here, stepped, carried_bwd)
-        read_bwd[:, pos] = np.where(here, carried_bwd, 0.0)
-    both = np.concatenate([read_fwd, read_bwd], axis=-1)  # (B, T, 2H)
-    return {"states": both, "final_fwd": carried_fwd, "final_bwd": carried_bwd}
+    stack = list(layers)
+    if not stack:
+        raise ValueError("layers is empty: a reader needs at least one layer")
+    is_real = (np.arange(n_pos)[None, :] < sizes[:, None])[:, :, None]  # (B, T, 1)
+    below, finals = tokens, []  # below: the input of the current layer, (B, T, D or 2H)
+    for depth, pair in enumerate(stack, start=1):
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise ValueError(f"layer {depth} should be a pair (params_fwd, params_bwd)")
+        outputs = []
+        for params, visit in zip(pair, (range(n_pos), range(n_pos - 1, -1, -1)), strict=True):
+            carried = np.zeros((n_seq, np.shape(params["W"])[-1]))  # (B, H)
+            read = np.zeros((n_seq, n_pos, carried.shape[1]))  # (B, T, H)
+            for pos in visit:  # a padded position leaves the state as it is
+                stepped = gru_step(below[:, pos], carried, params)
+                carried = np.where(is_real[:, pos], stepped, carried)
+                read[:, pos] = np.where(is_real[:, pos], carried, 0.0)
+            outputs.append(read)
+            finals.append(carried)
+        below = np.concatenate(outputs, axis=-1)  # (B, T, 2H): what the next layer reads
+    return {"states": below, "h_n": np.stack(finals)}  # h_n: (2L, B, H)
     ### END SOLUTION
 
 
 # %% [markdown]
 # ### Visible test for Part A
 #
-# Two sequences of lengths 3 and 2, padded to $T = 3$; the padding of the second holds large
-# numbers. The test first reads the second sequence alone, without padding, and asks for the
-# same states in the batch; then it compares with numbers from `torch.nn.GRU` with
-# `bidirectional=True` on packed sequences.
+# Two sequences of lengths 3 and 2, padded to $T = 3$, read by two layers ($D = 3$, $H = 2$);
+# the padding of the second sequence holds large numbers. The test first reads the second
+# sequence alone, without padding, and asks for the same states in the batch; then it
+# compares with numbers from `torch.nn.GRU` with `bidirectional=True, num_layers=2` on packed
+# sequences.
 
-# %% nbgrader={"grade": true, "grade_id": "test_bidirectional_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-check_part_a(bidirectional_gru)
+# %% nbgrader={"grade": true, "grade_id": "test_stacked_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+check_part_a(stacked_bidirectional_gru)
 
-# %% nbgrader={"grade": true, "grade_id": "test_bidirectional_hidden", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
-# Hidden test (3 points): bidirectional_gru against torch.nn.GRU (bidirectional, on packed
-# sequences) for B = 1, T = 1, H = 1, sequences of every length in any order, garbage in the
-# padding, lengths given as a list and non-contiguous arrays; inputs must come back
-# unmodified; ValueError for a length of 0 or above T, a wrong number of lengths, xs that is
-# not 3-D.
+# %% nbgrader={"grade": true, "grade_id": "test_stacked_hidden", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+# Hidden test (3 points): stacked_bidirectional_gru against torch.nn.GRU (bidirectional, 1 to
+# 3 layers, on packed sequences) for B = 1, T = 1, H = 1, sequences of every length in any
+# order, garbage in the padding, lengths given as a list, layers given as lists and
+# non-contiguous arrays; inputs must come back unmodified; ValueError for a length of 0 or
+# above T, a wrong number of lengths, xs that is not 3-D, no layer, a layer that is not a
+# pair, and a layer 2 whose U does not read 2H inputs.
 ### BEGIN HIDDEN TESTS
-from autograder.hidden.a3_bilstm_elmo import check_bidirectional_gru
+from autograder.hidden.a3_bilstm_elmo import check_stacked_bidirectional_gru
 
-check_bidirectional_gru(bidirectional_gru)
+check_stacked_bidirectional_gru(stacked_bidirectional_gru)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# ## Explore (not graded): your reader against PyTorch's
+# ## Explore (not graded): your reader against PyTorch's, and what the last token reaches
 #
-# Once Part A passes, this cell builds `torch.nn.GRU(..., bidirectional=True)` with the same
-# random weights (PyTorch orders the blocks r, z, n; ours are z, r, n), reads a padded batch
-# through `pack_padded_sequence`, and prints the largest difference from your reader. It
-# also shows what goes wrong when the backward reader starts at the padding.
+# Once Part A passes, this cell builds `torch.nn.GRU(..., bidirectional=True, num_layers=2)`
+# with the same random weights (PyTorch orders the blocks r, z, n; ours are z, r, n), reads a
+# padded batch through `pack_padded_sequence`, and prints the largest difference from your
+# reader. Then it changes **only the last real token** of sequence 0 (length 5) and prints
+# how much each of the four halves of the states at **position 0** moves: the two halves of
+# layer 1 (read from the one-layer stack) and of layer 2. Part E asks you to predict these
+# four numbers before you run the cell.
 
 # %%
 import torch
 
 
-def torch_bidirectional(xs, lengths, params_fwd, params_bwd):
-    """states (B, T, 2H), final_fwd and final_bwd (B, H) from torch.nn.GRU on packed input."""
+def torch_stacked(xs, lengths, layers):
+    """states (B, T, 2H) and h_n (2L, B, H) from torch.nn.GRU on packed input."""
     B, T, D = xs.shape
-    H = params_fwd["W"].shape[1]
-    layer = torch.nn.GRU(D, H, batch_first=True, bidirectional=True, dtype=torch.float64)
+    H = layers[0][0]["W"].shape[1]
+    gru = torch.nn.GRU(
+        D, H, num_layers=len(layers), batch_first=True, bidirectional=True, dtype=torch.float64
+    )
     zrn_to_rzn = np.r_[H : 2 * H, 0:H, 2 * H : 3 * H]  # row order of PyTorch's blocks
     with torch.no_grad():
-        for suffix, p in (("", params_fwd), ("_reverse", params_bwd)):
-            getattr(layer, f"weight_ih_l0{suffix}").copy_(torch.tensor(p["U"][zrn_to_rzn]))
-            getattr(layer, f"weight_hh_l0{suffix}").copy_(torch.tensor(p["W"][zrn_to_rzn]))
-            getattr(layer, f"bias_ih_l0{suffix}").copy_(torch.tensor(p["b_in"][zrn_to_rzn]))
-            getattr(layer, f"bias_hh_l0{suffix}").copy_(torch.tensor(p["b_rec"][zrn_to_rzn]))
+        for k, pair in enumerate(layers):
+            for suffix, p in zip(("", "_reverse"), pair, strict=True):
+                for name, key in (("weight_ih", "U"), ("weight_hh", "W"), ("bias_ih", "b_in"),
+                                  ("bias_hh", "b_rec")):  # fmt: skip
+                    getattr(gru, f"{name}_l{k}{suffix}").copy_(torch.tensor(p[key][zrn_to_rzn]))
         packed = torch.nn.utils.rnn.pack_padded_sequence(
             torch.tensor(xs), torch.tensor(lengths), batch_first=True, enforce_sorted=False
         )
-        out, h_n = layer(packed)
+        out, h_n = gru(packed)
         states, _ = torch.nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=T)
-    return states.numpy(), h_n[0].numpy(), h_n[1].numpy()
+    return states.numpy(), h_n.numpy()
+
+
+def random_gru(rng, D, H):
+    return {
+        "U": 0.5 * rng.normal(size=(3 * H, D)),
+        "W": 0.5 * rng.normal(size=(3 * H, H)),
+        "b_in": 0.1 * rng.normal(size=3 * H),
+        "b_rec": 0.1 * rng.normal(size=3 * H),
+    }
 
 
 rng = np.random.default_rng(0)
 D_x, H_x, lengths_x = 4, 3, np.array([5, 2, 4, 1])
-params_x = [
-    {
-        "U": 0.5 * rng.normal(size=(3 * H_x, D_x)),
-        "W": 0.5 * rng.normal(size=(3 * H_x, H_x)),
-        "b_in": 0.1 * rng.normal(size=3 * H_x),
-        "b_rec": 0.1 * rng.normal(size=3 * H_x),
-    }
-    for _ in range(2)
+layers_x = [(random_gru(rng, D_x, H_x), random_gru(rng, D_x, H_x))] + [
+    (random_gru(rng, 2 * H_x, H_x), random_gru(rng, 2 * H_x, H_x))
 ]
 xs_x = rng.normal(size=(len(lengths_x), lengths_x.max(), D_x))
 xs_x[np.arange(lengths_x.max())[None, :] >= lengths_x[:, None]] = 5.0  # padding
-states_ref, fwd_ref, bwd_ref = torch_bidirectional(xs_x, lengths_x, *params_x)
+states_ref, h_n_ref = torch_stacked(xs_x, lengths_x, layers_x)
 try:
-    mine = bidirectional_gru(xs_x, lengths_x, *params_x)
-    gap = max(
-        np.abs(mine["states"] - states_ref).max(),
-        np.abs(mine["final_fwd"] - fwd_ref).max(),
-        np.abs(mine["final_bwd"] - bwd_ref).max(),
-    )
-    print(f"largest difference from torch.nn.GRU (bidirectional, packed): {gap:.1e}")
-    # A backward reader that starts at position T - 1 reads the padding of every short row:
-    from_padding = bidirectional_gru(xs_x, np.full(4, lengths_x.max()), *params_x)
-    print(
-        "final_bwd if the backward reader starts at the padding: off by up to "
-        f"{np.abs(from_padding['final_bwd'] - bwd_ref).max():.2f} (sequence 0, with no "
-        f"padding, is off by {np.abs(from_padding['final_bwd'][0] - bwd_ref[0]).max():.1e})"
-    )
+    mine = stacked_bidirectional_gru(xs_x, lengths_x, layers_x)
+    gap = max(np.abs(mine["states"] - states_ref).max(), np.abs(mine["h_n"] - h_n_ref).max())
+    print(f"largest difference from torch.nn.GRU (2 layers, bidirectional, packed): {gap:.1e}")
+    changed_x = xs_x.copy()
+    changed_x[0, lengths_x[0] - 1] += 1.0  # only the last real token of sequence 0
+    for depth_x in (1, 2):
+        before_x = stacked_bidirectional_gru(xs_x, lengths_x, layers_x[:depth_x])["states"]
+        after_x = stacked_bidirectional_gru(changed_x, lengths_x, layers_x[:depth_x])["states"]
+        move_x = np.abs(after_x[0, 0] - before_x[0, 0])  # (2H,) at position 0
+        print(f"layer {depth_x} at position 0: the forward half moves by "
+              f"{move_x[:H_x].max():.2e}, the backward half by {move_x[H_x:].max():.2e}")  # fmt: skip
 except NotImplementedError:
-    print("Implement bidirectional_gru first, then run this cell again.")
+    print("Implement stacked_bidirectional_gru first, then run this cell again.")
 
 # %% [markdown]
 # ## Part B: ELMo's scalar mix (3 points)
@@ -443,106 +474,152 @@ except NotImplementedError:
     print("Implement mix_weights and scalar_mix first, then run this cell again.")
 
 # %% [markdown]
-# ## Part C: how contextual is a word? (3 points)
+# ## Part C: how contextual is a word, once the common direction is removed? (3 points)
 #
 # Collect the vectors of one word, say *bank*, in $N$ different sentences, from every layer
-# of a model: `vectors_by_layer` of shape (L, N, D). If a layer gave the word the same vector
-# everywhere (a type embedding, like ELMo's token layer), all $N$ vectors would point the
-# same way; the more a layer adapts the word to its context, the more the vectors spread.
-# Ethayarajh (2019) measures this with the mean cosine similarity between the vectors of
-# different occurrences.
+# of a model: `vectors_by_layer` of shape (L, N, D). Ethayarajh (2019) calls the mean cosine
+# similarity between the vectors of different occurrences the word's **self-similarity**,
+# and Lecture 3 computes it for "green". He also found that the vectors of contextual models
+# are **anisotropic**: all of a layer's vectors, whatever their word, share a large common
+# component, so that any two of them have a high cosine. A high self-similarity can then mean
+# "this layer hardly adapts the word to its context" or merely "this layer adds the same
+# vector to everything". Two measures that a common component cannot inflate:
 #
-# Implement
+# * `centred_self_similarity(vectors_by_layer, background_by_layer)`: `background_by_layer`,
+#   shape (L, M, D), holds the vectors of $M$ tokens of **any** words from the same layers
+#   (a sample of the model's output). For each layer $j$, subtract the layer's mean vector
+#   $\mu_j$, the mean of its $M$ background vectors, from each of the word's $N$ vectors:
+#   $u_i = v_i - \mu_j$; the result is the mean of $\cos(u_i, u_k)$ over the $N(N-1)$ ordered
+#   pairs $i \ne k$. Return a **list of L Python floats**.
+# * `first_component_share(vectors_by_layer)`: for each layer, the share of the variance of
+#   the word's $N$ vectors that their first principal component explains. Centre the
+#   vectors on **their own** mean $\bar v$; with $\lambda_1 \ge \lambda_2 \ge \dots$ the
+#   eigenvalues of their covariance matrix (equivalently, the squared singular values of the
+#   centred (N, D) matrix), the share is $\lambda_1 / \sum_k \lambda_k$. It is near 1 when the
+#   occurrences vary along one direction only, and smaller when they spread in many. Return
+#   a **list of L Python floats**.
 #
-# * `cosine_similarity_matrix(vectors)`: for `vectors` (N, D), the (N, N) matrix
-#   $C_{ik} = v_i \cdot v_k / (\lVert v_i\rVert\,\lVert v_k\rVert)$;
-# * `mean_context_similarity(vectors_by_layer)`: for each of the $L$ layers, the mean of
-#   $C_{ik}$ over the $N(N-1)$ pairs $i \ne k$ (the diagonal, always 1, is left out). Return a
-#   **list of L Python floats**.
-#
-# A zero vector has no direction: raise `ValueError` (both functions), as for arrays of the
-# wrong number of dimensions. `mean_context_similarity` also raises `ValueError` when
-# $N < 2$: there is no pair to compare. A type embedding gives 1.0 (up to rounding).
+# Raise `ValueError` for arrays with the wrong number of dimensions, for $N < 2$ (there is no
+# pair and no spread), and when a measure is undefined: an occurrence equal to the layer's
+# mean vector (a centred vector of zero has no direction; `background_by_layer` must also have
+# the same L and D, and $M \ge 1$), or a layer in which all $N$ vectors are equal (there is no
+# variance to share). Use NumPy (its `np.linalg` included).
 
 
-# %% nbgrader={"grade": false, "grade_id": "context_similarity", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def cosine_similarity_matrix(vectors: np.ndarray) -> np.ndarray:
-    """Cosine similarity of every pair of rows. vectors: (N, D). Returns (N, N)."""
-    ### BEGIN SOLUTION
-    rows = np.asarray(vectors, dtype=np.float64)
-    if rows.ndim != 2:
-        raise ValueError(f"vectors should have shape (N, D), got shape {rows.shape}")
-    sizes = np.sqrt(np.einsum("nd,nd->n", rows, rows))  # (N,)
-    if np.any(sizes == 0):
-        raise ValueError(f"vector {int(np.argmin(sizes))} is zero: it has no direction")
-    directions = rows / sizes[:, None]
-    return directions @ directions.T  # (N, N)
-    ### END SOLUTION
-
-
-def mean_context_similarity(vectors_by_layer: np.ndarray) -> list[float]:
-    """Mean cosine similarity over pairs of different occurrences, per layer.
+# %% nbgrader={"grade": false, "grade_id": "context_measures", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def centred_self_similarity(
+    vectors_by_layer: np.ndarray, background_by_layer: np.ndarray
+) -> list[float]:
+    """Mean cosine over pairs of different occurrences, after removing each layer's mean vector.
 
     Args:
         vectors_by_layer: shape (L, N, D), N >= 2 occurrences of one word in each of L layers.
+        background_by_layer: shape (L, M, D), M >= 1 vectors of any tokens from the same layers.
 
     Returns:
         A list of L floats.
     """
     ### BEGIN SOLUTION
-    per_layer = np.asarray(vectors_by_layer, dtype=np.float64)
-    if per_layer.ndim != 3:
-        raise ValueError(f"vectors_by_layer should be (L, N, D), got shape {per_layer.shape}")
-    count = per_layer.shape[1]
+    word = np.asarray(vectors_by_layer, dtype=np.float64)
+    sample = np.asarray(background_by_layer, dtype=np.float64)
+    shapes = f"vectors_by_layer {word.shape} and background_by_layer {sample.shape}"
+    if word.ndim != 3 or sample.ndim != 3:
+        raise ValueError(f"{shapes}: both should have 3 dimensions, (L, N, D) and (L, M, D)")
+    if sample.shape[0] != word.shape[0] or sample.shape[2] != word.shape[2] or not sample.shape[1]:
+        raise ValueError(f"{shapes}: the background needs the same L and D, and M >= 1")
+    count = word.shape[1]
     if count < 2:
         raise ValueError(f"need at least two occurrences to compare, got N = {count}")
-    pairs = count * (count - 1)
-    result = []
-    for one_layer in per_layer:
-        table = cosine_similarity_matrix(one_layer)
-        result.append(float((table.sum() - np.trace(table)) / pairs))
-    return result
+    shifted = word - sample.mean(axis=1, keepdims=True)  # (L, N, D): u_i = v_i - mu_j
+    sizes = np.linalg.norm(shifted, axis=2, keepdims=True)  # (L, N, 1)
+    if np.any(sizes == 0):
+        raise ValueError("an occurrence equals its layer's mean vector: it has no direction")
+    total = (shifted / sizes).sum(axis=1)  # (L, D): the sum of the unit vectors
+    # sum over all ordered pairs, diagonal included, is |total|^2; the diagonal adds N ones
+    return [float((s @ s - count) / (count * (count - 1))) for s in total]
+    ### END SOLUTION
+
+
+def first_component_share(vectors_by_layer: np.ndarray) -> list[float]:
+    """The share of each layer's variance (about the word's own mean) on its first component.
+
+    Args:
+        vectors_by_layer: shape (L, N, D), N >= 2 occurrences of one word in each of L layers.
+
+    Returns:
+        A list of L floats in (0, 1].
+    """
+    ### BEGIN SOLUTION
+    word = np.asarray(vectors_by_layer, dtype=np.float64)
+    if word.ndim != 3:
+        raise ValueError(f"vectors_by_layer should be (L, N, D), got shape {word.shape}")
+    if word.shape[1] < 2:
+        raise ValueError(f"need two occurrences or more to measure a spread, not {word.shape[1]}")
+    shares = []
+    for depth, occurrences in enumerate(word):
+        spread = occurrences - occurrences.mean(axis=0)  # (N, D), centred on its own mean
+        power = np.linalg.svd(spread, compute_uv=False) ** 2  # lambda_k up to a common factor
+        if power.sum() == 0:
+            raise ValueError(f"the vectors of layer {depth} are all equal: no variance to share")
+        shares.append(float(power[0] / power.sum()))
+    return shares
     ### END SOLUTION
 
 
 # %% [markdown]
 # ### Visible test for Part C
+#
+# Two layers of four occurrences in two dimensions, with a background of three vectors per
+# layer; then three layers for the first-component share: points on a line, a symmetric
+# cross, and a cross stretched along one axis.
 
-# %% nbgrader={"grade": true, "grade_id": "test_context_similarity_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-check_part_c(cosine_similarity_matrix, mean_context_similarity)
+# %% nbgrader={"grade": true, "grade_id": "test_context_measures_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+check_part_c(centred_self_similarity, first_component_share)
 
-# %% nbgrader={"grade": true, "grade_id": "test_context_similarity_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
-# Hidden test (2 points): cosine_similarity_matrix against torch's cosine similarity and
-# mean_context_similarity against a direct mean over pairs, for other L, N, D (N = 2, D = 1,
-# vectors of very different lengths, anti-parallel vectors, a type embedding, float32 and
-# non-contiguous arrays); inputs must come back unmodified; ValueError for a zero vector,
-# N < 2 and arrays of the wrong number of dimensions.
+# %% nbgrader={"grade": true, "grade_id": "test_context_measures_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# Hidden test (2 points): centred_self_similarity against a loop over pairs with torch's
+# cosine similarity, and first_component_share against the eigenvalues of the covariance
+# matrix computed with torch, for other L, N, M, D (N = 2, D = 1, M = 1, N < D, a type
+# embedding, a large common offset, float32 and non-contiguous arrays); inputs must come back
+# unmodified; ValueError for N < 2, an occurrence equal to the layer's mean, a layer without
+# variance, mismatched background and arrays of the wrong number of dimensions.
 ### BEGIN HIDDEN TESTS
-from autograder.hidden.a3_bilstm_elmo import check_context_similarity
+from autograder.hidden.a3_bilstm_elmo import check_context_measures
 
-check_context_similarity(cosine_similarity_matrix, mean_context_similarity)
+check_context_measures(centred_self_similarity, first_component_share)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# ## Explore (not graded): a word whose vectors spread layer by layer
+# ## Explore (not graded): a common offset, and a small sample
 #
-# Synthetic vectors, made to behave like a contextual model's: layer 0 gives every occurrence
-# the same vector, and each layer above adds more of a context-dependent part. The cell also
-# checks your matrix against `torch.nn.functional.cosine_similarity`.
+# Synthetic vectors in $D = 16$ dimensions: one word in 12 contexts (a word vector plus a
+# context vector each) and a background of 300 other tokens. The first table adds the same
+# offset, of growing length, to **every** vector of the layer, occurrences and background
+# alike, as an anisotropic layer does; the raw self-similarity is the centred one with a
+# background of zeros ($\mu = 0$). The second table draws $N$ vectors of pure noise, the same
+# in every direction, and prints their first-component share beside $1 / \min(N - 1, D)$.
+# Part E asks about both tables.
 
 # %%
 rng = np.random.default_rng(2)
-word_x = rng.normal(size=16)
-contexts_x = rng.normal(size=(12, 16))  # one context vector per sentence
-synthetic_x = np.stack([word_x + mix * contexts_x for mix in (0.0, 0.5, 1.0, 2.0)])  # (L=4, N, D)
+D_c = 16
+word_c, offset_c = rng.normal(size=D_c), rng.normal(size=D_c)
+contexts_c = rng.normal(size=(12, D_c))
+background_c = 1.5 * rng.normal(size=(300, D_c))
 try:
-    pairs_torch = torch.nn.functional.cosine_similarity(
-        torch.tensor(synthetic_x[2])[:, None], torch.tensor(synthetic_x[2])[None, :], dim=-1
-    )
-    gap_c = np.abs(cosine_similarity_matrix(synthetic_x[2]) - pairs_torch.numpy()).max()
-    print(f"cosine_similarity_matrix against F.cosine_similarity: largest difference {gap_c:.1e}")
-    for layer_x, value_x in enumerate(mean_context_similarity(synthetic_x)):
-        print(f"layer {layer_x}: mean similarity across sentences {value_x:.3f}")
+    print(f"{'offset length':>13} {'raw':>7} {'centred':>8} {'first-component share':>22}")
+    for length_c in (0.0, 5.0, 20.0, 100.0):
+        shift_c = length_c * offset_c / np.linalg.norm(offset_c)
+        occurrences_c = (word_c + contexts_c + shift_c)[None]  # (L=1, N=12, D)
+        raw_c = centred_self_similarity(occurrences_c, np.zeros((1, 1, D_c)))[0]
+        centred_c = centred_self_similarity(occurrences_c, (background_c + shift_c)[None])[0]
+        share_c = first_component_share(occurrences_c)[0]
+        print(f"{length_c:13.0f} {raw_c:7.4f} {centred_c:8.4f} {share_c:22.4f}")
+    print(f"\n{'N':>5} {'share of pure noise':>20} {'1 / min(N - 1, D)':>18}")
+    for n_c in (2, 3, 5, 17, 100, 2000):
+        noise_c = rng.normal(size=(1, n_c, D_c))
+        share_c = first_component_share(noise_c)[0]
+        print(f"{n_c:5d} {share_c:20.4f} {1 / min(n_c - 1, D_c):18.4f}")
 except NotImplementedError:
     print("Implement Part C first, then run this cell again.")
 
@@ -668,30 +745,64 @@ except NotImplementedError:
     print("Implement Part D first, then run this cell again.")
 
 # %% [markdown]
-# ## Part E: why a mix of layers? (2 points, graded by hand)
+# ## Part E: what the numbers say (2 points, graded by hand)
 #
-# In 4 to 8 sentences, explain why ELMo gives each downstream task its own learned weights
-# $s_j$ (and scale $\gamma$) over all the biLM's layers instead of handing it the top layer.
-# Say what the different layers are known to hold, what the top layer was trained for, what
-# the mix costs, and what $\gamma$ is for.
+# Answer in 6 to 12 sentences in all, quoting the numbers that the two exploration cells
+# print (after Part A and after Part C).
+#
+# 1. **Before** you run the exploration cell after Part A, write down your prediction: when
+#    only the last real token of sequence 0 changes, which of the four halves at position 0
+#    (layer 1 forward and backward, layer 2 forward and backward) move, and which stay
+#    exactly as they were? Then run it and explain each of the four numbers. From which
+#    layer on does a state depend on **every** token of the sentence? What would go wrong if
+#    the forward half of this stack's top layer were trained to predict the next word?
+# 2. In the first table after Part C, the raw self-similarity climbs with the offset while
+#    the centred self-similarity and the first-component share do not move. Why does the raw
+#    one climb, and towards what? Show, with a line of algebra, why the other two cannot
+#    change at all. What does this mean for comparing the raw self-similarity of a word
+#    across the layers of a model?
+# 3. In the second table, the share is exactly 1 at $N = 2$, and it is never below
+#    $1 / \min(N - 1, D)$. Derive both (the $N$ centred vectors sum to zero). Noise that is
+#    the same in every direction still gives a share far above $1 / D$ when $N$ is small:
+#    what does that mean for comparing the share of a frequent word with that of a rare one?
 
-# %% [markdown] nbgrader={"grade": true, "grade_id": "why_mix_layers", "locked": false, "points": 2, "schema_version": 3, "solution": true, "task": false}
-# **Model answer.** The layers of a biLM hold different information: the token layer has only
-# the word's spelling and type, the first biLSTM layer is best for syntax (part-of-speech
-# tagging probes peak there), and the second for meaning in context (word-sense
-# disambiguation peaks there). A task needs its own blend: a tagger or parser leans on the
-# lower layers, a sense-aware task on the upper one. The top layer was trained for one thing,
-# predicting the next (or previous) word, so it is specialised to that objective and can drop
-# what the language model no longer needs but the task does. Learning the mix lets the task
-# choose, with gradient descent, how much of each layer to use; it costs only $L + 1$ weights
-# and one scale, so it fits even small labelled data sets, and it never does worse than a fixed
-# choice of layer since a one-hot $s$ is among its options (Peters et al. report gains over
-# using the top layer alone, and more with a small regularisation toward equal weights). The
-# softmax keeps the weights positive and summing to one, and $\gamma$ rescales the whole ELMo
-# vector to the size the task model expects, since the biLM's activations have a scale of
-# their own (layer normalisation of each layer serves the same purpose across layers).
+# %% [markdown] nbgrader={"grade": true, "grade_id": "what_the_numbers_say", "locked": false, "points": 2, "schema_version": 3, "solution": true, "task": false}
+# **Model answer.** (1) Changing the last real token of sequence 0 leaves the forward half of
+# layer 1 at position 0 exactly as it was (it moves by 0.00e+00: it has read $x_0$ only),
+# while the backward half of layer 1 moves by 4.84e-02: it starts at that token and carries
+# it down to position 0. Both halves of layer 2 move, the forward one by 8.93e-03 and the
+# backward one by 3.55e-02. The forward reader of layer 2 takes at its very first step the
+# input $[\overrightarrow{h}^{\,1}_0; \overleftarrow{h}^{\,1}_0]$, and
+# $\overleftarrow{h}^{\,1}_0$ has already read the whole sentence; so from layer 2 on, every
+# state at every position depends on every token. A top forward half trained to predict
+# $x_{t+1}$ could read $x_{t+1}$ out of its own inputs: it would learn to copy instead of to
+# predict, and fail when the next word is not given, which is why the biLM keeps two separate
+# stacks. (2) As the offset $c$ grows (length 0, 5, 20, 100), every vector $v_i + c$ points
+# more nearly along $c$, and the raw self-similarity goes from 0.5091 through 0.8115 and
+# 0.9721 to 0.9986, towards 1, whatever the contexts. The background carries the same
+# offset, so its mean becomes $\mu + c$, and $u_i = (v_i + c) - (\mu + c) = v_i - \mu$: the
+# centred vectors, and the centred self-similarity 0.5158, are exactly those without the
+# offset; the share (0.2210) centres on the word's own mean $\bar v + c$ and loses $c$ in the
+# same way. A raw self-similarity that is higher in one layer than in another may thus only
+# say that the layer adds a larger common vector to everything, not that it adapts the word
+# less to its context: compare layers after removing the common direction (or against the
+# similarity of random pairs). (3) The centred vectors $w_i = v_i - \bar v$ sum to zero, so
+# they span at most $N - 1$ dimensions (and at most $D$): the covariance has at most
+# $r = \min(N - 1, D)$ nonzero eigenvalues. At $N = 2$, $w_2 = -w_1$, a single direction
+# holds all the variance and the share is 1.0000 whatever the two vectors. The largest of
+# $r$ nonnegative numbers is at least their mean, so the share is at least $1/r$, with
+# equality when the $r$ eigenvalues are equal. Pure noise gives 0.7796 at $N = 3$, 0.4449 at
+# $N = 5$, 0.2290 at $N = 17$, 0.1258 at $N = 100$ and 0.0739 at $N = 2000$, and approaches
+# 0.0625 slowly: with few occurrences, chance alone makes one direction look dominant. A rare
+# word therefore gets a high share because it is rare; shares should be compared at the same
+# $N$ (subsample the frequent word) or against the share of noise at that $N$.
 #
-# *Grading notes: 1 point for the different content of the layers (syntax lower, semantics
-# higher, the top specialised to language modelling) and thus different needs of tasks; 1 point
-# for the cost of the mix (a handful of parameters, learned with the task, with a one-hot mix
-# as a special case) and the role of $\gamma$ (scale).*
+# *Grading notes: 1 point for (1): a prediction stated, layer 1's forward half exactly
+# unchanged and the three other halves moved, explained by layer 2 reading
+# $\overleftarrow{h}^{\,1}$ (every state from layer 2 on sees the whole sentence), and the
+# leak of the next word into a forward language model; 1 point for (2) and (3): the raw
+# cosine tends to 1 while the offset cancels in $u_i$ and in the centring on $\bar v$ (with
+# the consequence for comparing layers), and the bound $1/\min(N-1, D)$ from the centred
+# vectors summing to zero, with the small-$N$ bias. Accept the student's own printed numbers.
+# The numbers above are those the reference prints; `tests/grading/test_a3_hidden_checks.py`
+# checks each against the cells' output.*

@@ -2,15 +2,19 @@
 
 What every assignment must satisfy (structure, reference, untouched version, hard-coded
 answers, traps) is in ``test_assignments.py``. Here: independent implementations (each
-sequence reversed on its own, softmax and masked statistics written another way, loops over
-pairs and held-out occurrences) with one switch per plausible bug, each of which must fail
-its check with a message that names the case; the visible tests name the typical mistakes;
-and shortcuts through ``torch.nn.GRU``, ``torch.softmax``, ``F.layer_norm`` and
-``F.cosine_similarity``, which give the right answer outside the traps and are caught inside
-them.
+sequence read and reversed on its own, layer by layer; softmax and masked statistics written
+another way; the full matrix of centred cosines; the eigenvalues of ``np.cov``; loops over
+held-out occurrences) with one switch per plausible bug, each of which must fail its check
+with a message that names the case; the visible tests name the typical mistakes; shortcuts
+through ``torch.nn.GRU``, ``GRUCell``, ``torch.softmax``, ``F.layer_norm``,
+``F.cosine_similarity``, ``course.analysis``, ``torch.linalg.svdvals`` and
+``torch.pca_lowrank``, which give the right answer outside the traps and are caught inside
+them; and the numbers of Part E's model answer, which the exploration cells must print.
 """
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pytest
@@ -22,11 +26,13 @@ from tests.grading.bug_injection import (
     expect_failure,
     expect_shortcut,
     expect_traps,
+    reference_namespace,
     row_id,
     run_visible,
+    solution,
     visible_mistake_tests,
 )
-from tests.grading.solution_loader import as_student
+from tests.grading.solution_loader import as_student, run_cell
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
@@ -60,44 +66,50 @@ def run(tokens, p):
     return np.array(states)
 
 
-def bigru(
+def stacked(
     xs,
     lengths,
-    pf,
-    pb,
+    layers,
     *,
     start_at_padding=False,
-    forward_through_padding=False,
-    keep_padding_states=False,
-    swap_halves=False,
+    swap_inputs=False,
+    directions_first=False,
+    first_layer_states=False,
     validate=True,
     in_place=False,
 ):
-    """Each sequence read on its own: forward over its real tokens, backward over them reversed."""
+    """Each sequence read on its own, layer by layer: forward over its real tokens, backward
+    over them reversed; the next layer reads [forward; backward]."""
     xs = np.asarray(xs) if not in_place else xs
     lengths = np.asarray(lengths)
+    layers = list(layers)
     if validate:
         if xs.ndim != 3 or lengths.shape != (xs.shape[0],):
             raise ValueError("bad shapes")
         if lengths.min() < 1 or lengths.max() > xs.shape[1]:
             raise ValueError("bad lengths")
+        if not layers or any(len(pair) != 2 for pair in layers):
+            raise ValueError("layers must be pairs, at least one")
     if in_place:
         xs[np.arange(xs.shape[1])[None, :] >= lengths[:, None]] = 0.0
     B, T, _ = xs.shape
-    H = np.shape(pf["W"])[1]
+    H = np.shape(layers[0][0]["W"])[1]
     states = np.zeros((B, T, 2 * H))
-    final_fwd, final_bwd = np.zeros((B, H)), np.zeros((B, H))
+    finals = np.zeros((len(layers), 2, B, H))  # (layer, direction, B, H)
     for b, length in enumerate(lengths):
-        forward = run(xs[b, :T] if forward_through_padding else xs[b, :length], pf)
-        span = T if start_at_padding else length
-        backward = run(xs[b, :span][::-1], pb)[::-1]
-        halves = (backward, forward) if swap_halves else (forward, backward)
-        states[b, :length] = np.concatenate([h[:length] for h in halves], axis=1)
-        if keep_padding_states:
-            states[b, length:, :H] = forward[length - 1]
-        final_fwd[b] = forward[-1]
-        final_bwd[b] = backward[0]
-    return {"states": states, "final_fwd": final_fwd, "final_bwd": final_bwd}
+        below = xs[b, : T if start_at_padding else length]  # the padding read too, if the bug
+        kept = None
+        for k, (pf, pb) in enumerate(layers):
+            forward = run(below, pf)
+            backward = run(below[::-1], pb)[::-1]
+            finals[k, 0, b], finals[k, 1, b] = forward[length - 1], backward[0]
+            output = np.concatenate([forward, backward], axis=1)
+            below = np.concatenate([backward, forward], axis=1) if swap_inputs else output
+            if kept is None or not first_layer_states:
+                kept = output
+        states[b, :length] = kept[:length]
+    h_n = finals.transpose(1, 0, 2, 3) if directions_first else finals
+    return {"states": states, "h_n": h_n.reshape(2 * len(layers), B, H)}
 
 
 def softmax(w, *, naive=False, validate=True):
@@ -153,30 +165,68 @@ def mix(
     return out
 
 
-def cosines(vectors, *, unnormalised=False, eps_for_zero=False):
-    v = np.asarray(vectors, dtype=float)
-    if v.ndim != 2:
-        raise ValueError("(N, D)")
-    norms = np.linalg.norm(v, axis=1)
-    if np.any(norms == 0) and not eps_for_zero:
-        raise ValueError("zero vector")
-    if unnormalised:
-        return v @ v.T
-    unit = v / np.maximum(norms, 1e-12)[:, None]
-    return unit @ unit.T
-
-
-def mean_similarity(stack, *, include_diagonal=False, as_array=False, check_n=True):
+def centred(
+    stack,
+    background,
+    *,
+    own_mean=False,
+    raw=False,
+    pooled_mean=False,
+    include_diagonal=False,
+    as_array=False,
+    check_zero=True,
+    validate=True,
+):
+    """The full (N, N) matrix of cosines of v_i - mu, then the mean of its off-diagonal."""
     stack = np.asarray(stack, dtype=float)
-    if stack.ndim != 3:
-        raise ValueError("(L, N, D)")
+    background = np.asarray(background, dtype=float)
+    if validate:
+        if stack.ndim != 3 or background.ndim != 3:
+            raise ValueError("(L, N, D) and (L, M, D)")
+        if background.shape[::2] != stack.shape[::2] or background.shape[1] == 0:
+            raise ValueError("background")
+        if stack.shape[1] < 2:
+            raise ValueError("N < 2")
     N = stack.shape[1]
-    if check_n and N < 2:
-        raise ValueError("N < 2")
+    values = []
+    for layer, sample in zip(stack, background, strict=True):
+        if raw:
+            mean = 0.0
+        elif own_mean:
+            mean = layer.mean(axis=0)
+        elif pooled_mean:  # one mean over every layer's background
+            mean = background.reshape(-1, background.shape[-1]).mean(axis=0)
+        else:
+            mean = sample.mean(axis=0)
+        u = layer - mean
+        norms = np.linalg.norm(u, axis=1)
+        if check_zero and np.any(norms == 0):
+            raise ValueError("an occurrence at the mean")
+        c = (u @ u.T) / np.outer(norms, norms)
+        values.append(c.mean() if include_diagonal else (c.sum() - np.trace(c)) / (N * (N - 1)))
+    return np.array(values) if as_array else [float(v) for v in values]
+
+
+def share(stack, *, centre=True, squared=True, as_array=False, check_still=True):
+    """The eigenvalues of np.cov of each layer: the largest over their sum."""
+    stack = np.asarray(stack, dtype=float)
+    if stack.ndim != 3 or stack.shape[1] < 2:
+        raise ValueError("(L, N, D), N >= 2")
     values = []
     for layer in stack:
-        c = cosines(layer)
-        values.append(c.mean() if include_diagonal else (c.sum() - N) / (N * (N - 1)))
+        if centre:
+            spread = np.atleast_2d(np.cov(layer.T, bias=True))  # (D, D)
+        else:
+            spread = layer.T @ layer / len(layer)
+        power = np.clip(np.linalg.eigvalsh(spread), 0.0, None)
+        if not squared:
+            power = np.sqrt(power)
+        if power.sum() == 0:
+            if check_still:
+                raise ValueError("no variance")
+            values.append(1.0)
+            continue
+        values.append(power.max() / power.sum())
     return np.array(values) if as_array else [float(v) for v in values]
 
 
@@ -220,11 +270,11 @@ def best(stack, senses, *, last_on_tie=False, as_float=False):
 
 
 def test_the_independent_implementations_pass_too(capsys):
-    hidden.check_bidirectional_gru(as_student(bigru, "bidirectional_gru"))
+    hidden.check_stacked_bidirectional_gru(as_student(stacked, "stacked_bidirectional_gru"))
     hidden.check_scalar_mix(as_student(mix, "scalar_mix"), as_student(softmax, "mix_weights"))
-    hidden.check_context_similarity(
-        as_student(cosines, "cosine_similarity_matrix"),
-        as_student(mean_similarity, "mean_context_similarity"),
+    hidden.check_context_measures(
+        as_student(centred, "centred_self_similarity"),
+        as_student(share, "first_component_share"),
     )
     hidden.check_sense_separation(
         as_student(probe, "sense_separation"), as_student(best, "best_layer")
@@ -257,7 +307,10 @@ def test_the_sense_cases_have_no_near_ties_and_one_real_tie_between_layers():
 # --------------------------------------------------------------------------------------------
 
 
-GARBAGE = r"^bidirectional_gru, B=3, T=6, lengths 6, 2, 4, garbage in the padding$"
+GARBAGE = (
+    r"^stacked_bidirectional_gru, two layers, B=3, T=6, lengths 6, 2, 4, garbage in the padding$"
+)
+THREE = r"^stacked_bidirectional_gru, three layers, B=5, T=7, .*given as lists$"
 MIX = r"^scalar_mix, L\+1=4, B=3, T=5, D=3, layer norm, .*garbage in the padding$"
 TWO_SENSES = r"^sense_separation, L=3, N=8, D=4, two senses as 0 and 1$"
 
@@ -267,25 +320,41 @@ TWO_SENSES = r"^sense_separation, L=3, N=8, D=4, two senses as 0 and 1$"
     [
         (
             {"start_at_padding": True},
-            Failure(GARBAGE, "^states differs", "starts at position T - 1"),
+            Failure(GARBAGE, "^states differs", "start at position T - 1"),
         ),
-        ({"forward_through_padding": True}, Failure(GARBAGE, "^final_fwd differs")),
-        ({"keep_padding_states": True}, Failure(GARBAGE, "^states differs")),
         (
-            {"swap_halves": True},
-            Failure(r"^bidirectional_gru, B=1, T=1, D=1, H=1$", "^states differs"),
+            {"swap_inputs": True},
+            Failure(GARBAGE, "^states differs", r"read \[backward; forward\]"),
         ),
+        ({"directions_first": True}, Failure(GARBAGE, r"^h_n \(layer 1 forward.* differs")),
+        ({"first_layer_states": True}, Failure(GARBAGE, "^states differs")),
         (
             {"validate": False},
-            Failure(None, r"lengths \[3, 5\] with T = 4", "should raise ValueError", "returned"),
+            Failure(
+                None, r"lengths \[3, 0\] \(a sequence of length 0\)", "should raise ValueError"
+            ),
         ),
         ({"in_place": True}, Failure(GARBAGE, r"in place: xs\b")),
     ],
     ids=row_id,
 )
-def test_check_bidirectional_gru_rejects_bug(bugs, failure):
-    student = as_student(bigru, "bidirectional_gru", **bugs)
-    expect_failure(lambda: hidden.check_bidirectional_gru(student), failure)
+def test_check_stacked_bidirectional_gru_rejects_bug(bugs, failure):
+    student = as_student(stacked, "stacked_bidirectional_gru", **bugs)
+    expect_failure(lambda: hidden.check_stacked_bidirectional_gru(student), failure)
+
+
+def test_a_stack_that_ignores_all_but_two_layers_fails_the_three_layer_case():
+    """A reader hard-wired to two layers (it drops the third) fails where L = 3."""
+
+    def two_layers_only(xs, lengths, layers):
+        return stacked(xs, lengths, list(layers)[:2])
+
+    expect_failure(
+        lambda: hidden.check_stacked_bidirectional_gru(
+            as_student(two_layers_only, "stacked_bidirectional_gru")
+        ),
+        Failure(THREE, "^states differs"),
+    )
 
 
 @pytest.mark.parametrize(
@@ -323,46 +392,74 @@ def test_check_scalar_mix_rejects_bug(scalar_mix_bugs, weight_bugs, failure):
     expect_failure(lambda: hidden.check_scalar_mix(*students), failure)
 
 
+CENTRED = r"^centred_self_similarity, L=3, N=5, D=4, M=20$"
+SHARE = r"^first_component_share, L=3, N=6, D=4$"
+
+
 @pytest.mark.parametrize(
-    ("cosine_bugs", "mean_bugs", "failure"),
+    ("centred_bugs", "share_bugs", "failure"),
     [
         (
-            {"unnormalised": True},
+            {"raw": True},
             {},
-            Failure(r"^cosine_similarity_matrix, N=5, D=4$", "^the cosine matrix differs"),
+            Failure(CENTRED, "^the centred self-similarity by layer differs", "raw self-sim"),
         ),
         (
-            {"eps_for_zero": True},
+            {"own_mean": True},
+            {},
+            Failure(CENTRED, "^the centred self-similarity by layer differs", "their own mean"),
+        ),
+        (
+            {"pooled_mean": True},
+            {},
+            Failure(CENTRED, "^the centred self-similarity by layer differs"),
+        ),
+        (
+            {"include_diagonal": True},
+            {},
+            Failure(CENTRED, "^the centred self-similarity by layer differs"),
+        ),
+        (
+            {"as_array": True},
+            {},
+            Failure(CENTRED, "list of 3 floats", r"got ndarray"),
+        ),
+        (
+            {"check_zero": False},
             {},
             Failure(
-                None, r"^cosine_similarity_matrix with a zero vector \(row 2\)", "should raise"
+                None,
+                "^centred_self_similarity with occurrence 2 of layer 1 equal to the layer's mean",
+                "should raise",
             ),
         ),
         (
+            {"validate": False},
             {},
-            {"include_diagonal": True},
-            Failure(r"^mean_context_similarity, L=3", "^the mean similarity by layer differs"),
+            Failure(None, r"^centred_self_similarity with N = 1 occurrence", "should raise"),
         ),
+        ({}, {"centre": False}, Failure(SHARE, "^the first-component share by layer differs")),
+        ({}, {"squared": False}, Failure(SHARE, "^the first-component share by layer differs")),
+        ({}, {"as_array": True}, Failure(SHARE, "list of 3 floats", r"got ndarray")),
         (
             {},
-            {"as_array": True},
-            Failure(r"^mean_context_similarity, L=3", "list of 3 floats", r"got ndarray"),
-        ),
-        (
-            {},
-            {"check_n": False},
-            Failure(None, "^mean_context_similarity with N = 1 occurrence", "should raise"),
+            {"check_still": False},
+            Failure(
+                None,
+                "^first_component_share with a layer whose 4 vectors are equal",
+                "should raise",
+            ),
         ),
     ],
     ids=row_id,
 )
-def test_check_context_similarity_rejects_bug(cosine_bugs, mean_bugs, failure):
+def test_check_context_measures_rejects_bug(centred_bugs, share_bugs, failure):
     students = (
-        as_student(cosines, "cosine_similarity_matrix", **cosine_bugs),
-        as_student(mean_similarity, "mean_context_similarity", **mean_bugs),
+        as_student(centred, "centred_self_similarity", **centred_bugs),
+        as_student(share, "first_component_share", **share_bugs),
     )
     with np.errstate(all="ignore"):
-        expect_failure(lambda: hidden.check_context_similarity(*students), failure)
+        expect_failure(lambda: hidden.check_context_measures(*students), failure)
 
 
 @pytest.mark.parametrize(
@@ -426,18 +523,35 @@ test_visible_tests_name_the_mistake = visible_mistake_tests(
     ASSIGNMENT,
     [
         (
-            "test_bidirectional_visible",
-            {"bidirectional_gru": as_student(bigru, "bidirectional_gru", start_at_padding=True)},
+            "test_stacked_visible",
+            {
+                "stacked_bidirectional_gru": as_student(
+                    stacked, "stacked_bidirectional_gru", start_at_padding=True
+                )
+            },
             Failure(
                 None,
-                r"^final_bwd of sequence 1 \(length 2\) in the padded batch differs",
+                r"^h_n of sequence 1 \(length 2\) in the padded batch differs",
                 "its last real token",
             ),
         ),
         (
-            "test_bidirectional_visible",
-            {"bidirectional_gru": as_student(bigru, "bidirectional_gru", swap_halves=True)},
-            Failure(None, "^states differs"),
+            "test_stacked_visible",
+            {
+                "stacked_bidirectional_gru": as_student(
+                    stacked, "stacked_bidirectional_gru", swap_inputs=True
+                )
+            },
+            Failure(None, r"^h_n \(layer 1 forward.*\) differs", "the forward half first"),
+        ),
+        (
+            "test_stacked_visible",
+            {
+                "stacked_bidirectional_gru": as_student(
+                    stacked, "stacked_bidirectional_gru", first_layer_states=True
+                )
+            },
+            Failure(None, r"^states \(the top layer\) differs"),
         ),
         (
             "test_scalar_mix_visible",
@@ -450,13 +564,28 @@ test_visible_tests_name_the_mistake = visible_mistake_tests(
             Failure(None, r"^scalar_mix\(.*layer_norm=True\) at the real tokens differs"),
         ),
         (
-            "test_context_similarity_visible",
+            "test_context_measures_visible",
+            {"centred_self_similarity": as_student(centred, "centred_self_similarity", raw=True)},
+            Failure(None, "^centred_self_similarity by layer differs", "raw self-similarities"),
+        ),
+        (
+            "test_context_measures_visible",
             {
-                "mean_context_similarity": as_student(
-                    mean_similarity, "mean_context_similarity", include_diagonal=True
+                "centred_self_similarity": as_student(
+                    centred, "centred_self_similarity", own_mean=True
                 )
             },
-            Failure(None, "^mean_context_similarity .* differs", r"by 1.4e-01 at \[1\]"),
+            Failure(None, "^centred_self_similarity by layer differs", "their own mean"),
+        ),
+        (
+            "test_context_measures_visible",
+            {"first_component_share": as_student(share, "first_component_share", centre=False)},
+            Failure(None, "^first_component_share by layer differs", "not centred"),
+        ),
+        (
+            "test_context_measures_visible",
+            {"first_component_share": as_student(share, "first_component_share", squared=False)},
+            Failure(None, "^first_component_share by layer differs", "squared singular values"),
         ),
         (
             "test_sense_separation_visible",
@@ -468,7 +597,11 @@ test_visible_tests_name_the_mistake = visible_mistake_tests(
 
 
 def test_visible_tests_pass_with_the_independent_implementations():
-    run_visible(ASSIGNMENT, "test_bidirectional_visible", bidirectional_gru=as_student(bigru, "x"))
+    run_visible(
+        ASSIGNMENT,
+        "test_stacked_visible",
+        stacked_bidirectional_gru=as_student(stacked, "stacked_bidirectional_gru"),
+    )
     run_visible(
         ASSIGNMENT,
         "test_scalar_mix_visible",
@@ -477,9 +610,9 @@ def test_visible_tests_pass_with_the_independent_implementations():
     )
     run_visible(
         ASSIGNMENT,
-        "test_context_similarity_visible",
-        cosine_similarity_matrix=as_student(cosines, "cosine_similarity_matrix"),
-        mean_context_similarity=as_student(mean_similarity, "mean_context_similarity"),
+        "test_context_measures_visible",
+        centred_self_similarity=as_student(centred, "centred_self_similarity"),
+        first_component_share=as_student(share, "first_component_share"),
     )
     run_visible(
         ASSIGNMENT,
@@ -494,28 +627,19 @@ def test_visible_tests_pass_with_the_independent_implementations():
 # --------------------------------------------------------------------------------------------
 
 
-def _zrn_to_rzn(m):
-    z, r, n = np.split(np.asarray(m, dtype=float), 3)
-    return torch.tensor(np.concatenate([r, z, n]))
-
-
-def bigru_with_torch(xs, lengths, pf, pb):
+def stacked_with_torch(xs, lengths, layers):
+    """torch.nn.GRU(bidirectional=True, num_layers=L) on packed sequences (the hidden check's
+    own reference, called from inside the student's function)."""
     xs = np.asarray(xs, dtype=float)
-    B, T, D = xs.shape
-    H = np.shape(pf["W"])[1]
-    layer = torch.nn.GRU(D, H, batch_first=True, bidirectional=True, dtype=torch.float64)
-    with torch.no_grad():
-        for suffix, p in (("", pf), ("_reverse", pb)):
-            getattr(layer, f"weight_ih_l0{suffix}").copy_(_zrn_to_rzn(p["U"]))
-            getattr(layer, f"weight_hh_l0{suffix}").copy_(_zrn_to_rzn(p["W"]))
-            getattr(layer, f"bias_ih_l0{suffix}").copy_(_zrn_to_rzn(p["b_in"]))
-            getattr(layer, f"bias_hh_l0{suffix}").copy_(_zrn_to_rzn(p["b_rec"]))
-        packed = torch.nn.utils.rnn.pack_padded_sequence(
-            torch.tensor(xs), list(np.asarray(lengths)), batch_first=True, enforce_sorted=False
-        )
-        out, h_n = layer(packed)
-        states, _ = torch.nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=T)
-    return {"states": states.numpy(), "final_fwd": h_n[0].numpy(), "final_bwd": h_n[1].numpy()}
+    states, h_n = hidden._torch_stacked(xs, [int(n) for n in lengths], list(layers))
+    return {"states": states, "h_n": h_n}
+
+
+def stacked_with_gru_cells(xs, lengths, layers):
+    """Each layer through torch's GRUCell, one sequence at a time (no packing)."""
+    xs = np.asarray(xs, dtype=float)
+    torch.nn.GRUCell(1, 1)
+    return stacked(xs, lengths, layers)
 
 
 def mix_weights_with_torch(w):
@@ -539,9 +663,38 @@ def scalar_mix_with_layer_norm(layers, w, gamma, mask=None, layer_norm=False):
     return gamma * np.einsum("j,jbtd->btd", softmax(w), layers)
 
 
-def cosines_with_torch(vectors):
-    t = torch.tensor(np.asarray(vectors, dtype=float))
-    return torch.nn.functional.cosine_similarity(t[:, None], t[None, :], dim=-1).numpy()
+def centred_with_torch_cosines(stack, background):
+    stack = np.asarray(stack, dtype=float)
+    mean = np.asarray(background, dtype=float).mean(axis=1, keepdims=True)
+    u = torch.tensor(stack - mean)
+    c = torch.nn.functional.cosine_similarity(u[:, :, None], u[:, None, :], dim=-1).numpy()
+    N = stack.shape[1]
+    return [float((m.sum() - np.trace(m)) / (N * (N - 1))) for m in c]
+
+
+def centred_with_the_course(stack, background):
+    from course.analysis.elmo import mean_pairwise_cosine
+
+    stack = np.asarray(stack, dtype=float)
+    mean = np.asarray(background, dtype=float).mean(axis=1, keepdims=True)
+    return [mean_pairwise_cosine(torch.tensor(layer)) for layer in stack - mean]
+
+
+def share_with_torch_svd(stack):
+    shares = []
+    for layer in np.asarray(stack, dtype=float):
+        sv = torch.linalg.svdvals(torch.tensor(layer - layer.mean(axis=0))) ** 2
+        shares.append(float(sv[0] / sv.sum()))
+    return shares
+
+
+def share_with_pca_lowrank(stack):
+    shares = []
+    for layer in np.asarray(stack, dtype=float):
+        t = torch.tensor(layer)
+        _, sv, _ = torch.pca_lowrank(t, q=min(t.shape), center=True)
+        shares.append(float(sv[0] ** 2 / (sv**2).sum()))
+    return shares
 
 
 def probe_with_torch_cosines(stack, senses):
@@ -553,10 +706,16 @@ def probe_with_torch_cosines(stack, senses):
     ("check", "implementations", "name", "called"),
     [
         (
-            "check_bidirectional_gru",
-            [bigru_with_torch],
-            "bidirectional_gru",
+            "check_stacked_bidirectional_gru",
+            [stacked_with_torch],
+            "stacked_bidirectional_gru",
             "torch.nn.GRU",
+        ),
+        (
+            "check_stacked_bidirectional_gru",
+            [stacked_with_gru_cells],
+            "stacked_bidirectional_gru",
+            "torch.nn.GRUCell",
         ),
         (
             "check_scalar_mix",
@@ -571,10 +730,28 @@ def probe_with_torch_cosines(stack, senses):
             "torch.nn.functional.layer_norm",
         ),
         (
-            "check_context_similarity",
-            [cosines_with_torch, mean_similarity],
-            "cosine_similarity_matrix",
+            "check_context_measures",
+            [centred_with_torch_cosines, share],
+            "centred_self_similarity",
             "torch.nn.functional.cosine_similarity",
+        ),
+        (
+            "check_context_measures",
+            [centred_with_the_course, share],
+            "centred_self_similarity",
+            r"course.analysis.elmo.mean_pairwise_cosine",
+        ),
+        (
+            "check_context_measures",
+            [centred, share_with_torch_svd],
+            "first_component_share",
+            "torch.linalg.svdvals",
+        ),
+        (
+            "check_context_measures",
+            [centred, share_with_pca_lowrank],
+            "first_component_share",
+            "torch.pca_lowrank",
         ),
         (
             "check_sense_separation",
@@ -586,9 +763,9 @@ def probe_with_torch_cosines(stack, senses):
 )
 def test_checks_reject_shortcuts(check, implementations, name, called):
     names = {
-        "check_bidirectional_gru": ["bidirectional_gru"],
+        "check_stacked_bidirectional_gru": ["stacked_bidirectional_gru"],
         "check_scalar_mix": ["scalar_mix", "mix_weights"],
-        "check_context_similarity": ["cosine_similarity_matrix", "mean_context_similarity"],
+        "check_context_measures": ["centred_self_similarity", "first_component_share"],
         "check_sense_separation": ["sense_separation", "best_layer"],
     }[check]
     students = [as_student(f, n) for f, n in zip(implementations, names, strict=True)]
@@ -597,29 +774,37 @@ def test_checks_reject_shortcuts(check, implementations, name, called):
 
 def test_shortcut_implementations_are_right_outside_the_traps():
     rng = np.random.default_rng(0)
-    params = [
-        {
-            "U": rng.normal(size=(6, 3)),
-            "W": rng.normal(size=(6, 2)),
-            "b_in": rng.normal(size=6),
-            "b_rec": rng.normal(size=6),
-        }
-        for _ in range(2)
+    layers = [
+        tuple(
+            {
+                "U": rng.normal(size=(6, d)),
+                "W": rng.normal(size=(6, 2)),
+                "b_in": rng.normal(size=6),
+                "b_rec": rng.normal(size=6),
+            }
+            for _ in range(2)
+        )
+        for d in (3, 4, 4)
     ]
     xs, lengths = rng.normal(size=(3, 4, 3)), np.array([4, 1, 3])
-    mine, theirs = bigru(xs, lengths, *params), bigru_with_torch(xs, lengths, *params)
+    mine, theirs = stacked(xs, lengths, layers), stacked_with_torch(xs, lengths, layers)
     for key in mine:
         np.testing.assert_allclose(theirs[key], mine[key], atol=1e-12)
     w = np.array([0.3, -2.0, 1.0])
     np.testing.assert_allclose(mix_weights_with_torch(w), softmax(w), atol=1e-15)
-    layers, mask = rng.normal(size=(3, 3, 4, 2)), np.arange(4)[None, :] < lengths[:, None]
+    stack, mask = rng.normal(size=(3, 3, 4, 2)), np.arange(4)[None, :] < lengths[:, None]
     np.testing.assert_allclose(
-        scalar_mix_with_layer_norm(layers, w, 0.5, mask, True)[mask],
-        mix(layers, w, 0.5, mask, True)[mask],
+        scalar_mix_with_layer_norm(stack, w, 0.5, mask, True)[mask],
+        mix(stack, w, 0.5, mask, True)[mask],
         atol=1e-12,
     )
-    vectors = rng.normal(size=(5, 3))
-    np.testing.assert_allclose(cosines_with_torch(vectors), cosines(vectors), atol=1e-12)
+    vectors, background = rng.normal(size=(2, 5, 3)) + 1.0, rng.normal(size=(2, 9, 3))
+    for shortcut in (centred_with_torch_cosines, centred_with_the_course):
+        np.testing.assert_allclose(
+            shortcut(vectors, background), centred(vectors, background), atol=1e-12
+        )
+    for shortcut in (share_with_torch_svd, share_with_pca_lowrank):
+        np.testing.assert_allclose(shortcut(vectors), share(vectors), atol=1e-10)
 
 
 REQUIRED_TRAPS = {
@@ -635,6 +820,13 @@ REQUIRED_TRAPS = {
     "torch.nn.functional.layer_norm",
     "torch.nn.functional.cosine_similarity",
     "torch.nn.utils.rnn.pack_padded_sequence",
+    "torch.cov",
+    "torch.pca_lowrank",
+    "torch.linalg.svd",
+    "torch.linalg.svdvals",
+    "torch.linalg.eigvalsh",
+    "course.analysis.elmo.mean_pairwise_cosine",
+    "course.analysis.geometry.anisotropy",
     "torch.autograd.grad",
     "torch.Tensor.backward",
     "course.models.recurrent.CharLSTM",
@@ -643,3 +835,38 @@ REQUIRED_TRAPS = {
 
 def test_traps_cover_the_routines_that_would_do_the_work():
     expect_traps(hidden, REQUIRED_TRAPS)
+
+
+# --------------------------------------------------------------------------------------------
+# Part E: the model answer's numbers are those the exploration cells print
+# --------------------------------------------------------------------------------------------
+
+# Numbers of the model answer that are the question's own settings, not results.
+SETTINGS = {"0", "1", "2", "3", "5", "17", "20", "100", "2000"}
+EXPLORED = ("your reader against PyTorch's, and what", "a common offset, and a small sample")
+
+
+def test_the_model_answer_quotes_the_numbers_the_exploration_cells_print(capsys):
+    """Every measured number of Part E's model answer appears in what the reference's two
+    exploration cells for it print (after Part A and after Part C)."""
+    notebook = solution(ASSIGNMENT).notebook
+    explores = [
+        cell.source
+        for before, cell in zip(notebook.cells, notebook.cells[1:], strict=False)
+        if cell.cell_type == "code"
+        and any(f"Explore (not graded): {title}" in before.source for title in EXPLORED)
+    ]
+    assert len(explores) == 2
+    answer = next(c.source for c in notebook.cells if "**Model answer.**" in c.source)
+    capsys.readouterr()
+    namespace = dict(reference_namespace(ASSIGNMENT))
+    for explore in explores:
+        run_cell(explore, namespace, "an exploration cell for Part E")
+    printed = capsys.readouterr().out
+    assert "layer 2 at position 0" in printed and "share of pure noise" in printed, printed
+    said = answer.split("*Grading notes")[0]
+    numbers = re.findall(r"(?<![\w.^$])\d(?:[\d,]*\d)?(?:\.\d+)?(?:e[-+]\d+)?(?![\w^])", said)
+    measured = [n for n in numbers if n not in SETTINGS]
+    assert len(measured) >= 15, numbers
+    missing = [n for n in measured if n not in printed]
+    assert missing == [], f"numbers of the model answer that the cells do not print: {missing}"
