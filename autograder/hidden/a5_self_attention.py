@@ -308,11 +308,11 @@ def check_attention(
         Z_a, _, L_a = torch_attention(Q, K[..., keys_a, :], V[..., keys_a, :], mask_a)
         Z_b, _, L_b = torch_attention(Q, K[..., keys_b, :], V[..., keys_b, :], mask_b)
         Z_ref, _, L_ref = torch_attention(Q, K, V, mask)
-        inputs = {"Z_a": Z_a, "L_a": L_a, "Z_b": Z_b, "L_b": L_b}
-        before = _snapshot(inputs)
+        pieces = {"Z_a": Z_a, "L_a": L_a, "Z_b": Z_b, "L_b": L_b}
+        before = _snapshot(pieces)
         with case.named("merge_attention"), np.errstate(all="ignore"):
             result = _call_valid(merge_attention, ATTEND_BY_HAND, Z_a, L_a, Z_b, L_b)
-            _expect_unchanged("merge_attention", inputs, before)
+            _expect_unchanged("merge_attention", pieces, before)
             Z, L = _unpack(result, "merge_attention", ("Z", "L"))
             _expect_array("Z", Z, Z_ref.shape)
             _expect_array("L", L, L_ref.shape)

@@ -475,10 +475,12 @@ def check_part_d(partial_rope: Callable[..., Any]) -> None:
         atol=1e-9,
         against="one value for the offset 2",
     )
-    batch_d = np.stack([x_d, x_d])  # (2, 3, 6): two sequences, offsets 0 and 5
+    batch_d, offsets_d = np.stack([x_d, x_d]), np.array([0, 5])  # (2, 3, 6): offsets 0 and 5
+    with inputs_kept("partial_rope", x=batch_d, offset=offsets_d):
+        batch_rotated_d = by_hand(ASSIGNMENT, partial_rope, batch_d, offsets_d, 4)
     assert_close(
         "partial_rope(batch, offset=[0, 5], rotary_dim=4), sequence 1",
-        np.asarray(by_hand(ASSIGNMENT, partial_rope, batch_d, np.array([0, 5]), 4))[1],
+        np.asarray(batch_rotated_d)[1],
         by_hand(ASSIGNMENT, partial_rope, x_d, 5, 4),
         atol=1e-12,
         against="the sequence alone at offset 5",

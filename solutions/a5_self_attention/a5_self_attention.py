@@ -208,8 +208,7 @@ def attention(
     lifted = np.where(allowed, np.exp(np.where(allowed, scores - top, 0.0)), 0.0)  # in [0, 1]
     total = lifted.sum(axis=-1, keepdims=True)  # (..., n, 1): >= 1 on a row with a key
     weights = lifted / np.where(seen, total, 1.0)  # (..., n, m): an empty row stays 0
-    with np.errstate(divide="ignore"):  # log 0 = -inf, the L of an empty row
-        lse = (top + np.log(total))[..., 0]  # (..., n)
+    lse = np.where(seen, top + np.log(np.where(seen, total, 1.0)), -np.inf)[..., 0]  # (..., n)
     return weights @ values, weights, lse  # (..., n, d_v), (..., n, m), (..., n)
     ### END SOLUTION
 
@@ -243,8 +242,7 @@ def merge_attention(
     top = np.where(seen, top, 0.0)
     share_a, share_b = np.exp(lse_a - top), np.exp(lse_b - top)  # e^(L - top), in [0, 1]
     total = share_a + share_b  # the denominators' sum over e^top: >= 1 on a seen row
-    with np.errstate(divide="ignore"):
-        lse = top + np.log(total)  # (..., n); -inf for an empty row
+    lse = np.where(seen, top + np.log(np.where(seen, total, 1.0)), -np.inf)  # (..., n)
     mixed = share_a[..., None] * out_a + share_b[..., None] * out_b  # (..., n, d_v)
     return mixed / np.where(seen, total, 1.0)[..., None], lse
     ### END SOLUTION
