@@ -1,4 +1,5 @@
-"""The visible tests of Assignment 5 (scaled dot-product attention, multi-head attention, positions).
+"""The visible tests of Assignment 5 (attention with empty rows and in pieces, multi-head
+attention, positions read back, partial RoPE).
 
 Each test cell of the notebook calls one check with the student's functions, which run under
 the rule of the part's hidden tests (:func:`course.checks.rules.by_hand`). Every function
@@ -21,25 +22,51 @@ __all__ = ["check_part_a", "check_part_b", "check_part_c", "check_part_d"]
 ASSIGNMENT = "a5_self_attention"
 
 
+def expect_log_sum_exp(name: str, got: Any, expected: Any, *, against: str) -> None:
+    """``got`` matches ``expected``, whose entries may be -inf (a row with no allowed key):
+    the -inf entries must be -inf, the others close."""
+    __tracebackhide__ = True
+    got_array = np.asarray(got, dtype=np.float64)
+    expected_array = np.asarray(expected, dtype=np.float64)
+    if got_array.shape != expected_array.shape:
+        raise CheckFailed(f"{name} should have shape {expected_array.shape}, got {got_array.shape}")
+    empty = np.isneginf(expected_array)
+    if (got_array[empty] != -np.inf).any():
+        where = [int(i) for i in np.argwhere(empty & (got_array != -np.inf))[0]]
+        raise CheckFailed(
+            f"{name} is {got_array[tuple(where)]} at {where}, where the row has no allowed "
+            "key: expected -inf (the log of an empty sum)"
+        )
+    assert_close(
+        name,
+        np.where(empty, 0.0, got_array),
+        np.where(empty, 0.0, expected_array),
+        atol=1e-9,
+        against=against,
+    )
+
+
 def check_part_a(
-    attention: Callable[..., Any], causal_mask: Callable[..., Any], padding_mask: Callable[..., Any]
+    local_mask: Callable[..., Any],
+    attention: Callable[..., Any],
+    merge_attention: Callable[..., Any],
 ) -> None:
-    """Part A's visible test (attention, causal_mask, padding_mask)."""
+    """Part A's visible test (local_mask, attention, merge_attention)."""
     __tracebackhide__ = True
     Q_a = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])  # (n=3, d_k=2)
     K_a = np.array([[1.0, 2.0], [0.5, -1.0], [-1.0, 0.0], [2.0, 1.0]])  # (m=4, d_k=2)
     V_a = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [1.0, 1.0, 1.0]])  # (4, 3)
     torch_a = "torch.nn.functional.scaled_dot_product_attention"
+    lse_a = "torch.logsumexp of the allowed scores"
 
     with inputs_kept("attention", Q=Q_a, K=K_a, V=V_a):
         result_a = by_hand(ASSIGNMENT, attention, Q_a, K_a, V_a)
-    if not (isinstance(result_a, tuple) and len(result_a) == 2):
-        raise CheckFailed("attention should return (Z, A)")
-    Z_a, A_a = result_a
-    if not (isinstance(Z_a, np.ndarray) and isinstance(A_a, np.ndarray)):
-        raise CheckFailed(
-            f"attention should return NumPy arrays, got {type(Z_a).__name__} and {type(A_a).__name__}"
-        )
+    if not (isinstance(result_a, tuple) and len(result_a) == 3):
+        raise CheckFailed("attention should return the tuple (Z, A, L)")
+    Z_a, A_a, L_a = result_a
+    if not all(isinstance(value, np.ndarray) for value in result_a):
+        kinds = ", ".join(type(value).__name__ for value in result_a)
+        raise CheckFailed(f"attention should return NumPy arrays, got {kinds}")
     assert_close(
         "A (3 queries, 4 keys, no mask)",
         A_a,
@@ -62,85 +89,120 @@ def check_part_a(
         atol=1e-9,
         against=torch_a,
     )
-
-    causal_a = by_hand(ASSIGNMENT, causal_mask, 3)
-    assert_close(
-        "causal_mask(3)",
-        np.asarray(causal_a, dtype=float),
-        [[1, 0, 0], [1, 1, 0], [1, 1, 1]],
-        atol=0,
-        against="the expected mask (1 = may attend)",
+    expect_log_sum_exp(
+        "L (3 queries, 4 keys, no mask)",
+        L_a,
+        [2.0867340207, 2.0326688104, 2.8836574129],
+        against=lse_a,
     )
-    if not (isinstance(causal_a, np.ndarray) and causal_a.dtype == bool):
-        raise CheckFailed("causal_mask should return a NumPy array of booleans")
-    with inputs_kept("attention", Q=Q_a, K=K_a, V=V_a, mask=causal_a):
-        Z_ac, A_ac = by_hand(ASSIGNMENT, attention, Q_a, K_a[:3], V_a[:3], causal_a)
-    expected_ac = [
-        [1.0, 0.0, 0.0],
-        [0.8929581985, 0.1070418015, 0.0],
-        [0.8746768560, 0.0736247154, 0.0516984286],
-    ]
-    assert_close("A with the causal mask", A_ac, expected_ac, atol=1e-9, against=torch_a)
-    assert_close("Z with the causal mask", Z_ac, expected_ac, atol=1e-9, against=torch_a)
 
     lengths_a = np.array([4, 2])
-    with inputs_kept("padding_mask", lengths=lengths_a):
-        padding_a = by_hand(ASSIGNMENT, padding_mask, lengths_a, 4)
+    with inputs_kept("local_mask", lengths=lengths_a):
+        local_a = by_hand(ASSIGNMENT, local_mask, lengths_a, 4, 1)
+    if not (isinstance(local_a, np.ndarray) and local_a.dtype == bool):
+        raise CheckFailed("local_mask should return a NumPy array of booleans")
     assert_close(
-        "padding_mask([4, 2], 4)",
-        np.asarray(padding_a, dtype=float),
-        [[[1, 1, 1, 1]], [[1, 1, 0, 0]]],
-        atol=0,
-        against="the expected mask of shape (B=2, 1, m=4)",
-    )
-    # A batch of two: the same queries and keys, the second sequence has 2 real keys.
-    _, A_ap = by_hand(
-        ASSIGNMENT,
-        attention,
-        np.stack([Q_a, Q_a]),
-        np.stack([K_a, K_a]),
-        np.stack([V_a, V_a]),
-        padding_a,
-    )
-    assert_close(
-        "A of sequence 1 (2 real keys) in the padded batch",
-        A_ap[1],
+        "local_mask([4, 2], 4, radius=1)",
+        local_a.astype(float),
         [
-            [0.5874790008, 0.4125209992, 0.0, 0.0],
-            [0.8929581985, 0.1070418015, 0.0, 0.0],
-            [0.9223614959, 0.0776385041, 0.0, 0.0],
+            [[1, 1, 0, 0], [1, 1, 1, 0], [0, 1, 1, 1], [0, 0, 1, 1]],
+            [[1, 1, 0, 0], [1, 1, 0, 0], [0, 1, 0, 0], [0, 0, 0, 0]],
+        ],
+        atol=0,
+        against="the expected mask of shape (B=2, m=4, m=4) (1 = may attend)",
+    )
+    # Self-attention over the keys in a padded batch of two: sequence 1 has 2 real tokens, so
+    # its query 3 (padding, radius 1) has no key at all.
+    X_a, values_a = np.stack([K_a, K_a]), np.stack([V_a, V_a])
+    with inputs_kept("attention", X=X_a, V=values_a, mask=local_a):
+        Z_al, A_al, L_al = by_hand(ASSIGNMENT, attention, X_a, X_a, values_a, local_a)
+    assert_close(
+        "A of sequence 1 (2 real tokens, radius 1), whose row 3 has no key",
+        A_al[1],
+        [
+            [0.9900106293, 0.0099893707, 0.0, 0.0],
+            [0.1251495376, 0.8748504624, 0.0, 0.0],
+            [0.0, 1.0, 0.0, 0.0],
+            [0.0, 0.0, 0.0, 0.0],
         ],
         atol=1e-9,
-        against=torch_a,
+        against=f"{torch_a} (zeros on a row with no key)",
+    )
+    assert_close(
+        "Z of the padded batch with the local mask",
+        Z_al,
+        [
+            [
+                [0.9900106293, 0.0099893707, 0.0],
+                [0.0998147836, 0.6977493584, 0.2024358580],
+                [0.0817633286, 0.3179184799, 0.7638448487],
+                [0.9929646489, 0.9929646489, 1.0],
+            ],
+            [
+                [0.9900106293, 0.0099893707, 0.0],
+                [0.1251495376, 0.8748504624, 0.0],
+                [0.0, 1.0, 0.0],
+                [0.0, 0.0, 0.0],
+            ],
+        ],
+        atol=1e-9,
+        against=f"{torch_a} (zeros on a row with no key)",
+    )
+    expect_log_sum_exp(
+        "L of the padded batch with the local mask",
+        L_al,
+        [
+            [3.5455735052, 1.2437788026, 1.0897128786, 3.5425941218],
+            [3.5455735052, 1.0175857839, -0.3535533906, -np.inf],
+        ],
+        against=lse_a,
     )
 
     # Scores above 700: exp overflows unless the largest score of each row is subtracted first.
-    Z_al, A_al = by_hand(ASSIGNMENT, attention, 1000.0 * Q_a, K_a, V_a)
-    assert_close(
-        "A for the queries times 1000 (scores up to 2121)",
-        A_al,
-        [[0.0, 0.0, 0.0, 1.0], [1.0, 0.0, 0.0, 0.0], [0.5, 0.0, 0.0, 0.5]],
-        atol=1e-9,
-        against=torch_a,
-    )
-    assert_close(
-        "Z for the queries times 1000",
-        Z_al,
-        [[1.0, 1.0, 1.0], [1.0, 0.0, 0.0], [1.0, 0.5, 0.5]],
-        atol=1e-9,
-        against=torch_a,
-    )
+    Z_ab, A_ab, L_ab = by_hand(ASSIGNMENT, attention, 1000.0 * Q_a, K_a, V_a)
+    expected_ab = {
+        "A": [[0.0, 0.0, 0.0, 1.0], [1.0, 0.0, 0.0, 0.0], [0.5, 0.0, 0.0, 0.5]],
+        "Z": [[1.0, 1.0, 1.0], [1.0, 0.0, 0.0], [1.0, 0.5, 0.5]],
+    }
+    assert_close("A for the queries times 1000 (scores up to 2121)", A_ab, expected_ab["A"],
+                 atol=1e-9, against=torch_a)  # fmt: skip
+    assert_close("Z for the queries times 1000", Z_ab, expected_ab["Z"], atol=1e-9, against=torch_a)
+    big_lse = [1414.2135623731, 1414.2135623731, 2122.0134907402]
+    expect_log_sum_exp("L for the queries times 1000", L_ab, big_lse, against=lse_a)
 
-    blind_a = np.array([[True, False, False, False], [False] * 4, [True] * 4])
-    try:
-        by_hand(ASSIGNMENT, attention, Q_a, K_a, V_a, blind_a)
-    except ValueError as error_a:
-        if "1" not in str(error_a):
-            raise CheckFailed(
-                f"the error should name the row that sees no key (1): {error_a}"
-            ) from error_a
-    else:
-        raise CheckFailed("attention should raise ValueError when row 1 of the mask allows no key")
+    # Merging, on numbers worked out by hand: row 0 two equal halves; row 1 denominators e^1000
+    # and e^998; row 2 nothing in piece a; row 3 nothing in either piece.
+    Z_ma = np.array([[1.0, 0.0], [0.0, 1.0], [2.0, 2.0], [5.0, 5.0]])
+    L_ma = np.array([0.0, 1000.0, -np.inf, -np.inf])
+    Z_mb = np.array([[0.0, 1.0], [1.0, 1.0], [3.0, -1.0], [0.0, 0.0]])
+    L_mb = np.array([0.0, 998.0, 5.0, -np.inf])
+    with inputs_kept("merge_attention", Z_a=Z_ma, L_a=L_ma, Z_b=Z_mb, L_b=L_mb):
+        merged = by_hand(ASSIGNMENT, merge_attention, Z_ma, L_ma, Z_mb, L_mb)
+    if not (isinstance(merged, tuple) and len(merged) == 2):
+        raise CheckFailed("merge_attention should return the tuple (Z, L)")
+    share = 1.0 / (1.0 + np.exp(-2.0))  # piece a's share of row 1
+    assert_close(
+        "Z of merge_attention (rows: equal halves, L 1000 and 998, no key in a, no key at all)",
+        merged[0],
+        [[0.5, 0.5], [1.0 - share, 1.0], [3.0, -1.0], [0.0, 0.0]],
+        atol=1e-9,
+        against="the mix of Z_a and Z_b by their shares e^(L_a - L), e^(L_b - L)",
+    )
+    expect_log_sum_exp(
+        "L of merge_attention",
+        merged[1],
+        [np.log(2.0), 1000.0 + np.log1p(np.exp(-2.0)), 5.0, -np.inf],
+        against="log(e^L_a + e^L_b)",
+    )
+    # Your attention in two pieces, keys {0, 2} and {1, 3}, joined: the attention over all 4.
+    even, odd = [0, 2], [1, 3]
+    Z_e, _, L_e = by_hand(ASSIGNMENT, attention, 1000.0 * Q_a, K_a[even], V_a[even])
+    Z_o, _, L_o = by_hand(ASSIGNMENT, attention, 1000.0 * Q_a, K_a[odd], V_a[odd])
+    Z_eo, L_eo = by_hand(ASSIGNMENT, merge_attention, Z_e, L_e, Z_o, L_o)
+    assert_close("Z of keys {0, 2} merged with keys {1, 3} (queries times 1000)", Z_eo,
+                 expected_ab["Z"], atol=1e-9, against=torch_a)  # fmt: skip
+    expect_log_sum_exp("L of keys {0, 2} merged with keys {1, 3}", L_eo, big_lse, against=lse_a)
+
     expect_value_error(
         {
             "attention(Q_a, K_a[:, :1], V_a) (d_k of Q and K differ)": lambda: by_hand(
@@ -152,10 +214,15 @@ def check_part_a(
             "attention(Q_a, K_a, V_a, np.ones((3, 4))) (a float mask)": lambda: by_hand(
                 ASSIGNMENT, attention, Q_a, K_a, V_a, np.ones((3, 4))
             ),
-            "padding_mask(np.array([3, 5]), 4)": lambda: by_hand(
-                ASSIGNMENT, padding_mask, np.array([3, 5]), 4
+            "local_mask(np.array([3, 5]), 4, 1) (a length above m)": lambda: by_hand(
+                ASSIGNMENT, local_mask, np.array([3, 5]), 4, 1
             ),
-            "causal_mask(0)": lambda: by_hand(ASSIGNMENT, causal_mask, 0),
+            "local_mask(np.array([3]), 4, -1) (a negative radius)": lambda: by_hand(
+                ASSIGNMENT, local_mask, np.array([3]), 4, -1
+            ),
+            "merge_attention(Z_a, L_a[:3], Z_b, L_b) (3 log-sum-exps for 4 rows)": lambda: by_hand(
+                ASSIGNMENT, merge_attention, Z_ma, L_ma[:3], Z_mb, L_mb
+            ),
         }
     )
     print("Part A, visible test: passed.")
@@ -258,51 +325,22 @@ def check_part_b(multi_head_attention: Callable[..., Any]) -> None:
     print("Part B, visible test: passed.")
 
 
-def check_part_c(
-    sinusoidal_encoding: Callable[..., Any],
-    relative_dot: Callable[..., Any],
-    shift_matrix: Callable[..., Any],
-) -> None:
-    """Part C's visible test (sinusoidal_encoding, relative_dot, shift_matrix)."""
+def _encode(positions: Any, d: int, base: float = 10000.0) -> np.ndarray:
+    """The sinusoidal encodings of ``positions`` (interleaved sin, cos), computed here."""
+    where = np.asarray(positions, dtype=np.float64)
+    phase = where[..., None] * float(base) ** (-np.arange(0, d, 2) / d)
+    return np.stack([np.sin(phase), np.cos(phase)], axis=-1).reshape(*where.shape, d)
+
+
+def check_part_c(shift_matrix: Callable[..., Any], decode_position: Callable[..., Any]) -> None:
+    """Part C's visible test (shift_matrix, decode_position)."""
     __tracebackhide__ = True
-    encoding_c = by_hand(ASSIGNMENT, sinusoidal_encoding, 3, 4)
-    if not (isinstance(encoding_c, np.ndarray)):
-        raise CheckFailed(
-            f"sinusoidal_encoding should return a NumPy array, got {type(encoding_c).__name__}"
-        )
-    assert_close(
-        "sinusoidal_encoding(3, 4)",
-        encoding_c,
-        [
-            [0.0, 1.0, 0.0, 1.0],
-            [0.8414709848, 0.5403023059, 0.0099998333, 0.9999500004],
-            [0.9092974268, -0.4161468365, 0.0199986667, 0.9998000067],
-        ],
-        atol=1e-9,
-        against="the formula (sines in even columns, cosines in odd ones)",
-    )
-    dots_c = np.asarray(by_hand(ASSIGNMENT, relative_dot, 6, 8))
-    if not (dots_c.shape == (6, 6)):
-        raise CheckFailed(f"relative_dot(6, 8) should have shape (6, 6), got {dots_c.shape}")
-    for offset_c in range(-5, 6):
-        along_c = np.diagonal(dots_c, offset=offset_c)
-        assert_close(
-            f"relative_dot(6, 8) along the diagonal j - i = {offset_c}",
-            along_c,
-            np.full(along_c.shape, along_c[0]),
-            atol=1e-12,
-            against="its first entry (p_i . p_j must depend on i - j only)",
-        )
-    assert_close(
-        "relative_dot(6, 8) in row 0 (offsets 0..5)",
-        dots_c[0],
-        [4.0, 3.5352559716, 2.5637177480, 1.9648895263, 2.2666094798, 3.1599825078],
-        atol=1e-9,
-        against="the sum of cos((i - j) omega_r)",
-    )
+    shift_c = by_hand(ASSIGNMENT, shift_matrix, 2, 4)
+    if not isinstance(shift_c, np.ndarray):
+        raise CheckFailed(f"shift_matrix should return a NumPy array, got {type(shift_c).__name__}")
     assert_close(
         "shift_matrix(2, 4)",
-        by_hand(ASSIGNMENT, shift_matrix, 2, 4),
+        shift_c,
         [
             [-0.4161468365, 0.9092974268, 0.0, 0.0],
             [-0.9092974268, -0.4161468365, 0.0, 0.0],
@@ -312,88 +350,149 @@ def check_part_c(
         atol=1e-9,
         against="the expected blocks",
     )
-    positions_c = by_hand(ASSIGNMENT, sinusoidal_encoding, 8, 6, base=100.0)
+    table_c = _encode(np.arange(8), 6, base=100.0)
     assert_close(
-        "p_{i+3} - M_3 p_i for i = 0..4 (d = 6, base 100)",
-        positions_c[3:] - positions_c[:-3] @ by_hand(ASSIGNMENT, shift_matrix, 3, 6, base=100.0).T,
+        "p_{t+3} - M_3 p_t for t = 0..4 (d = 6, base 100)",
+        table_c[3:] - table_c[:-3] @ by_hand(ASSIGNMENT, shift_matrix, 3, 6, base=100.0).T,
         np.zeros((5, 6)),
         atol=1e-12,
         against="zero",
     )
-    for bad_c in (
-        lambda: by_hand(ASSIGNMENT, sinusoidal_encoding, 3, 5),
-        lambda: by_hand(ASSIGNMENT, sinusoidal_encoding, 0, 4),
-    ):
-        try:
-            bad_c()
-        except ValueError:
-            continue
-        raise CheckFailed("sinusoidal_encoding should raise ValueError for d = 5 and for n = 0")
+
+    spots_c = np.array([0.0, 3.0, 250.0, -40.0, 12.75, 3000.0])  # d = 8: P/2 is about 3142
+    encoded_c = _encode(spots_c, 8)
+    with inputs_kept("decode_position", p=encoded_c):
+        decoded_c = by_hand(ASSIGNMENT, decode_position, encoded_c)
+    if not (isinstance(decoded_c, np.ndarray) and decoded_c.shape == (6,)):
+        raise CheckFailed(
+            "decode_position of 6 encodings (6, 8) should return a NumPy array of shape (6,), "
+            f"got {type(decoded_c).__name__} of shape {np.shape(decoded_c)}"
+        )
+    assert_close(
+        f"decode_position of the encodings of {spots_c.tolist()} (d = 8)",
+        decoded_c,
+        spots_c,
+        atol=1e-8,
+        against="the positions",
+    )
+    spots_32 = np.array([0.0, 1.0, 5.0, 37.0, 1000.0, -250.0, 12.75, -9000.0])
+    stored_c = _encode(spots_32, 16).astype(np.float32)
+    assert_close(
+        f"decode_position of float32 encodings of {spots_32.tolist()} (d = 16; the slowest pair "
+        "alone is off by about 1e-4, use the faster pairs)",
+        by_hand(ASSIGNMENT, decode_position, stored_c),
+        spots_32,
+        atol=1e-5,
+        against="the positions",
+    )
+    moved_c = encoded_c @ by_hand(ASSIGNMENT, shift_matrix, -7, 8).T  # p_t M_(-7)^T = p_(t-7)
+    assert_close(
+        "decode_position(p_t M_(-7)^T), your two functions together",
+        by_hand(ASSIGNMENT, decode_position, moved_c),
+        spots_c - 7.0,
+        atol=1e-8,
+        against="the positions minus 7",
+    )
+    expect_value_error(
+        {
+            "shift_matrix(1, 5) (odd d)": lambda: by_hand(ASSIGNMENT, shift_matrix, 1, 5),
+            "decode_position(np.ones((2, 5))) (odd d)": lambda: by_hand(
+                ASSIGNMENT, decode_position, np.ones((2, 5))
+            ),
+        }
+    )
     print("Part C, visible test: passed.")
 
 
-def check_part_d(apply_rope: Callable[..., Any]) -> None:
-    """Part D's visible test (apply_rope)."""
+def check_part_d(partial_rope: Callable[..., Any]) -> None:
+    """Part D's visible test (partial_rope)."""
     __tracebackhide__ = True
     x_d = np.array(
-        [[1.0, 0.0, 0.5, -1.0], [0.0, 1.0, 2.0, 0.0], [1.0, 1.0, 1.0, 1.0]]
-    )  # (n=3, d=4)
-    positions_d = np.array([0, 1, 2])
-    with inputs_kept("apply_rope", x=x_d, positions=positions_d):
-        rotated_d = by_hand(ASSIGNMENT, apply_rope, x_d, positions_d)
-    if not (isinstance(rotated_d, np.ndarray)):
-        raise CheckFailed(f"apply_rope should return a NumPy array, got {type(rotated_d).__name__}")
+        [[1.0, 0.0, 0.5, -1.0, 2.0, 0.3], [0.0, 1.0, 2.0, 0.0, -1.0, 1.0], [1.0] * 6]
+    )  # (n=3, d=6)
+    neox = "transformers' GPT-NeoX apply_rotary_pos_emb (float64)"
+    with inputs_kept("partial_rope", x=x_d):
+        rotated_d = by_hand(ASSIGNMENT, partial_rope, x_d, 0, 4)
+    if not isinstance(rotated_d, np.ndarray):
+        raise CheckFailed(
+            f"partial_rope should return a NumPy array, got {type(rotated_d).__name__}"
+        )
     assert_close(
-        "apply_rope(x, [0, 1, 2])",
+        "partial_rope(x, offset=0, rotary_dim=4)",
         rotated_d,
         [
-            [1.0, 0.0, 0.5, -1.0],
-            [-0.8414709848, 0.5403023059, 1.9999000008, 0.0199996667],
-            [-1.3254442634, 0.4931505903, 0.9798013400, 1.0197986734],
+            [1.0, 0.0, 0.5, -1.0, 2.0, 0.3],
+            [-1.6829419696, 0.9999500004, 1.0806046117, 0.0099998333, -1.0, 1.0],
+            [-1.3254442634, 0.9798013400, 0.4931505903, 1.0197986734, 1.0, 1.0],
         ],
         atol=1e-9,
-        against="the rotated pairs",
+        against=f"{neox} (feature r turns with feature r + 2; features 4, 5 pass)",
     )
     assert_close(
-        "apply_rope(x, [3, 10, 11]) (positions that skip)",
-        by_hand(ASSIGNMENT, apply_rope, x_d, [3, 10, 11]),
+        "partial_rope(x, offset=5, rotary_dim=4) (rows at positions 5, 6, 7)",
+        by_hand(ASSIGNMENT, partial_rope, x_d, 5, 4),
         [
-            [-0.9899924966, 0.1411200081, 0.5297705171, -0.9845522836],
-            [0.5440211109, -0.8390715291, 1.9900083306, 0.1996668333],
-            [1.0044159045, -0.9955645086, 0.8841777971, 1.1037343988],
+            [0.7631243228, 0.0499791693, -0.8170931819, -0.9987502604, 2.0, 0.3],
+            [0.5588309964, 0.9982005399, 1.9203405733, 0.0599640065, -1.0, 1.0],
+            [0.0969156556, 0.9276081529, 1.4108888531, 1.0674938476, 1.0, 1.0],
         ],
         atol=1e-9,
-        against="the rotated pairs",
+        against=neox,
     )
-    q_d, k_d = np.array([0.3, -1.2, 0.8, 0.5]), np.array([1.0, 0.4, -0.6, 0.9])
+    assert_close(
+        "partial_rope(x, offset=5, rotary_dim=6) (theta_r = 10000^(-2r/6))",
+        by_hand(ASSIGNMENT, partial_rope, x_d, 5, 6),
+        [
+            [-0.6752620892, -0.4600034233, 0.4967394008, -1.2425864601, 1.9463804486, 0.3053685768],
+            [0.0, 1.2363794393, 1.9869066570, 0.0, -0.6865609093, 1.0257689489],
+            [0.0969156556, 0.6284544208, 0.9848058121, 1.4108888531, 1.2669037220, 1.0149667544],
+        ],
+        atol=1e-9,
+        against=neox,
+    )
+    whole_d = by_hand(ASSIGNMENT, partial_rope, x_d, 2, 4)
+    assert_close(
+        "rows 1, 2 rotated as a chunk at offset 3, after row 0 at offset 2",
+        by_hand(ASSIGNMENT, partial_rope, x_d[1:], 3, 4),
+        np.asarray(whole_d)[1:],
+        atol=1e-12,
+        against="the same rows rotated with the whole sequence at offset 2",
+    )
+    q_d = np.array([[0.3, -1.2, 0.8, 0.5, 1.0, -0.4]])
+    k_d = np.array([[1.0, 0.4, -0.6, 0.9, 0.2, 0.7]])
     starts_d = [0, 4, 9, 30]
     scores_d = [
         float(
-            by_hand(ASSIGNMENT, apply_rope, q_d[None], [i + 2])[0]
-            @ by_hand(ASSIGNMENT, apply_rope, k_d[None], [i])[0]
+            np.asarray(by_hand(ASSIGNMENT, partial_rope, q_d, i + 2, 4))[0]
+            @ np.asarray(by_hand(ASSIGNMENT, partial_rope, k_d, i, 4))[0]
         )
         for i in starts_d
     ]
     assert_close(
-        f"the rotated score q_(i+2) . k_i for i = {starts_d}",
+        f"the rotated score of q at i + 2 and k at i for i = {starts_d}",
         scores_d,
-        np.full(4, 1.2655836738),
+        np.full(4, -0.9517973413),
         atol=1e-9,
         against="one value for the offset 2",
     )
-    with inputs_kept("apply_rope", x=x_d) as before_d:
-        skipping_d = by_hand(ASSIGNMENT, apply_rope, x_d, [3, 10, 11])
+    batch_d, offsets_d = np.stack([x_d, x_d]), np.array([0, 5])  # (2, 3, 6): offsets 0 and 5
+    with inputs_kept("partial_rope", x=batch_d, offset=offsets_d):
+        batch_rotated_d = by_hand(ASSIGNMENT, partial_rope, batch_d, offsets_d, 4)
     assert_close(
-        "the lengths of the rows of apply_rope(x, [3, 10, 11])",
-        np.linalg.norm(skipping_d, axis=-1),
-        np.linalg.norm(before_d["x"], axis=-1),
+        "partial_rope(batch, offset=[0, 5], rotary_dim=4), sequence 1",
+        np.asarray(batch_rotated_d)[1],
+        by_hand(ASSIGNMENT, partial_rope, x_d, 5, 4),
         atol=1e-12,
-        against="the lengths of the rows of x (a rotation keeps lengths)",
+        against="the sequence alone at offset 5",
     )
-    try:
-        by_hand(ASSIGNMENT, apply_rope, np.ones((2, 3)), [0, 1])
-    except ValueError:
-        pass
-    else:
-        raise CheckFailed("apply_rope should raise ValueError for d = 3")
+    expect_value_error(
+        {
+            "partial_rope(x, 0, 3) (odd rotary_dim)": lambda: by_hand(
+                ASSIGNMENT, partial_rope, x_d, 0, 3
+            ),
+            "partial_rope(x, 0, 8) (rotary_dim above d = 6)": lambda: by_hand(
+                ASSIGNMENT, partial_rope, x_d, 0, 8
+            ),
+        }
+    )
     print("Part D, visible test: passed.")

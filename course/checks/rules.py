@@ -55,6 +55,13 @@ _SOFTMAXES = ("softmax", "log_softmax", "softmin")
 # The lectures' modules, trapped by name as well: the walk over the ``course`` package traps
 # every public callable it finds, and these names are trapped even if a module is imported by
 # a path that the walk skips. Names a module does not define are ignored.
+# transformers' RoPE (Assignment 5, Part D): GPT-NeoX's partial rotation and Llama's copy of it.
+_ROTARY_HELPERS = (
+    "apply_rotary_pos_emb",
+    "rotate_half",
+    "GPTNeoXRotaryEmbedding",
+    "LlamaRotaryEmbedding",
+)
 _COURSE_ATTENTION = tuple(
     "attention scaled_dot_product_attention causal_mask padding_mask MultiHeadAttention "
     "multi_head_attention sinusoidal_encoding LearnedPositions alibi_slopes alibi_bias rope "
@@ -228,15 +235,19 @@ RULES: dict[str, Rule] = {
                 "torch",
                 ("softmax", "log_softmax", "_softmax", "_native_multi_head_attention"),
             ),
-            ("torch.Tensor", ("softmax", "log_softmax", "backward")),
+            ("torch.Tensor", ("softmax", "log_softmax", "logsumexp", "backward")),
+            ("torch", ("logsumexp",)),
             ("torch.autograd", ("backward", "grad")),
-            ("torch.special", ("softmax", "log_softmax")),
-            ("scipy.special", ("softmax", "log_softmax")),
+            ("torch.special", ("softmax", "log_softmax", "logsumexp")),
+            ("scipy.special", ("softmax", "log_softmax", "logsumexp")),
+            ("transformers.models.gpt_neox.modeling_gpt_neox", _ROTARY_HELPERS),
+            ("transformers.models.llama.modeling_llama", _ROTARY_HELPERS),
             ("course.models.attention", _COURSE_ATTENTION),
         ),
         summary=(
             "torch.nn.functional.scaled_dot_product_attention, torch.nn.MultiheadAttention and "
-            "its kin, the softmaxes of torch and SciPy, and autograd"
+            "its kin, the softmaxes and log-sum-exps of torch and SciPy, transformers' rotary "
+            "helpers, and autograd"
         ),
     ),
     "a6_transformer": Rule(

@@ -17,16 +17,20 @@
 #
 # Lecture 5 built self-attention in PyTorch: one query at a time, then as matrices, then with
 # several heads, and it gave the model four ways to know where a token stands. Here you write
-# the same machinery in NumPy, in the general form a Transformer needs: batches, queries and
-# keys of different lengths, masks, and positions that need not be $0, 1, 2, \dots$
+# in NumPy the forms that real models need and the lecture does not write: attention that
+# keeps its footing when a query has no key and that can be computed in pieces, positions read
+# back from their encoding, and the partial, offset RoPE of GPT-NeoX.
 #
 # **Goals.** After this assignment you can
 #
-# 1. compute scaled dot-product attention for a batch with causal and padding masks, stably
-#    (Part A);
+# 1. compute scaled dot-product attention with a local mask over a padded batch, returning
+#    zeros for queries that see no key, and join attention computed over two sets of keys from
+#    their log-sum-exps, as FlashAttention does (Part A);
 # 2. run multi-head attention from the weights of a `torch.nn.MultiheadAttention` (Part B);
-# 3. build the sinusoidal encoding and show why it encodes relative positions (Part C);
-# 4. rotate queries and keys with RoPE, so that their scores depend on offsets only (Part D);
+# 3. build the matrix that moves a sinusoidal encoding by $k$ positions, and read a position
+#    back from its encoding, precisely, from coarse and fine frequencies (Part C);
+# 4. apply RoPE to part of each head, in the halves layout, at positions after a cache
+#    (Part D);
 # 5. say what attention costs on long inputs, compared with a recurrent layer (Part E, written).
 #
 # ## Notation
@@ -51,19 +55,21 @@
 # * Parts A to D are autograded. Each has a **visible test** that you can run now (fixed
 #   inputs; it names the quantity that is off, where and by how much), and a **hidden test**
 #   that runs at grading time on other shapes, seeds and edge cases (batch dimensions,
-#   $n \ne m$, $d_k = 1$, one head, as many heads as features, scores in the thousands,
-#   positions that skip, negative and fractional positions, non-contiguous arrays...) and
-#   checks that bad input raises `ValueError`. Hard-coding the visible answers keeps the
-#   visible points only.
+#   $n \ne m$, $d_k = 1$, one head, as many heads as features, scores in the thousands, rows
+#   and whole sequences with no key, encodings in `float32`, negative and fractional
+#   offsets, non-contiguous arrays...) and checks that bad input raises `ValueError`.
+#   Hard-coding the visible answers keeps the visible points only.
 # * Part E is a short written answer, graded by hand.
 # * Write code only where it says `YOUR CODE HERE`; keep function names and signatures; do not
 #   delete or copy cells. Your functions must not modify their inputs.
 # * Use NumPy. During the hidden tests torch's attention (`F.scaled_dot_product_attention`,
-#   `nn.MultiheadAttention` and its functions), every softmax of torch and SciPy, autograd and the
-#   helpers of the `course` package (among them `course.models.attention`) are replaced by traps:
-#   calling them from your functions fails the test. (`course.checks` is allowed.) The visible tests
-#   run your functions under the same rule and say so when one of them calls a forbidden routine;
-#   their data and expected values are in `course/checks/a5_self_attention.py`.
+#   `nn.MultiheadAttention` and its functions), every softmax and log-sum-exp of torch and
+#   SciPy, autograd, the rotary helpers of `transformers` (GPT-NeoX's and Llama's) and the
+#   helpers of the `course` package (among them `course.models.attention`) are replaced by
+#   traps: calling them from your functions fails the test. (`course.checks` is allowed.) The
+#   visible tests run your functions under the same rule and say so when one of them calls a
+#   forbidden routine; their data and expected values are in
+#   `course/checks/a5_self_attention.py`.
 #
 # Autograded: 14 points. Written: 2 points.
 #
@@ -80,46 +86,82 @@ np.set_printoptions(precision=4, suppress=True)
 
 
 # %% [markdown]
-# ## Part A: scaled dot-product attention with masks (4 points)
+# ## Part A: attention that survives empty rows, and attention in pieces (4 points)
 #
 # Query $i$ scores key $j$ by $s_{ij} = q_i \cdot k_j / \sqrt{d_k}$, and the scores of a row
 # become weights by a softmax over the keys it may see. With the additive mask $M_{ij} = 0$
 # where the mask is True and $-\infty$ where it is False,
 #
 # $$A = \operatorname{softmax}\Big(\frac{Q K^\top}{\sqrt{d_k}} + M\Big) \text{ (row by row)},
-# \qquad Z = A V,$$
+# \qquad Z = A V, \qquad L_i = \log \sum_{j \text{ allowed}} e^{s_{ij}}.$$
 #
-# so a blocked key gets weight exactly 0 and each row of $A$ sums to 1 over the allowed keys.
+# $L_i$, the **log-sum-exp** of row $i$'s allowed scores, is the log of the softmax's
+# denominator: $a_{ij} = e^{s_{ij} - L_i}$. FlashAttention keeps $L$ instead of the $n \times m$
+# matrix $A$, because it is all one needs to join the results of two pieces of the keys.
+#
+# **Local attention with padding.** Longformer-style local attention lets token $i$ see the
+# keys $j$ with $|i - j| \le w$ (a band of radius $w$). In a padded batch, key $j$ of sequence
+# $b$ is also blocked when it is padding, $j \ge \ell_b$. A padding *query* then may have no key
+# at all: when $i - w \ge \ell_b$, every key in its band is padding. A plain softmax turns
+# such a row into `nan` ($0/0$), and Lecture 5's `attention` refuses it. Yours must not: **a
+# row with no allowed key gets $Z_i = 0$, $A_{i\cdot} = 0$ and $L_i = -\infty$**, with no `nan`
+# anywhere, and every other row is exact and stable (scores in the thousands are normal).
+#
+# **Attention in pieces.** Split the keys (and their values) into two disjoint sets $a$ and
+# $b$, and attend to each: $(Z^a, L^a)$ and $(Z^b, L^b)$. The attention over all the keys
+# follows from these alone. Derive it: the denominator of the union is the sum of the two
+# denominators, so $L = \log(e^{L^a} + e^{L^b})$, and $Z$ is a mix of $Z^a$ and $Z^b$ whose
+# weights you find from the same fact. Compute it stably ($L$ may be in the thousands, or
+# $-\infty$ when a piece holds no allowed key for that row).
 #
 # Implement
 #
+# * `local_mask(lengths, m, radius)`: for a batch of sequences padded to $m$ tokens, with
+#   `lengths[b]` real tokens in sequence $b$ (0 to $m$), the (B, m, m) mask that allows key $j$
+#   to query $i$ of sequence $b$ when $|i - j| \le$ `radius` and $j <$ `lengths[b]`;
 # * `attention(Q, K, V, mask=None)`: `Q` (…, n, d_k), `K` (…, m, d_k), `V` (…, m, d_v), and
 #   `mask` `None` (every key allowed) or booleans whose shape broadcasts to (…, n, m). Return
-#   the tuple `(Z, A)`: `Z` of shape (…, n, d_v) and the weights `A` of shape (…, n, m).
-# * `causal_mask(n)`: the (n, n) mask of a decoder, where position $i$ sees the positions
-#   $j \le i$ and none after it.
-# * `padding_mask(lengths, m)`: for a batch of sequences padded to $m$ tokens, with `lengths[b]`
-#   real tokens in sequence $b$, the mask of shape (B, 1, m) that allows the real keys of each
-#   sequence and blocks its padding (the axis of length 1 broadcasts over the queries; combine
-#   it with a causal mask by `&`).
+#   the tuple `(Z, A, L)` of shapes (…, n, d_v), (…, n, m) and (…, n), the leading
+#   dimensions being those of the scores and the mask broadcast together;
+# * `merge_attention(Z_a, L_a, Z_b, L_b)`: the results of one set of queries attending to two
+#   disjoint sets of keys, `Z_a`, `Z_b` of shape (…, n, d_v) and `L_a`, `L_b` of shape (…, n);
+#   return `(Z, L)`, the attention over the union.
 #
-# **Stability.** Scores are not small: with $d_k = 64$ and entries of size 4 a score is about
-# 128, and $e^{710}$ overflows. The softmax does not change when one number is subtracted from
-# a whole row; subtract the row's largest **allowed** score.
-#
-# **Bad input** raises `ValueError` with a clear message: arrays with fewer than 2 dimensions,
-# `Q` and `K` with different $d_k$, `K` and `V` with different $m$, a mask that is not boolean
-# or does not broadcast to (…, n, m), and **a row of the mask that allows no key** (its softmax
-# would divide 0 by 0): the message must say which row. `causal_mask` and `padding_mask` raise
-# it for a size below 1, a length outside $1, \dots, m$, and lengths that are not integers in a
-# 1-D array.
+# **Bad input** raises `ValueError` with a clear message: for `attention`, arrays with fewer
+# than 2 dimensions, `Q` and `K` with different $d_k$, `K` and `V` with different $m$, a mask
+# that is not boolean or does not broadcast to (…, n, m); for `local_mask`, $m < 1$, a negative
+# radius, a length outside $0, \dots, m$, and lengths that are not integers in a 1-D array; for
+# `merge_attention`, `Z_a` and `Z_b` of different shapes, an `L` whose shape is not `Z`'s without
+# its last axis, and an `L` that holds `nan` or $+\infty$.
 
 
 # %% nbgrader={"grade": false, "grade_id": "attention", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def local_mask(lengths: np.ndarray | list[int], m: int, radius: int) -> np.ndarray:
+    """The (B, m, m) mask: query i of sequence b may see key j when |i - j| <= radius and
+    j < lengths[b]."""
+    ### BEGIN SOLUTION
+    for label, value, least in (("m", m, 1), ("radius", radius, 0)):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+            raise ValueError(f"{label} must be an integer, got {value!r}")
+        if value < least:
+            raise ValueError(f"{label} must be at least {least}, got {value}")
+    sizes = np.asarray(lengths)
+    if sizes.ndim != 1 or sizes.size == 0 or not np.issubdtype(sizes.dtype, np.integer):
+        given = f"shape {sizes.shape} and dtype {sizes.dtype}"
+        raise ValueError(f"lengths must be a non-empty 1-D array of integers, got {given}")
+    if sizes.min() < 0 or sizes.max() > m:
+        raise ValueError(f"every length must lie in 0..m = {m}, got {sizes.tolist()}")
+    steps = np.arange(m)
+    band = np.abs(steps[:, None] - steps[None, :]) <= radius  # (m, m): |i - j| <= radius
+    real = steps[None, None, :] < sizes[:, None, None]  # (B, 1, m): key j is a real token
+    return band[None] & real  # (B, m, m)
+    ### END SOLUTION
+
+
 def attention(
     Q: np.ndarray, K: np.ndarray, V: np.ndarray, mask: np.ndarray | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """Scaled dot-product attention.
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Scaled dot-product attention that gives a row with no allowed key zeros, not nan.
 
     Args:
         Q: queries, shape (..., n, d_k).
@@ -129,11 +171,11 @@ def attention(
             to key j.
 
     Returns:
-        (Z, A): the outputs, shape (..., n, d_v), and the weights, shape (..., n, m).
+        (Z, A, L): the outputs (..., n, d_v), the weights (..., n, m) and the log-sum-exp of
+        each row's allowed scores (..., n); Z and A are 0 and L is -inf on a row with no key.
 
     Raises:
-        ValueError: for mismatched shapes, a mask that is not boolean, or a row of the mask
-            with no allowed key.
+        ValueError: for mismatched shapes or a mask that is not boolean or does not fit.
     """
     ### BEGIN SOLUTION
     queries = np.asarray(Q, dtype=np.float64)
@@ -147,108 +189,131 @@ def attention(
         raise ValueError(f"Q and K must share d_k: {widths}")
     if keys.shape[-2] != values.shape[-2]:
         raise ValueError(f"K has {keys.shape[-2]} keys but V has {values.shape[-2]} values")
-    if keys.shape[-2] == 0:
-        raise ValueError("there are no keys to attend to (m = 0)")
-    d_k = queries.shape[-1]
-    scores = queries @ np.swapaxes(keys, -1, -2) / np.sqrt(d_k)  # (..., n, m)
-    if mask is not None:  # blocked keys will score -inf
-        allowed = np.asarray(mask)
-        if allowed.dtype != np.bool_:
-            raise ValueError(f"mask must hold booleans (True = may attend), not {allowed.dtype}")
-        ours, theirs = scores.shape[::-1], allowed.shape[::-1]  # aligned from the last axis
-        rows_fit = allowed.ndim >= 2 and allowed.shape[-2] in (1, scores.shape[-2])
-        inner = rows_fit and allowed.shape[-1] in (1, scores.shape[-1])
-        outer = all(1 in (a, b) or a == b for a, b in zip(ours[2:], theirs[2:], strict=False))
-        if not (inner and outer):
-            shapes = f"mask of shape {allowed.shape} against scores of shape {scores.shape}"
-            raise ValueError(f"the mask must broadcast to (..., n, m): {shapes}")
-        grid = np.broadcast_shapes(scores.shape, allowed.shape)
-        allowed = np.broadcast_to(allowed, grid)
-        blind = ~allowed.any(axis=-1)  # (..., n): rows with no key to see
-        if blind.any():
-            where = tuple(int(i) for i in np.argwhere(blind)[0])
-            batch = f" of batch entry {list(where[:-1])}" if len(where) > 1 else ""
-            empty = f"row {where[-1]}{batch} of the mask allows no key"
-            raise ValueError(f"{empty}: its softmax would be 0/0")
-        scores = np.where(allowed, np.broadcast_to(scores, grid), -np.inf)
-    top = scores.max(axis=-1, keepdims=True)  # the largest allowed score of each row
-    lifted = np.exp(scores - top)  # in (0, 1]; blocked keys give exp(-inf) = 0
-    weights = lifted / lifted.sum(axis=-1, keepdims=True)  # (..., n, m)
-    return weights @ values, weights  # (..., n, d_v), (..., n, m)
+    scores = queries @ np.swapaxes(keys, -1, -2) / np.sqrt(queries.shape[-1])  # (..., n, m)
+    allowed = np.ones((1, 1), dtype=bool) if mask is None else np.asarray(mask)
+    if allowed.dtype != np.bool_:
+        raise ValueError(f"mask must hold booleans (True = may attend), not {allowed.dtype}")
+    ours, theirs = scores.shape[::-1], allowed.shape[::-1]  # aligned from the last axis
+    rows_fit = allowed.ndim >= 2 and allowed.shape[-2] in (1, scores.shape[-2])
+    inner = rows_fit and allowed.shape[-1] in (1, scores.shape[-1])
+    outer = all(1 in (a, b) or a == b for a, b in zip(ours[2:], theirs[2:], strict=False))
+    if not (inner and outer):
+        shapes = f"mask of shape {allowed.shape} against scores of shape {scores.shape}"
+        raise ValueError(f"the mask must broadcast to (..., n, m): {shapes}")
+    grid = np.broadcast_shapes(scores.shape, allowed.shape)
+    allowed, scores = np.broadcast_to(allowed, grid), np.broadcast_to(scores, grid)
+    seen = allowed.any(axis=-1, keepdims=True)  # (..., n, 1): rows with a key to see
+    top = np.where(allowed, scores, -np.inf).max(axis=-1, keepdims=True, initial=-np.inf)
+    top = np.where(seen, top, 0.0)  # the largest allowed score; 0 for an empty row
+    lifted = np.where(allowed, np.exp(np.where(allowed, scores - top, 0.0)), 0.0)  # in [0, 1]
+    total = lifted.sum(axis=-1, keepdims=True)  # (..., n, 1): >= 1 on a row with a key
+    weights = lifted / np.where(seen, total, 1.0)  # (..., n, m): an empty row stays 0
+    lse = np.where(seen, top + np.log(np.where(seen, total, 1.0)), -np.inf)[..., 0]  # (..., n)
+    return weights @ values, weights, lse  # (..., n, d_v), (..., n, m), (..., n)
     ### END SOLUTION
 
 
-def causal_mask(n: int) -> np.ndarray:
-    """The (n, n) boolean mask that lets position i see positions j <= i."""
-    ### BEGIN SOLUTION
-    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise ValueError(f"n must be a positive integer, got {n!r}")
-    steps = np.arange(n)
-    return steps[None, :] <= steps[:, None]  # (n, n): True on and below the diagonal
-    ### END SOLUTION
+def merge_attention(
+    Z_a: np.ndarray, L_a: np.ndarray, Z_b: np.ndarray, L_b: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Join the attention of the same queries to two disjoint sets of keys.
 
+    Args:
+        Z_a, Z_b: the outputs over keys a and keys b, shape (..., n, d_v).
+        L_a, L_b: their log-sum-exps, shape (..., n); -inf where a row has no key in the set.
 
-def padding_mask(lengths: np.ndarray | list[int], m: int) -> np.ndarray:
-    """The (B, 1, m) boolean mask that allows key j of sequence b when j < lengths[b]."""
+    Returns:
+        (Z, L): the attention over the union of the keys, shapes (..., n, d_v) and (..., n).
+    """
     ### BEGIN SOLUTION
-    if isinstance(m, (bool, np.bool_)) or not isinstance(m, (int, np.integer)) or m < 1:
-        raise ValueError(f"m must be a positive integer, got {m!r}")
-    sizes = np.asarray(lengths)
-    if sizes.ndim != 1 or sizes.size == 0 or not np.issubdtype(sizes.dtype, np.integer):
-        given = f"shape {sizes.shape} and dtype {sizes.dtype}"
-        raise ValueError(f"lengths must be a non-empty 1-D array of integers, got {given}")
-    if sizes.min() < 1 or sizes.max() > m:
-        raise ValueError(f"every length must lie in 1..m = {m}, got {sizes.tolist()}")
-    return (np.arange(m)[None, :] < sizes[:, None])[:, None, :]  # (B, 1, m)
+    out_a, out_b = (np.asarray(z, dtype=np.float64) for z in (Z_a, Z_b))
+    lse_a, lse_b = (np.asarray(s, dtype=np.float64) for s in (L_a, L_b))
+    if out_a.ndim < 2 or out_a.shape != out_b.shape:
+        shapes = f"{out_a.shape} and {out_b.shape}"
+        raise ValueError(f"Z_a and Z_b must share one shape (..., n, d_v), got {shapes}")
+    if lse_a.shape != out_a.shape[:-1] or lse_b.shape != out_a.shape[:-1]:
+        wanted = f"Z's shape without its last axis, {out_a.shape[:-1]}"
+        raise ValueError(f"L_a and L_b must have {wanted}: got {lse_a.shape}, {lse_b.shape}")
+    for label, lse in (("L_a", lse_a), ("L_b", lse_b)):
+        if np.isnan(lse).any() or np.isposinf(lse).any():
+            raise ValueError(f"{label} holds nan or +inf; a log-sum-exp is finite or -inf")
+    top = np.maximum(lse_a, lse_b)  # (..., n)
+    seen = top > -np.inf  # rows with a key in either set
+    top = np.where(seen, top, 0.0)
+    share_a, share_b = np.exp(lse_a - top), np.exp(lse_b - top)  # e^(L - top), in [0, 1]
+    total = share_a + share_b  # the denominators' sum over e^top: >= 1 on a seen row
+    lse = np.where(seen, top + np.log(np.where(seen, total, 1.0)), -np.inf)  # (..., n)
+    mixed = share_a[..., None] * out_a + share_b[..., None] * out_b  # (..., n, d_v)
+    return mixed / np.where(seen, total, 1.0)[..., None], lse
     ### END SOLUTION
 
 
 # %% [markdown]
 # ### Visible test for Part A
 #
-# Three queries and four keys with $d_k = 2$, values of size $d_v = 3$; the expected numbers
-# come from `torch.nn.functional.scaled_dot_product_attention` (and its weights from the same
-# function with $V = I$).
+# Three queries and four keys with $d_k = 2$, values of size $d_v = 3$, then self-attention in a
+# padded batch of two with a local mask of radius 1, then the queries times 1000; the expected
+# numbers come from `torch.nn.functional.scaled_dot_product_attention` on the rows that have a
+# key (its weights from the same function with $V = I$) and from `torch.logsumexp`. The merge
+# is checked on numbers worked out by hand, and on your own attention split into two pieces.
 
 # %% nbgrader={"grade": true, "grade_id": "test_attention_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-check_part_a(attention, causal_mask, padding_mask)
+check_part_a(local_mask, attention, merge_attention)
 
 # %% nbgrader={"grade": true, "grade_id": "test_attention_hidden", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
-# Hidden test (3 points): attention against torch's scaled_dot_product_attention for batch
-# dimensions, n != m, d_k = 1, a single key, scores in the thousands, causal and padding masks
-# combined, masks that broadcast over the batch, non-contiguous arrays; causal_mask and
-# padding_mask for other sizes and lengths given as a list; inputs must come back unmodified;
-# ValueError (naming the row) for a row with no allowed key, and for the bad inputs above.
+# Hidden test (3 points): attention against torch's scaled_dot_product_attention (rows with a
+# key) and torch.logsumexp for batch dimensions, n != m, d_k = 1, a single key, scores in the
+# thousands, local masks with padding that leave rows (or a whole sequence) with no key,
+# masks that broadcast, non-contiguous arrays; local_mask for other radii and lengths (0 and
+# m too); merge_attention on keys split at random (against attention over all of them),
+# pieces with no key for some rows and log-sum-exps in the thousands; inputs must come back
+# unmodified; ValueError for the bad inputs above.
 ### BEGIN HIDDEN TESTS
 from autograder.hidden.a5_self_attention import check_attention
 
-check_attention(attention, causal_mask, padding_mask)
+check_attention(local_mask, attention, merge_attention)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# ## Explore (not graded): your attention against PyTorch's
+# ## Explore (not graded): attention over keys that arrive in blocks
 #
-# Once Part A passes, this cell compares your function with
-# `torch.nn.functional.scaled_dot_product_attention` on a random batch with a causal and a
-# padding mask, and shows what a naive softmax does with large scores.
+# Once Part A passes, this cell attends to 12 keys four at a time, joining each block into a
+# running result with `merge_attention` (never holding a $5 \times 12$ weight matrix), and
+# compares with one call over all the keys and with
+# `torch.nn.functional.scaled_dot_product_attention`. Then the local mask's empty rows: yours
+# against torch's (recent versions of `scaled_dot_product_attention` return zeros there too),
+# and what a plain softmax makes of them.
 
 # %%
 import torch
 
 rng = np.random.default_rng(0)
-Q_x, K_x, V_x = (rng.normal(size=(2, 5, 8)) for _ in range(3))
+Q_x, K_x, V_x = rng.normal(size=(5, 8)), 30 * rng.normal(size=(12, 8)), rng.normal(size=(12, 3))
 try:
-    mask_x = causal_mask(5) & padding_mask([5, 3], 5)  # (2, 5, 5)
-    Z_x, A_x = attention(Q_x, K_x, V_x, mask_x)
+    Z_run, L_run = np.zeros((5, 3)), np.full(5, -np.inf)  # no key yet
+    for start_x in range(0, 12, 4):
+        Z_blk, _, L_blk = attention(Q_x, K_x[start_x : start_x + 4], V_x[start_x : start_x + 4])
+        Z_run, L_run = merge_attention(Z_run, L_run, Z_blk, L_blk)
+    Z_all, _, L_all = attention(Q_x, K_x, V_x)
     Z_torch = torch.nn.functional.scaled_dot_product_attention(
-        *(torch.tensor(a) for a in (Q_x, K_x, V_x)), attn_mask=torch.tensor(mask_x)
+        *(torch.tensor(a) for a in (Q_x, K_x, V_x))
+    ).numpy()
+    print(f"blocks of 4 against one call: {np.abs(Z_run - Z_all).max():.1e}")
+    print(f"blocks of 4 against PyTorch: {np.abs(Z_run - Z_torch).max():.1e}")
+    print(f"the log-sum-exps reach {L_all.max():.0f}")
+    mask_x = local_mask([6, 2], 6, 1)  # sequence 1: 2 real tokens, radius 1
+    X_x = rng.normal(size=(2, 6, 4))
+    Z_loc, _, L_loc = attention(X_x, X_x, X_x, mask_x)
+    Z_loc_torch = torch.nn.functional.scaled_dot_product_attention(
+        *(torch.tensor(X_x),) * 3, attn_mask=torch.tensor(mask_x)
+    ).numpy()
+    print("sequence 1, which rows see a key:", mask_x[1].any(-1))
+    print("  your L:", L_loc[1].round(2))
+    print(f"  your Z against PyTorch's: {np.abs(Z_loc - Z_loc_torch).max():.1e}")
+    blocked_x = torch.tensor(X_x[1] @ X_x[1].T / 2).masked_fill(~torch.tensor(mask_x[1]), -np.inf)
+    print(
+        "  a plain softmax's rows with nan:", torch.softmax(blocked_x, -1).isnan().any(-1).numpy()
     )
-    print(f"largest difference from PyTorch: {np.abs(Z_x - Z_torch.numpy()).max():.1e}")
-    print("weights of sequence 1 (3 real tokens, causal):\n", A_x[1])
-    with np.errstate(over="ignore", invalid="ignore"):
-        big = 400.0 * Q_x[0] @ K_x[0].T / np.sqrt(8)
-        naive = np.exp(big) / np.exp(big).sum(axis=-1, keepdims=True)
-    print(f"a naive softmax of scores up to {big.max():.0f}: {np.isnan(naive).sum()} nan of 25")
 except NotImplementedError:
     print("Implement Part A first, then run this cell again.")
 
@@ -279,8 +344,8 @@ except NotImplementedError:
 # Implement `multi_head_attention(X, params, num_heads, mask=None)`, returning the tuple
 # `(out, weights)`: `out` of shape (…, n, d_model) and the weights of every head, shape
 # (…, num_heads, n, n). The `mask` (booleans, True = may attend, broadcastable to (…, n, n))
-# applies to every head. Use your `attention`; the heads need no loop (move the head axis in
-# front of the positions).
+# applies to every head. Use your `attention` (its Z and A); the heads need no loop (move the
+# head axis in front of the positions).
 #
 # Raise `ValueError` when d_model is not divisible by `num_heads` (with a message that says
 # so, using the word "divisible"), for `num_heads` below 1, `X` with fewer than 2 dimensions,
@@ -343,7 +408,7 @@ def multi_head_attention(
     per_head = np.moveaxis(per_head, -3, 0)  # (3, ..., n, h, d_k)
     q, k, v = np.swapaxes(per_head, -2, -3)  # each (..., h, n, d_k)
     head_mask = None if mask is None else np.asarray(mask)[..., None, :, :]  # (..., 1, n, n)
-    mixed, weights = attention(q, k, v, head_mask)  # (..., h, n, d_k), (..., h, n, n)
+    mixed, weights, _ = attention(q, k, v, head_mask)  # (..., h, n, d_k), (..., h, n, n)
     joined = np.swapaxes(mixed, -2, -3).reshape(*lead, width)  # (..., n, d_model)
     out = joined @ np.asarray(params["out_proj_weight"], dtype=np.float64).T
     if "out_proj_bias" in params:
@@ -408,46 +473,51 @@ except NotImplementedError:
     print("Implement Part B first, then run this cell again.")
 
 # %% [markdown]
-# ## Part C: the sinusoidal encoding and relative positions (3 points)
+# ## Part C: reading a position back from its sinusoidal encoding (3 points)
 #
 # Attention by itself ignores order: permuting the tokens permutes the outputs the same way.
-# Vaswani et al. (2017) add to token $i$ the vector $p_i$ with, for $r = 0, \dots, d/2 - 1$,
+# Vaswani et al. (2017) add to the token at position $t$ the vector $p_t$ with, for
+# $r = 0, \dots, d/2 - 1$,
 #
-# $$p_{i, 2r} = \sin(i\,\omega_r), \qquad p_{i, 2r+1} = \cos(i\,\omega_r), \qquad
+# $$p_{t, 2r} = \sin(t\,\omega_r), \qquad p_{t, 2r+1} = \cos(t\,\omega_r), \qquad
 # \omega_r = \text{base}^{-2r/d}, \quad \text{base} = 10000$$
 #
-# (sine and cosine **interleaved**: columns 0, 2, 4, … are sines, 1, 3, 5, … cosines). Each
-# pair of columns turns with position at its own frequency $\omega_r$, from one radian per
-# position ($r = 0$) down to about $1/\text{base}$.
+# (sine and cosine **interleaved**). Lecture 5 builds these vectors and shows that $p_t \cdot
+# p_u$ depends on $t - u$ only; the encoding is given below. Here you show that the vector
+# holds the position itself, and how to move it.
 #
-# Two properties make these vectors relative. First, since
-# $\sin a \sin b + \cos a \cos b = \cos(a - b)$,
+# **Moving.** Moving $k$ positions is a linear map, the same at every position: $p_{t+k} = M_k
+# p_t$ (as column vectors; with rows, $p_{t+k} = p_t M_k^\top$). Work out $M_k$ from the
+# formulas for $\sin(a + b)$ and $\cos(a + b)$: it is block-diagonal, one $2 \times 2$ block per
+# frequency, built from $k$ alone.
 #
-# $$p_i \cdot p_j = \sum_{r=0}^{d/2-1} \cos\big((i - j)\,\omega_r\big),$$
-#
-# which depends on the offset $i - j$ only: the matrix of dot products is constant along each
-# diagonal (a Toeplitz matrix). Second, moving $k$ positions is a **linear map** that is the
-# same at every position: $p_{i+k} = M_k\, p_i$, where $M_k$ is block-diagonal with one
-# $2 \times 2$ block per frequency. From $\sin(a + b) = \sin a \cos b + \cos a \sin b$ and
-# $\cos(a + b) = \cos a \cos b - \sin a \sin b$, the block for $r$ acting on
-# $(p_{i,2r}, p_{i,2r+1})$ is
-#
-# $$\begin{pmatrix} \cos k\omega_r & \sin k\omega_r \\ -\sin k\omega_r & \cos k\omega_r
-# \end{pmatrix}.$$
+# **Reading.** Each pair gives an angle: $\varphi_r = \operatorname{atan2}(p_{t,2r},
+# p_{t,2r+1})$ equals $t\,\omega_r$ up to a multiple of $2\pi$. The slowest pair
+# ($r = d/2 - 1$) turns less than once over $|t| < P/2$, $P = 2\pi / \omega_{d/2-1}$, so it
+# gives $t$ without ambiguity, but coarsely: an error $\varepsilon$ in its angle is an error
+# $\varepsilon / \omega_{d/2-1}$ in $t$, a factor $\text{base}^{(d-2)/d}$ larger than the same
+# error in the fastest pair (about 7,500 for $d = 64$). The fastest pair is precise but
+# wrapped. Combine them: from the slowest pair to the fastest, use the current estimate of
+# $t$ to choose the multiple of $2\pi$ to add to the next pair's angle, and take the
+# estimate that pair gives. Encodings stored in `float32` (as models keep them) carry errors of
+# about $10^{-7}$: the slowest pair alone then misses $t$ by about $10^{-4}$, the chain by far
+# less.
 #
 # Implement
 #
-# * `sinusoidal_encoding(n, d, base=10000.0)`: the (n, d) matrix whose row $i$ is $p_i$;
-# * `relative_dot(n, d)`: the (n, n) matrix of $p_i \cdot p_j$ (base 10000), from the
-#   encoding or from the sum of cosines;
-# * `shift_matrix(k, d, base=10000.0)`: the (d, d) matrix $M_k$, for any integer $k$
-#   (negative too).
+# * `shift_matrix(k, d, base=10000.0)`: the (d, d) matrix $M_k$, for any integer $k$ (negative
+#   too);
+# * `decode_position(p, base=10000.0)`: `p` of shape (…, d), one encoding per row (possibly in
+#   `float32`, possibly slightly off); return the positions, shape (…), as `float64`: the $t$ in
+#   $(-P/2, P/2]$ (fractional positions too) whose encoding `p` is.
 #
-# Raise `ValueError` for $n < 1$ and for $d$ that is odd or below 2.
+# Raise `ValueError` for $d$ that is odd or below 2 (the given `frequencies` does it) and for a
+# `p` that is a single number.
 
 
 # %% [markdown]
-# The frequencies are given (with the check of $d$); use them in Parts C and D.
+# The frequencies and the encoding are given (with the check of $d$); use them in Parts C
+# and D. `sinusoidal_encoding` takes any array of positions, fractional or negative too.
 
 
 # %% nbgrader={"grade": false, "grade_id": "given_frequencies", "locked": true, "schema_version": 3, "solution": false, "task": false}
@@ -460,35 +530,18 @@ def frequencies(d: int, base: float = 10000.0) -> np.ndarray:
     return float(base) ** (-np.arange(0, d, 2) / d)  # (d/2,)
 
 
-# %% nbgrader={"grade": false, "grade_id": "sinusoidal", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def sinusoidal_encoding(n: int, d: int, base: float = 10000.0) -> np.ndarray:
-    """The sinusoidal positions p_0 .. p_{n-1}, interleaved sin/cos. Returns (n, d)."""
-    ### BEGIN SOLUTION
-    omega = frequencies(d, base)  # (d/2,)
-    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise ValueError(f"n must be a positive integer, got {n!r}")
-    phase = np.arange(n)[:, None] * omega[None, :]  # (n, d/2): i * omega_r
-    table = np.empty((n, d))
-    table[:, 0::2] = np.sin(phase)
-    table[:, 1::2] = np.cos(phase)
+def sinusoidal_encoding(positions: np.ndarray | list, d: int, base: float = 10000.0) -> np.ndarray:
+    """p_t for each t in positions (any shape S), interleaved sin/cos. Returns S + (d,)."""
+    where = np.asarray(positions, dtype=np.float64)
+    phase = where[..., None] * frequencies(d, base)  # S + (d/2,): t * omega_r
+    table = np.empty((*where.shape, d))
+    table[..., 0::2], table[..., 1::2] = np.sin(phase), np.cos(phase)
     return table
-    ### END SOLUTION
 
 
-def relative_dot(n: int, d: int) -> np.ndarray:
-    """p_i . p_j for i, j < n (base 10000). Returns (n, n)."""
-    ### BEGIN SOLUTION
-    omega = frequencies(d)  # (d/2,)
-    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise ValueError(f"n must be a positive integer, got {n!r}")
-    offsets = np.arange(n)
-    per_offset = np.cos(offsets[:, None] * omega).sum(axis=1)  # (n,): sum_r cos(k omega_r)
-    return per_offset[np.abs(offsets[:, None] - offsets[None, :])]  # (n, n), Toeplitz
-    ### END SOLUTION
-
-
+# %% nbgrader={"grade": false, "grade_id": "sinusoidal", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def shift_matrix(k: int, d: int, base: float = 10000.0) -> np.ndarray:
-    """M_k with p_{i+k} = M_k p_i for every i. Returns (d, d)."""
+    """M_k with p_{t+k} = M_k p_t for every t. Returns (d, d)."""
     ### BEGIN SOLUTION
     turn = k * frequencies(d, base)  # (d/2,): the angle k * omega_r of each pair
     block = np.zeros((d, d))
@@ -501,72 +554,106 @@ def shift_matrix(k: int, d: int, base: float = 10000.0) -> np.ndarray:
     ### END SOLUTION
 
 
+def decode_position(p: np.ndarray, base: float = 10000.0) -> np.ndarray:
+    """The positions t in (-P/2, P/2] whose encodings are the rows of p (..., d). Returns (...)."""
+    ### BEGIN SOLUTION
+    rows = np.asarray(p, dtype=np.float64)
+    if rows.ndim < 1:
+        raise ValueError("p must hold encodings of shape (..., d), not a single number")
+    omega = frequencies(rows.shape[-1], base)  # (d/2,), slowest last
+    phase = np.arctan2(rows[..., 0::2], rows[..., 1::2])  # (..., d/2): t omega_r mod 2 pi
+    estimate = phase[..., -1] / omega[-1]  # the slowest pair: coarse, never wrapped
+    for r in range(len(omega) - 2, -1, -1):  # each faster pair: finer, once unwrapped
+        turns = np.round((estimate * omega[r] - phase[..., r]) / (2 * np.pi))
+        estimate = (phase[..., r] + 2 * np.pi * turns) / omega[r]
+    return estimate
+    ### END SOLUTION
+
+
 # %% [markdown]
 # ### Visible test for Part C
 
 # %% nbgrader={"grade": true, "grade_id": "test_sinusoidal_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-check_part_c(sinusoidal_encoding, relative_dot, shift_matrix)
+check_part_c(shift_matrix, decode_position)
 
 # %% nbgrader={"grade": true, "grade_id": "test_sinusoidal_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
-# Hidden test (2 points): sinusoidal_encoding against the formula computed another way for
-# other n, d and bases (n = 1, d = 2, long sequences), relative_dot against the closed form
-# and shift_matrix for negative, zero and large shifts; ValueError for an odd d, d = 0, n = 0.
+# Hidden test (2 points): shift_matrix against the rotation blocks and against the encoding
+# (p_(t+k) from p_t) for negative, zero and large shifts and other bases; decode_position for
+# d = 2 to 64, other bases, batches of positions near both ends of (-P/2, P/2], fractional
+# positions, float32 encodings and encodings with noise, non-contiguous input; inputs must
+# come back unmodified; ValueError for an odd d and a single number.
 ### BEGIN HIDDEN TESTS
 from autograder.hidden.a5_self_attention import check_sinusoidal
 
-check_sinusoidal(sinusoidal_encoding, relative_dot, shift_matrix)
+check_sinusoidal(shift_matrix, decode_position)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# ## Explore (not graded): how far apart do two positions look?
+# ## Explore (not graded): how precise is each pair?
 #
-# The dot product $p_0 \cdot p_k$ as the offset $k$ grows: largest at $k = 0$ ($d/2$), it falls
-# off but not monotonically, and for $d = 64$ it stays distinct over thousands of positions.
+# 200 random positions in $d = 64$, stored in `float32`: the error of the position read from
+# the slowest pair alone, from the fastest pair alone (wrapped), and from your chain.
 
 # %%
-try:  # p_0 against every position, from the encoding itself: (n,), not an (n, n) matrix
-    encoding_x = np.asarray(sinusoidal_encoding(2000, 64))
-    far_x = encoding_x @ encoding_x[0]
-    for offset_x in (0, 1, 2, 5, 10, 50, 100, 1000, 1999):
-        print(f"p_0 . p_{offset_x:<5} = {far_x[offset_x]:7.3f}")
+rng = np.random.default_rng(3)
+spots_x = rng.uniform(-20000, 20000, size=200)
+stored_x = sinusoidal_encoding(spots_x, 64).astype(np.float32).astype(np.float64)
+omega_x = frequencies(64)
+slow_x = np.arctan2(stored_x[:, -2], stored_x[:, -1]) / omega_x[-1]
+fast_x = np.arctan2(stored_x[:, 0], stored_x[:, 1]) / omega_x[0]
+print(f"slowest pair alone: largest error {np.abs(slow_x - spots_x).max():.1e}")
+print(f"fastest pair alone: largest error {np.abs(fast_x - spots_x).max():.1e} (wrapped)")
+try:
+    chain_x = decode_position(stored_x)
+    print(f"your decode_position: largest error {np.abs(chain_x - spots_x).max():.1e}")
 except NotImplementedError:
     print("Implement Part C first, then run this cell again.")
 
 # %% [markdown]
-# ## Part D: rotary position embedding (3 points)
+# ## Part D: partial RoPE at an offset, as GPT-NeoX applies it (3 points)
 #
-# RoPE (Su et al., 2021) does not add positions to the tokens; it **rotates** the query and the
-# key of position $i$ by angles proportional to $i$, just before their dot product. Each pair
-# of features $(x_{2r}, x_{2r+1})$ turns by the angle $i\,\theta_r$,
-# $\theta_r = \text{base}^{-2r/d}$:
+# RoPE (Su et al., 2021) rotates the query and the key of position $t$ by angles proportional
+# to $t$ just before their dot product, so that their score depends on the offset only.
+# Lecture 5 rotates the **interleaved** pairs $(x_{2r}, x_{2r+1})$ of all $d$ features, at
+# positions given one by one. GPT-NeoX, Pythia and Phi rotate differently, and that is what you
+# write:
 #
-# $$\begin{pmatrix} x'_{2r} \\ x'_{2r+1} \end{pmatrix} =
-# \begin{pmatrix} \cos i\theta_r & -\sin i\theta_r \\ \sin i\theta_r & \cos i\theta_r
-# \end{pmatrix} \begin{pmatrix} x_{2r} \\ x_{2r+1} \end{pmatrix}.$$
+# * **partial**: only the first `rotary_dim` features of each head turn; features
+#   `rotary_dim`, …, $d - 1$ pass unchanged (GPT-NeoX rotates a quarter of each head);
+# * **halves**: with $h$ = `rotary_dim` / 2, feature $r < h$ is paired with feature $r + h$,
+#   not with $r + 1$, and the pair turns by $t\,\theta_r$ with $\theta_r = \text{base}^{-2r /
+#   \text{rotary\_dim}}$ (the frequencies of `rotary_dim` features, not of $d$):
 #
-# Writing $R_i$ for this block-diagonal rotation, $(R_i q)^\top (R_j k) = q^\top R_i^\top R_j
-# k = q^\top R_{j-i}\, k$, since rotations by $a$ and then by $-b$ add up to a rotation by
-# $a - b$: the score depends on the offset $j - i$ only, and a rotation keeps every length.
+# $$x'_r = x_r \cos t\theta_r - x_{r+h} \sin t\theta_r, \qquad
+# x'_{r+h} = x_{r+h} \cos t\theta_r + x_r \sin t\theta_r \qquad (r < h);$$
 #
-# Implement `apply_rope(x, positions, base=10000.0)`: `x` of shape (…, n, d) with $d$ even,
-# `positions` the $n$ positions of the rows (shape (n,), or `x.shape[:-1]` for one set of
-# positions per sequence). Positions need not be $0, \dots, n-1$: a decoder with a cache
-# rotates the new token at its true position, a sequence may skip positions, and fractional
-# positions are allowed (position interpolation squeezes long inputs into a trained range
-# that way). Return the rotated array, same shape as `x`.
+# * **at an offset**: row $i$ of `x` stands at position $t = \text{offset} + i$. A decoder with a
+#   KV cache rotates its new rows at the positions after the cached ones, so rotating a
+#   sequence in one go or in two chunks (the second at the offset of the first one's length)
+#   must give the same rows. In a batch, each sequence may have its own offset.
 #
-# Raise `ValueError` for an odd $d$, `x` with fewer than 2 dimensions, and positions whose
-# shape does not broadcast to `x.shape[:-1]` or that are a single number.
+# Implement `partial_rope(x, offset, rotary_dim, base=10000.0)`: `x` of shape (…, n, d); `offset`
+# a number, or an array whose shape broadcasts to `x.shape[:-2]` (one offset per sequence, e.g.
+# (B, 1) for `x` of shape (B, heads, n, d)); offsets may be fractional (position
+# interpolation divides positions to squeeze a long input into a trained range). Return the
+# rotated array, same shape as `x`, as `float64`.
+#
+# Raise `ValueError` for `x` with fewer than 2 dimensions, a `rotary_dim` that is not an even
+# integer in $2, \dots, d$, and an `offset` whose shape does not broadcast to `x.shape[:-2]`.
 
 
 # %% nbgrader={"grade": false, "grade_id": "rope", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def apply_rope(x: np.ndarray, positions: np.ndarray | list, base: float = 10000.0) -> np.ndarray:
-    """Rotate each pair (x_{2r}, x_{2r+1}) of row i by positions[i] * theta_r.
+def partial_rope(
+    x: np.ndarray, offset: float | np.ndarray, rotary_dim: int, base: float = 10000.0
+) -> np.ndarray:
+    """Rotate (x_r, x_{r+h}), r < h = rotary_dim / 2, of row i by (offset + i) * theta_r.
 
     Args:
-        x: queries or keys, shape (..., n, d), d even.
-        positions: shape (n,) or x.shape[:-1]; numbers (integers usually).
-        base: theta_r = base ** (-2r / d).
+        x: queries or keys, shape (..., n, d).
+        offset: the position of row 0; a number, or one per sequence (broadcasts to
+            x.shape[:-2]).
+        rotary_dim: how many leading features turn (even, 2..d); the others pass unchanged.
+        base: theta_r = base ** (-2r / rotary_dim).
 
     Returns:
         The rotated x, shape (..., n, d).
@@ -576,61 +663,64 @@ def apply_rope(x: np.ndarray, positions: np.ndarray | list, base: float = 10000.
     if rows.ndim < 2:
         raise ValueError(f"x must have shape (..., n, d), got shape {rows.shape}")
     d = rows.shape[-1]
-    if d % 2:
-        raise ValueError(f"d = {d} is odd: RoPE rotates pairs of features")
-    where = np.asarray(positions, dtype=np.float64)
-    if where.ndim == 0:
-        raise ValueError("positions must hold one position per row, not a single number")
-    pairs = zip(rows.shape[-2::-1], where.shape[::-1], strict=False)  # from the last axis
-    fits = where.ndim < rows.ndim and all(b in (1, a) for a, b in pairs)
-    if not fits:
-        wanted = f"({rows.shape[-2]},) or {rows.shape[:-1]}"
-        raise ValueError(f"positions of shape {where.shape} do not fit x {rows.shape}: {wanted}")
-    where = np.broadcast_to(where, rows.shape[:-1])  # (..., n)
-    theta = frequencies(d, base)  # (d/2,)
-    angle = where[..., None] * theta  # (..., n, d/2)
+    if isinstance(rotary_dim, (bool, np.bool_)) or not isinstance(rotary_dim, (int, np.integer)):
+        raise ValueError(f"rotary_dim must be an integer, got {rotary_dim!r}")
+    if rotary_dim < 2 or rotary_dim % 2 or rotary_dim > d:
+        raise ValueError(f"rotary_dim must be even and in 2..d = {d}, got {rotary_dim}")
+    start = np.asarray(offset, dtype=np.float64)
+    lead = rows.shape[:-2]
+    fits = zip(lead[::-1], start.shape[::-1], strict=False)  # aligned from the last axis
+    if start.ndim > len(lead) or not all(b in (1, a) for a, b in fits):
+        wanted = f"x.shape[:-2] = {lead}"
+        raise ValueError(f"offset of shape {start.shape} does not broadcast to {wanted}")
+    where = start[..., None] + np.arange(rows.shape[-2])  # (..., n): offset + i
+    half = rotary_dim // 2
+    angle = where[..., None] * frequencies(rotary_dim, base)  # (..., n, half)
     cos, sin = np.cos(angle), np.sin(angle)
-    first, second = rows[..., 0::2], rows[..., 1::2]  # (..., n, d/2) each
-    turned = np.empty_like(rows)
-    turned[..., 0::2] = first * cos - second * sin
-    turned[..., 1::2] = first * sin + second * cos
+    first, second = rows[..., :half], rows[..., half:rotary_dim]  # (..., n, half) each
+    turned = rows.copy()  # the pass-through features stay as they are
+    turned[..., :half] = first * cos - second * sin
+    turned[..., half:rotary_dim] = second * cos + first * sin
     return turned
     ### END SOLUTION
 
 
 # %% [markdown]
 # ### Visible test for Part D
+#
+# The expected rows come from `transformers`' GPT-NeoX `apply_rotary_pos_emb` (in `float64`).
 
 # %% nbgrader={"grade": true, "grade_id": "test_rope_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-check_part_d(apply_rope)
+check_part_d(partial_rope)
 
 # %% nbgrader={"grade": true, "grade_id": "test_rope_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
-# Hidden test (2 points): apply_rope against rotations computed with complex numbers in torch,
-# for batches, d = 2, long and negative positions, fractional positions, one set of positions
-# per sequence, other bases, non-contiguous arrays; scores that depend on offsets only and
-# lengths kept; inputs must come back unmodified; ValueError for an odd d, a 1-D x, and
-# positions of the wrong length.
+# Hidden test (2 points): partial_rope against transformers' GPT-NeoX apply_rotary_pos_emb
+# (float64) for heads and batches, rotary_dim = 2 and = d, one offset per sequence, large,
+# negative and fractional offsets, other bases, non-contiguous arrays; a sequence rotated in
+# chunks against in one go; scores that depend on the offset only and lengths kept; inputs
+# must come back unmodified; ValueError for an odd or too large rotary_dim, a 1-D x, and
+# offsets that do not fit the batch.
 ### BEGIN HIDDEN TESTS
 from autograder.hidden.a5_self_attention import check_rope
 
-check_rope(apply_rope)
+check_rope(partial_rope)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# ## Explore (not graded): a score that only sees the offset
+# ## Explore (not graded): what the pass-through features do to the scores
 #
-# One query and one key, both rotated, at every pair of positions up to 8: the table of scores
-# is constant along its diagonals, whatever the vectors.
+# One query and one key with $d = 16$, a quarter of it rotated: their score at the same offset 3
+# but different places is the same, and the pass-through features contribute the same
+# $q_{4:} \cdot k_{4:}$ at every offset.
 
 # %%
 rng = np.random.default_rng(5)
-q_x, k_x = rng.normal(size=(2, 16))
+q_x, k_x = rng.normal(size=(2, 1, 16))
 try:
-    spots_x = np.arange(8)
-    table_x = (
-        apply_rope(np.tile(q_x, (8, 1)), spots_x) @ apply_rope(np.tile(k_x, (8, 1)), spots_x).T
-    )
-    print(np.round(table_x, 3))
+    for at_x in (0, 10, 500):
+        score_x = partial_rope(q_x, at_x + 3, 4) @ partial_rope(k_x, at_x, 4).T
+        print(f"q at {at_x + 3:>3}, k at {at_x:>3}: score {score_x.item():.6f}")
+    print(f"the pass-through part, q[4:] . k[4:] = {(q_x[0, 4:] @ k_x[0, 4:]):.6f}")
 except NotImplementedError:
     print("Implement Part D first, then run this cell again.")
 

@@ -2,10 +2,11 @@
 
 What every assignment must satisfy (structure, reference, untouched version, hard-coded
 answers, traps) is in ``test_assignments.py``. Here: independent implementations (a softmax
-through log-sum-exp, heads in a loop, sinusoids and rotations from complex numbers) with one
-switch per plausible bug, each of which must fail its check with a message that names the
-case; the visible tests name the typical mistakes; and shortcuts through
-``F.scaled_dot_product_attention``, ``torch.softmax``, ``nn.MultiheadAttention`` and
+through log-sum-exp, local masks from loops, heads in a loop, positions and rotations from
+complex numbers) with one switch per plausible bug, each of which must fail its check with a
+message that names the case; the visible tests name the typical mistakes; and shortcuts through
+``F.scaled_dot_product_attention``, ``torch.softmax``, the log-sum-exps of torch and SciPy,
+``nn.MultiheadAttention``, transformers' GPT-NeoX rotary helpers and
 ``course.models.attention``, which are caught inside the traps.
 """
 
@@ -49,9 +50,8 @@ def attend(
     unscaled=False,
     naive=False,
     max_over_all=False,
-    inverted=False,
-    check_rows=True,
-    name_row=True,
+    nan_rows=False,
+    lse_zero=False,
     accept_floats=False,
 ):
     Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
@@ -60,51 +60,75 @@ def attend(
     s = Q @ np.swapaxes(K, -1, -2)
     if not unscaled:
         s = s / np.sqrt(Q.shape[-1])
+    keep = np.ones((1, 1), dtype=bool)
     if mask is not None:
-        mask = np.asarray(mask)
-        if mask.dtype != bool and not accept_floats:
+        keep = np.asarray(mask)
+        if keep.dtype != bool and not accept_floats:
             raise ValueError("booleans")
-        mask = mask.astype(bool)
-        if inverted:
-            mask = ~mask
+        keep = keep.astype(bool)
         try:
-            shape = np.broadcast_shapes(s.shape, mask.shape)
+            shape = np.broadcast_shapes(s.shape, keep.shape)
         except ValueError:
             raise ValueError("mask shape") from None
         if shape[-2:] != s.shape[-2:]:
             raise ValueError("mask shape")
-        mask = np.broadcast_to(mask, shape)
-        if check_rows and not mask.any(-1).all():
-            row = np.argwhere(~mask.any(-1))[0]
-            raise ValueError(f"row {row[-1]} sees nothing" if name_row else "a row sees nothing")
-        s = np.broadcast_to(s, shape)
-        if max_over_all:
-            e = np.exp(s - s.max(-1, keepdims=True)) * mask
-            A = e / e.sum(-1, keepdims=True)
-            return A @ V, A
-        s = np.where(mask, s, -np.inf)
-    if naive:
-        A = np.exp(s) / np.exp(s).sum(-1, keepdims=True)
+    shape = np.broadcast_shapes(s.shape, keep.shape)
+    keep, s = np.broadcast_to(keep, shape), np.broadcast_to(s, shape)
+    if max_over_all:  # subtracts the largest score, blocked ones included
+        e = np.exp(s - s.max(-1, keepdims=True)) * keep
+        total = e.sum(-1, keepdims=True)
+        lse = np.log(total[..., 0]) + s.max(-1)
     else:
-        A = np.exp(s - np.logaddexp.reduce(s, axis=-1, keepdims=True))
-    return A @ V, A
+        masked = np.where(keep, s, -np.inf)
+        if naive:
+            e = np.exp(masked)
+            lse = np.log(e.sum(-1))
+        else:
+            lse = np.logaddexp.reduce(masked, axis=-1)  # -inf on an empty row
+            e = np.exp(masked - np.where(np.isfinite(lse), lse, 0.0)[..., None])
+        total = e.sum(-1, keepdims=True)
+    empty = ~keep.any(-1, keepdims=True)
+    A = e / (total if nan_rows else np.where(empty, 1.0, total))
+    if lse_zero:  # an empty row's L as 0, not -inf
+        lse = np.where(empty[..., 0], 0.0, lse)
+    return A @ V, A, lse
 
 
-def causal(n, *, strict=False, as_int=False):
-    if not isinstance(n, int) or n < 1:
-        raise ValueError("n")
-    m = np.tril(np.ones((n, n), dtype=bool), k=-1 if strict else 0)
-    return m.astype(int) if as_int else m
-
-
-def padding(lengths, m, *, flat=False, off_by_one=False):
+def local(lengths, m, radius, *, padding_queries=False, strict=False, off_by_one=False):
     lengths = np.asarray(lengths)
-    if lengths.ndim != 1 or lengths.dtype.kind not in "iu" or m < 1:
+    if lengths.ndim != 1 or lengths.dtype.kind not in "iu" or m < 1 or radius < 0:
         raise ValueError("lengths")
-    if lengths.min() < 1 or lengths.max() > m:
+    if lengths.min() < 0 or lengths.max() > m:
         raise ValueError("range")
-    keep = np.arange(m)[None, :] <= lengths[:, None] - (0 if off_by_one else 1)
-    return keep if flat else keep[:, None, :]
+    out = np.zeros((len(lengths), m, m), dtype=bool)
+    for b, length in enumerate(lengths):
+        for i in range(m):
+            for j in range(m):
+                near = abs(i - j) < radius if strict else abs(i - j) <= radius
+                real = j <= length if off_by_one else j < length
+                if padding_queries:  # blocks padding queries too
+                    real = real and i < length
+                out[b, i, j] = near and real and j < m
+    return out
+
+
+def merge(Z_a, L_a, Z_b, L_b, *, plain_mean=False, unshifted=False, nan_empty=False):
+    Z_a, L_a, Z_b, L_b = (np.asarray(a, dtype=float) for a in (Z_a, L_a, Z_b, L_b))
+    if Z_a.ndim < 2 or Z_a.shape != Z_b.shape:
+        raise ValueError("Z shapes")
+    if L_a.shape != Z_a.shape[:-1] or L_b.shape != Z_a.shape[:-1]:
+        raise ValueError("L shapes")
+    if any(np.isnan(x).any() or np.isposinf(x).any() for x in (L_a, L_b)):
+        raise ValueError("L values")
+    L = np.logaddexp(L_a, L_b)
+    if plain_mean:  # the two outputs averaged, not weighted by their denominators
+        return (Z_a + Z_b) / 2, L
+    if unshifted:  # e^L_a / (e^L_a + e^L_b) without subtracting the larger
+        a, b = np.exp(L_a), np.exp(L_b)
+        return (a[..., None] * Z_a + b[..., None] * Z_b) / (a + b)[..., None], L
+    shift = L if nan_empty else np.where(np.isfinite(L), L, 0.0)
+    a, b = np.exp(L_a - shift), np.exp(L_b - shift)
+    return a[..., None] * Z_a + b[..., None] * Z_b, L
 
 
 def heads(
@@ -153,24 +177,6 @@ def heads(
     return out, weights
 
 
-def sinusoids(n, d, base=10000.0, *, blocks=False, cos_first=False, omega_r_over_d=False):
-    if not isinstance(n, int) or n < 1 or not isinstance(d, int) or d < 2 or d % 2:
-        raise ValueError("n or d")
-    exponent = np.arange(d // 2) / d if omega_r_over_d else 2 * np.arange(d // 2) / d
-    z = np.exp(1j * np.arange(n)[:, None] * base**-exponent)
-    first, second = (z.real, z.imag) if cos_first else (z.imag, z.real)
-    if blocks:
-        return np.concatenate([first, second], axis=1)
-    return np.stack([first, second], axis=-1).reshape(n, d)
-
-
-def dots(n, d, *, unit=False):
-    p = sinusoids(n, d)
-    if unit:
-        p = p / np.linalg.norm(p, axis=1, keepdims=True) * 0.5
-    return p @ p.T
-
-
 def shift(k, d, base=10000.0, *, transposed=False, absolute=False):
     if not isinstance(d, int) or d < 2 or d % 2:
         raise ValueError("d")
@@ -182,30 +188,59 @@ def shift(k, d, base=10000.0, *, transposed=False, absolute=False):
     return out
 
 
-def rotate(
-    x, positions, base=10000.0, *, halves=False, backwards=False, arange=False, in_place=False
-):
+def decode(p, base=10000.0, *, slowest_only=False, fastest_only=False, plain_arctan=False,
+           from_zero=False, swapped=False):  # fmt: skip
+    p = np.asarray(p, dtype=float)
+    if p.ndim < 1 or p.shape[-1] < 2 or p.shape[-1] % 2:
+        raise ValueError("d")
+    d = p.shape[-1]
+    omega = base ** (-2 * np.arange(d // 2) / d)
+    sines, cosines = p[..., 0::2], p[..., 1::2]
+    if swapped:
+        sines, cosines = cosines, sines
+    if plain_arctan:  # loses the quadrant
+        angle = np.arctan(sines / cosines)
+    else:
+        angle = np.angle(cosines + 1j * sines)
+    if from_zero:  # angles in [0, 2 pi): positions in [0, P)
+        angle = np.mod(angle, 2 * np.pi)
+    if fastest_only:
+        return angle[..., 0] / omega[0]
+    estimate = angle[..., -1] / omega[-1]
+    if slowest_only:
+        return estimate
+    for r in reversed(range(d // 2 - 1)):
+        wraps = np.round((estimate * omega[r] - angle[..., r]) / (2 * np.pi))
+        estimate = (angle[..., r] + 2 * np.pi * wraps) / omega[r]
+    return estimate
+
+
+def neox(x, offset, rotary_dim, base=10000.0, *, interleaved=False, theta_of_d=False,
+         no_offset=False, last_features=False, backwards=False, in_place=False):  # fmt: skip
     x = x if in_place else np.array(x, dtype=float)
-    if x.ndim < 2 or x.shape[-1] % 2:
+    if x.ndim < 2 or not isinstance(rotary_dim, int) or rotary_dim < 2:
         raise ValueError("shape")
-    where = np.asarray(positions, dtype=float)
-    if where.ndim == 0:
-        raise ValueError("one position per row")
-    if arange:
-        where = np.arange(x.shape[-2], dtype=float)
+    d, n = x.shape[-1], x.shape[-2]
+    if rotary_dim % 2 or rotary_dim > d:
+        raise ValueError("rotary_dim")
+    start = np.asarray(offset, dtype=float)
+    if start.ndim > x.ndim - 2:
+        raise ValueError("offset")
     try:
-        where = np.broadcast_to(where, x.shape[:-1])
+        np.broadcast_to(start, x.shape[:-2])
     except ValueError:
-        raise ValueError("positions") from None
-    d = x.shape[-1]
-    angle = (-1 if backwards else 1) * where[..., None] * base ** (-2 * np.arange(d // 2) / d)
-    if halves:  # GPT-NeoX's layout: x_r is paired with x_(r + d/2)
-        z = x[..., : d // 2] + 1j * x[..., d // 2 :]
-        z = z * np.exp(1j * angle)
-        x[..., : d // 2], x[..., d // 2 :] = z.real, z.imag
-        return x
-    z = (x[..., 0::2] + 1j * x[..., 1::2]) * np.exp(1j * angle)
-    x[..., 0::2], x[..., 1::2] = z.real, z.imag
+        raise ValueError("offset") from None
+    where = (0.0 if no_offset else start[..., None]) + np.arange(n)  # (..., n)
+    width = d if theta_of_d else rotary_dim
+    theta = base ** (-2 * np.arange(rotary_dim // 2) / width)
+    angle = (-1 if backwards else 1) * where[..., None] * theta
+    cols = np.arange(d - rotary_dim, d) if last_features else np.arange(rotary_dim)
+    if interleaved:  # Lecture 5's layout: feature 2r with 2r + 1
+        first, second = cols[0::2], cols[1::2]
+    else:
+        first, second = cols[: rotary_dim // 2], cols[rotary_dim // 2 :]
+    z = (x[..., first] + 1j * x[..., second]) * np.exp(1j * angle)
+    x[..., first], x[..., second] = z.real, z.imag
     return x
 
 
@@ -215,53 +250,78 @@ def rotate(
 
 
 def test_the_independent_implementations_pass_too(capsys):
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore"):
         hidden.check_attention(
+            as_student(local, "local_mask"),
             as_student(attend, "attention"),
-            as_student(causal, "causal_mask"),
-            as_student(padding, "padding_mask"),
+            as_student(merge, "merge_attention"),
         )
     hidden.check_multi_head_attention(as_student(heads, "multi_head_attention"))
     hidden.check_sinusoidal(
-        as_student(sinusoids, "sinusoidal_encoding"),
-        as_student(dots, "relative_dot"),
-        as_student(shift, "shift_matrix"),
+        as_student(shift, "shift_matrix"), as_student(decode, "decode_position")
     )
-    hidden.check_rope(as_student(rotate, "apply_rope"))
+    hidden.check_rope(as_student(neox, "partial_rope"))
     assert capsys.readouterr().out.count("hidden cases passed") == 4
 
 
 def test_the_references_agree_with_the_independent_implementations():
     rng = np.random.default_rng(0)
     Q, K, V = rng.normal(size=(2, 3, 4)), rng.normal(size=(2, 5, 4)), rng.normal(size=(2, 5, 2))
-    mask = rng.random((2, 3, 5)) < 0.7
-    mask[..., 0] = True
-    for mine, theirs in zip(
-        attend(Q, K, V, mask), hidden.torch_attention(Q, K, V, mask), strict=True
-    ):
-        np.testing.assert_allclose(theirs, mine, atol=1e-13)
+    mask = rng.random((2, 3, 5)) < 0.6
+    mask[1, 2] = False  # a row with no key
+    with np.errstate(divide="ignore"):
+        mine = attend(Q, K, V, mask)
+    theirs = hidden.torch_attention(Q, K, V, mask)
+    for ours, reference in zip(mine, theirs, strict=True):
+        np.testing.assert_allclose(reference, ours, atol=1e-13)
+    assert theirs[2][1, 2] == -np.inf and not theirs[0][1, 2].any()
     params = hidden._mha_params(rng, 6, True)
     X = rng.normal(size=(2, 4, 6))
     causal4 = np.tril(np.ones((4, 4), bool))
-    for mine, theirs in zip(
+    for ours, reference in zip(
         heads(X, params, 3, causal4), hidden.torch_multi_head(X, params, 3, causal4), strict=True
     ):
-        np.testing.assert_allclose(theirs, mine, atol=1e-13)
-    np.testing.assert_allclose(hidden.torch_sinusoids(9, 8), sinusoids(9, 8), atol=1e-13)
+        np.testing.assert_allclose(reference, ours, atol=1e-13)
     np.testing.assert_allclose(hidden.torch_shift(-4, 6, 50.0), shift(-4, 6, 50.0), atol=1e-13)
-    x, where = rng.normal(size=(3, 4, 6)), np.array([0, 3, 4, 9])
-    np.testing.assert_allclose(hidden.torch_rope(x, where), rotate(x, where), atol=1e-13)
+    spots = np.array([[0.0, 3.5], [-70.0, 1000.0]])
+    np.testing.assert_allclose(decode(hidden.torch_sinusoids(spots, 12)), spots, atol=1e-9)
+    x, offsets = rng.normal(size=(2, 3, 4, 10)), np.array([[0], [6]])
+    np.testing.assert_allclose(
+        hidden.torch_partial_rope(x, offsets, 6), neox(x, offsets, 6), atol=1e-13
+    )
+
+
+def test_the_rope_reference_is_transformers_and_its_fallback_agrees(monkeypatch):
+    """The rotations come from transformers' GPT-NeoX; the complex-number fallback (used where
+    transformers is missing) gives the same rows."""
+    pytest.importorskip("transformers")
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(3, 5, 12))
+    with_transformers = hidden.torch_partial_rope(x, np.array([0, 4, 9]), 8, 500.0)
+    monkeypatch.setitem(sys.modules, "transformers.models.gpt_neox.modeling_gpt_neox", None)
+    fallback = hidden.torch_partial_rope(x, np.array([0, 4, 9]), 8, 500.0)
+    np.testing.assert_allclose(with_transformers, fallback, atol=1e-13)
+    np.testing.assert_allclose(fallback, neox(x, np.array([0, 4, 9]), 8, 500.0), atol=1e-13)
 
 
 def test_the_hard_cases_are_hard():
-    """Scores beyond exp's range, blocked keys scoring far above the allowed ones."""
+    """Scores beyond exp's range; rows and a whole sequence with no key; a slowest pair that
+    misses in float32; offsets beyond one turn of the fastest pair."""
     labels = [case.label for case in hidden.attention_cases()]
+    empty_rows = 0
     for case in hidden.attention_cases():
         Q, K = np.asarray(case.Q), np.asarray(case.K)
         scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(np.shape(Q)[-1])
         if "thousands" in case.label:
             assert np.abs(scores).max() > 1000, case.label
+        if case.mask is not None:
+            empty_rows += int((~np.broadcast_to(case.mask, scores.shape).any(-1)).sum())
+    assert empty_rows >= 10
     assert any("blocked keys score 2000" in label for label in labels)
+    assert 0 in np.asarray(hidden.LOCAL_CASES[1].lengths)  # a sequence of padding only
+    float32 = next(case for case in hidden.decode_cases() if case.stored == "float32")
+    coarse = decode(hidden._stored(float32), slowest_only=True)
+    assert np.abs(coarse - float32.positions).max() > 50 * float32.tol
 
 
 # --------------------------------------------------------------------------------------------
@@ -270,100 +330,85 @@ def test_the_hard_cases_are_hard():
 
 
 MHA = r"^multi_head_attention, n=5, d_model=6, h=3, no mask$"
-MIX = r"^sinusoidal_encoding\(7, 10, base=10000\)$"
-ROPE = r"^apply_rope, n=5, d=8, positions 0..4$"
+LOCAL = r"^attention, B=3, m=7, local mask of radius 1, lengths 7, 2, 4: rows with no key$"
+DECODE = r"^decode_position, d=8, base 100, a batch \(3, 4\) of positions in \(-P/2, P/2\)$"
+ROPE = r"^partial_rope, n=5, d=8, rotary_dim=4, offset 0$"
 SHIFT = r"^shift_matrix\(-3, 6, base=10000\)$"
 
 
 @pytest.mark.parametrize(
-    ("attention_bugs", "causal_bugs", "padding_bugs", "failure"),
+    ("mask_bugs", "attention_bugs", "merge_bugs", "failure"),
     [
         (
-            {"unscaled": True},
             {},
+            {"unscaled": True},
             {},
             Failure(r"^attention, B=2, n=4, m=6, .*\(cross-attention\), no mask$", "^A differs"),
         ),
         (
-            {"naive": True},
             {},
+            {"naive": True},
             {},
             Failure("^attention, n=3, m=4, d_k=4, scores in the thousands$", "^A contains nan"),
         ),
         (
+            {},
             {"max_over_all": True},
             {},
-            {},
-            Failure("^attention, n=3, m=3, the blocked keys score 2000 or more", "^A contains nan"),
+            Failure("^attention, n=4, m=3, the blocked keys score 2000 or more", "^A contains nan"),
         ),
+        ({}, {"nan_rows": True}, {}, Failure(LOCAL, "^A contains nan")),
+        ({}, {"lse_zero": True}, {}, Failure(LOCAL, r"^L is 0.0 at \[1, 3\]", "expected -inf")),
         (
-            {"inverted": True},
             {},
-            {},
-            Failure(
-                "^attention, B=3, n=m=5, d_k=1, ",
-                r"raised ValueError\('row 4 sees nothing'\)",
-                "for valid input",
-            ),
-        ),
-        (
-            {"check_rows": False},
-            {},
-            {},
-            Failure(
-                None,
-                r"^attention with a mask whose row 2 \(of batch entry 1\) allows no key",
-                "should raise ValueError",
-                "returned",
-            ),
-        ),
-        (
-            {"name_row": False},
-            {},
-            {},
-            Failure(None, "^attention with a mask whose row 2", "which row"),
-        ),
-        (
             {"accept_floats": True},
             {},
-            {},
-            Failure(None, r"^attention with a float mask of ones", "should raise"),
+            Failure(None, r"^attention with an additive float mask of zeros", "should raise"),
         ),
         (
+            {"padding_queries": True},
             {},
+            {},
+            Failure(r"^local_mask\(\[3, 1, 5\], 5, 1\)$", r"is False at \[0, 3, 2\]"),
+        ),
+        (
             {"strict": True},
             {},
-            Failure(r"^causal_mask\(1\)$", r"^causal_mask\(1\) is False at \[0, 0\]"),
+            {},
+            Failure(r"^local_mask\(\[3, 1, 5\], 5, 1\)$", r"is False at \[0, 0, 1\]"),
         ),
         (
-            {},
-            {"as_int": True},
-            {},
-            Failure(r"^causal_mask\(1\)$", "should hold booleans", "got dtype int"),
-        ),
-        (
-            {},
-            {},
-            {"flat": True},
-            Failure(
-                r"^padding_mask\(\[3, 1, 5\], 5\)$",
-                r"should be a NumPy array of shape \(3, 1, 5\)",
-            ),
-        ),
-        (
-            {},
-            {},
             {"off_by_one": True},
-            Failure(r"^padding_mask\(\[3, 1, 5\], 5\)$", r"is True at \[0, 0, 3\]"),
+            {},
+            {},
+            Failure(r"^local_mask\(\[3, 1, 5\], 5, 1\)$", r"is True at \[0, 2, 3\]"),
+        ),
+        (
+            {},
+            {},
+            {"plain_mean": True},
+            Failure(r"^merge_attention, B=2, n=4, m=6, keys split at random$", "^Z differs"),
+        ),
+        (
+            {},
+            {},
+            {"unshifted": True},
+            Failure(r"^merge_attention, n=3, m=5, scores in the thousands", "^Z contains nan"),
+        ),
+        (
+            {},
+            {},
+            {"nan_empty": True},
+            Failure(r"^merge_attention, B=3, m=6, local mask", "^Z contains nan"),
         ),
     ],
     ids=row_id,
 )
-def test_check_attention_rejects_bug(attention_bugs, causal_bugs, padding_bugs, failure):
+def test_check_attention_rejects_bug(mask_bugs, attention_bugs, merge_bugs, failure):
     students = (
+        as_student(local, "local_mask", **mask_bugs),
         as_student(attend, "attention", **attention_bugs),
-        as_student(causal, "causal_mask", **causal_bugs),
-        as_student(padding, "padding_mask", **padding_bugs),
+        as_student(merge, "merge_attention", **merge_bugs),
     )
     with np.errstate(all="ignore"):
         expect_failure(lambda: hidden.check_attention(*students), failure)
@@ -399,56 +444,48 @@ def test_check_multi_head_attention_rejects_bug(bugs, failure):
 
 
 @pytest.mark.parametrize(
-    ("encoding_bugs", "dot_bugs", "shift_bugs", "failure"),
+    ("shift_bugs", "decode_bugs", "failure"),
     [
-        ({"blocks": True}, {}, {}, Failure(MIX, r"^sinusoidal_encoding\(.*\) differs")),
-        (
-            {"cos_first": True},
-            {},
-            {},
-            Failure(
-                r"^sinusoidal_encoding\(1, 2, base=10000\)$", r"^sinusoidal_encoding\(.*\) differs"
-            ),
-        ),
-        ({"omega_r_over_d": True}, {}, {}, Failure(MIX, r"^sinusoidal_encoding\(.*\) differs")),
+        ({"transposed": True}, {}, Failure(SHIFT, r"^shift_matrix\(.*\) differs")),
+        ({"absolute": True}, {}, Failure(SHIFT, r"^shift_matrix\(.*\) differs")),
         (
             {},
-            {"unit": True},
-            {},
-            Failure(r"^relative_dot\(1, 2\)$", r"^relative_dot\(1, 2\) differs"),
+            {"slowest_only": True},
+            Failure(r"^decode_position, d=64, 40 positions .* float32$", "^the positions differ"),
         ),
-        ({}, {}, {"transposed": True}, Failure(SHIFT, r"^shift_matrix\(.*\) differs")),
-        ({}, {}, {"absolute": True}, Failure(SHIFT, r"^shift_matrix\(.*\) differs")),
+        ({}, {"fastest_only": True}, Failure(DECODE, "^the positions differ")),
+        ({}, {"plain_arctan": True}, Failure(r"^decode_position, d=2, ", "^the positions differ")),
+        ({}, {"from_zero": True}, Failure(r"^decode_position, d=2, ", "^the positions differ")),
+        ({}, {"swapped": True}, Failure(r"^decode_position, d=2, ", "^the positions differ")),
     ],
     ids=row_id,
 )
-def test_check_sinusoidal_rejects_bug(encoding_bugs, dot_bugs, shift_bugs, failure):
+def test_check_sinusoidal_rejects_bug(shift_bugs, decode_bugs, failure):
     students = (
-        as_student(sinusoids, "sinusoidal_encoding", **encoding_bugs),
-        as_student(dots, "relative_dot", **dot_bugs),
         as_student(shift, "shift_matrix", **shift_bugs),
+        as_student(decode, "decode_position", **decode_bugs),
     )
-    expect_failure(lambda: hidden.check_sinusoidal(*students), failure)
+    with np.errstate(all="ignore"):
+        expect_failure(lambda: hidden.check_sinusoidal(*students), failure)
 
 
 @pytest.mark.parametrize(
     ("bugs", "failure"),
     [
-        ({"halves": True}, Failure(ROPE, r"^apply_rope\(x, positions\) differs")),
-        ({"backwards": True}, Failure(ROPE, r"^apply_rope\(x, positions\) differs")),
+        ({"interleaved": True}, Failure(ROPE, r"^partial_rope\(x, offset, rotary_dim\) differs")),
+        ({"theta_of_d": True}, Failure(ROPE, r"^partial_rope\(x, offset, rotary_dim\) differs")),
         (
-            {"arange": True},
-            Failure(
-                r"^apply_rope, a batch \(2, 3, 6, 4\), positions 0, 2, 3, 7, 8, 20$",
-                r"^apply_rope\(x, positions\) differs",
-            ),
+            {"no_offset": True},
+            Failure(r"^partial_rope, \(B, heads, n, d\) = ", r"^partial_rope\(.*\) differs"),
         ),
+        ({"last_features": True}, Failure(ROPE, r"^partial_rope\(x, offset, rotary_dim\) differs")),
+        ({"backwards": True}, Failure(ROPE, r"^partial_rope\(x, offset, rotary_dim\) differs")),
         ({"in_place": True}, Failure(ROPE, r"in place: x\b")),
     ],
     ids=row_id,
 )
 def test_check_rope_rejects_bug(bugs, failure):
-    student = as_student(rotate, "apply_rope", **bugs)
+    student = as_student(neox, "partial_rope", **bugs)
     expect_failure(lambda: hidden.check_rope(student), failure)
 
 
@@ -468,18 +505,16 @@ def _as_tensor(function):
 
 def test_functions_that_return_tensors_fail_the_visible_and_hidden_tests():
     expect_failure(
-        lambda: run_visible(
-            ASSIGNMENT, "test_sinusoidal_visible", sinusoidal_encoding=_as_tensor(sinusoids)
-        ),
-        Failure(None, "^sinusoidal_encoding should return a NumPy array", "got Tensor"),
+        lambda: run_visible(ASSIGNMENT, "test_sinusoidal_visible", shift_matrix=_as_tensor(shift)),
+        Failure(None, "^shift_matrix should return a NumPy array", "got Tensor"),
     )
     expect_failure(
-        lambda: run_visible(ASSIGNMENT, "test_rope_visible", apply_rope=_as_tensor(rotate)),
-        Failure(None, "^apply_rope should return a NumPy array", "got Tensor"),
+        lambda: run_visible(ASSIGNMENT, "test_rope_visible", partial_rope=_as_tensor(neox)),
+        Failure(None, "^partial_rope should return a NumPy array", "got Tensor"),
     )
     expect_failure(
-        lambda: hidden.check_rope(as_student(_as_tensor(rotate), "apply_rope")),
-        Failure(ROPE, r"^apply_rope\(x, positions\) should be a NumPy array", "got Tensor"),
+        lambda: hidden.check_rope(as_student(_as_tensor(neox), "partial_rope")),
+        Failure(ROPE, r"^partial_rope\(x, offset, rotary_dim\) should be a NumPy array", "Tensor"),
     )
 
 
@@ -493,13 +528,28 @@ test_visible_tests_name_the_mistake = visible_mistake_tests(
         ),
         (
             "test_attention_visible",
-            {"attention": as_student(attend, "attention", naive=True)},
-            Failure(None, r"^A for the queries times 1000 .* contains nan"),
+            {"attention": as_student(attend, "attention", nan_rows=True)},
+            Failure(None, r"^A of sequence 1 .* contains nan at \[3, 0\]"),
         ),
         (
             "test_attention_visible",
-            {"padding_mask": as_student(padding, "padding_mask", off_by_one=True)},
-            Failure(None, r"^padding_mask\(\[4, 2\], 4\) differs", r"by 1.0e\+00 at \[1, 0, 2\]"),
+            {"attention": as_student(attend, "attention", lse_zero=True)},
+            Failure(None, r"^L of the padded batch .* is 0.0 at \[1, 3\]", "expected -inf"),
+        ),
+        (
+            "test_attention_visible",
+            {"local_mask": as_student(local, "local_mask", padding_queries=True)},
+            Failure(None, r"^local_mask\(\[4, 2\], 4, radius=1\) differs", r"at \[1, 2, 1\]"),
+        ),
+        (
+            "test_attention_visible",
+            {"merge_attention": as_student(merge, "merge_attention", plain_mean=True)},
+            Failure(None, r"^Z of merge_attention .* differs", r"at \[3, 0\]"),
+        ),
+        (
+            "test_attention_visible",
+            {"merge_attention": as_student(merge, "merge_attention", unshifted=True)},
+            Failure(None, r"^Z of merge_attention .* contains nan at \[1, 0\]"),
         ),
         (
             "test_multi_head_visible",
@@ -513,36 +563,46 @@ test_visible_tests_name_the_mistake = visible_mistake_tests(
         ),
         (
             "test_sinusoidal_visible",
-            {"sinusoidal_encoding": as_student(sinusoids, "sinusoidal_encoding", blocks=True)},
-            Failure(None, r"^sinusoidal_encoding\(3, 4\) differs", "sines in even columns"),
-        ),
-        (
-            "test_sinusoidal_visible",
             {"shift_matrix": as_student(shift, "shift_matrix", transposed=True)},
             Failure(None, r"^shift_matrix\(2, 4\) differs", r"by 1.8e\+00"),
         ),
         (
-            "test_rope_visible",
-            {"apply_rope": as_student(rotate, "apply_rope", halves=True)},
-            Failure(None, r"^apply_rope\(x, \[0, 1, 2\]\) differs", r" at \[1, \d\]"),
+            "test_sinusoidal_visible",
+            {"decode_position": as_student(decode, "decode_position", fastest_only=True)},
+            Failure(None, r"^decode_position of the encodings of .* differs", r"at \[5\]"),
+        ),
+        (
+            "test_sinusoidal_visible",
+            {"decode_position": as_student(decode, "decode_position", slowest_only=True)},
+            Failure(None, r"^decode_position of float32 encodings .* use the faster pairs"),
         ),
         (
             "test_rope_visible",
-            {"apply_rope": as_student(rotate, "apply_rope", arange=True)},
-            Failure(None, r"^apply_rope\(x, \[3, 10, 11\]\) \(positions that skip\) differs"),
+            {"partial_rope": as_student(neox, "partial_rope", interleaved=True)},
+            Failure(None, r"^partial_rope\(x, offset=0, rotary_dim=4\) differs", r"r \+ 2"),
+        ),
+        (
+            "test_rope_visible",
+            {"partial_rope": as_student(neox, "partial_rope", no_offset=True)},
+            Failure(None, r"^partial_rope\(x, offset=5, rotary_dim=4\) \(rows at positions 5"),
+        ),
+        (
+            "test_rope_visible",
+            {"partial_rope": as_student(neox, "partial_rope", theta_of_d=True)},
+            Failure(None, r"^partial_rope\(x, offset=0, rotary_dim=4\) differs"),
         ),
     ],
 )
 
 
 def test_visible_tests_pass_with_the_independent_implementations():
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore"):
         run_visible(
             ASSIGNMENT,
             "test_attention_visible",
+            local_mask=as_student(local, "local_mask"),
             attention=as_student(attend, "attention"),
-            causal_mask=as_student(causal, "causal_mask"),
-            padding_mask=as_student(padding, "padding_mask"),
+            merge_attention=as_student(merge, "merge_attention"),
         )
     run_visible(
         ASSIGNMENT, "test_multi_head_visible", multi_head_attention=as_student(heads, "mha")
@@ -550,15 +610,15 @@ def test_visible_tests_pass_with_the_independent_implementations():
     run_visible(
         ASSIGNMENT,
         "test_sinusoidal_visible",
-        sinusoidal_encoding=as_student(sinusoids, "sinusoidal_encoding"),
-        relative_dot=as_student(dots, "relative_dot"),
         shift_matrix=as_student(shift, "shift_matrix"),
+        decode_position=as_student(decode, "decode_position"),
     )
-    run_visible(ASSIGNMENT, "test_rope_visible", apply_rope=as_student(rotate, "apply_rope"))
+    run_visible(ASSIGNMENT, "test_rope_visible", partial_rope=as_student(neox, "partial_rope"))
 
 
 # --------------------------------------------------------------------------------------------
-# Shortcuts: torch's attention, softmax and course.models.attention are trapped
+# Shortcuts: torch's attention, softmax, logsumexp, transformers' RoPE and
+# course.models.attention are trapped
 # --------------------------------------------------------------------------------------------
 
 
@@ -570,34 +630,49 @@ def attention_with_torch_softmax(Q, K, V, mask=None):
     s = np.asarray(Q) @ np.swapaxes(np.asarray(K), -1, -2) / np.sqrt(np.shape(Q)[-1])
     if mask is not None:
         s = np.where(mask, s, -np.inf)
-    A = torch.softmax(torch.tensor(s), dim=-1).numpy()
-    return A @ np.asarray(V), A
+    A = torch.nan_to_num(torch.softmax(torch.tensor(s), dim=-1)).numpy()
+    return A @ np.asarray(V), A, torch.logsumexp(torch.tensor(s), dim=-1).numpy()
+
+
+def merge_with_logsumexp(Z_a, L_a, Z_b, L_b):
+    L = torch.logsumexp(torch.tensor(np.stack([L_a, L_b])), dim=0).numpy()
+    share = np.nan_to_num(np.exp(np.asarray(L_a) - L))
+    return share[..., None] * Z_a + (1 - share)[..., None] * Z_b, L
 
 
 def heads_with_torch(X, params, h, mask=None):
     return hidden.torch_multi_head(X, params, h, mask)
 
 
+def rope_with_transformers(x, offset, rotary_dim, base=10000.0):
+    return hidden.torch_partial_rope(x, offset, rotary_dim, base)
+
+
 @pytest.mark.parametrize(
-    ("implementation", "called"),
+    ("attention", "merging", "called"),
     [
-        (attention_with_sdpa, "torch.nn.functional.scaled_dot_product_attention"),
-        (attention_with_torch_softmax, "torch.softmax"),
+        (attention_with_sdpa, merge, "torch.nn.functional.scaled_dot_product_attention"),
+        (attention_with_torch_softmax, merge, "torch.softmax"),
+        (attend, merge_with_logsumexp, "torch.logsumexp"),
     ],
 )
-def test_check_attention_rejects_torch_shortcuts(implementation, called):
+def test_check_attention_rejects_torch_shortcuts(attention, merging, called):
     rng = np.random.default_rng(3)
     Q, K, V = rng.normal(size=(2, 3, 4)), rng.normal(size=(2, 5, 4)), rng.normal(size=(2, 5, 2))
-    for mine, theirs in zip(
-        attend(Q, K, V), implementation(Q, K, V), strict=True
-    ):  # right outside the traps
-        np.testing.assert_allclose(theirs, mine, atol=1e-12)
+    for ours, theirs in zip(attend(Q, K, V), attention(Q, K, V), strict=True):  # right, untrapped
+        np.testing.assert_allclose(theirs, ours, atol=1e-12)
+    Z_a, _, L_a = attend(Q, K[:, :2], V[:, :2])
+    Z_b, _, L_b = attend(Q, K[:, 2:], V[:, 2:])
+    for ours, theirs in zip(merge(Z_a, L_a, Z_b, L_b), merging(Z_a, L_a, Z_b, L_b), strict=True):
+        np.testing.assert_allclose(theirs, ours, atol=1e-12)
     students = (
-        as_student(implementation, "attention"),
-        as_student(causal, "causal_mask"),
-        as_student(padding, "padding_mask"),
+        as_student(local, "local_mask"),
+        as_student(attention, "attention"),
+        as_student(merging, "merge_attention"),
     )
-    expect_shortcut(lambda: hidden.check_attention(*students), "attention", called)
+    name = "attention" if attention is not attend else "merge_attention"
+    with np.errstate(all="ignore"):
+        expect_shortcut(lambda: hidden.check_attention(*students), name, called)
 
 
 def test_check_multi_head_attention_rejects_nn_multihead_attention():
@@ -609,6 +684,17 @@ def test_check_multi_head_attention_rejects_nn_multihead_attention():
     )
 
 
+def test_check_rope_rejects_transformers_rotary_helpers():
+    pytest.importorskip("transformers")
+    x = np.random.default_rng(4).normal(size=(3, 8))
+    np.testing.assert_allclose(rope_with_transformers(x, 2, 4), neox(x, 2, 4), atol=1e-13)
+    expect_shortcut(
+        lambda: hidden.check_rope(as_student(rope_with_transformers, "partial_rope")),
+        "partial_rope",
+        r"transformers\.models\.gpt_neox\.modeling_gpt_neox\.apply_rotary_pos_emb",
+    )
+
+
 @pytest.fixture
 def lecture_module(monkeypatch):
     """A stand-in for Lecture 5's ``course.models.attention`` (on a branch without it)."""
@@ -617,10 +703,10 @@ def lecture_module(monkeypatch):
     module = types.ModuleType("course.models.attention")
 
     def rope(x, positions, base=10000.0):
-        return rotate(x, positions, base)
+        return neox(x, positions[0], x.shape[-1], base, interleaved=True)
 
     def sinusoidal_encoding(n, d, base=10000.0):
-        return sinusoids(n, d, base)
+        return hidden.torch_sinusoids(np.arange(n), d, base)
 
     for function in (rope, sinusoidal_encoding):
         function.__module__ = "course.models.attention"
@@ -636,12 +722,19 @@ def test_course_models_attention_is_trapped_by_name(lecture_module):
     pairs = [(id(owner), attribute) for owner, attribute, _ in hidden.shortcut_targets()]
     assert len(pairs) == len(set(pairs)), "a target is listed twice"
 
-    def student_rope(x, positions, base=10000.0):
-        return np.asarray(lecture_module.rope(x, positions, base))
+    def student_rope(x, offset, rotary_dim, base=10000.0):  # the lecture's rope on each half
+        x = np.array(x, dtype=float)
+        half = rotary_dim // 2
+        paired = np.stack([x[..., :half], x[..., half:rotary_dim]], axis=-1).reshape(
+            *x.shape[:-1], rotary_dim
+        )
+        turned = lecture_module.rope(paired, np.array([offset]), base)
+        x[..., :half], x[..., half:rotary_dim] = turned[..., 0::2], turned[..., 1::2]
+        return x
 
     expect_shortcut(
-        lambda: hidden.check_rope(as_student(student_rope, "apply_rope")),
-        "apply_rope",
+        lambda: hidden.check_rope(as_student(student_rope, "partial_rope")),
+        "partial_rope",
         "course.models.attention.rope",
     )
     assert lecture_module.rope.__name__ == "rope"  # restored
@@ -654,9 +747,15 @@ REQUIRED_TRAPS = {
     "torch.nn.MultiheadAttention",
     "torch.nn.Softmax",
     "torch.softmax",
+    "torch.logsumexp",
     "torch.Tensor.softmax",
+    "torch.Tensor.logsumexp",
+    "torch.special.logsumexp",
     "torch.autograd.grad",
     "torch.Tensor.backward",
+    "transformers.models.gpt_neox.modeling_gpt_neox.apply_rotary_pos_emb",
+    "transformers.models.gpt_neox.modeling_gpt_neox.rotate_half",
+    "transformers.models.llama.modeling_llama.apply_rotary_pos_emb",
     "course.models.recurrent.CharLSTM",
 }
 
