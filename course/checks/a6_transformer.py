@@ -176,7 +176,10 @@ def check_part_a(rms_norm: Callable[..., Any], rms_norm_backward: Callable[..., 
     assert_close(
         "grad_gamma over S = (2, 3)",
         grad_gamma_at,
-        [[-0.0716565934, -0.8351624793, -0.3401365225], [0.2921986119, -0.4816218754, -1.9608726902]],
+        [
+            [-0.0716565934, -0.8351624793, -0.3401365225],
+            [0.2921986119, -0.4816218754, -1.9608726902],
+        ],
         atol=1e-9,
         against=autograd_a,
     )

@@ -135,9 +135,7 @@ np.set_printoptions(precision=4, suppress=True)
 
 
 # %% nbgrader={"grade": false, "grade_id": "rms_norm", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def rms_norm(
-    x: np.ndarray, gamma: np.ndarray, eps: float = 1e-6
-) -> tuple[np.ndarray, np.ndarray]:
+def rms_norm(x: np.ndarray, gamma: np.ndarray, eps: float = 1e-6) -> tuple[np.ndarray, np.ndarray]:
     """RMSNorm over the trailing axes that gamma's shape names.
 
     Args:
@@ -348,9 +346,7 @@ def masked_softmax(scores: np.ndarray, mask: np.ndarray | None = None) -> np.nda
 
 
 # %% nbgrader={"grade": false, "grade_id": "given_layer_norm", "locked": true, "schema_version": 3, "solution": false, "task": false}
-def layer_norm(
-    x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float = 1e-5
-) -> np.ndarray:
+def layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float = 1e-5) -> np.ndarray:
     """LayerNorm over the last axis, as in the notation above (biased variance, two passes).
 
     x (..., d); gamma and beta (d,). Returns (..., d).
@@ -838,7 +834,9 @@ try:
         y0_e = rms_norm(x_e, np.ones(width_e))[0]
         ln_e = layer_norm(x_e + c_e, np.ones(width_e), np.zeros(width_e), 1e-6)
         cos_e = y_e @ y0_e / (np.linalg.norm(y_e) * np.linalg.norm(y0_e))
-        print(f"  {c_e:6g}   {y_e.mean():9.4f}   {y_e.std():8.4f}   {cos_e:18.4f}   {ln_e.std():8.4f}")
+        print(
+            f"  {c_e:6g}   {y_e.mean():9.4f}   {y_e.std():8.4f}   {cos_e:18.4f}   {ln_e.std():8.4f}"
+        )
 except NotImplementedError:
     print("Implement Part A first, then run this cell again.")
 
