@@ -188,24 +188,24 @@ def check_rms_norm(rms_norm: Callable[..., Any], rms_norm_backward: Callable[...
     for case in cases:
         x, gamma, grad_y, eps = case.x, case.gamma, case.grad_y, case.eps
         y_ref, rrms_ref, grad_x_ref, grad_gamma_ref = torch_rms_norm(x, gamma, grad_y, eps)
-        inputs = {"x": x, "gamma": gamma}
-        before = _snapshot(inputs)
+        forward_inputs = {"x": x, "gamma": gamma}
+        before = _snapshot(forward_inputs)
         with case.named("rms_norm"):
             result = _call_valid(rms_norm, NORMALISE_BY_HAND, x, gamma, eps)
-            _expect_unchanged("rms_norm", inputs, before)
+            _expect_unchanged("rms_norm", forward_inputs, before)
             y, rrms = _unpack(result, "rms_norm", ("y", "rrms"))
             _expect_array("y", y, y_ref.shape)
             rrms = _expect_statistic("rrms", rrms, rrms_ref.shape)
             against = "torch.nn.functional.rms_norm"
             assert_close("y", y, y_ref, atol=1e-9, rtol=1e-8, against=against)
             _close("rrms = 1 / sqrt(mean(x**2) + eps)", rrms, rrms_ref, against)
-        inputs = {"grad_y": grad_y, "x": x, "gamma": gamma, "rrms": rrms_ref}
-        before = _snapshot(inputs)
+        backward_inputs = {"grad_y": grad_y, "x": x, "gamma": gamma, "rrms": rrms_ref}
+        before = _snapshot(backward_inputs)
         with case.named("rms_norm_backward"):
             result = _call_valid(
                 rms_norm_backward, DIFFERENTIATE_BY_HAND, grad_y, x, gamma, rrms_ref
             )
-            _expect_unchanged("rms_norm_backward", inputs, before)
+            _expect_unchanged("rms_norm_backward", backward_inputs, before)
             grad_x, grad_gamma = _unpack(result, "rms_norm_backward", ("grad_x", "grad_gamma"))
             _expect_array("grad_x", grad_x, grad_x_ref.shape)
             _expect_array("grad_gamma", grad_gamma, grad_gamma_ref.shape)

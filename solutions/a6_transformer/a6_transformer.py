@@ -845,31 +845,32 @@ except NotImplementedError:
 # $\partial L/\partial x = r\,\big(g - \hat x\, \tfrac{1}{D}\sum_k g_k \hat x_k\big)$, so
 # $x \cdot \partial L/\partial x = r\,(x \cdot g)\,\big(1 - r^2\, \tfrac{1}{D}\lVert x
 # \rVert^2\big) = \varepsilon\, r^3\, (x \cdot g)$, since $r^{-2} = \tfrac{1}{D}\lVert x
-# \rVert^2 + \varepsilon$. For a row of size 1 that is a fraction
-# $\varepsilon/(\overline{x^2} + \varepsilon) \approx 10^{-6}$ of what it could be (the cell:
-# a cosine of about $10^{-7}$ between $x$ and its gradient): the gradient is orthogonal to
+# \rVert^2 + \varepsilon$: the unprojected $r\,(x \cdot g)$ times
+# $\varepsilon/(\overline{x^2} + \varepsilon)$, about $10^{-6}$ for a row of size 1 (the cell:
+# a cosine of about $10^{-7}$ between $x$ and its gradient). The gradient is orthogonal to
 # $x$, because RMSNorm's output does not change when the row is scaled ($a x$, $a > 0$), so
 # the loss has no slope along $x$. A step then changes $\lVert x \rVert^2$ only at second
-# order, $\lVert x - \eta G \rVert^2 = \lVert x \rVert^2 + \eta^2 \lVert G \rVert^2$: it turns
-# the row and slowly lengthens it, never shortens it, and since the gradient carries a factor
-# $r$, larger rows get smaller gradients. This stops holding for rows whose mean square is
-# near $\varepsilon$ (the row of size $10^{-3}$: a cosine of order 0.1, because $\varepsilon$
-# is then a real part of the denominator). LayerNorm is RMSNorm applied to $x - \mu$, so its
+# order, $\lVert x - \eta G \rVert^2 = \lVert x \rVert^2 + \eta^2 \lVert G \rVert^2$: to first
+# order it only turns the row, at second order it lengthens it; and since the gradient
+# carries a factor $r$, larger rows get smaller gradients. This stops holding for rows whose
+# mean square is near $\varepsilon$ (the row of size $10^{-3}$: a cosine of about 0.06,
+# because $\varepsilon$ is then a real part of the denominator). LayerNorm is RMSNorm applied to $x - \mu$, so its
 # gradient is the projection of that one onto the rows of zero sum: $\sum_j \partial
 # L/\partial x_j = 0$ exactly (shift invariance) and $(x - \mu)\cdot \partial L/\partial x =
-# \varepsilon r^3 ((x - \mu) \cdot g)$ (the cell: $10^{-16}$ and $10^{-6}$ or less).
+# \varepsilon r^3 ((x - \mu) \cdot g)$ (the cell: about $10^{-15}$, rounding, and a few
+# $10^{-6}$).
 # 2. $\overline{(x + c)^2} = \sigma^2 + (\mu + c)^2$, so $\operatorname{RMSNorm}(x + c) =
 # (x + c)/\sqrt{\sigma^2 + (\mu + c)^2 + \varepsilon} \to \operatorname{sign}(c)\,\mathbf{1}$:
 # every row tends to the same constant vector, and the part that depends on $x$, the standard
 # deviation over the row, is $\sigma/\sqrt{\sigma^2 + (\mu + c)^2 + \varepsilon} \approx
-# \sigma/|c|$ (the cell: it falls from 1 to about $\sigma/|c|$, the cosine with the unshifted
-# output falls towards the share of the mean, and LayerNorm's standard deviation stays 1). The
+# \sigma/|c|$ (the cell: 0.02 at $c = 100$ for $\sigma = 2$; the cosine with the unshifted
+# output falls to 0.10, the mean of that output; LayerNorm's standard deviation stays 1). The
 # output of RMSNorm has a fixed mean square, so a large component shared by all features
 # takes that budget from everything else: a model built on RMSNorm must keep the mean of its
 # residual stream small itself (or use it, since RMSNorm passes the mean on as a feature where
 # LayerNorm discards it). In return it computes one statistic per row instead of two (one
 # reduction over the row instead of two, no $\beta$, a shorter backward pass, one number kept
-# per row), for what in practice is the same quality.
+# per row), which Zhang and Sennrich (2019) found to train as well as LayerNorm.
 #
 # *Grading notes: 1 point for $x \cdot \partial L/\partial x = \varepsilon r^3 (x \cdot g)$
 # (or an equivalent form), the conclusion that the gradient is orthogonal to $x$ except for
