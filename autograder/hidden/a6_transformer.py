@@ -1,27 +1,29 @@
-"""Hidden checks of Assignment 6: layer norm, an encoder layer, decoder masks, parameter counts.
+"""Hidden checks of Assignment 6: RMSNorm and its backward pass, an encoder layer, decoder masks,
+parameter counts.
 
 The hidden test cells of ``a6_transformer`` call, at autograde time::
 
-    check_layer_norm(layer_norm)
+    check_rms_norm(rms_norm, rms_norm_backward)
     check_encoder_layer(encoder_layer)
     check_decoder_mask(decoder_mask_and_positions)
     check_count_parameters(count_parameters)
 
 Each check runs the student's function on inputs the visible tests do not use (a single row,
-one feature, constant rows, rows near 1e8, normalised shapes of several axes; one token, one
+one feature, all-zero rows, rows near 1e200 and 1e-8, normalised shapes of several axes; one token, one
 head and as many heads as features, d_ff != 4 d_model, masks, leading dimensions; left and
 right padding with caches of every size and sequences of one real token; configurations
 without biases, without an encoder, with learned positions...) and compares the results with
 references computed *before* the call and in another way than the assignment asks:
-``F.layer_norm`` and ``torch.var_mean``, ``nn.TransformerEncoderLayer`` with the weights
+``F.rms_norm`` and torch's autograd through it (rows near 1e200 divided exactly by a power of
+two first), ``nn.TransformerEncoderLayer`` with the weights
 copied in (float64, no dropout), masks and positions filled in one entry at a time, and the
 parameters of PyTorch modules built with each configuration on the ``meta`` device (no
 memory), shared and tied weights counted once. Then it checks that bad input raises
 ValueError.
 
-While a student's function runs, the routines that would do its work (torch's layer norms,
+While a student's function runs, the routines that would do its work (torch's layer and RMS norms,
 Transformer layers, attention and softmax functions, ``nn.Linear`` and ``nn.Embedding``,
-autograd, ``course.models.transformer``, ``course.models.attention`` and
+autograd and ``torch.func``, ``course.models.transformer``, ``course.models.attention`` and
 ``course.analysis.parameters`` by name, and every public callable of the ``course`` package
 except ``course.checks``) are replaced by traps that raise :class:`ShortcutUsed`.
 """
@@ -50,13 +52,14 @@ __all__ = [
     "ShortcutUsed",
     "no_shortcuts",
     "shortcut_targets",
-    "check_layer_norm",
+    "check_rms_norm",
     "check_encoder_layer",
     "check_decoder_mask",
     "check_count_parameters",
 ]
 
-NORMALISE_BY_HAND = "compute the mean, the variance and the normalised rows by hand with NumPy"
+NORMALISE_BY_HAND = "compute the mean square and the normalised rows by hand with NumPy"
+DIFFERENTIATE_BY_HAND = "compute the gradients from your own formula with NumPy, without autograd"
 LAYER_BY_HAND = "run attention, the FFN, the residuals and the layer norms by hand with NumPy"
 MASK_BY_HAND = "build the mask and the positions by hand with NumPy"
 COUNT_BY_HAND = "count the parameters with the formulas, without building modules"
@@ -85,56 +88,74 @@ def _as_float64(array: Any) -> torch.Tensor:
 
 
 # --------------------------------------------------------------------------------------------
-# Part A: layer_norm
+# Part A: rms_norm and rms_norm_backward
 # --------------------------------------------------------------------------------------------
 
 
-def torch_layer_norm(
-    x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(y, mean, rstd) from F.layer_norm and torch.var_mean (biased) over gamma's axes."""
-    values, scale, shift = _as_float64(x), _as_float64(gamma), _as_float64(beta)
-    axes = tuple(range(values.dim() - scale.dim(), values.dim()))
-    with torch.no_grad():
-        out = F.layer_norm(values, tuple(scale.shape), scale, shift, eps)
-        variance, centre = torch.var_mean(values, dim=axes, correction=0)
-    return out.numpy(), centre.numpy(), torch.rsqrt(variance + eps).numpy()
+def torch_rms_norm(
+    x: np.ndarray, gamma: np.ndarray, grad_y: np.ndarray, eps: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(y, rrms, grad_x, grad_gamma) from F.rms_norm and torch's autograd through it.
+
+    Each row (a trailing block of gamma's shape) goes through F.rms_norm on its own. A row
+    larger than 1 is first divided by a power of two s of its size, exactly, with eps / s**2
+    in place of eps: y is then the same function of the row, and r and dL/dx are divided by
+    s. (F.rms_norm squares the row as it stands, which overflows for rows near 1e200.)
+    """
+    values = np.array(x, dtype=np.float64)
+    k = np.ndim(gamma)
+    outer = values.shape[: values.ndim - k]
+    rows = values.reshape(-1, *np.shape(gamma))
+    upstream = np.array(grad_y, dtype=np.float64).reshape(rows.shape)
+    scale = _as_float64(gamma).requires_grad_(True)
+    axes = tuple(range(1, k + 1))
+    ys, rs, grads = [], [], []
+    for row, g_row in zip(rows, upstream, strict=True):
+        size = float(np.abs(row).max())
+        power = np.ldexp(1.0, max(int(np.frexp(size)[1]), 0))  # 1 for rows below 1
+        shrunk = torch.from_numpy(row / power)[None].requires_grad_(True)  # (1, *S)
+        small_eps = eps / power / power
+        out = F.rms_norm(shrunk, tuple(scale.shape), scale, small_eps)
+        out.backward(torch.from_numpy(g_row)[None])
+        with torch.no_grad():
+            r = torch.rsqrt(shrunk.pow(2).mean(dim=axes) + small_eps) / power
+        ys.append(out.detach()[0].numpy())
+        rs.append(float(r[0]))
+        grads.append(shrunk.grad[0].numpy() / power)
+    y = np.stack(ys).reshape(values.shape)
+    rrms = np.array(rs).reshape(outer)
+    grad_x = np.stack(grads).reshape(values.shape)
+    return y, rrms, grad_x, scale.grad.numpy()
 
 
-def layer_norm_cases() -> list[Case]:
-    """The hidden cases of layer_norm: x, gamma, beta, eps, and y_atol, the tolerance for y."""
+def rms_norm_cases() -> list[Case]:
+    """The hidden cases of rms_norm and rms_norm_backward: x, gamma, grad_y, eps and scale,
+    the size of the gradient dL/dx (for its tolerance)."""
     rng = np.random.default_rng(6101)
 
-    def case(
-        label: str,
-        x: np.ndarray,
-        *shape: int,  # of gamma and beta, drawn after x
-        eps: float = 1e-5,
-        y_atol: float = 1e-10,
-        strided: bool = False,
-    ) -> Case:
-        gamma, beta = 1.0 + 0.5 * rng.normal(size=shape), 0.3 * rng.normal(size=shape)
+    def case(label: str, x: np.ndarray, *shape: int, eps: float = 1e-6, strided: bool = False):
+        gamma = 1.0 + 0.5 * rng.normal(size=shape)
+        grad_y = rng.normal(size=np.shape(x))
         if strided:
-            gamma, beta = _strided(gamma), _strided(beta)
-        return Case(label, x=x, gamma=gamma, beta=beta, eps=eps, y_atol=y_atol)
+            gamma, grad_y = _strided(gamma), _strided(grad_y)
+        return Case(label, x=x, gamma=gamma, grad_y=grad_y, eps=eps)
 
-    constant_inside = rng.normal(size=(3, 4))
-    constant_inside[1] = 2.5
+    zero_inside = rng.normal(size=(3, 4))
+    zero_inside[1] = 0.0
     return [
         case("3 rows of D=5", rng.normal(size=(3, 5)), 5),
-        case("a batch (2, 3, 4)", 2.0 + 3.0 * rng.normal(size=(2, 3, 4)), 4),
-        case("a single row x of shape (6,) (0-d statistics)", rng.normal(size=6), 6),
-        case("one feature, D=1 (every row constant)", rng.normal(size=(4, 1)), 1),
-        case("row 1 of 3 constant (2.5)", constant_inside, 4),
-        case(
-            "rows near 1e8 (the two-pass variance)", 1e8 + rng.normal(size=(3, 8)), 8, y_atol=1e-6
-        ),
+        case("a batch (2, 3, 4) with rows of mean 2", 2.0 + 3.0 * rng.normal(size=(2, 3, 4)), 4),
+        case("a single row x of shape (6,) (0-d rrms)", rng.normal(size=6), 6),
+        case("one feature, D=1", rng.normal(size=(4, 1)), 1),
+        case("row 1 of 3 all zero", zero_inside, 4),
+        case("rows near 1e200 (their squares overflow)", 1e200 * rng.normal(size=(3, 8)), 8),
         case("rows near 1e-8 (eps dominates)", 1e-8 * rng.normal(size=(2, 6)), 6),
+        case("rows near 1e-3 (eps matters)", 1e-3 * rng.normal(size=(2, 6)), 6),
         case("eps = 0.25", rng.normal(size=(2, 3)), 3, eps=0.25),
         case("S = (3, 4) over x of shape (2, 3, 4)", rng.normal(size=(2, 3, 4)), 3, 4),
         case("S = (2, 2, 2) over x of shape (3, 2, 2, 2)", rng.normal(size=(3, 2, 2, 2)), 2, 2, 2),
         case("x of shape S = (2, 3) itself (one row)", rng.normal(size=(2, 3)), 2, 3),
-        case("non-contiguous x, gamma, beta", _strided(rng.normal(size=(3, 5))), 5, strided=True),
+        case("non-contiguous x, gamma, grad_y", _strided(rng.normal(size=(3, 5))), 5, strided=True),
     ]
 
 
@@ -149,49 +170,76 @@ def _expect_statistic(name: str, value: Any, shape: tuple[int, ...]) -> np.ndarr
     return np.asarray(value, dtype=np.float64)
 
 
-def check_layer_norm(layer_norm: Callable[..., Any]) -> None:
-    """Hidden test of Part A: against F.layer_norm and torch.var_mean."""
-    cases = layer_norm_cases()
+def _close(name: str, got: Any, expected: np.ndarray, against: str) -> None:
+    """assert_close, on arrays divided by the largest |expected| when that is far from 1 (rows
+    near 1e200 have an r and a dL/dx near 1e-200)."""
+    size = float(np.abs(expected).max())
+    if 1e-3 <= size <= 1e3 or size == 0.0:
+        assert_close(name, got, expected, atol=1e-9, rtol=1e-8, against=against)
+        return
+    scaled = f"{name} (divided by {size:.1e}, the largest expected value)"
+    got = np.asarray(got, dtype=np.float64) / size
+    assert_close(scaled, got, expected / size, atol=1e-9, rtol=1e-8, against=against)
+
+
+def check_rms_norm(rms_norm: Callable[..., Any], rms_norm_backward: Callable[..., Any]) -> None:
+    """Hidden test of Part A: against F.rms_norm and torch's autograd through it."""
+    cases = rms_norm_cases()
     for case in cases:
-        x, gamma, beta, eps = case.x, case.gamma, case.beta, case.eps
-        y_ref, mean_ref, rstd_ref = torch_layer_norm(x, gamma, beta, eps)
-        inputs = {"x": x, "gamma": gamma, "beta": beta}
-        before = _snapshot(inputs)
-        with case.named("layer_norm"):
-            result = _call_valid(layer_norm, NORMALISE_BY_HAND, x, gamma, beta, eps)
-            _expect_unchanged("layer_norm", inputs, before)
-            y, mean, rstd = _unpack(result, "layer_norm", ("y", "mean", "rstd"))
+        x, gamma, grad_y, eps = case.x, case.gamma, case.grad_y, case.eps
+        y_ref, rrms_ref, grad_x_ref, grad_gamma_ref = torch_rms_norm(x, gamma, grad_y, eps)
+        forward_inputs = {"x": x, "gamma": gamma}
+        before = _snapshot(forward_inputs)
+        with case.named("rms_norm"):
+            result = _call_valid(rms_norm, NORMALISE_BY_HAND, x, gamma, eps)
+            _expect_unchanged("rms_norm", forward_inputs, before)
+            y, rrms = _unpack(result, "rms_norm", ("y", "rrms"))
             _expect_array("y", y, y_ref.shape)
-            mean = _expect_statistic("mean", mean, mean_ref.shape)
-            rstd = _expect_statistic("rstd", rstd, rstd_ref.shape)
-            against = "torch.nn.functional.layer_norm"
-            assert_close("y", y, y_ref, atol=case.y_atol, rtol=1e-8, against=against)
-            against = "torch.var_mean"
-            assert_close("mean", mean, mean_ref, atol=1e-10, rtol=1e-12, against=against)
-            assert_close(
-                "rstd = 1 / sqrt(var + eps)", rstd, rstd_ref, atol=1e-9, rtol=1e-7, against=against
+            rrms = _expect_statistic("rrms", rrms, rrms_ref.shape)
+            against = "torch.nn.functional.rms_norm"
+            assert_close("y", y, y_ref, atol=1e-9, rtol=1e-8, against=against)
+            _close("rrms = 1 / sqrt(mean(x**2) + eps)", rrms, rrms_ref, against)
+        backward_inputs = {"grad_y": grad_y, "x": x, "gamma": gamma, "rrms": rrms_ref}
+        before = _snapshot(backward_inputs)
+        with case.named("rms_norm_backward"):
+            result = _call_valid(
+                rms_norm_backward, DIFFERENTIATE_BY_HAND, grad_y, x, gamma, rrms_ref
             )
+            _expect_unchanged("rms_norm_backward", backward_inputs, before)
+            grad_x, grad_gamma = _unpack(result, "rms_norm_backward", ("grad_x", "grad_gamma"))
+            _expect_array("grad_x", grad_x, grad_x_ref.shape)
+            _expect_array("grad_gamma", grad_gamma, grad_gamma_ref.shape)
+            against = "torch's autograd through F.rms_norm"
+            _close("grad_x = dL/dx", grad_x, grad_x_ref, against)
+            _close("grad_gamma = dL/dgamma", grad_gamma, grad_gamma_ref, against)
 
     rng = np.random.default_rng(6102)
-    x, ones, zeros = rng.normal(size=(2, 3)), np.ones(3), np.zeros(3)
-    bad_calls = [
-        ("gamma of shape (3,) and beta of shape (2,)", x, ones, zeros[:2], 1e-5),
-        ("x of shape (2, 3) and gamma of shape (4,)", x, np.ones(4), np.zeros(4), 1e-5),
-        ("x of shape (2, 3) and gamma of shape (3, 2)", x, np.ones((3, 2)), np.zeros((3, 2)), 1e-5),
-        (
-            "x of shape (3,) and gamma of shape (2, 3)",
-            x[0],
-            np.ones((2, 3)),
-            np.zeros((2, 3)),
-            1e-5,
-        ),
-        ("a gamma with no axis (a number)", x, np.float64(1.0), np.float64(0.0), 1e-5),
-        ("eps = 0", x, ones, zeros, 0.0),
-        ("eps = -1e-5", x, ones, zeros, -1e-5),
+    x, ones = rng.normal(size=(2, 3)), np.ones(3)
+    r = 1.0 / np.sqrt(np.mean(x**2, axis=-1) + 1e-6)
+    bad_forward = [
+        ("x of shape (2, 3) and gamma of shape (4,)", x, np.ones(4), 1e-6),
+        ("x of shape (2, 3) and gamma of shape (3, 2)", x, np.ones((3, 2)), 1e-6),
+        ("x of shape (3,) and gamma of shape (2, 3)", x[0], np.ones((2, 3)), 1e-6),
+        ("a gamma with no axis (a number)", x, np.float64(1.0), 1e-6),
+        ("eps = 0", x, ones, 0.0),
+        ("eps = -1e-6", x, ones, -1e-6),
     ]
-    for description, *args in bad_calls:
-        _expect_value_error(layer_norm, NORMALISE_BY_HAND, f"layer_norm with {description}", *args)
-    print(f"check_layer_norm: all {len(cases) + len(bad_calls)} hidden cases passed.")
+    for description, *args in bad_forward:
+        _expect_value_error(rms_norm, NORMALISE_BY_HAND, f"rms_norm with {description}", *args)
+    bad_backward = [
+        ("grad_y of shape (1, 3) for x of shape (2, 3)", x[:1], x, ones, r),
+        ("grad_y of shape (3, 2) for x of shape (2, 3)", x.T, x, ones, r),
+        ("gamma of shape (4,) for x of shape (2, 3)", x, x, np.ones(4), r),
+        ("rrms of shape (1,) for two rows", x, x, ones, r[:1]),
+        ("rrms of shape (2, 1) for two rows (it would broadcast)", x, x, ones, r[:, None]),
+        ("an rrms of 0", x, x, ones, np.array([r[0], 0.0])),
+        ("a negative rrms", x, x, ones, -r),
+    ]
+    for description, *args in bad_backward:
+        call = f"rms_norm_backward with {description}"
+        _expect_value_error(rms_norm_backward, DIFFERENTIATE_BY_HAND, call, *args)
+    total = 2 * len(cases) + len(bad_forward) + len(bad_backward)
+    print(f"check_rms_norm: all {total} hidden cases passed.")
 
 
 # --------------------------------------------------------------------------------------------

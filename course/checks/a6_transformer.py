@@ -1,4 +1,4 @@
-"""The visible tests of Assignment 6 (layer norm, an encoder layer, the decoder's mask, parameter counts).
+"""The visible tests of Assignment 6 (RMSNorm and its backward pass, an encoder layer, the decoder's mask, parameter counts).
 
 Each test cell of the notebook calls one check with the student's functions, which run under
 the rule of the part's hidden tests (:func:`course.checks.rules.by_hand`). Every function
@@ -21,104 +21,183 @@ __all__ = ["check_part_a", "check_part_b", "check_part_c", "check_part_d"]
 ASSIGNMENT = "a6_transformer"
 
 
-def check_part_a(layer_norm: Callable[..., Any]) -> None:
-    """Part A's visible test (layer_norm)."""
+def check_part_a(rms_norm: Callable[..., Any], rms_norm_backward: Callable[..., Any]) -> None:
+    """Part A's visible test (rms_norm and rms_norm_backward)."""
     __tracebackhide__ = True
     x_a = np.array([[1.0, 2.0, 4.0, 7.0], [0.5, -1.5, 2.5, 0.0]])  # two rows, D = 4
     gamma_a = np.array([1.0, 0.5, 2.0, -1.0])
-    beta_a = np.array([0.0, 0.1, -0.2, 0.3])
-    torch_a = "torch.nn.functional.layer_norm"
+    grad_y_a = np.array([[0.3, -0.2, 0.1, 0.5], [-1.0, 0.4, 0.2, 0.0]])
+    torch_a = "torch.nn.functional.rms_norm"
+    autograd_a = "torch's autograd through F.rms_norm"
 
-    result_a = by_hand(ASSIGNMENT, layer_norm, x_a, gamma_a, beta_a)
-    if not (isinstance(result_a, tuple) and len(result_a) == 3):
-        raise CheckFailed("layer_norm should return the tuple (y, mean, rstd)")
-    y_a, mean_a, rstd_a = result_a
+    with inputs_kept("rms_norm", x=x_a, gamma=gamma_a):
+        result_a = by_hand(ASSIGNMENT, rms_norm, x_a, gamma_a)
+    if not (isinstance(result_a, tuple) and len(result_a) == 2):
+        raise CheckFailed("rms_norm should return the tuple (y, rrms)")
+    y_a, rrms_a = result_a
     if not (isinstance(y_a, np.ndarray)):
         raise CheckFailed(f"y should be a NumPy array, got {type(y_a).__name__}")
     assert_close(
         "y",
         y_a,
         [
-            [-1.0910884120, -0.2273265236, 0.2364353648, -1.2275237769],
-            [0.0873701922, -0.5552764418, 2.7705865363, 0.5621105767],
+            [0.2390457150, 0.2390457150, 1.9123657203, -1.6733200053],
+            [0.3380616246, -0.5070924369, 3.3806162462, 0.0],
         ],
         atol=1e-9,
         against=torch_a,
     )
-    assert_close("mean (one per row)", mean_a, [3.5, 0.375], atol=1e-12, against="torch.var_mean")
     assert_close(
-        "rstd = 1 / sqrt(var + eps) (one per row, biased variance)",
-        rstd_a,
-        [0.4364353648, 0.6989615379],
+        "rrms = 1 / sqrt(mean(x**2) + eps) (one per row)",
+        rrms_a,
+        [0.2390457150, 0.6761232492],
         atol=1e-9,
-        against="torch.var_mean",
+        against=torch_a,
+    )
+    with inputs_kept("rms_norm_backward", grad_y=grad_y_a, x=x_a, gamma=gamma_a, rrms=rrms_a):
+        result_ab = by_hand(ASSIGNMENT, rms_norm_backward, grad_y_a, x_a, gamma_a, rrms_a)
+    if not (isinstance(result_ab, tuple) and len(result_ab) == 2):
+        raise CheckFailed("rms_norm_backward should return the tuple (grad_x, grad_gamma)")
+    grad_x_a, grad_gamma_a = result_ab
+    assert_close(
+        "grad_x = dL/dx",
+        grad_x_a,
+        [
+            [0.0805925548, -0.0061468908, 0.0833245044, -0.0573709752],
+            [-0.6838503686, 0.1584060078, 0.2318137031, 0.0],
+        ],
+        atol=1e-9,
+        against=autograd_a,
+    )
+    assert_close(
+        "grad_gamma = dL/dgamma (summed over the rows)",
+        grad_gamma_a,
+        [-0.2663479101, -0.5012922356, 0.4336799106, 0.8366600026],
+        atol=1e-9,
+        against=autograd_a,
     )
 
-    x_ac = np.full((1, 4), 3.0)
-    with inputs_kept("layer_norm", x=x_ac, gamma=gamma_a, beta=beta_a) as before_ac:
-        y_ac, _, rstd_ac = by_hand(ASSIGNMENT, layer_norm, x_ac, gamma_a, beta_a)
+    zero_a = np.zeros((1, 4))
+    y_az, rrms_az = by_hand(ASSIGNMENT, rms_norm, zero_a, gamma_a)
+    assert_close("y of an all-zero row", y_az, zero_a, atol=1e-12, against="0")
+    assert_close("rrms of an all-zero row", rrms_az, [1000.0], atol=1e-6, against="1 / sqrt(eps)")
+    grad_x_az, _ = by_hand(ASSIGNMENT, rms_norm_backward, grad_y_a[:1], zero_a, gamma_a, rrms_az)
     assert_close(
-        "y of a constant row (3, 3, 3, 3)",
-        y_ac,
-        before_ac["beta"][None],
-        atol=1e-12,
-        against="beta",
+        "grad_x at an all-zero row",
+        grad_x_az,
+        [[300.0, -100.0, 200.0, -500.0]],
+        atol=1e-6,
+        against=f"{autograd_a} (gamma * grad_y / sqrt(eps))",
     )
-    assert_close(
-        "rstd of a constant row", rstd_ac, [316.2277660168], atol=1e-6, against="1 / sqrt(eps)"
-    )
-    y_ae, _, _ = by_hand(ASSIGNMENT, layer_norm, x_a[:1], gamma_a, beta_a, eps=0.5)
+    y_ae, rrms_ae = by_hand(ASSIGNMENT, rms_norm, x_a[:1], gamma_a, 0.5)
     assert_close(
         "y of row 0 with eps = 0.5",
         y_ae,
-        [[-1.0425720703, -0.2127716211, 0.2170288281, -1.1596008984]],
+        [[0.2357022604, 0.2357022604, 1.8856180832, -1.6499158228]],
         atol=1e-9,
         against=torch_a,
     )
-    y_af, mean_af, _ = by_hand(
-        ASSIGNMENT, layer_norm, 1e8 + np.array([[1.0, 2.0, 3.0, 4.0]]), np.ones(4), np.zeros(4)
+    assert_close("rrms of row 0 with eps = 0.5", rrms_ae, [0.2357022604], atol=1e-9)
+
+    big_a = 1e200 * np.array([[1.0, 2.0, 3.0, 4.0]])
+    y_ab, rrms_ab = by_hand(ASSIGNMENT, rms_norm, big_a, gamma_a)
+    assert_close(
+        "y of the row 1e200 (1, 2, 3, 4) (its squares overflow)",
+        y_ab,
+        [[0.3651483717, 0.3651483717, 2.1908902300, -1.4605934867]],
+        atol=1e-9,
+        against=f"{torch_a} on the row divided by 1e200",
     )
     assert_close(
-        "y of the row 1e8 + (1, 2, 3, 4) (variance 1.25)",
-        y_af,
-        [[-1.3416354200, -0.4472118067, 0.4472118067, 1.3416354200]],
-        atol=1e-7,
-        against=torch_a,
+        "1e200 * rrms of that row",
+        1e200 * np.asarray(rrms_ab, dtype=np.float64),
+        [0.3651483717],
+        atol=1e-9,
+        against="1 / sqrt(7.5)",
     )
-    assert_close("mean of that row", mean_af, [100000002.5], atol=1e-6, against="torch.var_mean")
+    grad_x_ab, grad_gamma_ab = by_hand(
+        ASSIGNMENT, rms_norm_backward, grad_y_a[:1], big_a, gamma_a, np.array([3.6514837167e-201])
+    )
+    assert_close(
+        "1e200 * grad_x at that row",
+        1e200 * np.asarray(grad_x_ab, dtype=np.float64),
+        [[0.12536760761, -0.0048686449556, 0.12049896265, -0.11928180141]],
+        atol=1e-9,
+        against=autograd_a,
+    )
+    assert_close(
+        "grad_gamma at that row",
+        grad_gamma_ab,
+        [0.1095445115, -0.1460593487, 0.1095445115, 0.7302967433],
+        atol=1e-9,
+        against=autograd_a,
+    )
 
-    x_at = np.arange(12.0).reshape(2, 2, 3) ** 2 / 10  # two rows of shape S = (2, 3)
+    x_at = np.arange(12.0).reshape(2, 2, 3) ** 2 / 10 - 2  # two rows of shape S = (2, 3)
     gamma_at = np.array([[1.0, 2.0, 1.0], [0.5, 1.0, 1.5]])
-    beta_at = np.array([[0.0, 0.0, 1.0], [0.0, -1.0, 0.0]])
-    y_at, mean_at, rstd_at = by_hand(ASSIGNMENT, layer_norm, x_at, gamma_at, beta_at)
+    grad_y_at = np.sin(np.arange(12.0)).reshape(2, 2, 3)
+    y_at, rrms_at = by_hand(ASSIGNMENT, rms_norm, x_at, gamma_at)
     assert_close(
         "y over the trailing shape S = (2, 3)",
         y_at,
         [
             [
-                [-1.0304186748, -1.8360187296, 0.4192185651],
-                [-0.0093674425, -0.2318697152, 2.6697211119],
+                [-1.4267523870, -2.7108295352, -1.1414019096],
+                [-0.3923569064, -0.2853504774, 0.5350321451],
             ],
             [
-                [-1.3440857929, -1.7959273998, 0.6167925612],
-                [0.1000914952, -0.1477924122, 2.3592995300],
+                [0.2564517497, 0.9296375926, 0.7052423116],
+                [0.4888611478, 1.2822587484, 2.4282775048],
             ],
         ],
         atol=1e-9,
         against=f"{torch_a} with normalized_shape (2, 3)",
     )
-    assert_close("mean over S = (2, 3)", mean_at, [0.9166666667, 7.5166666667], atol=1e-9)
-    assert_close("rstd over S = (2, 3)", rstd_at, [1.1240930998, 0.3431708407], atol=1e-9)
+    assert_close("rrms over S = (2, 3)", rrms_at, [0.7133761935, 0.1602823436], atol=1e-9)
+    grad_x_at, grad_gamma_at = by_hand(
+        ASSIGNMENT, rms_norm_backward, grad_y_at, x_at, gamma_at, rrms_at
+    )
+    assert_close(
+        "grad_x over S = (2, 3)",
+        grad_x_at,
+        [
+            [
+                [-0.6228035823, 0.6089073329, 0.1504282712],
+                [-0.2922061432, -0.6644455998, -0.8704097278],
+            ],
+            [
+                [-0.0332245358, 0.2315607171, 0.1903689549],
+                [0.0771033422, -0.0293928031, -0.1674433891],
+            ],
+        ],
+        atol=1e-9,
+        against=autograd_a,
+    )
+    assert_close(
+        "grad_gamma over S = (2, 3)",
+        grad_gamma_at,
+        [
+            [-0.0716565934, -0.8351624793, -0.3401365225],
+            [0.2921986119, -0.4816218754, -1.9608726902],
+        ],
+        atol=1e-9,
+        against=autograd_a,
+    )
     expect_value_error(
         {
-            "layer_norm(x_a, gamma_a, beta_a[:3]) (gamma and beta differ)": lambda: by_hand(
-                ASSIGNMENT, layer_norm, x_a, gamma_a, beta_a[:3]
+            "rms_norm(x_a[:, :3], gamma_a) (3 features, gamma has 4)": lambda: by_hand(
+                ASSIGNMENT, rms_norm, x_a[:, :3], gamma_a
             ),
-            "layer_norm(x_a[:, :3], gamma_a, beta_a) (3 features, gamma has 4)": lambda: by_hand(
-                ASSIGNMENT, layer_norm, x_a[:, :3], gamma_a, beta_a
+            "rms_norm(x_a, gamma_a, eps=0.0)": lambda: by_hand(
+                ASSIGNMENT, rms_norm, x_a, gamma_a, 0.0
             ),
-            "layer_norm(x_a, gamma_a, beta_a, eps=0.0)": lambda: by_hand(
-                ASSIGNMENT, layer_norm, x_a, gamma_a, beta_a, eps=0.0
+            "rms_norm_backward(grad_y_a[:1], x_a, gamma_a, rrms_a) (grad_y is not x's shape)": (
+                lambda: by_hand(ASSIGNMENT, rms_norm_backward, grad_y_a[:1], x_a, gamma_a, rrms_a)
+            ),
+            "rms_norm_backward(grad_y_a, x_a, gamma_a, rrms_a[:1]) (one rrms for two rows)": (
+                lambda: by_hand(
+                    ASSIGNMENT, rms_norm_backward, grad_y_a, x_a, gamma_a, np.asarray(rrms_a)[:1]
+                )
             ),
         }
     )

@@ -273,6 +273,7 @@ RULES: dict[str, Rule] = {
                 (
                     "layer_norm",
                     "native_layer_norm",
+                    "rms_norm",
                     "group_norm",
                     "softmax",
                     "log_softmax",
@@ -282,6 +283,12 @@ RULES: dict[str, Rule] = {
             ),
             ("torch.Tensor", ("softmax", "log_softmax", "backward")),
             ("torch.autograd", ("backward", "grad")),
+            ("torch.autograd.functional", ("vjp", "jvp", "jacobian", "hessian", "vhp", "hvp")),
+            (
+                "torch.func",
+                ("grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian")
+                + ("linearize",),
+            ),
             ("torch.special", ("softmax", "log_softmax")),
             ("scipy.special", ("softmax", "log_softmax")),
             ("course.models.attention", _COURSE_ATTENTION),
@@ -289,9 +296,10 @@ RULES: dict[str, Rule] = {
             ("course.analysis.parameters", _COURSE_PARAMETERS),
         ),
         summary=(
-            "torch's Transformer layers and attention, its layer norms (torch.nn.LayerNorm, "
-            "F.layer_norm...), Linear and Embedding, the softmaxes of torch and SciPy, and "
-            "autograd"
+            "torch's Transformer layers and attention, its layer and RMS norms "
+            "(torch.nn.LayerNorm, torch.nn.RMSNorm, F.layer_norm, F.rms_norm...), Linear and "
+            "Embedding, the softmaxes of torch and SciPy, and autograd (torch.autograd, "
+            "torch.func)"
         ),
     ),
     "a7_bert": Rule(

@@ -17,30 +17,30 @@
 #
 # Lecture 6 assembled the Transformer from PyTorch modules and proved it equal to
 # `torch.nn.Transformer`. Here you build its pieces again in NumPy, in forms the lecture does
-# not write: a layer normalisation that also returns what a backward pass keeps, a whole
-# encoder layer run from a state dict, the decoder's mask for batches padded on the **left**
-# and for a decoder that already holds a cache, and the parameter count of any
-# configuration, from the paper's base model to a GPT-style stack.
+# not write: RMSNorm (the norm of LLaMA and T5) with the statistic its backward pass keeps
+# and that backward pass, a whole encoder layer run from a state dict, the decoder's mask for
+# batches padded on the **left** and for a decoder that already holds a cache, and the
+# parameter count of any configuration, from the paper's base model to a GPT-style stack.
 #
 # **Goals.** After this assignment you can
 #
-# 1. normalise over the trailing axes of an array, stably, and return the row statistics
-#    (Part A);
+# 1. normalise over the trailing axes of an array with RMSNorm, for rows too large to
+#    square, and derive and compute its backward pass from the statistic it keeps (Part A);
 # 2. run an encoder layer, post-norm and pre-norm, from the weights of
 #    `course.models.transformer.EncoderLayer` (Part B);
 # 3. build the self-attention mask and the positions of a decoder for right- and left-padded
 #    batches, with fewer queries than keys (Part C);
 # 4. count the parameters of a Transformer with shared or tied embeddings, without biases,
 #    and without an encoder (Part D);
-# 5. say why a pre-norm Transformer trains without warmup when a post-norm one needs it
-#    (Part E, written).
+# 5. say, from your backward pass and a computed example, what RMSNorm's gradient is
+#    orthogonal to and what dropping the mean costs (Part E, written).
 #
 # ## Notation
 #
 # Everything is NumPy, in `float64`. Vectors are **rows**: a sequence of $n$ tokens is a
 # matrix $X$ of shape (n, d_model), and a weight matrix $W$ acts as `X @ W.T`, as in
 # `torch.nn.Linear`. Arrays may have **leading batch dimensions**, written "…". Layer
-# normalisation of a row $x$ with $D$ numbers:
+# normalisation (LayerNorm, which Part B uses) of a row $x$ with $D$ numbers:
 #
 # $$\mu = \frac{1}{D}\sum_k x_k, \qquad \sigma^2 = \frac{1}{D}\sum_k (x_k - \mu)^2, \qquad
 # \operatorname{LN}(x) = \gamma \odot \frac{x - \mu}{\sqrt{\sigma^2 + \varepsilon}} + \beta,$$
@@ -56,22 +56,24 @@
 #
 # * Parts A to D are autograded. Each has a **visible test** that you can run now (fixed
 #   inputs; it names the quantity that is off, where and by how much), and a **hidden test**
-#   that runs at grading time on other shapes, seeds and edge cases (a constant row, one
-#   feature, rows far from 0, normalised shapes of two axes, one token, one head and as many
-#   heads as features, $d_\text{ff} \ne 4\,d_\text{model}$, sequences of one real token,
-#   caches, configurations without biases or encoder...) and checks that bad input raises
-#   `ValueError`. Hard-coding the visible answers keeps the visible points only.
+#   that runs at grading time on other shapes, seeds and edge cases (an all-zero row, one
+#   feature, rows near $10^{200}$, normalised shapes of two axes, one token, one head and as
+#   many heads as features, $d_\text{ff} \ne 4\,d_\text{model}$, sequences of one real
+#   token, caches, configurations without biases or encoder...) and checks that bad input
+#   raises `ValueError`. Hard-coding the visible answers keeps the visible points only.
 # * Part E is a short written answer, graded by hand.
 # * Write code only where it says `YOUR CODE HERE`; keep function names and signatures; do not
 #   delete or copy cells. Your functions must not modify their inputs.
-# * Use NumPy. During the hidden tests the PyTorch modules being taught (`nn.LayerNorm` and
-#   `F.layer_norm`, `nn.TransformerEncoderLayer`, `nn.Transformer` and their kin,
-#   `nn.MultiheadAttention`, `F.scaled_dot_product_attention`), every softmax of torch and SciPy,
-#   `nn.Linear` and `nn.Embedding`, autograd and the helpers of the `course` package (among them
-#   `course.models.transformer`, `course.models.attention` and `course.analysis.parameters`) are
-#   replaced by traps: calling them from your functions fails the test. (`course.checks` is
-#   allowed.) The visible tests run your functions under the same rule and say so when one of them
-#   calls a forbidden routine; their data and expected values are in
+# * Use NumPy. During the hidden tests the PyTorch modules being taught (`nn.LayerNorm`,
+#   `nn.RMSNorm`, `F.layer_norm` and `F.rms_norm`, `nn.TransformerEncoderLayer`,
+#   `nn.Transformer` and their kin, `nn.MultiheadAttention`,
+#   `F.scaled_dot_product_attention`), every softmax of torch and SciPy, `nn.Linear` and
+#   `nn.Embedding`, autograd (`backward`, `torch.autograd.grad`, `torch.autograd.functional`
+#   and `torch.func`) and the helpers of the `course` package (among them
+#   `course.models.transformer`, `course.models.attention` and `course.analysis.parameters`)
+#   are replaced by traps: calling them from your functions fails the test. (`course.checks`
+#   is allowed.) The visible tests run your functions under the same rule and say so when one
+#   of them calls a forbidden routine; their data and expected values are in
 #   `course/checks/a6_transformer.py`.
 #
 # Autograded: 14 points. Written: 2 points.
@@ -89,112 +91,188 @@ np.set_printoptions(precision=4, suppress=True)
 
 
 # %% [markdown]
-# ## Part A: layer normalisation, with the statistics a backward pass keeps (3 points)
+# ## Part A: RMSNorm, forward and backward (3 points)
 #
-# PyTorch's `nn.LayerNorm(normalized_shape)` normalises over the **last few axes** of its
-# input, as many as `normalized_shape` has: for a Transformer that is the feature axis
-# (d_model,), but a vision model may normalise each (channels, height, width) block at once.
-# All the numbers of such a trailing block form one "row": they share one $\mu$ and one
-# $\sigma^2$, and $\gamma$, $\beta$ have the block's shape.
+# LLaMA, T5 and most recent decoders replace the layer norm by **RMSNorm**
+# (Zhang and Sennrich, 2019): no mean is subtracted and there is no $\beta$; each row is
+# divided by its root mean square,
 #
-# The forward pass of a layer norm keeps two numbers per row for its backward pass: the mean
-# $\mu$ and the **reciprocal standard deviation** $r = 1/\sqrt{\sigma^2 + \varepsilon}$ (this is
-# what `torch.native_layer_norm` returns besides the output), since
-# $\operatorname{LN}(x) = \gamma \odot (x - \mu)\, r + \beta$ and the gradient needs both.
+# $$r = \frac{1}{\sqrt{\tfrac{1}{D}\sum_k x_k^2 + \varepsilon}}, \qquad
+# \operatorname{RMSNorm}(x) = \gamma \odot x\, r .$$
 #
-# Implement `layer_norm(x, gamma, beta, eps=1e-5)`: `gamma` and `beta` of one shape $S$ with
-# at least one axis, and `x` of shape (…, *S*) (its last `gamma.ndim` axes are $S$). Return
-# the tuple `(y, mean, rstd)`: `y` of the shape of `x`, and `mean` and `rstd` of shape (…),
-# one number per row (0-dimensional arrays when `x` is a single row).
+# As `torch.nn.RMSNorm(normalized_shape)` does, normalise over the **last few axes** of the
+# input, as many as $\gamma$ has: for a Transformer that is the feature axis (d_model,), but a
+# row may also be a block of shape (2, 3). All the numbers of such a trailing block form one
+# row of $D$ numbers with one $r$, and $\gamma$ has the block's shape.
 #
-# **Stability.** Compute $\sigma^2$ as the mean of the squared deviations $(x_k - \mu)^2$,
-# not as $\overline{x^2} - \mu^2$: for a row such as $10^8 + (1, 2, 3, 4)$ both terms of the
-# latter are about $10^{16}$, where `float64` numbers are 2 apart, and their difference (1.25)
-# is lost.
+# The forward pass keeps **one number per row** for the backward pass, the reciprocal root
+# mean square $r$. Given the gradient $g^y = \partial L/\partial y$ of a loss $L$ with respect
+# to the output, the backward pass returns $\partial L/\partial x$ (of the shape of $x$) and
+# $\partial L/\partial \gamma$ (of the shape of $\gamma$, summed over all rows). Deriving it
+# is part of the exercise: differentiate $r$ with respect to each $x_j$ first, and write the
+# result with $\hat x = x\, r$ and $r$ only.
 #
-# **Bad input** raises `ValueError`: a `gamma` with no axis, `gamma` and `beta` of different
-# shapes, an `x` whose trailing shape is not that of `gamma`, and $\varepsilon \le 0$ (a
-# constant row would then divide 0 by 0).
+# Implement
+#
+# * `rms_norm(x, gamma, eps=1e-6)`: `gamma` of a shape $S$ with at least one axis, `x` of
+#   shape (…, *S*). Return the tuple `(y, rrms)`: `y` of the shape of `x`, and `rrms`, the
+#   $r$ of each row, of shape (…) (a 0-dimensional array when `x` is a single row).
+# * `rms_norm_backward(grad_y, x, gamma, rrms)`: `grad_y` of the shape of `x`, `rrms` the
+#   one that `rms_norm` returned (no $\varepsilon$ is needed: it is inside $r$). Return the
+#   tuple `(grad_x, grad_gamma)`.
+#
+# **Large rows.** In `float64`, $x_k^2$ overflows to infinity for $|x_k|$ above about
+# $1.3 \times 10^{154}$ (in `float16`, above 256: the reason mixed-precision training computes
+# its norms in `float32`). `rms_norm` must give the right $y$ and $r$ for rows as large as
+# $10^{200}$: divide a large row by a number of its size before squaring, and fold that
+# number back into $r$ (without changing what $\varepsilon$ does). Write the backward pass so
+# that it forms no such square or cube either: it gets the right gradients for those rows too.
+#
+# **Bad input** raises `ValueError`: a `gamma` with no axis, an `x` whose trailing shape is not
+# that of `gamma`, $\varepsilon \le 0$ (an all-zero row would divide 0 by 0); in the backward
+# pass, a `grad_y` not of the shape of `x`, an `rrms` not of shape (…), or an `rrms` that is
+# not positive.
 
 
-# %% nbgrader={"grade": false, "grade_id": "layer_norm", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def layer_norm(
-    x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float = 1e-5
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Layer normalisation over the trailing axes that gamma's shape names.
+# %% nbgrader={"grade": false, "grade_id": "rms_norm", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def rms_norm(x: np.ndarray, gamma: np.ndarray, eps: float = 1e-6) -> tuple[np.ndarray, np.ndarray]:
+    """RMSNorm over the trailing axes that gamma's shape names.
 
     Args:
         x: shape (..., *S).
-        gamma, beta: the scale and the shift, shape S (at least one axis).
-        eps: added to the variance, > 0.
+        gamma: the scale, shape S (at least one axis).
+        eps: added to the mean square, > 0.
 
     Returns:
-        (y, mean, rstd): y of shape (..., *S); the mean and 1 / sqrt(variance + eps) of each
-        row, shape (...).
+        (y, rrms): y of shape (..., *S); r = 1 / sqrt(mean(x**2) + eps) of each row, shape (...).
 
     Raises:
         ValueError: for mismatched shapes or eps <= 0.
     """
     ### BEGIN SOLUTION
     values = np.asarray(x, dtype=np.float64)
-    scale, shift = np.asarray(gamma, dtype=np.float64), np.asarray(beta, dtype=np.float64)
+    scale = np.asarray(gamma, dtype=np.float64)
     if scale.ndim == 0:
         raise ValueError("gamma needs at least one axis: the shape S to normalise over")
-    if shift.shape != scale.shape:
-        raise ValueError(f"gamma has shape {scale.shape} but beta has shape {shift.shape}")
     span = scale.ndim  # how many trailing axes make one row
-    outer = values.shape[: values.ndim - span]  # (...)
     if values.ndim < span or values.shape[values.ndim - span :] != scale.shape:
         raise ValueError(f"x of shape {values.shape} does not end with gamma's shape {scale.shape}")
     if not eps > 0:
         raise ValueError(f"eps must be positive, got {eps!r}")
-    per_row = values.reshape(*outer, -1)  # (..., D): one row of D numbers per block
-    centre = per_row.mean(axis=-1)  # (...)
-    offsets = per_row - centre[..., None]  # (..., D)
-    spread = np.mean(offsets * offsets, axis=-1)  # the biased variance, in two passes
-    reciprocal = 1.0 / np.sqrt(spread + eps)  # (...)
-    normed = (offsets * reciprocal[..., None]).reshape(values.shape)  # (..., *S)
-    return normed * scale + shift, centre, reciprocal
+    outer = values.shape[: values.ndim - span]  # (...)
+    rows = values.reshape(*outer, -1)  # (..., D)
+    # c >= 1 of each row's size: (x / c)**2 cannot overflow, and eps / c**2 only vanishes
+    # when it is negligible anyway; for rows below 1, c = 1 and nothing changes.
+    size = np.maximum(np.abs(rows).max(axis=-1), 1.0)  # (...)
+    shrunk = rows / size[..., None]  # (..., D), entries in [-1, 1]
+    mean_square = np.mean(shrunk * shrunk, axis=-1)  # mean(x**2) / c**2
+    rrms = 1.0 / (size * np.sqrt(mean_square + eps / size / size))  # (...)
+    return (rows * rrms[..., None]).reshape(values.shape) * scale, rrms
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": false, "grade_id": "rms_norm_backward", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def rms_norm_backward(
+    grad_y: np.ndarray, x: np.ndarray, gamma: np.ndarray, rrms: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The gradients of RMSNorm with respect to its input and its scale.
+
+    Args:
+        grad_y: dL/dy, shape (..., *S).
+        x: the input of the forward pass, shape (..., *S).
+        gamma: the scale, shape S.
+        rrms: the r of each row that rms_norm returned, shape (...), positive.
+
+    Returns:
+        (grad_x, grad_gamma): dL/dx of shape (..., *S) and dL/dgamma of shape S.
+
+    Raises:
+        ValueError: for mismatched shapes or an rrms that is not positive.
+    """
+    ### BEGIN SOLUTION
+    values = np.asarray(x, dtype=np.float64)
+    upstream = np.asarray(grad_y, dtype=np.float64)
+    scale = np.asarray(gamma, dtype=np.float64)
+    kept = np.asarray(rrms, dtype=np.float64)
+    if scale.ndim == 0:
+        raise ValueError("gamma needs at least one axis: the shape S that was normalised over")
+    span = scale.ndim
+    if values.ndim < span or values.shape[values.ndim - span :] != scale.shape:
+        raise ValueError(f"x of shape {values.shape} does not end with gamma's shape {scale.shape}")
+    if upstream.shape != values.shape:
+        raise ValueError(f"grad_y has shape {upstream.shape}, x has shape {values.shape}")
+    outer = values.shape[: values.ndim - span]
+    if kept.shape != outer:
+        raise ValueError(f"rrms should have shape {outer} (one per row), got {kept.shape}")
+    if not np.all(kept > 0):
+        raise ValueError("rrms must be positive: it is 1 / sqrt(mean square + eps)")
+    x_hat = values * kept.reshape(*outer, *([1] * span))  # (..., *S): x r, of size 1
+    g = upstream * scale  # (..., *S): dL/d(x_hat)
+    lead = tuple(range(len(outer)))  # the row axes
+    inside = tuple(range(len(outer), values.ndim))  # the axes of one row
+    along = np.mean(g * x_hat, axis=inside, keepdims=True)  # (..., 1, ..., 1)
+    # dr/dx_j = -r**3 x_j / D, so dL/dx_j = r (g_j - x_hat_j mean_k(g_k x_hat_k))
+    grad_x = kept.reshape(along.shape) * (g - x_hat * along)
+    return grad_x, np.sum(upstream * x_hat, axis=lead)
     ### END SOLUTION
 
 
 # %% [markdown]
 # ### Visible test for Part A
 #
-# The expected numbers come from `torch.nn.functional.layer_norm` (and, for the statistics,
-# `torch.var_mean` with `unbiased=False`).
+# The expected numbers come from `torch.nn.functional.rms_norm` and, for the gradients,
+# from torch's autograd through it (float64).
 
-# %% nbgrader={"grade": true, "grade_id": "test_layer_norm_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-check_part_a(layer_norm)
+# %% nbgrader={"grade": true, "grade_id": "test_rms_norm_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+check_part_a(rms_norm, rms_norm_backward)
 
-# %% nbgrader={"grade": true, "grade_id": "test_layer_norm_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
-# Hidden test (2 points): layer_norm against torch.nn.functional.layer_norm and torch.var_mean
-# for batches, a single row (0-dimensional statistics), one feature (every row constant), a
-# constant row, rows near 1e8 and near 1e-8, other eps, normalised shapes of two and three
-# axes, non-contiguous arrays; inputs must come back unmodified; ValueError for the bad
-# inputs above and a gamma with no axis.
+# %% nbgrader={"grade": true, "grade_id": "test_rms_norm_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# Hidden test (2 points): rms_norm against torch.nn.functional.rms_norm, and
+# rms_norm_backward against torch's autograd through it, for batches, a single row
+# (0-dimensional statistics), one feature, an all-zero row, rows near 1e200 and near 1e-8,
+# other eps, normalised shapes of two and three axes, non-contiguous arrays; inputs must come
+# back unmodified; ValueError for the bad inputs above.
 ### BEGIN HIDDEN TESTS
-from autograder.hidden.a6_transformer import check_layer_norm
+from autograder.hidden.a6_transformer import check_rms_norm
 
-check_layer_norm(layer_norm)
+check_rms_norm(rms_norm, rms_norm_backward)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# ## Explore (not graded): one pass or two?
+# ## Explore (not graded): large rows, and your gradient against finite differences
 #
-# The variance as $\overline{x^2} - \mu^2$ against your two-pass version, for rows further and
-# further from 0 (each row is $c + (1, 2, 3, 4)$, whose variance is 1.25 whatever $c$).
+# First the rows $c\,(1, 2, 3, 4)$, whose $y$ does not depend on $c$ (for $c$ far above
+# $\sqrt{\varepsilon}$): the mean of the squares taken as it stands, against your `rms_norm`.
+# Then $\partial L/\partial x$ and $\partial L/\partial \gamma$ for $L = \sum g^y \odot y$,
+# against central differences $\big(L(x + h e_j) - L(x - h e_j)\big)/2h$.
 
 # %%
-for offset_x in (0.0, 1e4, 1e6, 1e8, 1e9):
-    row_x = offset_x + np.array([1.0, 2.0, 3.0, 4.0])
-    one_pass_x = np.mean(row_x**2) - np.mean(row_x) ** 2
-    try:
-        _, _, rstd_x = layer_norm(row_x, np.ones(4), np.zeros(4), eps=1e-12)
-        two_pass_x = 1.0 / float(rstd_x) ** 2
-        print(f"c = {offset_x:8.0e}: one pass {one_pass_x:12.6g}, two passes {two_pass_x:.6g}")
-    except NotImplementedError:
-        print(f"c = {offset_x:8.0e}: one pass {one_pass_x:12.6g} (implement Part A for the other)")
+try:
+    for size_x in (1.0, 1e100, 1e160, 1e200):
+        row_x = size_x * np.array([1.0, 2.0, 3.0, 4.0])
+        with np.errstate(over="ignore"):
+            naive_x = row_x / np.sqrt(np.mean(row_x**2) + 1e-6)
+        mine_x = rms_norm(row_x, np.ones(4))[0]
+        print(f"c = {size_x:6.0e}: squared as it stands {naive_x}, yours {mine_x}")
+    rng_x = np.random.default_rng(0)
+    x_x, gamma_x, g_x = rng_x.normal(size=(3, 5)), rng_x.normal(size=5), rng_x.normal(size=(3, 5))
+    grad_x_x, grad_gamma_x = rms_norm_backward(g_x, x_x, gamma_x, rms_norm(x_x, gamma_x)[1])
+    step_x, numeric_x, numeric_gamma_x = 1e-6, np.zeros_like(x_x), np.zeros_like(gamma_x)
+    for where_x in np.ndindex(x_x.shape):
+        bump_x = np.zeros_like(x_x)
+        bump_x[where_x] = step_x
+        up_x, down_x = rms_norm(x_x + bump_x, gamma_x)[0], rms_norm(x_x - bump_x, gamma_x)[0]
+        numeric_x[where_x] = np.sum(g_x * (up_x - down_x)) / (2 * step_x)
+    for k_x in range(5):
+        bump_x = np.zeros(5)
+        bump_x[k_x] = step_x
+        up_x, down_x = rms_norm(x_x, gamma_x + bump_x)[0], rms_norm(x_x, gamma_x - bump_x)[0]
+        numeric_gamma_x[k_x] = np.sum(g_x * (up_x - down_x)) / (2 * step_x)
+    print(f"dL/dx:     largest difference {np.abs(grad_x_x - numeric_x).max():.1e}")
+    print(f"dL/dgamma: largest difference {np.abs(grad_gamma_x - numeric_gamma_x).max():.1e}")
+except NotImplementedError:
+    print("Implement Part A first, then run this cell again.")
+
 
 # %% [markdown]
 # ## Part B: an encoder layer from a state dict, post-norm and pre-norm (5 points)
@@ -231,8 +309,8 @@ for offset_x in (0.0, 1e4, 1e6, 1e8, 1e9):
 # Implement `encoder_layer(x, params, num_heads, norm_first=False, mask=None, eps=1e-5)`:
 # `x` of shape (…, n, d_model), `mask` `None` or booleans that broadcast to (…, n, n) and
 # apply to every head (a padding mask of shape (B, 1, n) for a batch), `eps` that of both
-# layer norms. Return $y$, of the shape of `x`. Use your `layer_norm` and the given
-# `masked_softmax`; d_ff is the number of rows of `ffn.linear1.weight` (it need not be
+# layer norms. Return $y$, of the shape of `x`. Use the given `layer_norm` (LayerNorm, not
+# your RMSNorm: this is Lecture 6's layer) and `masked_softmax`; d_ff is the number of rows of `ffn.linear1.weight` (it need not be
 # $4\,d_\text{model}$).
 #
 # Raise `ValueError` for `x` with fewer than 2 dimensions, `num_heads` below 1 or not a
@@ -265,6 +343,18 @@ def masked_softmax(scores: np.ndarray, mask: np.ndarray | None = None) -> np.nda
     scores = np.where(mask, np.broadcast_to(scores, shape), -np.inf)
     weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
     return weights / weights.sum(axis=-1, keepdims=True)
+
+
+# %% nbgrader={"grade": false, "grade_id": "given_layer_norm", "locked": true, "schema_version": 3, "solution": false, "task": false}
+def layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float = 1e-5) -> np.ndarray:
+    """LayerNorm over the last axis, as in the notation above (biased variance, two passes).
+
+    x (..., d); gamma and beta (d,). Returns (..., d).
+    """
+    x = np.asarray(x, dtype=np.float64)
+    deviations = x - np.mean(x, axis=-1, keepdims=True)
+    spread = np.mean(deviations**2, axis=-1, keepdims=True)  # sigma^2, dividing by d
+    return np.asarray(gamma) * deviations / np.sqrt(spread + eps) + np.asarray(beta)
 
 
 # %% nbgrader={"grade": false, "grade_id": "encoder_layer", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -338,7 +428,7 @@ def encoder_layer(
         return hidden @ w["ffn.linear2.weight"].T + w["ffn.linear2.bias"]
 
     def norm(z: np.ndarray, which: int) -> np.ndarray:
-        return layer_norm(z, w[f"norm{which}.weight"], w[f"norm{which}.bias"], eps)[0]
+        return layer_norm(z, w[f"norm{which}.weight"], w[f"norm{which}.bias"], eps)
 
     if norm_first:
         middle = stream + self_attention(norm(stream, 1))
@@ -690,36 +780,101 @@ except NotImplementedError:
     print("Implement Part D first, then run this cell again.")
 
 # %% [markdown]
-# ## Part E: residuals, norms and warmup (2 points, graded by hand)
+# ## Part E: what RMSNorm keeps and what it drops (2 points, graded by hand)
 #
-# In 4 to 8 sentences. In a pre-norm stack each layer computes $x_{l+1} = x_l +
-# F_l(\operatorname{LN}(x_l))$. Write the Jacobian $\partial x_{l+1} / \partial x_l$ and say
-# what its identity term does to the gradient that reaches the first layers of a deep stack.
-# Where does a post-norm layer put the layer norm, and what does that do to this path? Why
-# does the original (post-norm) Transformer need a learning-rate warmup while pre-norm models
-# usually train without one, and what does pre-norm pay for it (look at the explore cell of
-# Part B)?
+# In 4 to 8 sentences, with the numbers of the cell below (run it once Part A works).
+#
+# 1. From your backward formula, work out the dot product $x \cdot \partial L/\partial x$ of
+#    one row in terms of $\varepsilon$, $r$ and $x \cdot (\gamma \odot g^y)$. What does it say
+#    about the direction of the gradient, and about what a small step
+#    $x \leftarrow x - \eta\, \partial L/\partial x$ does to $\lVert x \rVert$? For which rows
+#    does it stop holding (the cell's first table has two)? Which two identities of the same
+#    kind hold for LayerNorm (its row in the table)?
+# 2. Add the same number $c$ to every entry of a row $x$ with mean $\mu$ and standard
+#    deviation $\sigma$. Predict the limit of $\operatorname{RMSNorm}(x + c\mathbf{1})$ (with
+#    $\gamma = 1$) as $c \to \infty$, and the standard deviation over the row of the output as
+#    a function of $c$, $\mu$ and $\sigma$; compare with the cell's second table, where
+#    LayerNorm's output does not move at all. What must a model built on RMSNorm do about a
+#    component that all the features of a row share, and what does it get for dropping the
+#    mean?
 
-# %% [markdown] nbgrader={"grade": true, "grade_id": "norms_and_warmup", "locked": false, "points": 2, "schema_version": 3, "solution": true, "task": false}
-# **Model answer.** In pre-norm, $\partial x_{l+1}/\partial x_l = I + \partial F_l(\operatorname{LN}
-# (x_l))/\partial x_l$, so the gradient at layer $l$ is the gradient at the top times a product
-# of factors $(I + J_k)$: expanding it, one term is the identity itself, an unobstructed path
-# from the loss to every layer, and the gradient neither vanishes nor needs to pass through
-# every sublayer (as in an LSTM's additive cell state). In post-norm the norm sits **on** the
-# residual path, $x_{l+1} = \operatorname{LN}(x_l + F_l(x_l))$, so every layer multiplies the
-# gradient by the Jacobian of a layer norm (a projection scaled by $1/\sigma$) and the clean
-# identity path is gone. Xiong et al. (2020) show that at initialisation the gradients of the
-# post-norm parameters near the output are large (their bound grows like $d\sqrt{\ln d}$,
-# against $d\sqrt{\ln d / L}$ for pre-norm, $\sqrt{L}$ times smaller), so large early steps
-# destabilise training; warmup keeps the first steps small until the statistics (and Adam's
-# second-moment estimates) settle. Pre-norm's gradients are well scaled from the start, so it
-# trains with a large learning rate without warmup. The price: the residual stream grows with
-# depth (each layer adds to it, nothing rescales it; the explore cell shows the norms rising),
-# later layers change it relatively less, and a final layer norm is needed after the stack;
-# post-norm, when it trains, often ends slightly better.
+# %%
+try:
+    rng_e = np.random.default_rng(6)
+    width_e = 64
+    gamma_e, g_e = 1.0 + 0.3 * rng_e.normal(size=width_e), rng_e.normal(size=width_e)
+    print("the gradient against the row: x . dL/dx, and that dot product over |x| |dL/dx|")
+    for size_e in (1.0, 1e-3):
+        x_e = size_e * rng_e.normal(size=width_e)
+        r_e = rms_norm(x_e, gamma_e)[1]
+        grad_e = rms_norm_backward(g_e, x_e, gamma_e, r_e)[0]
+        dot_e = x_e @ grad_e
+        cosine_e = dot_e / (np.linalg.norm(x_e) * np.linalg.norm(grad_e))
+        print(
+            f"  RMSNorm, row of size {size_e:g}: {dot_e: .3e}, cosine {cosine_e: .1e}, "
+            f"eps r^3 x.(gamma g) = {1e-6 * r_e**3 * (x_e @ (gamma_e * g_e)): .3e}"
+        )
+    x_e = rng_e.normal(size=width_e)
+    x_t = torch.tensor(x_e, requires_grad=True)
+    torch.nn.functional.layer_norm(x_t, (width_e,), torch.tensor(gamma_e), eps=1e-6).backward(
+        torch.tensor(g_e)
+    )
+    ln_grad_e = x_t.grad.numpy()
+    centred_e = x_e - x_e.mean()
+    print(
+        f"  LayerNorm (autograd): sum of dL/dx {ln_grad_e.sum(): .1e}, "
+        f"(x - mu) . dL/dx {centred_e @ ln_grad_e: .1e}"
+    )
+    x_e = 0.5 + 2.0 * rng_e.normal(size=width_e)
+    mu_e, sigma_e = x_e.mean(), x_e.std()
+    print(f"a row with mu = {mu_e:.2f}, sigma = {sigma_e:.2f}, shifted by c (gamma = 1):")
+    print("       c   mean of y   std of y   cos(y, y at c = 0)   std of LayerNorm's y")
+    for c_e in (0.0, 1.0, 3.0, 10.0, 100.0, 1e4):
+        y_e = rms_norm(x_e + c_e, np.ones(width_e))[0]
+        y0_e = rms_norm(x_e, np.ones(width_e))[0]
+        ln_e = layer_norm(x_e + c_e, np.ones(width_e), np.zeros(width_e), 1e-6)
+        cos_e = y_e @ y0_e / (np.linalg.norm(y_e) * np.linalg.norm(y0_e))
+        print(
+            f"  {c_e:6g}   {y_e.mean():9.4f}   {y_e.std():8.4f}   {cos_e:18.4f}   {ln_e.std():8.4f}"
+        )
+except NotImplementedError:
+    print("Implement Part A first, then run this cell again.")
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "rms_norm_gradient_and_shift", "locked": false, "points": 2, "schema_version": 3, "solution": true, "task": false}
+# **Model answer.** 1. With $g = \gamma \odot g^y$ and $\hat x = x r$, the backward pass is
+# $\partial L/\partial x = r\,\big(g - \hat x\, \tfrac{1}{D}\sum_k g_k \hat x_k\big)$, so
+# $x \cdot \partial L/\partial x = r\,(x \cdot g)\,\big(1 - r^2\, \tfrac{1}{D}\lVert x
+# \rVert^2\big) = \varepsilon\, r^3\, (x \cdot g)$, since $r^{-2} = \tfrac{1}{D}\lVert x
+# \rVert^2 + \varepsilon$: the unprojected $r\,(x \cdot g)$ times
+# $\varepsilon/(\overline{x^2} + \varepsilon)$, about $10^{-6}$ for a row of size 1 (the cell:
+# a cosine of about $10^{-7}$ between $x$ and its gradient). The gradient is orthogonal to
+# $x$, because RMSNorm's output does not change when the row is scaled ($a x$, $a > 0$), so
+# the loss has no slope along $x$. A step then changes $\lVert x \rVert^2$ only at second
+# order, $\lVert x - \eta G \rVert^2 = \lVert x \rVert^2 + \eta^2 \lVert G \rVert^2$: to first
+# order it only turns the row, at second order it lengthens it; and since the gradient
+# carries a factor $r$, larger rows get smaller gradients. This stops holding for rows whose
+# mean square is near $\varepsilon$ (the row of size $10^{-3}$: a cosine of about 0.06,
+# because $\varepsilon$ is then a real part of the denominator). LayerNorm is RMSNorm applied to $x - \mu$, so its
+# gradient is the projection of that one onto the rows of zero sum: $\sum_j \partial
+# L/\partial x_j = 0$ exactly (shift invariance) and $(x - \mu)\cdot \partial L/\partial x =
+# \varepsilon r^3 ((x - \mu) \cdot g)$ (the cell: about $10^{-15}$, rounding, and a few
+# $10^{-6}$).
+# 2. $\overline{(x + c)^2} = \sigma^2 + (\mu + c)^2$, so $\operatorname{RMSNorm}(x + c) =
+# (x + c)/\sqrt{\sigma^2 + (\mu + c)^2 + \varepsilon} \to \operatorname{sign}(c)\,\mathbf{1}$:
+# every row tends to the same constant vector, and the part that depends on $x$, the standard
+# deviation over the row, is $\sigma/\sqrt{\sigma^2 + (\mu + c)^2 + \varepsilon} \approx
+# \sigma/|c|$ (the cell: 0.02 at $c = 100$ for $\sigma = 2$; the cosine with the unshifted
+# output falls to 0.10, the mean of that output; LayerNorm's standard deviation stays 1). The
+# output of RMSNorm has a fixed mean square, so a large component shared by all features
+# takes that budget from everything else: a model built on RMSNorm must keep the mean of its
+# residual stream small itself (or use it, since RMSNorm passes the mean on as a feature where
+# LayerNorm discards it). In return it computes one statistic per row instead of two (one
+# reduction over the row instead of two, no $\beta$, a shorter backward pass, one number kept
+# per row), which Zhang and Sennrich (2019) found to train as well as LayerNorm.
 #
-# *Grading notes: 1 point for the Jacobian $I + \partial F/\partial x$ and the identity path
-# that carries gradients to early layers (and that post-norm's LN on the path breaks it); 1
-# point for the warmup argument (large or badly scaled gradients at initialisation in
-# post-norm; pre-norm well behaved) with one cost of pre-norm (growing stream, final LN
-# needed, or slightly worse results).*
+# *Grading notes: 1 point for $x \cdot \partial L/\partial x = \varepsilon r^3 (x \cdot g)$
+# (or an equivalent form), the conclusion that the gradient is orthogonal to $x$ except for
+# rows near $\sqrt{\varepsilon}$ in size, and one LayerNorm identity; 1 point for the limit
+# $\operatorname{sign}(c)\,\mathbf{1}$ with the shrinking $\sigma/\sqrt{\sigma^2 + (\mu + c)^2
+# + \varepsilon}$, checked against the cell, and the cost (the model must control the mean)
+# against the gain (one statistic, no shift).*

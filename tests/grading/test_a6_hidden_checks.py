@@ -1,16 +1,20 @@
 """Assignment 6: the hidden checks reject plausible bugs and torch's shortcuts.
 
 What every assignment must satisfy (structure, reference, untouched version, hard-coded
-answers, traps) is in ``test_assignments.py``. Here: independent implementations (a layer
-norm through ``np.var``, an encoder layer with one loop per head, a mask from a causal band
+answers, traps) is in ``test_assignments.py``. Here: independent implementations (an RMSNorm
+that scales its rows by powers of two, its backward pass one row at a time, and finite
+differences for both; an encoder layer with one loop per head, a mask from a causal band
 and a cumulative sum, a parameter count summed layer by layer) with one switch per plausible
 bug, each of which must fail its check with a message that names the case; the visible
-tests name the typical mistakes; and shortcuts through ``F.layer_norm``,
+tests name the typical mistakes; and shortcuts through ``F.rms_norm``, autograd,
+``torch.func``,
 ``nn.TransformerEncoderLayer``, ``nn.Embedding`` and the ``course`` package, which are caught
 inside the traps.
 """
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pytest
@@ -20,6 +24,7 @@ from autograder.hidden import a6_transformer as hidden
 from tests.grading.bug_injection import (
     Failure,
     expect_failure,
+    expect_shortcut,
     expect_traps,
     heads_attention,
     row_id,
@@ -38,42 +43,116 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 # --------------------------------------------------------------------------------------------
 
 
-def normalise(
+def rms_forward(
     x,
     gamma,
-    beta,
-    eps=1e-5,
+    eps=1e-6,
     *,
-    one_pass=False,
-    unbiased=False,
-    last_axis_only=False,
+    naive_square=False,
+    eps_unscaled=False,
+    mean_subtracted=False,
     eps_outside=False,
-    std_not_rstd=False,
+    rms_not_rrms=False,
+    last_axis_only=False,
     keepdims=False,
     accept_zero_eps=False,
 ):
-    x, gamma, beta = (np.asarray(a, dtype=float) for a in (x, gamma, beta))
+    """RMSNorm with each row scaled by a power of two of its size (np.frexp), not its max."""
+    x, gamma = np.asarray(x, dtype=float), np.asarray(gamma, dtype=float)
     k = gamma.ndim
-    if k == 0 or gamma.shape != beta.shape or x.ndim < k or x.shape[x.ndim - k :] != gamma.shape:
+    if k == 0 or x.ndim < k or x.shape[x.ndim - k :] != gamma.shape:
         raise ValueError("shapes")
     if eps <= 0 and not accept_zero_eps:
         raise ValueError("eps")
     axes = (x.ndim - 1,) if last_axis_only else tuple(range(x.ndim - k, x.ndim))
-    mean = x.mean(axis=axes, keepdims=True)
-    if one_pass:
-        var = (x**2).mean(axis=axes, keepdims=True) - mean**2
+    if mean_subtracted:
+        x = x - x.mean(axis=axes, keepdims=True)
+    if naive_square:
+        power = np.ones(x.shape[: x.ndim - len(axes)] + (1,) * len(axes))
     else:
-        var = np.var(x, axis=axes, keepdims=True, ddof=1 if unbiased else 0)
-    if eps_outside:
-        rstd = 1.0 / (np.sqrt(var) + eps)
-    else:
-        rstd = 1.0 / np.sqrt(var + eps)
-    y = (x - mean) * rstd * gamma + beta
+        exponent = np.frexp(np.abs(x).max(axis=axes, keepdims=True))[1]
+        power = np.ldexp(1.0, np.maximum(exponent, 0))  # 2**e >= the row's size, or 1
+    small = x / power
+    tiny = eps if eps_unscaled else eps / power / power
+    with np.errstate(over="ignore"):
+        mean_square = np.mean(small * small, axis=axes, keepdims=True)
+    root = power * (
+        np.sqrt(mean_square) + np.sqrt(tiny) if eps_outside else np.sqrt(mean_square + tiny)
+    )
+    rrms = 1.0 / root
+    y = x * rrms * gamma
     if keepdims:
-        return y, mean, rstd
-    squeeze = x.shape[:-1] if last_axis_only else x.shape[: x.ndim - k]
-    mean, rstd = mean.reshape(squeeze), rstd.reshape(squeeze)
-    return y, mean, 1.0 / rstd if std_not_rstd else rstd
+        return y, rrms
+    rrms = rrms.reshape(x.shape[: x.ndim - len(axes)])
+    return y, 1.0 / rrms if rms_not_rrms else rrms
+
+
+def rms_backward(
+    grad_y,
+    x,
+    gamma,
+    rrms,
+    *,
+    no_projection=False,
+    forget_gamma=False,
+    cube_form=False,
+    sum_not_mean=False,
+    gamma_first_axis_only=False,
+    recompute_without_eps=False,
+    accept_bad_rrms=False,
+):
+    """dL/dx as the projection of r g away from x_hat, one row at a time (a loop)."""
+    grad_y, x, gamma = (np.asarray(a, dtype=float) for a in (grad_y, x, gamma))
+    rrms = np.asarray(rrms, dtype=float)
+    k = gamma.ndim
+    if k == 0 or x.ndim < k or x.shape[x.ndim - k :] != gamma.shape or grad_y.shape != x.shape:
+        raise ValueError("shapes")
+    outer = x.shape[: x.ndim - k]
+    if not accept_bad_rrms and (rrms.shape != outer or np.any(rrms <= 0)):
+        raise ValueError("rrms")
+    rows, ups = x.reshape(-1, gamma.size), grad_y.reshape(-1, gamma.size)
+    r_rows = np.broadcast_to(rrms, outer).reshape(-1)
+    if recompute_without_eps:
+        r_rows = np.array([1.0 / np.sqrt(np.mean(row**2)) for row in rows])
+    flat_gamma = np.ones(gamma.size) if forget_gamma else gamma.reshape(-1)
+    grads, gamma_parts = [], []
+    for row, up, r in zip(rows, ups, r_rows, strict=True):
+        g = up * flat_gamma
+        x_hat = row * r
+        if no_projection:
+            grads.append(r * g)
+        elif cube_form:
+            with np.errstate(all="ignore"):
+                grads.append(r * g - r**3 * row * np.dot(g, row) / row.size)
+        else:
+            average = np.dot(g, x_hat) / (1 if sum_not_mean else row.size)
+            grads.append(r * (g - x_hat * average))
+        gamma_parts.append(up * x_hat)
+    grad_x = np.array(grads).reshape(x.shape)
+    parts = np.array(gamma_parts).reshape(x.shape)
+    if gamma_first_axis_only and len(outer) > 0:
+        grad_gamma = parts.sum(axis=0)
+    else:
+        grad_gamma = parts.reshape(-1, *gamma.shape).sum(axis=0)
+    return grad_x, grad_gamma
+
+
+def finite_differences(x, gamma, grad_y, eps, step=1e-6):
+    """dL/dx and dL/dgamma of L = sum(grad_y * RMSNorm(x)), by central differences."""
+
+    def loss(x_, gamma_):
+        return np.sum(grad_y * rms_forward(x_, gamma_, eps)[0])
+
+    grad_x, grad_gamma = np.zeros_like(x), np.zeros_like(gamma)
+    for target, out, other in ((x, grad_x, "x"), (gamma, grad_gamma, "gamma")):
+        for index in np.ndindex(target.shape):
+            bump = np.zeros_like(target)
+            bump[index] = step
+            if other == "x":
+                out[index] = (loss(x + bump, gamma) - loss(x - bump, gamma)) / (2 * step)
+            else:
+                out[index] = (loss(x, gamma + bump) - loss(x, gamma - bump)) / (2 * step)
+    return grad_x, grad_gamma
 
 
 def encode(
@@ -293,7 +372,9 @@ def count(
 
 
 def test_the_independent_implementations_pass_too(capsys):
-    hidden.check_layer_norm(as_student(normalise, "layer_norm"))
+    hidden.check_rms_norm(
+        as_student(rms_forward, "rms_norm"), as_student(rms_backward, "rms_norm_backward")
+    )
     with np.errstate(all="ignore"):
         hidden.check_encoder_layer(as_student(encode, "encoder_layer"))
     hidden.check_decoder_mask(as_student(layout, "decoder_mask_and_positions"))
@@ -302,12 +383,27 @@ def test_the_independent_implementations_pass_too(capsys):
 
 
 def test_the_references_agree_with_the_independent_implementations():
+    for case in hidden.rms_norm_cases():
+        y, rrms, grad_x, grad_gamma = hidden.torch_rms_norm(
+            case.x, case.gamma, case.grad_y, case.eps
+        )
+        mine_y, mine_rrms = rms_forward(case.x, case.gamma, case.eps)
+        mine_grads = rms_backward(case.grad_y, case.x, case.gamma, mine_rrms)
+        np.testing.assert_allclose(y, mine_y, rtol=1e-12, atol=1e-12, err_msg=case.label)
+        np.testing.assert_allclose(rrms, mine_rrms, rtol=1e-12, atol=0, err_msg=case.label)
+        for theirs, mine in zip((grad_x, grad_gamma), mine_grads, strict=True):
+            size = np.abs(theirs).max()
+            np.testing.assert_allclose(theirs / size, mine / size, atol=1e-12, err_msg=case.label)
     rng = np.random.default_rng(0)
-    x, gamma, beta = rng.normal(size=(3, 2, 4)), rng.normal(size=(2, 4)), rng.normal(size=(2, 4))
-    for mine, theirs in zip(
-        normalise(x, gamma, beta, 0.01), hidden.torch_layer_norm(x, gamma, beta, 0.01), strict=True
-    ):
-        np.testing.assert_allclose(theirs, mine, atol=1e-13)
+    x, gamma, grad_y = (
+        rng.normal(size=(3, 2, 4)),
+        rng.normal(size=(2, 4)),
+        rng.normal(size=(3, 2, 4)),
+    )
+    _, _, grad_x, grad_gamma = hidden.torch_rms_norm(x, gamma, grad_y, 0.01)
+    numeric_x, numeric_gamma = finite_differences(x, gamma, grad_y, 0.01)
+    np.testing.assert_allclose(grad_x, numeric_x, atol=1e-8)
+    np.testing.assert_allclose(grad_gamma, numeric_gamma, atol=1e-8)
     params = hidden.random_state_dict(rng, 6, 9)
     X = rng.normal(size=(2, 4, 6))
     mask = np.tril(np.ones((4, 4), bool)) & np.array([True, True, True, False])
@@ -348,14 +444,21 @@ def test_the_visible_counts_are_those_of_the_torch_modules():
 
 
 def test_the_hard_cases_are_hard():
-    """The one-pass variance really fails on the rows near 1e8; big inputs are big."""
-    labels = [case.label for case in hidden.layer_norm_cases()]
-    assert any("1e8" in label for label in labels)
-    for case in hidden.layer_norm_cases():
-        if "1e8" in case.label:
-            setting = (case.x, case.gamma, case.beta, case.eps)
-            naive = normalise(*setting, one_pass=True)[0]
-            assert np.abs(naive - hidden.torch_layer_norm(*setting)[0]).max() > 0.01
+    """Squaring the rows near 1e200 as they stand really overflows, and so does a backward
+    pass written with r**3; the rows near 1e-3 are where eps matters; big inputs are big."""
+    large = [case for case in hidden.rms_norm_cases() if "1e200" in case.label]
+    assert large
+    for case in large:
+        y, rrms, grad_x, _ = hidden.torch_rms_norm(case.x, case.gamma, case.grad_y, case.eps)
+        with np.errstate(all="ignore"):
+            naive_y = rms_forward(case.x, case.gamma, case.eps, naive_square=True)[0]
+            cubed = rms_backward(case.grad_y, case.x, case.gamma, rrms, cube_form=True)[0]
+        assert np.abs(naive_y - y).max() > 0.1
+        assert np.abs(cubed - grad_x).max() > 0.01 * np.abs(grad_x).max()
+    small = [case for case in hidden.rms_norm_cases() if "1e-3" in case.label]
+    for case in small:
+        rrms = hidden.torch_rms_norm(case.x, case.gamma, case.grad_y, case.eps)[1]
+        assert np.all(1.0 / rrms**2 < 100 * case.eps)  # eps is a real part of r
     lonely = [case for case in hidden.mask_cases() if "all padding but one" in case.label]
     assert lonely and any(case.left_padded for case in lonely)
 
@@ -365,33 +468,78 @@ def test_the_hard_cases_are_hard():
 # --------------------------------------------------------------------------------------------
 
 
-ROWS = r"^layer_norm, 3 rows of D=5$"
+ROWS = r"^rms_norm, 3 rows of D=5$"
+BACK_ROWS = r"^rms_norm_backward, 3 rows of D=5$"
+LARGE = r"^rms_norm, rows near 1e200 \(their squares overflow\)$"
 POST = r"^encoder_layer, n=5, d_model=8, h=2, d_ff=12, post-norm$"
 LEFT = r"^decoder_mask_and_positions, lengths \[5, 3, 1\], n=m=5, left padding$"
 RIGHT = r"^decoder_mask_and_positions, lengths \[5, 3, 1\], n=m=5, right padding$"
 BIG = r"^count_parameters, the big model "
 
 
+def _check_rms(forward_bugs: dict, backward_bugs: dict) -> None:
+    hidden.check_rms_norm(
+        as_student(rms_forward, "rms_norm", **forward_bugs),
+        as_student(rms_backward, "rms_norm_backward", **backward_bugs),
+    )
+
+
 @pytest.mark.parametrize(
     ("bugs", "failure"),
     [
-        ({"one_pass": True}, Failure(r"^layer_norm, rows near 1e8 ", "^y differs")),
-        ({"unbiased": True}, Failure(ROWS, "^y differs")),
+        ({"naive_square": True}, Failure(LARGE, "^y ")),
+        ({"eps_unscaled": True}, Failure(ROWS, "^y differs")),
+        (
+            {"mean_subtracted": True},
+            Failure(ROWS, "^y differs"),
+        ),
+        ({"eps_outside": True}, Failure(ROWS, "^y differs")),
+        (
+            {"rms_not_rrms": True},
+            Failure(ROWS, r"^rrms = 1 / sqrt\(mean\(x\*\*2\) \+ eps\) differs"),
+        ),
         (
             {"last_axis_only": True},
-            Failure(r"^layer_norm, S = \(3, 4\) over x of shape \(2, 3, 4\)$", "^mean should be"),
+            Failure(r"^rms_norm, S = \(3, 4\) over x of shape \(2, 3, 4\)$", "^rrms should be"),
         ),
-        ({"eps_outside": True}, Failure(ROWS, "^y differs", "by 1.0e-05")),
-        ({"std_not_rstd": True}, Failure(ROWS, r"^rstd = 1 / sqrt\(var \+ eps\) differs")),
-        ({"keepdims": True}, Failure(ROWS, r"^mean should be a NumPy array of shape \(3,\)")),
-        ({"accept_zero_eps": True}, Failure(None, "^layer_norm with eps = 0", "should raise")),
+        ({"keepdims": True}, Failure(ROWS, r"^rrms should be a NumPy array of shape \(3,\)")),
+        ({"accept_zero_eps": True}, Failure(None, "^rms_norm with eps = 0", "should raise")),
     ],
     ids=row_id,
 )
-def test_check_layer_norm_rejects_bug(bugs, failure):
-    student = as_student(normalise, "layer_norm", **bugs)
+def test_check_rms_norm_rejects_forward_bug(bugs, failure):
     with np.errstate(all="ignore"):
-        expect_failure(lambda: hidden.check_layer_norm(student), failure)
+        expect_failure(lambda: _check_rms(bugs, {}), failure)
+
+
+@pytest.mark.parametrize(
+    ("bugs", "failure"),
+    [
+        ({"no_projection": True}, Failure(BACK_ROWS, r"^grad_x = dL/dx differs")),
+        ({"forget_gamma": True}, Failure(BACK_ROWS, r"^grad_x = dL/dx differs")),
+        (
+            {"cube_form": True},
+            Failure(r"^rms_norm_backward, rows near 1e200 ", r"^grad_x = dL/dx \(divided by"),
+        ),
+        ({"sum_not_mean": True}, Failure(BACK_ROWS, r"^grad_x = dL/dx differs")),
+        (
+            {"gamma_first_axis_only": True},
+            Failure(r"^rms_norm_backward, a batch \(2, 3, 4\)", r"^grad_gamma should"),
+        ),
+        (
+            {"recompute_without_eps": True},
+            Failure(BACK_ROWS, r"^grad_x = dL/dx differs"),
+        ),
+        (
+            {"accept_bad_rrms": True},
+            Failure(None, r"^rms_norm_backward with rrms of shape \(1,\) for two rows", "should"),
+        ),
+    ],
+    ids=row_id,
+)
+def test_check_rms_norm_rejects_backward_bug(bugs, failure):
+    with np.errstate(all="ignore"):
+        expect_failure(lambda: _check_rms({}, bugs), failure)
 
 
 @pytest.mark.parametrize(
@@ -520,40 +668,63 @@ def test_check_count_parameters_rejects_bug(bugs, failure):
 # --------------------------------------------------------------------------------------------
 
 
-def lecture_style_layer_norm(x, gamma, beta, eps=1e-5):
-    """A torch layer norm over the last axis, returning a tensor, as a lecture would write."""
+def lecture_style_rms_norm(x, gamma, eps=1e-6):
+    """A torch RMSNorm over the last axis, returning a tensor, as a lecture would write it."""
     x = torch.as_tensor(np.asarray(x, dtype=float))
-    mean = x.mean(-1, keepdim=True)
-    var = x.var(-1, keepdim=True, unbiased=False)
-    return torch.as_tensor(gamma) * (x - mean) / torch.sqrt(var + eps) + torch.as_tensor(beta)
+    return torch.as_tensor(gamma) * x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
 
 
-def test_a_lecture_style_layer_norm_fails_the_visible_test():
+def test_a_lecture_style_rms_norm_fails_the_visible_test():
     expect_failure(
         lambda: run_visible(
-            ASSIGNMENT, "test_layer_norm_visible", layer_norm=lecture_style_layer_norm
+            ASSIGNMENT,
+            "test_rms_norm_visible",
+            rms_norm=lecture_style_rms_norm,
+            rms_norm_backward=as_student(rms_backward, "rms_norm_backward"),
         ),
-        Failure(None, "^layer_norm should return the tuple"),
+        Failure(None, "^rms_norm should return the tuple"),
     )
+
+
+def _visible_rms(forward_bugs: dict, backward_bugs: dict) -> dict:
+    return {
+        "rms_norm": as_student(rms_forward, "rms_norm", **forward_bugs),
+        "rms_norm_backward": as_student(rms_backward, "rms_norm_backward", **backward_bugs),
+    }
 
 
 test_visible_tests_name_the_mistake = visible_mistake_tests(
     ASSIGNMENT,
     [
         (
-            "test_layer_norm_visible",
-            {"layer_norm": as_student(normalise, "layer_norm", one_pass=True)},
-            Failure(None, r"^y of the row 1e8 \+ \(1, 2, 3, 4\) \(variance 1.25\) differs"),
+            "test_rms_norm_visible",
+            _visible_rms({"naive_square": True}, {}),
+            Failure(None, r"^y of the row 1e200 \(1, 2, 3, 4\) \(its squares overflow\) "),
         ),
         (
-            "test_layer_norm_visible",
-            {"layer_norm": as_student(normalise, "layer_norm", unbiased=True)},
+            "test_rms_norm_visible",
+            _visible_rms({"mean_subtracted": True}, {}),
             Failure(None, "^y differs"),
         ),
         (
-            "test_layer_norm_visible",
-            {"layer_norm": as_student(normalise, "layer_norm", last_axis_only=True)},
+            "test_rms_norm_visible",
+            _visible_rms({"last_axis_only": True}, {}),
             Failure(None, r"^y over the trailing shape S = \(2, 3\) differs"),
+        ),
+        (
+            "test_rms_norm_visible",
+            _visible_rms({}, {"no_projection": True}),
+            Failure(None, r"^grad_x = dL/dx differs"),
+        ),
+        (
+            "test_rms_norm_visible",
+            _visible_rms({}, {"cube_form": True}),
+            Failure(None, r"^1e200 \* grad_x at that row differs"),
+        ),
+        (
+            "test_rms_norm_visible",
+            _visible_rms({"rms_not_rrms": True}, {}),
+            Failure(None, r"^rrms = 1 / sqrt\(mean\(x\*\*2\) \+ eps\) \(one per row\) differs"),
         ),
         (
             "test_encoder_layer_visible",
@@ -602,9 +773,7 @@ test_visible_tests_name_the_mistake = visible_mistake_tests(
 
 
 def test_visible_tests_pass_with_the_independent_implementations():
-    run_visible(
-        ASSIGNMENT, "test_layer_norm_visible", layer_norm=as_student(normalise, "layer_norm")
-    )
+    run_visible(ASSIGNMENT, "test_rms_norm_visible", **_visible_rms({}, {}))
     with np.errstate(all="ignore"):
         run_visible(
             ASSIGNMENT, "test_encoder_layer_visible", encoder_layer=as_student(encode, "enc")
@@ -624,8 +793,69 @@ def test_visible_tests_pass_with_the_independent_implementations():
 # --------------------------------------------------------------------------------------------
 
 
-def layer_norm_with_torch(x, gamma, beta, eps=1e-5):
-    return hidden.torch_layer_norm(x, gamma, beta, eps)
+def rms_norm_with_torch(x, gamma, eps=1e-6):
+    x, gamma = torch.as_tensor(np.asarray(x, dtype=float)), torch.as_tensor(np.asarray(gamma))
+    axes = tuple(range(x.dim() - gamma.dim(), x.dim()))
+    y = torch.nn.functional.rms_norm(x, tuple(gamma.shape), gamma, eps)
+    return y.numpy(), torch.rsqrt(x.pow(2).mean(dim=axes) + eps).numpy()
+
+
+def rms_norm_backward_with_autograd(grad_y, x, gamma, rrms):
+    """Recomputes the forward pass in torch and asks autograd (eps read back from rrms)."""
+    x_t = torch.tensor(np.asarray(x, dtype=float), requires_grad=True)
+    gamma_t = torch.tensor(np.asarray(gamma, dtype=float), requires_grad=True)
+    k = gamma_t.dim()
+    shape = (*np.shape(rrms), *([1] * k))
+    eps = torch.as_tensor(1.0 / np.asarray(rrms) ** 2).reshape(shape) - x_t.detach().pow(2).mean(
+        dim=tuple(range(x_t.dim() - k, x_t.dim())), keepdim=True
+    )
+    y = (
+        gamma_t
+        * x_t
+        * torch.rsqrt(
+            x_t.pow(2).mean(dim=tuple(range(x_t.dim() - k, x_t.dim())), keepdim=True) + eps
+        )
+    )
+    y.backward(torch.as_tensor(np.asarray(grad_y, dtype=float)))
+    return x_t.grad.numpy(), gamma_t.grad.numpy()
+
+
+def rms_norm_backward_with_func(grad_y, x, gamma, rrms):
+    """torch.func.vjp through a torch RMSNorm."""
+    k = np.ndim(gamma)
+
+    def forward(x_t, gamma_t):
+        axes = tuple(range(x_t.dim() - k, x_t.dim()))
+        return gamma_t * x_t * torch.rsqrt(x_t.pow(2).mean(dim=axes, keepdim=True) + 1e-6)
+
+    _, pullback = torch.func.vjp(
+        forward,
+        torch.as_tensor(np.asarray(x, dtype=float)),
+        torch.as_tensor(np.asarray(gamma, dtype=float)),
+    )
+    grad_x, grad_gamma = pullback(torch.as_tensor(np.asarray(grad_y, dtype=float)))
+    return grad_x.numpy(), grad_gamma.numpy()
+
+
+RMS_SHORTCUTS = [
+    ("rms_norm", rms_norm_with_torch, "torch.nn.functional.rms_norm"),
+    ("rms_norm_backward", rms_norm_backward_with_autograd, "torch.Tensor.backward"),
+    ("rms_norm_backward", rms_norm_backward_with_func, "torch.func.vjp"),
+]
+
+
+@pytest.mark.parametrize(("name", "implementation", "called"), RMS_SHORTCUTS)
+def test_check_rms_norm_rejects_torch_and_autograd(name, implementation, called):
+    functions = {
+        "rms_norm": as_student(rms_forward, "rms_norm"),
+        "rms_norm_backward": as_student(rms_backward, "rms_norm_backward"),
+    }
+    functions[name] = as_student(implementation, name)
+    expect_shortcut(
+        lambda: hidden.check_rms_norm(functions["rms_norm"], functions["rms_norm_backward"]),
+        name,
+        re.escape(called),
+    )
 
 
 def encoder_layer_with_torch(x, params, h, norm_first=False, mask=None, eps=1e-5):
@@ -656,7 +886,6 @@ def count_with_course(config):
 
 test_checks_reject_the_layers_being_taught = shortcut_tests(
     [
-        (hidden.check_layer_norm, layer_norm_with_torch, "layer_norm", "torch.nn.functional.layer_norm"),
         (hidden.check_encoder_layer, encoder_layer_with_torch, "encoder_layer", "torch.nn.TransformerEncoderLayer"),
         (hidden.check_encoder_layer, encoder_layer_with_course, "encoder_layer", "course.models.transformer.EncoderLayer"),
         (hidden.check_count_parameters, count_with_modules, "count_parameters", "torch.nn.Embedding"),
@@ -667,6 +896,17 @@ test_checks_reject_the_layers_being_taught = shortcut_tests(
 
 def test_the_shortcuts_are_right_outside_the_traps():
     """The shortcut implementations above give the right answers when nothing is trapped."""
+    for case in hidden.rms_norm_cases()[:3]:
+        y, rrms = rms_forward(case.x, case.gamma, case.eps)
+        np.testing.assert_allclose(
+            rms_norm_with_torch(case.x, case.gamma, case.eps)[0], y, atol=1e-12
+        )
+        grads = rms_backward(case.grad_y, case.x, case.gamma, rrms)
+        for shortcut in (rms_norm_backward_with_autograd, rms_norm_backward_with_func):
+            for theirs, mine in zip(
+                shortcut(case.grad_y, case.x, case.gamma, rrms), grads, strict=True
+            ):
+                np.testing.assert_allclose(theirs, mine, atol=1e-9)
     rng = np.random.default_rng(4)
     params, x = hidden.random_state_dict(rng, 6, 8), rng.normal(size=(2, 3, 6))
     np.testing.assert_allclose(
@@ -678,7 +918,15 @@ def test_the_shortcuts_are_right_outside_the_traps():
 
 REQUIRED_TRAPS = {
     "torch.nn.LayerNorm",
+    "torch.nn.RMSNorm",
     "torch.nn.functional.layer_norm",
+    "torch.nn.functional.rms_norm",
+    "torch.rms_norm",
+    "torch.autograd.functional.vjp",
+    "torch.autograd.functional.jacobian",
+    "torch.func.grad",
+    "torch.func.vjp",
+    "torch.func.jacrev",
     "torch.layer_norm",
     "torch.native_layer_norm",
     "torch.nn.TransformerEncoderLayer",
