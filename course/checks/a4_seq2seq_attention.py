@@ -21,25 +21,27 @@ __all__ = ["check_part_a", "check_part_b", "check_part_c", "check_part_d"]
 ASSIGNMENT = "a4_seq2seq_attention"
 
 
-# Parts A and C share these inputs: B = 2 sentences, m = 3 positions, D = 2, H = 3, A = 2, and
-# the attention weights of T = 2 earlier steps (the second sentence has 2 real positions in C).
-_H = np.array([[0.4, -0.6], [0.9, 0.3]])  # (B=2, D=2)
-_S = np.array(
-    [
-        [[1.0, -0.7, -0.8], [-0.6, -0.3, -0.7], [0.2, 0.2, -0.8]],
-        [[0.1, -1.0, -0.1], [1.0, 0.6, 0.2], [-0.3, -0.6, -0.1]],
-    ]
-)  # (B=2, m=3, H=3)
-_PAST = np.array(
-    [[[0.2, 0.5, 0.3], [0.6, 0.3, 0.1]], [[0.7, 0.3, 0.0], [0.4, 0.6, 0.0]]]
-)  # (B=2, T=2, m=3)
-_SCORE_PARAMS = {
-    "W_q": np.array([[-0.4, 0.7], [-0.6, -0.5]]),  # (A=2, D=2)
-    "W_k": np.array([[0.6, -0.5, -0.5], [-0.9, -0.1, -0.5]]),  # (A=2, H=3)
-    "w_cov": np.array([-1.5, 0.8]),
-    "b_att": np.array([0.8, -0.4]),
-    "v": np.array([1.0, -0.7]),
-}
+def _shared_inputs() -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    """Parts A and C's inputs, made afresh at each call (a function that writes into one
+    cannot change the next test's): h (B=2, D=2), S (B=2, m=3, H=3), the attention weights of
+    T = 2 earlier steps (B=2, T=2, m=3; the second sentence has 2 real positions in Part C),
+    and the score's parameters, A = 2."""
+    h = np.array([[0.4, -0.6], [0.9, 0.3]])
+    S = np.array(
+        [
+            [[1.0, -0.7, -0.8], [-0.6, -0.3, -0.7], [0.2, 0.2, -0.8]],
+            [[0.1, -1.0, -0.1], [1.0, 0.6, 0.2], [-0.3, -0.6, -0.1]],
+        ]
+    )
+    past = np.array([[[0.2, 0.5, 0.3], [0.6, 0.3, 0.1]], [[0.7, 0.3, 0.0], [0.4, 0.6, 0.0]]])
+    params = {
+        "W_q": np.array([[-0.4, 0.7], [-0.6, -0.5]]),  # (A=2, D=2)
+        "W_k": np.array([[0.6, -0.5, -0.5], [-0.9, -0.1, -0.5]]),  # (A=2, H=3)
+        "w_cov": np.array([-1.5, 0.8]),
+        "b_att": np.array([0.8, -0.4]),
+        "v": np.array([1.0, -0.7]),
+    }
+    return h, S, past, params
 
 
 def _log_weights_close(
@@ -75,7 +77,7 @@ def _log_weights_close(
 def check_part_a(coverage_scores: Callable[..., Any]) -> None:
     """Part A's visible test (coverage_scores)."""
     __tracebackhide__ = True
-    params_a = dict(_SCORE_PARAMS)
+    h_a, S_a, past_all_a, params_a = _shared_inputs()
     for T_a, want_a in (
         (
             2,
@@ -92,9 +94,9 @@ def check_part_a(coverage_scores: Callable[..., Any]) -> None:
             ],
         ),
     ):
-        past_a = _PAST[:, :T_a]
-        with inputs_kept("coverage_scores", h=_H, S=_S, past_weights=past_a, params=params_a):
-            scores_a = by_hand(ASSIGNMENT, coverage_scores, _H, _S, past_a, params_a)
+        past_a = past_all_a[:, :T_a]
+        with inputs_kept("coverage_scores", h=h_a, S=S_a, past_weights=past_a, params=params_a):
+            scores_a = by_hand(ASSIGNMENT, coverage_scores, h_a, S_a, past_a, params_a)
         assert_close(
             f"coverage_scores(h, S, past_weights, params) with T = {T_a} earlier steps",
             scores_a,
@@ -103,12 +105,15 @@ def check_part_a(coverage_scores: Callable[..., Any]) -> None:
             against="torch",
         )
     for bad_a, args_a in (
-        ("S with B = 1 for h with B = 2", (_H, _S[:1], _PAST, params_a)),
-        ("past_weights of shape (2, 2, 2) for m = 3", (_H, _S, _PAST[:, :, :2], params_a)),
-        ("W_k of shape (2, 2) for H = 3", (_H, _S, _PAST, dict(params_a, W_k=np.ones((2, 2))))),
+        ("S with B = 1 for h with B = 2", (h_a, S_a[:1], past_all_a, params_a)),
+        ("past_weights of shape (2, 2, 2) for m = 3", (h_a, S_a, past_all_a[:, :, :2], params_a)),
+        (
+            "W_k of shape (2, 2) for H = 3",
+            (h_a, S_a, past_all_a, dict(params_a, W_k=np.ones((2, 2)))),
+        ),
         (
             "no w_cov in params",
-            (_H, _S, _PAST, {k: params_a[k] for k in ("W_q", "W_k", "b_att", "v")}),
+            (h_a, S_a, past_all_a, {k: params_a[k] for k in ("W_q", "W_k", "b_att", "v")}),
         ),
     ):
         try:
@@ -127,8 +132,8 @@ def check_part_b(log_attention: Callable[..., Any]) -> None:
     S_b = np.array(
         [
             [[1.0, 0.0], [0.0, 1.0], [2.0, -1.0]],
-            [[0.5, 0.5], [np.inf, 3.0], [np.nan, 0.0]],  # padding: inf and nan
-            [[np.nan, np.inf], [1.0, 1.0], [-np.inf, 2.0]],  # all padding
+            [[0.5, 0.5], [np.inf, 3.0], [-np.inf, 0.0]],  # padding: infinite states
+            [[1e300, np.inf], [1.0, 1.0], [-np.inf, 2.0]],  # all padding
         ]
     )  # (B=3, m=3, H=2)
     real_b = np.arange(3)[None, :] < lengths_b[:, None]
@@ -188,7 +193,8 @@ def check_part_c(bahdanau_step: Callable[..., Any]) -> None:
     """Part C's visible test (bahdanau_step)."""
     __tracebackhide__ = True
     x_c = np.array([[0.5, -0.2], [-0.3, 0.8]])  # (B=2, E=2)
-    params_c = dict(_SCORE_PARAMS) | {
+    h_c, S_c, past_c, score_params_c = _shared_inputs()
+    params_c = score_params_c | {
         "W_ih": np.array(
             [
                 [0.3, 0.8, 0.6, -0.5, -0.4],
@@ -215,7 +221,7 @@ def check_part_c(bahdanau_step: Callable[..., Any]) -> None:
         "b_o": np.array([0.0, 0.2, -0.1, 0.3]),
     }
     lengths_c = np.array([3, 2])
-    inputs_c = {"x": x_c, "h_prev": _H, "S": _S, "lengths": lengths_c, "past_weights": _PAST}
+    inputs_c = {"x": x_c, "h_prev": h_c, "S": S_c, "lengths": lengths_c, "past_weights": past_c}
     with inputs_kept("bahdanau_step", **inputs_c, params=params_c):
         result_c = by_hand(ASSIGNMENT, bahdanau_step, *inputs_c.values(), params_c)
     if not (isinstance(result_c, tuple) and len(result_c) == 3):

@@ -171,19 +171,13 @@ def coverage_scores(
         if key not in params:
             raise ValueError(f"the coverage score needs params[{key!r}]")
     n_hidden = np.shape(params["W_q"])[0] if np.ndim(params["W_q"]) == 2 else -1  # A
-    shapes = {
-        "W_q": (n_hidden, query.shape[1]),
-        "W_k": (n_hidden, keys.shape[2]),
-        "w_cov": (n_hidden,),
-        "b_att": (n_hidden,),
-        "v": (n_hidden,),
-    }
+    shapes = {"W_q": (n_hidden, query.shape[1]), "W_k": (n_hidden, keys.shape[2])}
+    shapes |= {key: (n_hidden,) for key in ("w_cov", "b_att", "v")}
     for key, shape in shapes.items():
-        if np.shape(params[key]) != shape:
+        found = np.shape(params[key])
+        if found != shape:
             wanted = str(shape).replace("-1", "A")
-            raise ValueError(
-                f"params[{key!r}] should have shape {wanted}, got {np.shape(params[key])}"
-            )
+            raise ValueError(f"params[{key!r}] should have shape {wanted}, got {found}")
     W_q, W_k, w_cov, b_att, v = (np.asarray(params[k], dtype=np.float64) for k in shapes)
     coverage = history.sum(axis=1)  # (B, m), 0 when T = 0
     per_sentence = query @ W_q.T + b_att  # (B, A), once per sentence
@@ -299,7 +293,7 @@ def log_attention(
 #
 # Three sentences of lengths 3, 1 and 0 padded to $m = 3$, at $\tau = 1$ and at
 # $\tau = 0.001$, where real scores 1 apart give log-weights 1000 apart; the padding holds a
-# huge score and `inf` and `nan` states.
+# huge score and infinite states.
 
 # %% nbgrader={"grade": true, "grade_id": "test_log_attention_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 check_part_b(log_attention)
@@ -407,9 +401,8 @@ def bahdanau_step(
     ### BEGIN SOLUTION
     previous = np.asarray(h_prev, dtype=np.float64)
     embedded = np.asarray(x, dtype=np.float64)
-    log_weights, context = log_attention(
-        coverage_scores(previous, S, past_weights, params), lengths, S
-    )
+    scores = coverage_scores(previous, S, past_weights, params)  # attend with h_{t-1}
+    log_weights, context = log_attention(scores, lengths, S)
     if embedded.ndim != 2 or embedded.shape[0] != previous.shape[0]:
         raise ValueError(f"x should be (B, E) with B = {previous.shape[0]}, got {embedded.shape}")
     width, n_in = previous.shape[1], embedded.shape[1] + context.shape[1]
@@ -417,19 +410,14 @@ def bahdanau_step(
         if key not in params:
             raise ValueError(f"params has no key {key!r}")
     n_out = np.shape(params["W_o"])[0] if np.ndim(params["W_o"]) == 2 else -1
-    shapes = {
-        "W_ih": (3 * width, n_in),
-        "W_hh": (3 * width, width),
-        "b_ih": (3 * width,),
-        "b_hh": (3 * width,),
-        "W_o": (n_out, width + n_in),
-        "b_o": (n_out,),
-    }
+    gates = 3 * width  # reset, update, candidate
+    shapes = {"W_ih": (gates, n_in), "W_hh": (gates, width), "b_ih": (gates,), "b_hh": (gates,)}
+    shapes |= {"W_o": (n_out, width + n_in), "b_o": (n_out,)}
     for key, shape in shapes.items():
-        if np.shape(params[key]) != shape:
-            raise ValueError(
-                f"params[{key!r}] should have shape {shape}, got {np.shape(params[key])}"
-            )
+        found = np.shape(params[key])
+        if found != shape:
+            wanted = str(shape).replace("-1", "vocab_size")
+            raise ValueError(f"params[{key!r}] should have shape {wanted}, got {found}")
     W_ih, W_hh, b_ih, b_hh, W_o, b_o = (np.asarray(params[k], dtype=np.float64) for k in shapes)
 
     def sigmoid(a: np.ndarray) -> np.ndarray:
