@@ -368,8 +368,8 @@ with np.errstate(divide="ignore"):
 # `h_prev` (B, D), and `S`, `lengths`, `past_weights` as in Parts A and B; `params` holds Part
 # A's parameters and `"W_ih"`, `"W_hh"`, `"b_ih"`, `"b_hh"`, `"W_o"`, `"b_o"`. Return
 # `(log_probs, h, log_weights)` of shapes (B, $|\mathcal V|$), (B, D) and (B, m). Use your
-# Parts A and B. Raise `ValueError` for an `x` with another $B$ than `h_prev`, and for GRU or
-# output parameters of the wrong shape.
+# Parts A and B. Raise `ValueError` for an `x` that is not of shape (B, E) with the $B$ of
+# `h_prev`, and for GRU or output parameters that are missing or of the wrong shape.
 
 
 # %% nbgrader={"grade": false, "grade_id": "bahdanau_step", "locked": false, "schema_version": 3, "solution": true, "task": false}
