@@ -50,6 +50,7 @@ from autograder.hidden.shortcuts import snapshot as _snapshot
 from autograder.hidden.shortcuts import strided as _strided
 from autograder.hidden.shortcuts import unpack as _unpack
 from course.checks import assert_close
+from course.checks.a4_seq2seq_attention import expect_log_weights
 from course.checks.rules import RULES
 
 __all__ = [
@@ -216,38 +217,6 @@ def _past(rng: np.random.Generator, lengths: Sequence[int], T: int, m: int) -> n
         if n:
             past[b, :, :n] = rng.dirichlet(np.ones(n), size=T)
     return past
-
-
-def _expect_log_weights(
-    name: str, got: Any, expected: np.ndarray, real: np.ndarray, lengths: Sequence[int], **close
-) -> None:
-    """Log-weights: a float array of the right shape, exactly -inf at padding, finite at the
-    real positions, and close to ``expected`` there."""
-    if not isinstance(got, np.ndarray) or got.shape != real.shape:
-        raise AssertionError(
-            f"{name} should be a NumPy array of shape {real.shape}, got {_describe(got)}"
-        )
-    array = np.asarray(got, dtype=np.float64)
-    for b, k in np.argwhere(~real):
-        if not array[b, k] == -np.inf:
-            raise AssertionError(
-                f"{name}[{b}, {k}] is {float(array[b, k])!r} at a padded position (sentence {b} has "
-                f"{lengths[b]} real positions); it must be exactly -inf"
-            )
-    for b, k in np.argwhere(real):
-        if not np.isfinite(array[b, k]):
-            raise AssertionError(
-                f"{name}[{b}, {k}] is {float(array[b, k])!r} at a real position; it must be finite "
-                f"(the reference gives {expected[b, k]:.6g}): never take the logarithm of a "
-                "weight that rounded to 0"
-            )
-    assert_close(
-        f"{name} at the real positions",
-        np.where(real, array, 0.0),
-        np.where(real, expected, 0.0),
-        against="torch.log_softmax over the real positions",
-        **close,
-    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -492,14 +461,14 @@ def check_log_attention(log_attention: Callable[..., Any]) -> None:
             result = _call_by_hand(log_attention, ATTEND_BY_HAND, scores, sizes, S, case.tau)
             _expect_unchanged("log_attention", inputs, before)
             log_weights, context = _unpack(result, "log_attention", ("log_weights", "context"))
-            _expect_log_weights(
-                "log_weights",
+            expect_log_weights(
                 log_weights,
                 log_weights_ref,
                 real,
-                lengths,
+                where=f"lengths {list(lengths)}",
                 atol=tolerance,
                 rtol=tolerance,
+                against="torch.log_softmax over the real positions",
             )
             assert_close(
                 "context",
@@ -661,14 +630,14 @@ def check_bahdanau_step(bahdanau_step: Callable[..., Any]) -> None:
             log_probs, h, log_weights = _unpack(
                 result, "bahdanau_step", ("log_probs", "h", "log_weights")
             )
-            _expect_log_weights(
-                "log_weights",
+            expect_log_weights(
                 log_weights,
                 log_weights_ref,
                 _real(lengths, m),
-                lengths,
+                where=f"lengths {list(lengths)}",
                 atol=tolerance,
                 rtol=tolerance,
+                against="torch.log_softmax over the real positions",
             )
             for name, got, want, against in (
                 ("h", h, h_ref, "torch.nn.GRUCell on [x; c_t] and h_prev"),

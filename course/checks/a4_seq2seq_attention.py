@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from course.checks import CheckFailed, assert_close, inputs_kept
+from course.checks import CheckFailed, as_numpy, assert_close, inputs_kept
 from course.checks.rules import by_hand
 
 __all__ = ["check_part_a", "check_part_b", "check_part_c", "check_part_d"]
@@ -44,13 +44,20 @@ def _shared_inputs() -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, np.n
     return h, S, past, params
 
 
-def _log_weights_close(
-    got: Any, expected: Any, real: np.ndarray, *, where: str, atol: float, against: str
+def expect_log_weights(
+    got: Any,
+    expected: Any,
+    real: np.ndarray,
+    *,
+    where: str,
+    atol: float,
+    against: str,
+    rtol: float = 0.0,
 ) -> None:
     """Log-weights: exactly -inf where ``real`` is False, finite and close where it is True;
-    ``where`` says which call they come from."""
+    ``where`` says which call they come from. (The hidden checks use it too.)"""
     __tracebackhide__ = True
-    array = np.asarray(got, dtype=np.float64)
+    array = as_numpy(got, f"log_weights ({where})").astype(np.float64)
     if array.shape != real.shape:
         raise CheckFailed(f"log_weights ({where}) has shape {array.shape}; expected {real.shape}")
     for b, k in np.argwhere(~real):
@@ -70,6 +77,7 @@ def _log_weights_close(
         np.where(real, array, 0.0),
         np.where(real, expected, 0.0),
         atol=atol,
+        rtol=rtol,
         against=against,
     )
 
@@ -158,7 +166,7 @@ def check_part_b(log_attention: Callable[..., Any]) -> None:
         if not (isinstance(result_b, tuple) and len(result_b) == 2):
             raise CheckFailed(f"{call_b} should return a tuple (log_weights, context)")
         log_weights_b, context_b = result_b
-        _log_weights_close(
+        expect_log_weights(
             log_weights_b,
             np.array(log_weights_want),
             real_b,
@@ -227,7 +235,7 @@ def check_part_c(bahdanau_step: Callable[..., Any]) -> None:
     if not (isinstance(result_c, tuple) and len(result_c) == 3):
         raise CheckFailed("bahdanau_step should return a tuple (log_probs, h, log_weights)")
     log_probs_c, h_c, log_weights_c = result_c
-    _log_weights_close(
+    expect_log_weights(
         log_weights_c,
         np.array(
             [[-0.5701402666, -2.2881897728, -1.0993007150], [-0.9305932040, -0.5014030376, 0]]
