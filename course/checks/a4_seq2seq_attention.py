@@ -68,9 +68,14 @@ def expect_log_weights(
             )
     for b, k in np.argwhere(real):
         if not np.isfinite(array[b, k]):
+            hint = (
+                "never take the logarithm of a weight that rounded to 0"
+                if array[b, k] == -np.inf
+                else "take the maximum and the sum over the real positions only"
+            )
             raise CheckFailed(
                 f"log_weights[{b}, {k}] is {float(array[b, k])!r} at a real position ({where}); "
-                "it must be finite (never take the logarithm of a weight that rounded to 0)"
+                f"it must be finite ({hint})"
             )
     assert_close(
         f"log_weights at the real positions ({where})",
