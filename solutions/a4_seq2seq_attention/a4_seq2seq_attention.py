@@ -124,9 +124,9 @@ np.set_printoptions(precision=4, suppress=True)
 #
 # Here $h$ is the decoder state that scores the source ($h_{t-1}$ in Part C), $W_q$ has shape
 # (A, D), $W_k$ has shape (A, H), and $w_{\text{cov}}$, $b_{\text{att}}$ and $v$ have shape
-# (A,). With a negative $w_{\text{cov}}$, say, a position that has already been attended to
-# scores lower. The term $W_q h + b_{\text{att}}$ is the same for every position of a
-# sentence: compute it once per sentence.
+# (A,). Through $w_{\text{cov}}$ and $v$ the model can learn to lower the score of a position
+# that has already had its share of attention. The term $W_q h + b_{\text{att}}$ is the same
+# for every position of a sentence: compute it once per sentence.
 #
 # Implement `coverage_scores(h, S, past_weights, params)` for `h` (B, D), `S` (B, m, H) and
 # `past_weights` (B, T, m), the weights $a_{1}, \dots, a_{T}$ of the $T \ge 0$ earlier steps
