@@ -1,21 +1,22 @@
-"""Hidden checks of Assignment 4: attention scores, masked softmax, Luong's output, beam search.
+"""Hidden checks of Assignment 4: coverage scores, log-domain attention, Bahdanau's step, beam search.
 
 The hidden test cells of ``a4_seq2seq_attention`` call, at autograde time::
 
-    check_attention_scores(attention_scores)
-    check_attend(attend)
-    check_decoder_output(decoder_output)
+    check_coverage_scores(coverage_scores)
+    check_log_attention(log_attention)
+    check_bahdanau_step(bahdanau_step)
     check_beam_search(beam_search_on_table)
 
 Each check runs the student's functions on inputs the visible tests do not use (other shapes
-and seeds, B = 1, m = 1, H = 1, lengths in any order, garbage at padded positions, huge
-scores and logits, float32 and non-contiguous arrays, other search models) and compares the
-results with references computed *before* the call and in another way than the assignment
-asks: the scores, the masked softmax and Luong's output written with torch (``torch.cat``
-instead of split weights, ``masked_fill`` and ``torch.softmax``, ``torch.log_softmax``),
-and, for beam search, exhaustive search, greedy decoding and :func:`exact_beam_search`, a
-plain implementation of the rules the notebook states. Then it checks that bad input raises
-ValueError.
+and seeds, B = 1, m = 1, D != H, no earlier step, lengths in any order and of 0, garbage, inf
+and nan at padded positions, temperatures from 0.001 to 100, huge logits, float32 and
+non-contiguous arrays, other search models) and compares the results with references
+computed *before* the call and in another way than the assignment asks: the coverage score
+from [h; s_k; cov] concatenated and one matrix, the log-weights with ``masked_fill`` and
+``torch.log_softmax``, the decoder step with ``torch.nn.GRUCell`` given the same weights and
+``torch.log_softmax``, and, for beam search, exhaustive search, greedy decoding and
+:func:`exact_beam_search`, a plain implementation of the rules the notebook states. Then it
+checks that bad input raises ValueError.
 
 ``beam_search_on_table`` is the notebook's given wrapper: it builds a step function from a
 table (plain data, so the TA command can send it into the student's kernel) and calls the
@@ -24,9 +25,10 @@ about; the wrapper raises KeyError for any other.
 
 While a student's function runs, the routines that would do its work are traps that raise
 :class:`ShortcutUsed`: torch's attention (``scaled_dot_product_attention``,
-``MultiheadAttention``), the softmax, log-softmax and log-sum-exp of torch and SciPy, autograd,
-``course.decoding`` and ``course.models.seq2seq`` by name, and every public callable of the
-``course`` package except ``course.checks``.
+``MultiheadAttention``), its recurrent layers and cells (``GRUCell``, ``GRU``, ``gru_cell``...),
+the softmax, log-softmax and log-sum-exp of torch and SciPy, autograd, ``course.decoding`` and
+``course.models.seq2seq`` by name, and every public callable of the ``course`` package except
+``course.checks``.
 """
 
 from __future__ import annotations
@@ -34,7 +36,6 @@ from __future__ import annotations
 import itertools
 import math
 import numbers
-import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -49,15 +50,16 @@ from autograder.hidden.shortcuts import snapshot as _snapshot
 from autograder.hidden.shortcuts import strided as _strided
 from autograder.hidden.shortcuts import unpack as _unpack
 from course.checks import assert_close
+from course.checks.a4_seq2seq_attention import expect_log_weights
 from course.checks.rules import RULES
 
 __all__ = [
     "ShortcutUsed",
     "no_shortcuts",
     "shortcut_targets",
-    "check_attention_scores",
-    "check_attend",
-    "check_decoder_output",
+    "check_coverage_scores",
+    "check_log_attention",
+    "check_bahdanau_step",
     "check_beam_search",
     "exact_beam_search",
     "exhaustive_search",
@@ -66,11 +68,12 @@ __all__ = [
     "search_cases",
 ]
 
-SCORE_BY_HAND = "compute the scores by hand with NumPy"
-ATTEND_BY_HAND = "compute the masked softmax and the context by hand with NumPy"
-OUTPUT_BY_HAND = "compute the attentional state and the log-softmax by hand with NumPy"
+SCORE_BY_HAND = "compute the coverage scores by hand with NumPy"
+ATTEND_BY_HAND = "compute the log-weights and the context by hand with NumPy"
+STEP_BY_HAND = "compute the attention, the GRU step and the log-softmax by hand with NumPy"
 SEARCH_BY_HAND = "run the search by hand over the given step function"
-KINDS = ("dot", "scaled_dot", "bilinear", "additive")
+SCORE_KEYS = ("W_q", "W_k", "w_cov", "b_att", "v")
+STEP_KEYS = ("W_ih", "W_hh", "b_ih", "b_hh", "W_o", "b_o")
 
 
 # --------------------------------------------------------------------------------------------
@@ -93,49 +96,105 @@ def _t(array: Any) -> torch.Tensor:
     return torch.tensor(np.asarray(array, dtype=np.float64))
 
 
-def _torch_scores(kind: str, h: np.ndarray, S: np.ndarray, params: dict | None) -> np.ndarray:
-    """The scores (B, m), written with torch: [h_t; s_k] concatenated for the additive one."""
-    query, keys = _t(h), _t(S)
-    if kind == "dot":
-        return torch.einsum("bh,bkh->bk", query, keys).numpy()
-    if kind == "scaled_dot":
-        return (torch.einsum("bh,bkh->bk", query, keys) / math.sqrt(query.shape[1])).numpy()
-    if kind == "bilinear":
-        return torch.einsum("bh,hj,bkj->bk", query, _t(params["W_a"]), keys).numpy()
-    pairs = torch.cat([query[:, None, :].expand(-1, keys.shape[1], -1), keys], dim=-1)
-    return (torch.tanh(pairs @ _t(params["W_1"]).T) @ _t(params["w_2"])).numpy()
+def _torch_scores(
+    h: np.ndarray, S: np.ndarray, past_weights: np.ndarray, params: dict
+) -> np.ndarray:
+    """The scores (B, m), written with torch: [h; s_k; cov_k] concatenated, one matrix
+    [W_q W_k w_cov], and the coverage summed one earlier step at a time."""
+    query, keys, past = _t(h), _t(S), _t(past_weights)
+    B, m, _ = keys.shape
+    coverage = torch.zeros(B, m, dtype=torch.float64)
+    for step in range(past.shape[1]):
+        coverage = coverage + past[:, step]
+    triples = torch.cat([query[:, None, :].expand(-1, m, -1), keys, coverage[..., None]], dim=-1)
+    W = torch.cat([_t(params["W_q"]), _t(params["W_k"]), _t(params["w_cov"])[:, None]], dim=1)
+    return (torch.tanh(triples @ W.T + _t(params["b_att"])) @ _t(params["v"])).numpy()
 
 
-def _torch_attend(
-    scores: np.ndarray, lengths: Sequence[int], S: np.ndarray
+def _real(lengths: Sequence[int], m: int) -> np.ndarray:
+    """(B, m) bool: True at the real positions."""
+    return np.arange(m)[None, :] < np.asarray(list(lengths))[:, None]
+
+
+def _torch_log_attention(
+    scores: np.ndarray, lengths: Sequence[int], S: np.ndarray, temperature: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """weights (B, m) and context (B, H): torch.softmax with the padding filled with -inf."""
-    energies = _t(scores)
-    real = torch.arange(energies.shape[1])[None, :] < torch.tensor(list(lengths))[:, None]
-    weights = torch.softmax(energies.masked_fill(~real, float("-inf")), dim=1)
+    """log_weights (B, m), -inf at padding and for empty sentences, and the context (B, H):
+    torch.log_softmax with the padding filled with -inf."""
+    energies = _t(scores) / temperature
+    real = torch.tensor(_real(lengths, energies.shape[1]))
+    log_weights = torch.log_softmax(energies.masked_fill(~real, float("-inf")), dim=1)
+    log_weights = log_weights.masked_fill(~real, float("-inf"))  # an empty row: nan -> -inf
+    weights = log_weights.exp().masked_fill(~real, 0.0)
     states = _t(S).masked_fill(~real[:, :, None], 0.0)
-    return weights.numpy(), torch.einsum("bk,bkh->bh", weights, states).numpy()
+    return log_weights.numpy(), torch.einsum("bk,bkh->bh", weights, states).numpy()
 
 
-def _torch_output(
-    kind: str, h: np.ndarray, S: np.ndarray, lengths: Sequence[int], params: dict
-) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
-    """log_probs (B, vocab_size), weights (B, m), and wrong answers that hints recognise."""
-    weights, context = _torch_attend(_torch_scores(kind, h, S, params), lengths, S)
-    c, query = _t(context), _t(h)
-    W_c, b_c, W_o, b_o = (_t(params[k]) for k in ("W_c", "b_c", "W_o", "b_o"))
-    attentional = torch.tanh(torch.cat([c, query], dim=1) @ W_c.T + b_c)
-    log_probs = torch.log_softmax(attentional @ W_o.T + b_o, dim=1)
-    swapped = torch.tanh(torch.cat([query, c], dim=1) @ W_c.T + b_c)
-    wrong = {
-        "the halves of [c_t; h_t] swapped: W_c's first H columns act on c_t, the last H on h_t": (
-            torch.log_softmax(swapped @ W_o.T + b_o, dim=1).numpy()
-        ),
+def _gru_cell(params: dict, n_in: int, width: int) -> torch.nn.GRUCell:
+    cell = torch.nn.GRUCell(n_in, width, dtype=torch.float64)
+    with torch.no_grad():
+        cell.weight_ih.copy_(_t(params["W_ih"]))
+        cell.weight_hh.copy_(_t(params["W_hh"]))
+        cell.bias_ih.copy_(_t(params["b_ih"]))
+        cell.bias_hh.copy_(_t(params["b_hh"]))
+    return cell
+
+
+def _torch_step(
+    x: np.ndarray,
+    h_prev: np.ndarray,
+    S: np.ndarray,
+    lengths: Sequence[int],
+    past_weights: np.ndarray,
+    params: dict,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, dict[str, np.ndarray]]]:
+    """log_probs, h_t, log_weights from torch.nn.GRUCell and torch.log_softmax, and the wrong
+    answers that hints recognise, by output."""
+    log_weights, context = _torch_log_attention(
+        _torch_scores(h_prev, S, past_weights, params), lengths, S, 1.0
+    )
+    embedded, previous, c = _t(x), _t(h_prev), _t(context)
+    width = previous.shape[1]
+    cell = _gru_cell(params, embedded.shape[1] + c.shape[1], width)
+    W_o, b_o = _t(params["W_o"]), _t(params["b_o"])
+    with torch.no_grad():
+        state = cell(torch.cat([embedded, c], dim=1), previous)
+        logits = torch.cat([state, c, embedded], dim=1) @ W_o.T + b_o
+        log_probs = torch.log_softmax(logits, dim=1)
+        # Wrong states, from the GRU's formulas with one mistake each.
+        g_i = torch.cat([embedded, c], dim=1) @ _t(params["W_ih"]).T + _t(params["b_ih"])
+        g_h = previous @ _t(params["W_hh"]).T + _t(params["b_hh"])
+        (i_r, i_z, i_n), (s_r, s_z, s_n) = g_i.chunk(3, 1), g_h.chunk(3, 1)
+        r, z = torch.sigmoid(i_r + s_r), torch.sigmoid(i_z + s_z)
+        n = torch.tanh(i_n + r * s_n)
+        b_hn = _t(params["b_hh"])[2 * width :]
+        wrong_h = {
+            "h_t = z n + (1 - z) h_{t-1}: in PyTorch's GRU, z = 1 keeps the old state": (
+                z * n + (1 - z) * previous
+            ).numpy(),
+            "the reset gate applied to W_hn h_{t-1} without b_hn: it multiplies the bias too": (
+                (1 - z) * torch.tanh(i_n + r * (s_n - b_hn) + b_hn) + z * previous
+            ).numpy(),
+            "the gates read as update, reset: W_ih's first D rows are the reset gate's": (
+                (1 - r) * torch.tanh(i_n + z * s_n) + r * previous
+            ).numpy(),
+        }
+        if embedded.shape[1] == c.shape[1]:
+            swapped = cell(torch.cat([c, embedded], dim=1), previous)
+            wrong_h["the GRU's input [c_t; x_t]: W_ih's first E columns act on x_t"] = (
+                swapped.numpy()
+            )
+    wrong_log_probs = {
         "probabilities: return log-probabilities, the log-softmax of the logits": (
-            torch.softmax(attentional @ W_o.T + b_o, dim=1).numpy()
+            torch.softmax(logits, dim=1).numpy()
         ),
     }
-    return log_probs.numpy(), weights, wrong
+    reordered = torch.cat([c, state, embedded], dim=1) @ W_o.T + b_o
+    wrong_log_probs["W_o [c_t; h_t; x_t]: W_o's first D columns act on h_t"] = torch.log_softmax(
+        reordered, dim=1
+    ).numpy()
+    wrong = {"h": wrong_h, "log_probs": wrong_log_probs}
+    return log_probs.numpy(), state.numpy(), log_weights, wrong
 
 
 def _hint(got: Any, wrong: dict[str, np.ndarray]) -> str:
@@ -150,135 +209,122 @@ def _hint(got: Any, wrong: dict[str, np.ndarray]) -> str:
     return ""
 
 
-def _lengths_cases_inputs(
-    rng: np.random.Generator, lengths: Sequence[int], m: int, H: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """S (B, m, H) with garbage in the padding, and the real-position mask (B, m)."""
-    S = rng.normal(size=(len(lengths), m, H))
-    real = np.arange(m)[None, :] < np.array(lengths)[:, None]
-    S[~real] = 1e3  # garbage: it must get weight 0
-    return S, real
+def _past(rng: np.random.Generator, lengths: Sequence[int], T: int, m: int) -> np.ndarray:
+    """(B, T, m): T earlier attention distributions per sentence, 0 at padding (and 0
+    everywhere for a sentence with no real position)."""
+    past = np.zeros((len(lengths), T, m))
+    for b, n in enumerate(lengths):
+        if n:
+            past[b, :, :n] = rng.dirichlet(np.ones(n), size=T)
+    return past
 
 
 # --------------------------------------------------------------------------------------------
-# Part A: attention_scores
+# Part A: coverage_scores
 # --------------------------------------------------------------------------------------------
 
 SCORE_CASES = (
-    Case("dot, B=1, m=1, H=1", seed=401, kind="dot", B=1, m=1, H=1, A=0, options=""),
+    Case("B=1, m=1, D=H=A=1, T=0", seed=401, B=1, m=1, D=1, H=1, A=1, T=0, w=1.0, options=""),
+    Case("B=3, m=5, D=4, H=6, A=3, T=2", seed=402, B=3, m=5, D=4, H=6, A=3, T=2, w=1.0, options=""),
+    Case("B=2, m=4, D=H=3, A=5, T=1", seed=403, B=2, m=4, D=3, H=3, A=5, T=1, w=1.0, options=""),
     Case(
-        "dot, B=3, m=5, H=4, params=None", seed=402, kind="dot", B=3, m=5, H=4, A=0, options="none"
-    ),
-    Case("scaled_dot, B=2, m=4, H=9", seed=403, kind="scaled_dot", B=2, m=4, H=9, A=0, options=""),
-    Case(
-        "scaled_dot, B=4, m=2, H=3, params with every key",
+        "B=4, m=3, D=2, H=5, A=7, T=6, params with extra keys",
         seed=404,
-        kind="scaled_dot",
         B=4,
-        m=2,
-        H=3,
-        A=5,
-        options="all",
+        m=3,
+        D=2,
+        H=5,
+        A=7,
+        T=6,
+        w=1.0,
+        options="extra",
     ),
     Case(
-        "bilinear, B=3, m=4, H=3, W_a far from symmetric",
+        "B=3, m=4, D=H=2, A=2, T=4, w_cov of about 3",
         seed=405,
-        kind="bilinear",
         B=3,
         m=4,
-        H=3,
-        A=0,
-        options="skew",
+        D=2,
+        H=2,
+        A=2,
+        T=4,
+        w=3.0,
+        options="",
     ),
-    Case("bilinear, B=1, m=1, H=1", seed=406, kind="bilinear", B=1, m=1, H=1, A=0, options=""),
     Case(
-        "bilinear, B=2, m=3, H=5, float32, non-contiguous",
-        seed=407,
-        kind="bilinear",
-        B=2,
-        m=3,
-        H=5,
-        A=0,
-        options="f32 strided",
-    ),
-    Case("additive, B=3, m=4, H=3, A=5", seed=408, kind="additive", B=3, m=4, H=3, A=5, options=""),
-    Case("additive, B=1, m=1, H=1, A=1", seed=409, kind="additive", B=1, m=1, H=1, A=1, options=""),
-    Case(
-        "additive, B=2, m=6, H=4, A=2, params with every key, non-contiguous",
-        seed=410,
-        kind="additive",
+        "B=2, m=6, D=5, H=2, A=4, T=3, float32, non-contiguous",
+        seed=406,
         B=2,
         m=6,
-        H=4,
-        A=2,
-        options="all strided",
+        D=5,
+        H=2,
+        A=4,
+        T=3,
+        w=1.0,
+        options="f32 strided",
     ),
 )
 
 
-def _score_params(rng: np.random.Generator, H: int, A: int, skew: bool = False) -> dict:
-    W_a = rng.normal(size=(H, H))
-    if skew:  # mostly antisymmetric: W_a and its transpose give very different scores
-        W_a = W_a - W_a.T + 0.1 * np.eye(H)
+def _score_params(rng: np.random.Generator, D: int, H: int, A: int, w: float = 1.0) -> dict:
     return {
-        "W_a": W_a,
-        "W_1": 0.7 * rng.normal(size=(max(A, 1), 2 * H)),
-        "w_2": rng.normal(size=max(A, 1)),
+        "W_q": 0.7 * rng.normal(size=(A, D)),
+        "W_k": 0.7 * rng.normal(size=(A, H)),
+        "w_cov": w * rng.normal(size=A),
+        "b_att": 0.5 * rng.normal(size=A),
+        "v": rng.normal(size=A),
     }
 
 
-def _score_hints(kind: str, h: np.ndarray, S: np.ndarray, params: dict) -> dict[str, np.ndarray]:
+def _score_hints(h: np.ndarray, S: np.ndarray, past: np.ndarray, params: dict) -> dict:
     """Wrong scores that a plausible mistake gives, by what the mistake is."""
     wrong: dict[str, np.ndarray] = {}
-    H = np.shape(h)[1]
-    if kind == "scaled_dot" and H > 1:
-        dot = _torch_scores("dot", h, S, params)
-        wrong["the dot product divided by H: divide by the square root of H"] = dot / H
-        wrong["the unscaled dot product: divide by the square root of H"] = dot
-    if kind == "bilinear" and H > 1:
-        flipped = {"W_a": np.asarray(params["W_a"]).T}
-        wrong["s_k^T W_a h_t, that is h_t^T W_a^T s_k: W_a acts on s_k"] = _torch_scores(
-            "bilinear", h, S, flipped
+    T = np.shape(past)[1]
+    if T >= 2:
+        wrong["the coverage as the mean of the earlier weights: sum them"] = _torch_scores(
+            h, S, np.asarray(past) / T, params
         )
-    if kind == "additive":
-        W_1 = np.asarray(params["W_1"])
-        swapped = {"W_1": np.concatenate([W_1[:, H:], W_1[:, :H]], axis=1), "w_2": params["w_2"]}
-        wrong["W_1 [s_k; h_t]: W_1's first H columns act on h_t"] = _torch_scores(
-            "additive", h, S, swapped
+        wrong["the coverage from the last step only: sum every earlier step's weights"] = (
+            _torch_scores(h, S, np.asarray(past)[:, -1:], params)
         )
+    if np.shape(h)[1] == np.shape(S)[2]:
+        swapped = dict(params, W_q=params["W_k"], W_k=params["W_q"])
+        wrong["W_q acting on s_k and W_k on h: W_q reads the decoder state"] = _torch_scores(
+            h, S, past, swapped
+        )
+    wrong["the scores without b_att: add it inside the tanh"] = _torch_scores(
+        h, S, past, dict(params, b_att=np.zeros_like(params["v"]))
+    )
     return wrong
 
 
-def check_attention_scores(attention_scores: Callable[..., Any]) -> None:
-    """Hidden test of Part A: every kind against torch, on other shapes and layouts."""
+def check_coverage_scores(coverage_scores: Callable[..., Any]) -> None:
+    """Hidden test of Part A: the coverage score against torch, on other shapes and layouts."""
     for case in SCORE_CASES:
-        kind, B, m, H, A, options = case.kind, case.B, case.m, case.H, case.A, case.options
+        B, m, options = case.B, case.m, case.options
         rng = np.random.default_rng(case.seed)
-        h, S = rng.normal(size=(B, H)), rng.normal(size=(B, m, H))
-        all_params = _score_params(rng, H, A, skew="skew" in options)
-        needed = {"bilinear": ("W_a",), "additive": ("W_1", "w_2")}.get(kind, ())
-        params: dict | None = {k: all_params[k] for k in needed}
-        if "all" in options:
-            params = dict(all_params, W_c=rng.normal(size=(H, 2 * H)))
-        if "none" in options:
-            params = None
+        h, S = rng.normal(size=(B, case.D)), rng.normal(size=(B, m, case.H))
+        past = _past(rng, [m] * B, case.T, m)
+        params = _score_params(rng, case.D, case.H, case.A, case.w)
+        if "extra" in options:
+            params |= {"W_ih": rng.normal(size=(3, 3)), "W_o": rng.normal(size=(2, 2))}
         if "f32" in options:
-            h, S = h.astype(np.float32), S.astype(np.float32)
-            params = {k: v.astype(np.float32) for k, v in (params or {}).items()}
-        expected = _torch_scores(kind, h, S, params)
-        wrong = _score_hints(kind, h, S, params or {})
+            h, S, past = h.astype(np.float32), S.astype(np.float32), past.astype(np.float32)
+            params = {k: v.astype(np.float32) for k, v in params.items()}
+        expected = _torch_scores(h, S, past, params)
+        wrong = _score_hints(h, S, past, params)
         if "strided" in options:
-            h, S = _strided(h), _strided(S)
-            params = {k: _strided(v) for k, v in params.items()} if params else params
-        inputs = {"h": h, "S": S} | ({"params": params} if params else {})
+            h, S, past = _strided(h), _strided(S), _strided(past)
+            params = {k: _strided(v) for k, v in params.items()}
+        inputs = {"h": h, "S": S, "past_weights": past, "params": params}
         before = _snapshot(inputs)
         tolerance = 1e-5 if "f32" in options else 1e-9
-        with case.named("attention_scores"):
-            scores = _call_by_hand(attention_scores, SCORE_BY_HAND, kind, h, S, params)
-            _expect_unchanged("attention_scores", inputs, before)
+        with case.named("coverage_scores"):
+            scores = _call_by_hand(coverage_scores, SCORE_BY_HAND, h, S, past, params)
+            _expect_unchanged("coverage_scores", inputs, before)
             try:
                 assert_close(
-                    f'attention_scores("{kind}", h, S, params)',
+                    "coverage_scores(h, S, past_weights, params)",
                     scores,
                     expected,
                     atol=tolerance,
@@ -289,136 +335,140 @@ def check_attention_scores(attention_scores: Callable[..., Any]) -> None:
                 raise AssertionError(f"{error}{_hint(scores, wrong)}") from None
 
     rng = np.random.default_rng(411)
-    h, S = rng.normal(size=(2, 3)), rng.normal(size=(2, 4, 3))
-    params = _score_params(rng, 3, 4)
+    h, S = rng.normal(size=(2, 2)), rng.normal(size=(2, 4, 3))  # D = 2, H = 3
+    past = _past(rng, [4, 4], 2, 4)
+    params = _score_params(rng, 2, 3, 4)  # A = 4
+    without_v = {k: params[k] for k in SCORE_KEYS if k != "v"}
     bad_calls = [
-        ('kind "cosine" (not one of the four)', "cosine", h, S, params),
-        ('kind "general" (the bilinear score is called "bilinear" here)', "general", h, S, params),
-        ("h of shape (3,), not (B, H)", "dot", h[0], S, params),
-        ("S of shape (2, 4, 4) for h with H = 3", "dot", h, rng.normal(size=(2, 4, 4)), params),
-        ("S with B = 3 rows for h with B = 2", "scaled_dot", h, rng.normal(size=(3, 4, 3)), params),
-        ("S of shape (2, 4), not (B, m, H)", "dot", h, S[:, :, 0], params),
-        ("W_a of shape (3, 4)", "bilinear", h, S, dict(params, W_a=rng.normal(size=(3, 4)))),
-        ("no W_a in params", "bilinear", h, S, {"W_1": params["W_1"], "w_2": params["w_2"]}),
-        ("W_1 of shape (4, 3), not (A, 2H)", "additive", h, S, dict(params, W_1=np.ones((4, 3)))),
-        ("w_2 of shape (5,) for W_1 with A = 4", "additive", h, S, dict(params, w_2=np.ones(5))),
-        ("no w_2 in params", "additive", h, S, {"W_1": params["W_1"], "W_a": params["W_a"]}),
+        ("h of shape (2,), not (B, D)", h[0], S, past, params),
+        ("S of shape (2, 4), not (B, m, H)", h, S[:, :, 0], past, params),
+        ("S with B = 3 rows for h with B = 2", h, rng.normal(size=(3, 4, 3)), past, params),
+        ("past_weights of shape (2, 4), not (B, T, m)", h, S, past[:, 0], params),
+        ("past_weights of shape (2, 2, 5) for m = 4", h, S, np.ones((2, 2, 5)) / 5, params),
+        ("past_weights with B = 3 for B = 2", h, S, np.ones((3, 2, 4)) / 4, params),
+        ("W_q of shape (4, 3) for D = 2", h, S, past, dict(params, W_q=np.ones((4, 3)))),
+        ("W_k of shape (4, 2) for H = 3", h, S, past, dict(params, W_k=np.ones((4, 2)))),
+        ("W_k of shape (3, 3) for W_q with A = 4", h, S, past, dict(params, W_k=np.ones((3, 3)))),
+        ("w_cov of shape (5,) for A = 4", h, S, past, dict(params, w_cov=np.ones(5))),
+        ("b_att of shape (1,) (it would broadcast)", h, S, past, dict(params, b_att=np.ones(1))),
+        ("v of shape (4, 1), not (A,)", h, S, past, dict(params, v=np.ones((4, 1)))),
+        ("no v in params", h, S, past, without_v),
     ]
-    for description, kind, *args in bad_calls:
-        call = f"attention_scores with {description}"
-        naming = "" if kind in KINDS else kind  # an unknown kind must be named in the message
-        _expect_value_error(
-            attention_scores, SCORE_BY_HAND, call, kind, *args,
-            says=(re.escape(naming), f"name {naming!r}") if naming else None,
-        )  # fmt: skip
+    for description, *args in bad_calls:
+        call = f"coverage_scores with {description}"
+        _expect_value_error(coverage_scores, SCORE_BY_HAND, call, *args)
     total = len(SCORE_CASES) + len(bad_calls)
-    print(f"check_attention_scores: all {total} hidden cases passed.")
+    print(f"check_coverage_scores: all {total} hidden cases passed.")
 
 
 # --------------------------------------------------------------------------------------------
-# Part B: attend
+# Part B: log_attention
 # --------------------------------------------------------------------------------------------
 
-ATTEND_CASES = (  # scale: of the scores
-    Case("B=1, m=1, H=1", seed=501, lengths=(1,), m=1, H=1, scale=1.0, options=""),
+ATTEND_CASES = (  # scale: of the scores; tau: the temperature
+    Case("B=1, m=1, H=1, tau=1", seed=501, lengths=(1,), m=1, H=1, scale=1.0, tau=1.0, options=""),
     Case(
-        "B=4, m=6, lengths 6, 1, 3, 5, huge scores and garbage states in the padding",
+        "B=4, m=6, lengths 6, 0, 3, 5, huge scores and inf, nan states in the padding, tau=0.5",
         seed=502,
-        lengths=(6, 1, 3, 5),
+        lengths=(6, 0, 3, 5),
         m=6,
         H=3,
         scale=2.0,
+        tau=0.5,
         options="garbage",
     ),
     Case(
-        "B=3, m=5, lengths 2, 5, 4, real scores of about 1e4",
+        "B=3, m=5, lengths 2, 5, 4, real scores about 1e3 apart, tau=0.001",
         seed=503,
         lengths=(2, 5, 4),
         m=5,
         H=2,
-        scale=1e4,
+        scale=1e3,
+        tau=0.001,
         options="",
     ),
     Case(
-        "B=2, m=4, lengths 3, 1 given as a list, float32, non-contiguous",
+        "B=2, m=4, lengths 3, 1 given as a list, tau=100, float32, non-contiguous",
         seed=504,
         lengths=(3, 1),
         m=4,
         H=5,
-        scale=1.0,
+        scale=30.0,
+        tau=100.0,
         options="list f32 strided",
     ),
     Case(
-        "B=3, m=3, no padding, int32 lengths",
+        "B=3, m=3, no padding, int32 lengths, tau=0.2",
         seed=505,
         lengths=(3, 3, 3),
         m=3,
         H=4,
         scale=3.0,
+        tau=0.2,
         options="int32",
     ),
     Case(
-        "B=2, m=5, lengths 4, 2, every real score 1000",
+        "B=2, m=5, every length 0",
         seed=506,
+        lengths=(0, 0),
+        m=5,
+        H=2,
+        scale=1.0,
+        tau=1.0,
+        options="garbage",
+    ),
+    Case(
+        "B=2, m=5, lengths 4, 2, every real score 1000, tau=1",
+        seed=507,
         lengths=(4, 2),
         m=5,
         H=2,
         scale=0.0,
+        tau=1.0,
         options="flat",
     ),
 )
 
 
-def check_attend(attend: Callable[..., Any]) -> None:
-    """Hidden test of Part B: the masked softmax and the context against torch."""
+def check_log_attention(log_attention: Callable[..., Any]) -> None:
+    """Hidden test of Part B: the log-weights and the context against torch.log_softmax."""
     for case in ATTEND_CASES:
         lengths, m, options = case.lengths, case.m, case.options
         rng = np.random.default_rng(case.seed)
-        S, real = _lengths_cases_inputs(rng, lengths, m, case.H)
+        real = _real(lengths, m)
+        S = rng.normal(size=(len(lengths), m, case.H))
+        S[~real] = 1e3
         scores = case.scale * rng.normal(size=(len(lengths), m))
         if "flat" in options:
             scores[:] = 1000.0
         if "garbage" in options:
             scores[~real] = 1e6  # far above every real score: it must not be the maximum
+            padded = np.argwhere(~real)
+            for i, (b, k) in enumerate(padded):
+                S[b, k, i % case.H] = (np.inf, np.nan, -np.inf)[i % 3]
         sizes: Any = np.array(lengths, dtype=np.int32 if "int32" in options else np.int64)
         if "list" in options:
             sizes = list(lengths)
         if "f32" in options:
             scores, S = scores.astype(np.float32), S.astype(np.float32)
-        weights_ref, context_ref = _torch_attend(scores, lengths, S)
+        log_weights_ref, context_ref = _torch_log_attention(scores, lengths, S, case.tau)
         if "strided" in options:
             scores, S = _strided(scores), _strided(S)
         inputs = {"scores": scores, "lengths": sizes, "S": S}
         before = _snapshot(inputs)
-        tolerance = 1e-6 if "f32" in options else 1e-9
-        with case.named("attend"), np.errstate(all="ignore"):
-            result = _call_by_hand(attend, ATTEND_BY_HAND, scores, sizes, S)
-            _expect_unchanged("attend", inputs, before)
-            weights, context = _unpack(result, "attend", ("weights", "context"))
-            weights_array = np.asarray(weights, dtype=np.float64)
-            if weights_array.shape == real.shape and np.all(np.isfinite(weights_array)):
-                leaks = np.argwhere(~real & (weights_array != 0))
-                if len(leaks):
-                    b, k = (int(i) for i in leaks[0])
-                    raise AssertionError(
-                        f"the weight of padded position [{b}, {k}] (sentence {b} has "
-                        f"{lengths[b]} real positions) is {weights_array[b, k]!r}; it must be "
-                        "exactly 0"
-                    )
-            assert_close(
-                "weights",
-                weights,
-                weights_ref,
+        tolerance = 1e-5 if "f32" in options else 1e-9
+        with case.named("log_attention"), np.errstate(all="ignore"):
+            result = _call_by_hand(log_attention, ATTEND_BY_HAND, scores, sizes, S, case.tau)
+            _expect_unchanged("log_attention", inputs, before)
+            log_weights, context = _unpack(result, "log_attention", ("log_weights", "context"))
+            expect_log_weights(
+                log_weights,
+                log_weights_ref,
+                real,
+                where=f"lengths {list(lengths)}",
                 atol=tolerance,
                 rtol=tolerance,
-                against="torch.softmax over the real positions",
-            )
-            assert_close(
-                "the sum of each row of weights",
-                np.sum(weights_array, axis=1),
-                np.ones(len(lengths)),
-                atol=tolerance,
-                against="1",
+                against="torch.log_softmax over the real positions",
             )
             assert_close(
                 "context",
@@ -426,167 +476,202 @@ def check_attend(attend: Callable[..., Any]) -> None:
                 context_ref,
                 atol=tolerance,
                 rtol=tolerance,
-                against="the weighted sum of the real encoder states",
+                against="the weighted sum of the real encoder states (0 for no real position)",
             )
 
-    rng = np.random.default_rng(507)
+    rng = np.random.default_rng(508)
     scores, S = rng.normal(size=(2, 4)), rng.normal(size=(2, 4, 3))
+    lengths = np.array([4, 2])
     bad_calls = [
-        ("lengths [3, 0] (a sentence of length 0)", scores, np.array([3, 0]), S),
-        ("lengths [3, 5] with m = 4", scores, np.array([3, 5]), S),
-        ("lengths [-1, 2]", scores, np.array([-1, 2]), S),
-        ("lengths [3] for B = 2 sentences", scores, np.array([3]), S),
-        ("scores of shape (2, 5) and S of shape (2, 4, 3)", rng.normal(size=(2, 5)), [4, 4], S),
-        ("S of shape (2, 4), not (B, m, H)", scores, np.array([4, 2]), S[:, :, 0]),
-        ("scores of shape (8,), not (B, m)", scores.ravel(), np.array([4, 2]), S),
+        ("temperature 0", scores, lengths, S, 0.0),
+        ("temperature -1", scores, lengths, S, -1.0),
+        ("temperature inf", scores, lengths, S, np.inf),
+        ("temperature nan", scores, lengths, S, np.nan),
+        ("lengths [3, 5] with m = 4", scores, np.array([3, 5]), S, 1.0),
+        ("lengths [-1, 2]", scores, np.array([-1, 2]), S, 1.0),
+        ("lengths [3] for B = 2 sentences", scores, np.array([3]), S, 1.0),
+        ("lengths [1.5, 2.0], not integers", scores, np.array([1.5, 2.0]), S, 1.0),
+        (
+            "scores of shape (2, 5) and S of shape (2, 4, 3)",
+            rng.normal(size=(2, 5)),
+            lengths,
+            S,
+            1.0,
+        ),
+        ("S of shape (2, 4), not (B, m, H)", scores, lengths, S[:, :, 0], 1.0),
+        ("scores of shape (8,), not (B, m)", scores.ravel(), lengths, S, 1.0),
     ]
     for description, *args in bad_calls:
-        _expect_value_error(attend, ATTEND_BY_HAND, f"attend with {description}", *args)
+        call = f"log_attention with {description}"
+        _expect_value_error(log_attention, ATTEND_BY_HAND, call, *args)
     total = len(ATTEND_CASES) + len(bad_calls)
-    print(f"check_attend: all {total} hidden cases passed.")
+    print(f"check_log_attention: all {total} hidden cases passed.")
 
 
 # --------------------------------------------------------------------------------------------
-# Part C: decoder_output
+# Part C: bahdanau_step
 # --------------------------------------------------------------------------------------------
 
-OUTPUT_CASES = (  # scale: of the logits
+STEP_CASES = (  # scale: of the output biases
     Case(
-        "dot, B=1, m=1, H=1, vocab_size=1",
+        "B=1, m=1, D=H=E=A=1, vocab_size=1, T=0",
         seed=601,
-        kind="dot",
         lengths=(1,),
         m=1,
+        D=1,
         H=1,
-        A=0,
+        E=1,
+        A=1,
         vocab_size=1,
+        T=0,
         scale=1.0,
         options="",
     ),
     Case(
-        "scaled_dot, B=3, m=5, H=4, vocab_size=6, lengths 5, 2, 4, garbage in the padding",
+        "B=3, m=5, D=4, H=6, E=3, A=5, vocab_size=6, lengths 5, 2, 4, T=2, garbage in the padding",
         seed=602,
-        kind="scaled_dot",
         lengths=(5, 2, 4),
         m=5,
-        H=4,
-        A=0,
+        D=4,
+        H=6,
+        E=3,
+        A=5,
         vocab_size=6,
+        T=2,
         scale=1.0,
         options="",
     ),
     Case(
-        "bilinear, B=2, m=4, H=3, vocab_size=5, logits near 1e4",
+        "B=2, m=4, D=3, H=2, E=4, A=3, vocab_size=5, lengths 4, 0, T=1, logits near 1e4",
         seed=603,
-        kind="bilinear",
-        lengths=(4, 3),
+        lengths=(4, 0),
         m=4,
-        H=3,
-        A=0,
+        D=3,
+        H=2,
+        E=4,
+        A=3,
         vocab_size=5,
+        T=1,
         scale=1e4,
         options="",
     ),
     Case(
-        "additive, B=4, m=3, H=2, A=3, vocab_size=7, lengths 1, 3, 2, 3",
+        "B=4, m=3, D=H=E=2, A=3, vocab_size=7, lengths 1, 3, 2, 3, T=3",
         seed=604,
-        kind="additive",
         lengths=(1, 3, 2, 3),
         m=3,
+        D=2,
         H=2,
+        E=2,
         A=3,
         vocab_size=7,
+        T=3,
         scale=1.0,
         options="",
     ),
     Case(
-        "additive, B=2, m=4, H=3, A=2, vocab_size=4, float32, non-contiguous",
+        "B=2, m=4, D=3, H=5, E=2, A=2, vocab_size=4, lengths 2, 4, T=2, float32, non-contiguous",
         seed=605,
-        kind="additive",
         lengths=(2, 4),
         m=4,
-        H=3,
+        D=3,
+        H=5,
+        E=2,
         A=2,
         vocab_size=4,
+        T=2,
         scale=1.0,
         options="f32 strided",
     ),
 )
 
 
-def _output_params(
-    rng: np.random.Generator, H: int, A: int, vocab_size: int, scale: float
+def _step_params(
+    rng: np.random.Generator, D: int, H: int, E: int, A: int, vocab_size: int, scale: float
 ) -> dict[str, np.ndarray]:
-    return _score_params(rng, H, A) | {
-        "W_c": rng.normal(size=(H, 2 * H)),
-        "b_c": 0.3 * rng.normal(size=H),
-        "W_o": rng.normal(size=(vocab_size, H)),
+    return _score_params(rng, D, H, A) | {
+        "W_ih": 0.8 * rng.normal(size=(3 * D, E + H)),
+        "W_hh": 0.8 * rng.normal(size=(3 * D, D)),
+        "b_ih": 0.5 * rng.normal(size=3 * D),
+        "b_hh": 0.5 * rng.normal(size=3 * D),
+        "W_o": rng.normal(size=(vocab_size, D + H + E)),
         "b_o": scale * rng.normal(size=vocab_size),
     }
 
 
-def check_decoder_output(decoder_output: Callable[..., Any]) -> None:
-    """Hidden test of Part C: Luong's attentional output against torch.log_softmax."""
-    for case in OUTPUT_CASES:
-        kind, lengths, H, options = case.kind, case.lengths, case.H, case.options
+def check_bahdanau_step(bahdanau_step: Callable[..., Any]) -> None:
+    """Hidden test of Part C: Bahdanau's step against torch.nn.GRUCell and torch.log_softmax."""
+    for case in STEP_CASES:
+        lengths, m, D, options = case.lengths, case.m, case.D, case.options
         rng = np.random.default_rng(case.seed)
-        S, _ = _lengths_cases_inputs(rng, lengths, case.m, H)
-        h = rng.normal(size=(len(lengths), H))
-        params = _output_params(rng, H, case.A, case.vocab_size, case.scale)
+        S = rng.normal(size=(len(lengths), m, case.H))
+        S[~_real(lengths, m)] = 1e3  # garbage: it must get weight 0
+        h_prev = rng.normal(size=(len(lengths), D))
+        x = rng.normal(size=(len(lengths), case.E))
+        past = _past(rng, lengths, case.T, m)
+        params = _step_params(rng, D, case.H, case.E, case.A, case.vocab_size, case.scale)
         sizes = np.array(lengths)
         if "f32" in options:
-            h, S = h.astype(np.float32), S.astype(np.float32)
+            x, h_prev, S, past = (a.astype(np.float32) for a in (x, h_prev, S, past))
             params = {k: v.astype(np.float32) for k, v in params.items()}
-        log_probs_ref, weights_ref, wrong = _torch_output(kind, h, S, lengths, params)
+        log_probs_ref, h_ref, log_weights_ref, wrong = _torch_step(
+            x, h_prev, S, lengths, past, params
+        )
         if "strided" in options:
-            h, S = _strided(h), _strided(S)
+            x, h_prev, S, past = (_strided(a) for a in (x, h_prev, S, past))
             params = {k: _strided(v) for k, v in params.items()}
-        inputs = {"h": h, "S": S, "lengths": sizes, "params": params}
+        inputs = {"x": x, "h_prev": h_prev, "S": S, "lengths": sizes, "past_weights": past}
+        inputs |= {"params": params}
         before = _snapshot(inputs)
         tolerance = 1e-5 if "f32" in options else 1e-9
-        with case.named("decoder_output"), np.errstate(all="ignore"):
-            result = _call_by_hand(decoder_output, OUTPUT_BY_HAND, kind, h, S, sizes, params)
-            _expect_unchanged("decoder_output", inputs, before)
-            log_probs, weights = _unpack(result, "decoder_output", ("log_probs", "weights"))
-            assert_close(
-                "weights",
-                weights,
-                weights_ref,
+        with case.named("bahdanau_step"), np.errstate(all="ignore"):
+            result = _call_by_hand(bahdanau_step, STEP_BY_HAND, *inputs.values())
+            _expect_unchanged("bahdanau_step", inputs, before)
+            log_probs, h, log_weights = _unpack(
+                result, "bahdanau_step", ("log_probs", "h", "log_weights")
+            )
+            expect_log_weights(
+                log_weights,
+                log_weights_ref,
+                _real(lengths, m),
+                where=f"lengths {list(lengths)}",
                 atol=tolerance,
                 rtol=tolerance,
-                against="torch.softmax over the real positions",
+                against="torch.log_softmax over the real positions",
             )
-            try:
-                assert_close(
-                    "log_probs",
-                    log_probs,
-                    log_probs_ref,
-                    atol=tolerance,
-                    rtol=tolerance,
-                    against="torch.log_softmax of Luong's attentional state",
-                )
-            except AssertionError as error:
-                raise AssertionError(f"{error}{_hint(log_probs, wrong)}") from None
+            for name, got, want, against in (
+                ("h", h, h_ref, "torch.nn.GRUCell on [x; c_t] and h_prev"),
+                ("log_probs", log_probs, log_probs_ref, "torch.log_softmax of W_o [h_t; c_t; x_t]"),
+            ):
+                try:
+                    assert_close(name, got, want, atol=tolerance, rtol=tolerance, against=against)
+                except AssertionError as error:
+                    raise AssertionError(f"{error}{_hint(got, wrong[name])}") from None
 
     rng = np.random.default_rng(606)
     lengths = np.array([3, 2])
-    S, _ = _lengths_cases_inputs(rng, lengths, 3, 2)
-    h = rng.normal(size=(2, 2))
-    params = _output_params(rng, 2, 3, 5, 1.0)
+    S, h_prev, x = rng.normal(size=(2, 3, 4)), rng.normal(size=(2, 2)), rng.normal(size=(2, 3))
+    past = _past(rng, lengths, 1, 3)
+    params = _step_params(rng, 2, 4, 3, 3, 5, 1.0)  # D = 2, H = 4, E = 3, vocab_size = 5
     bad_calls = [
-        ("W_c of shape (2, 2), not (H, 2H)", dict(params, W_c=np.ones((2, 2)))),
-        ("W_c of shape (4, 2), the transpose", dict(params, W_c=params["W_c"].T)),
-        ("b_c of shape (1,) (it would broadcast)", dict(params, b_c=np.ones(1))),
-        ("b_c of shape (3,) for H = 2", dict(params, b_c=np.ones(3))),
-        ("W_o of shape (5, 3) for H = 2", dict(params, W_o=np.ones((5, 3)))),
-        ("b_o of shape (4,) for W_o with vocab_size = 5", dict(params, b_o=np.ones(4))),
-        ("b_o of shape (1,) (it would broadcast)", dict(params, b_o=np.ones(1))),
+        ("x with B = 3 for h_prev with B = 2", rng.normal(size=(3, 3)), params),
+        ("x of shape (3,), not (B, E)", x[0], params),
+        ("W_ih of shape (6, 3), without the columns of c_t", x, dict(params, W_ih=np.ones((6, 3)))),
+        ("W_ih of shape (4, 7): a GRU has three blocks", x, dict(params, W_ih=np.ones((4, 7)))),
+        ("W_hh of shape (2, 6), the transpose", x, dict(params, W_hh=params["W_hh"].T)),
+        ("b_ih of shape (1,) (it would broadcast)", x, dict(params, b_ih=np.ones(1))),
+        ("b_hh of shape (4,) for D = 2", x, dict(params, b_hh=np.ones(4))),
+        ("W_o of shape (5, 2), reading h_t only", x, dict(params, W_o=np.ones((5, 2)))),
+        ("b_o of shape (6,) for W_o with vocab_size = 5", x, dict(params, b_o=np.ones(6))),
+        ("b_o of shape (1,) (it would broadcast)", x, dict(params, b_o=np.ones(1))),
+        ("no W_hh in params", x, {k: v for k, v in params.items() if k != "W_hh"}),
     ]
-    for description, bad in bad_calls:
-        call = f"decoder_output with {description}"
-        _expect_value_error(decoder_output, OUTPUT_BY_HAND, call, "dot", h, S, lengths, bad)
-    total = len(OUTPUT_CASES) + len(bad_calls)
-    print(f"check_decoder_output: all {total} hidden cases passed.")
+    for description, x_bad, bad in bad_calls:
+        call = f"bahdanau_step with {description}"
+        args = (x_bad, h_prev, S, lengths, past, bad)
+        _expect_value_error(bahdanau_step, STEP_BY_HAND, call, *args)
+    total = len(STEP_CASES) + len(bad_calls)
+    print(f"check_bahdanau_step: all {total} hidden cases passed.")
 
 
 # --------------------------------------------------------------------------------------------

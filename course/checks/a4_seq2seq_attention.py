@@ -1,4 +1,4 @@
-"""The visible tests of Assignment 4 (attention scores, attend, the decoder's output, beam search).
+"""The visible tests of Assignment 4 (coverage scores, log-domain attention, Bahdanau's step, beam search).
 
 Each test cell of the notebook calls one check with the student's functions, which run under
 the rule of the part's hidden tests (:func:`course.checks.rules.by_hand`). Every function
@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from course.checks import CheckFailed, assert_close, inputs_kept
+from course.checks import CheckFailed, as_numpy, assert_close, inputs_kept
 from course.checks.rules import by_hand
 
 __all__ = ["check_part_a", "check_part_b", "check_part_c", "check_part_d"]
@@ -21,179 +21,275 @@ __all__ = ["check_part_a", "check_part_b", "check_part_c", "check_part_d"]
 ASSIGNMENT = "a4_seq2seq_attention"
 
 
-def check_part_a(attention_scores: Callable[..., Any]) -> None:
-    """Part A's visible test (attention_scores)."""
-    __tracebackhide__ = True
-    h_a = np.array([[1.0, -0.5], [0.3, 0.8]])  # (B=2, H=2)
-    S_a = np.array(
+def _shared_inputs() -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    """Parts A and C's inputs, made afresh at each call (a function that writes into one
+    cannot change the next test's): h (B=2, D=2), S (B=2, m=3, H=3), the attention weights of
+    T = 2 earlier steps (B=2, T=2, m=3; the second sentence has 2 real positions in Part C),
+    and the score's parameters, A = 2."""
+    h = np.array([[0.4, -0.6], [0.9, 0.3]])
+    S = np.array(
         [
-            [[0.5, 1.0], [-1.0, 0.2], [0.7, -0.3]],
-            [[0.1, 0.4], [0.9, -0.6], [-0.2, 0.5]],
+            [[1.0, -0.7, -0.8], [-0.6, -0.3, -0.7], [0.2, 0.2, -0.8]],
+            [[0.1, -1.0, -0.1], [1.0, 0.6, 0.2], [-0.3, -0.6, -0.1]],
         ]
-    )  # (B=2, m=3, H=2)
-    params_a = {
-        "W_a": np.array([[0.6, -0.2], [0.9, 0.3]]),
-        "W_1": np.array([[0.4, -0.3, 0.8, 0.1], [-0.6, 0.5, 0.2, -0.7], [0.3, 0.9, -0.4, 0.5]]),
-        "w_2": np.array([1.0, -0.8, 0.6]),
+    )
+    past = np.array([[[0.2, 0.5, 0.3], [0.6, 0.3, 0.1]], [[0.7, 0.3, 0.0], [0.4, 0.6, 0.0]]])
+    params = {
+        "W_q": np.array([[-0.4, 0.7], [-0.6, -0.5]]),  # (A=2, D=2)
+        "W_k": np.array([[0.6, -0.5, -0.5], [-0.9, -0.1, -0.5]]),  # (A=2, H=3)
+        "w_cov": np.array([-1.5, 0.8]),
+        "b_att": np.array([0.8, -0.4]),
+        "v": np.array([1.0, -0.7]),
     }
-    expected_a = {
-        "dot": [[0.0, -1.1, 0.85], [0.35, -0.21, 0.34]],
-        "scaled_dot": [
-            [0.0, -0.7778174593, 0.6010407640],
-            [0.2474873734, -0.1484924240, 0.2404163056],
-        ],
-        "bilinear": [[-0.275, -0.22, 0.21], [0.162, 0.702, -0.09]],
-        "additive": [
-            [1.5876916769, 0.6402600692, 0.8492935651],
-            [0.4812055164, 0.0422630870, 0.3973249407],
-        ],
-    }
-    for kind_a, want_a in expected_a.items():
-        with inputs_kept("attention_scores", h=h_a, S=S_a, params=params_a):
-            scores_a = by_hand(ASSIGNMENT, attention_scores, kind_a, h_a, S_a, params_a)
+    return h, S, past, params
+
+
+def expect_log_weights(
+    got: Any,
+    expected: Any,
+    real: np.ndarray,
+    *,
+    where: str,
+    atol: float,
+    against: str,
+    rtol: float = 0.0,
+) -> None:
+    """Log-weights: exactly -inf where ``real`` is False, finite and close where it is True;
+    ``where`` says which call they come from. (The hidden checks use it too.)"""
+    __tracebackhide__ = True
+    array = as_numpy(got, f"log_weights ({where})").astype(np.float64)
+    if array.shape != real.shape:
+        raise CheckFailed(f"log_weights ({where}) has shape {array.shape}; expected {real.shape}")
+    for b, k in np.argwhere(~real):
+        if not array[b, k] == -np.inf:
+            raise CheckFailed(
+                f"log_weights[{b}, {k}] is {float(array[b, k])!r} at a padded position ({where}); "
+                "it must be -inf"
+            )
+    for b, k in np.argwhere(real):
+        if not np.isfinite(array[b, k]):
+            hint = (
+                "never take the logarithm of a weight that rounded to 0"
+                if array[b, k] == -np.inf
+                else "take the maximum and the sum over the real positions only"
+            )
+            raise CheckFailed(
+                f"log_weights[{b}, {k}] is {float(array[b, k])!r} at a real position ({where}); "
+                f"it must be finite ({hint})"
+            )
+    assert_close(
+        f"log_weights at the real positions ({where})",
+        np.where(real, array, 0.0),
+        np.where(real, expected, 0.0),
+        atol=atol,
+        rtol=rtol,
+        against=against,
+    )
+
+
+def check_part_a(coverage_scores: Callable[..., Any]) -> None:
+    """Part A's visible test (coverage_scores)."""
+    __tracebackhide__ = True
+    h_a, S_a, past_all_a, params_a = _shared_inputs()
+    for T_a, want_a in (
+        (
+            2,
+            [
+                [0.4444825210, -1.2735669852, -0.0846779274],
+                [-0.2671407043, 0.1620494621, 1.1025436578],
+            ],
+        ),
+        (
+            0,
+            [
+                [1.3698763767, -0.0206517666, 0.6622642664],
+                [1.3927999476, 1.3723277849, 1.1025436578],
+            ],
+        ),
+    ):
+        past_a = past_all_a[:, :T_a]
+        with inputs_kept("coverage_scores", h=h_a, S=S_a, past_weights=past_a, params=params_a):
+            scores_a = by_hand(ASSIGNMENT, coverage_scores, h_a, S_a, past_a, params_a)
         assert_close(
-            f'attention_scores("{kind_a}", h, S, params)',
+            f"coverage_scores(h, S, past_weights, params) with T = {T_a} earlier steps",
             scores_a,
             want_a,
             atol=1e-8,
             against="torch",
         )
-    # W_a is not symmetric: h^T W_a s is not s^T W_a h.
-    if not (
-        not np.allclose(
-            by_hand(ASSIGNMENT, attention_scores, "bilinear", h_a, S_a, params_a),
-            by_hand(ASSIGNMENT, attention_scores, "bilinear", h_a, S_a, {"W_a": params_a["W_a"].T}),
-        )
+    for bad_a, args_a in (
+        ("S with B = 1 for h with B = 2", (h_a, S_a[:1], past_all_a, params_a)),
+        ("past_weights of shape (2, 2, 2) for m = 3", (h_a, S_a, past_all_a[:, :, :2], params_a)),
+        (
+            "W_k of shape (2, 2) for H = 3",
+            (h_a, S_a, past_all_a, dict(params_a, W_k=np.ones((2, 2)))),
+        ),
+        (
+            "no w_cov in params",
+            (h_a, S_a, past_all_a, {k: params_a[k] for k in ("W_q", "W_k", "b_att", "v")}),
+        ),
     ):
-        raise CheckFailed("the bilinear score should change when W_a is transposed")
-    try:
-        by_hand(ASSIGNMENT, attention_scores, "cosine", h_a, S_a, params_a)
-    except ValueError as error_a:
-        if "cosine" not in str(error_a):
-            raise CheckFailed(f"the ValueError should name the kind: {error_a}") from error_a
-    else:
-        raise CheckFailed('attention_scores("cosine", ...) should raise ValueError')
-    try:
-        by_hand(ASSIGNMENT, attention_scores, "dot", h_a, S_a[:, :, :1], params_a)
-    except ValueError:
-        pass
-    else:
-        raise CheckFailed(
-            "attention_scores should raise ValueError for S with H = 1 and h with H = 2"
-        )
+        try:
+            by_hand(ASSIGNMENT, coverage_scores, *args_a)
+        except ValueError:
+            continue
+        raise CheckFailed(f"coverage_scores should raise ValueError for {bad_a}")
     print("Part A, visible test: passed.")
 
 
-def check_part_b(attend: Callable[..., Any]) -> None:
-    """Part B's visible test (attend)."""
+def check_part_b(log_attention: Callable[..., Any]) -> None:
+    """Part B's visible test (log_attention)."""
     __tracebackhide__ = True
-    scores_b = np.array([[1000.0, 1001.0, 999.0], [0.5, -0.5, 800.0]])  # 800 sits in the padding
-    lengths_b = np.array([3, 2])
+    scores_b = np.array([[1.0, 0.0, 0.5], [0.3, 900.0, -2.0], [5.0, 1.0, 2.0]])  # 900: padding
+    lengths_b = np.array([3, 1, 0])  # the third sentence has no real position
     S_b = np.array(
         [
-            [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]],
-            [[2.0, -1.0], [0.0, 3.0], [50.0, 50.0]],  # the last position is padding
+            [[1.0, 0.0], [0.0, 1.0], [2.0, -1.0]],
+            [[0.5, 0.5], [np.inf, 3.0], [-np.inf, 0.0]],  # padding: infinite states
+            [[1e300, np.inf], [1.0, 1.0], [-np.inf, 2.0]],  # all padding
         ]
-    )  # (B=2, m=3, H=2)
-    with inputs_kept("attend", scores=scores_b, lengths=lengths_b, S=S_b):
-        result_b = by_hand(ASSIGNMENT, attend, scores_b, lengths_b, S_b)
-    if not (isinstance(result_b, tuple) and len(result_b) == 2):
-        raise CheckFailed("attend should return a tuple (weights, context)")
-    weights_b, context_b = result_b
-    assert_close(
-        "weights",
-        weights_b,
-        [[0.2447284711, 0.6652409558, 0.0900305732], [0.7310585786, 0.2689414214, 0.0]],
-        atol=1e-9,
-        against="torch.softmax over the real positions",
-    )
-    if not (np.asarray(weights_b)[1, 2] == 0.0):
-        raise CheckFailed(
-            f"the weight of a padded position must be exactly 0, got {np.asarray(weights_b)[1, 2]!r}"
+    )  # (B=3, m=3, H=2)
+    real_b = np.arange(3)[None, :] < lengths_b[:, None]
+    for tau_b, log_weights_want, context_want in (
+        (
+            1.0,
+            [[-0.6802696706, -1.6802696706, -1.1802696706], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]],
+            [[1.1208721625, -0.1208721625], [0.5, 0.5], [0.0, 0.0]],
+        ),
+        (
+            0.001,
+            [[0.0, -1000.0, -500.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]],
+            [[1.0, 0.0], [0.5, 0.5], [0.0, 0.0]],
+        ),
+    ):
+        call_b = f"log_attention(scores, lengths, S, temperature={tau_b})"
+        with (
+            inputs_kept("log_attention", scores=scores_b, lengths=lengths_b, S=S_b),
+            np.errstate(all="ignore"),
+        ):
+            result_b = by_hand(ASSIGNMENT, log_attention, scores_b, lengths_b, S_b, tau_b)
+        if not (isinstance(result_b, tuple) and len(result_b) == 2):
+            raise CheckFailed(f"{call_b} should return a tuple (log_weights, context)")
+        log_weights_b, context_b = result_b
+        expect_log_weights(
+            log_weights_b,
+            np.array(log_weights_want),
+            real_b,
+            where=f"temperature {tau_b}",
+            atol=1e-9,
+            against="torch.log_softmax over the real positions",
         )
-    assert_close(
-        "the sum of each row of weights", np.sum(weights_b, axis=1), [1.0, 1.0], atol=1e-12
-    )
-    assert_close(
-        "context",
-        context_b,
-        [[0.3347590442, 0.7552715289], [1.4621171573, 0.0757656855]],
-        atol=1e-9,
-        against="the weighted sum of the real encoder states",
-    )
-    for bad_lengths_b in ([3, 0], [4, 2], [3]):
+        assert_close(
+            f"context at temperature {tau_b}",
+            context_b,
+            context_want,
+            atol=1e-9,
+            against="the weighted sum of the real encoder states (0 for no real position)",
+        )
+    for bad_b, args_b in (
+        ("temperature 0", (scores_b, lengths_b, S_b, 0.0)),
+        ("temperature -1", (scores_b, lengths_b, S_b, -1.0)),
+        ("lengths [3, 1, 4] with m = 3", (scores_b, np.array([3, 1, 4]), S_b, 1.0)),
+        ("lengths [3, -1, 0]", (scores_b, np.array([3, -1, 0]), S_b, 1.0)),
+        ("lengths [3, 1] for B = 3", (scores_b, np.array([3, 1]), S_b, 1.0)),
+    ):
         try:
-            by_hand(ASSIGNMENT, attend, scores_b, np.array(bad_lengths_b), S_b)
+            with np.errstate(all="ignore"):
+                by_hand(ASSIGNMENT, log_attention, *args_b)
         except ValueError:
             continue
-        raise CheckFailed(f"attend should raise ValueError for lengths {bad_lengths_b} with m = 3")
+        raise CheckFailed(f"log_attention should raise ValueError for {bad_b}")
     print("Part B, visible test: passed.")
 
 
-def check_part_c(decoder_output: Callable[..., Any]) -> None:
-    """Part C's visible test (decoder_output)."""
+def check_part_c(bahdanau_step: Callable[..., Any]) -> None:
+    """Part C's visible test (bahdanau_step)."""
     __tracebackhide__ = True
-    h_c = np.array([[1.0, -0.5], [0.3, 0.8]])  # Part A's inputs, (B=2, H=2)
-    S_c = np.array(
-        [
-            [[0.5, 1.0], [-1.0, 0.2], [0.7, -0.3]],
-            [[0.1, 0.4], [0.9, -0.6], [-0.2, 0.5]],
-        ]
-    )  # (B=2, m=3, H=2)
-    params_c = {
-        "W_c": np.array([[0.5, -0.4, 0.3, 0.8], [-0.7, 0.2, 0.6, -0.1]]),  # (H=2, 2H=4)
-        "b_c": np.array([0.1, -0.2]),
-        "W_o": np.array([[1.0, -1.0], [0.5, 0.5], [-0.3, 0.9], [0.0, -0.6]]),  # (vocab_size=4, H=2)
+    x_c = np.array([[0.5, -0.2], [-0.3, 0.8]])  # (B=2, E=2)
+    h_c, S_c, past_c, score_params_c = _shared_inputs()
+    params_c = score_params_c | {
+        "W_ih": np.array(
+            [
+                [0.3, 0.8, 0.6, -0.5, -0.4],
+                [0.7, -1.0, 0.6, 0.6, -0.1],
+                [-0.4, -0.4, -0.5, -0.1, 0.0],
+                [0.1, 1.0, 0.6, 0.2, 1.0],
+                [-0.6, -0.7, 0.2, -0.9, -0.9],
+                [0.0, -0.1, 0.8, 0.3, 0.0],
+            ]
+        ),  # (3D=6, E + H=5): reset, update, candidate
+        "W_hh": np.array(
+            [[0.0, -0.5], [-1.0, -0.6], [0.4, -0.6], [-0.3, -1.0], [0.7, -0.7], [-0.5, 0.8]]
+        ),  # (3D=6, D=2)
+        "b_ih": np.array([0.0, 0.7, 0.3, 0.5, -0.8, 0.1]),
+        "b_hh": np.array([0.0, 0.7, -0.3, 0.2, -0.9, -0.2]),
+        "W_o": np.array(
+            [
+                [-0.4, -0.7, 0.6, -0.2, 1.0, 0.2, 0.2],
+                [0.3, 0.4, -0.7, -0.1, -0.5, -0.2, -0.8],
+                [0.9, -0.6, 0.3, -0.4, 0.7, 0.3, -0.7],
+                [0.7, 0.9, 0.8, 0.1, -0.7, -0.6, 0.9],
+            ]
+        ),  # (vocab_size=4, D + H + E=7): [h_t; c_t; x_t]
         "b_o": np.array([0.0, 0.2, -0.1, 0.3]),
     }
     lengths_c = np.array([3, 2])
-    with inputs_kept("decoder_output", h=h_c, S=S_c, lengths=lengths_c, params=params_c):
-        result_c = by_hand(ASSIGNMENT, decoder_output, "dot", h_c, S_c, lengths_c, params_c)
-    if not (isinstance(result_c, tuple) and len(result_c) == 2):
-        raise CheckFailed("decoder_output should return a tuple (log_probs, weights)")
-    log_probs_c, weights_c = result_c
-    assert_close(
-        "weights",
-        weights_c,
-        [[0.2722927478, 0.0906383820, 0.6370688702], [0.6364525403, 0.3635474597, 0.0]],
+    inputs_c = {"x": x_c, "h_prev": h_c, "S": S_c, "lengths": lengths_c, "past_weights": past_c}
+    with inputs_kept("bahdanau_step", **inputs_c, params=params_c):
+        result_c = by_hand(ASSIGNMENT, bahdanau_step, *inputs_c.values(), params_c)
+    if not (isinstance(result_c, tuple) and len(result_c) == 3):
+        raise CheckFailed("bahdanau_step should return a tuple (log_probs, h, log_weights)")
+    log_probs_c, h_c, log_weights_c = result_c
+    expect_log_weights(
+        log_weights_c,
+        np.array(
+            [[-0.5701402666, -2.2881897728, -1.0993007150], [-0.9305932040, -0.5014030376, 0]]
+        ),
+        np.array([[True, True, True], [True, True, False]]),
+        where="lengths 3 and 2",
         atol=1e-9,
-        against="torch (dot score, lengths 3 and 2)",
+        against="torch, scored with h_prev (lengths 3 and 2)",
+    )
+    assert_close(
+        "h",
+        h_c,
+        [[0.2324175107, -0.4898096895], [-0.1458121864, 0.3083708561]],
+        atol=1e-9,
+        against="torch.nn.GRUCell on [x; c_t] and h_prev",
     )
     assert_close(
         "log_probs",
         log_probs_c,
         [
-            [-1.4749990926, -1.1887995732, -1.6012413984, -1.3280694269],
-            [-0.7925376910, -1.5017134092, -2.5548991918, -1.3989451509],
+            [-1.7457043381, -1.5155389023, -1.2250198279, -1.1646356254],
+            [-1.7414953438, -2.9486491283, -2.9620766848, -0.3276433384],
         ],
         atol=1e-9,
-        against="torch.log_softmax",
+        against="torch.log_softmax of W_o [h_t; c_t; x_t] + b_o",
     )
     loud_c = dict(params_c, b_o=params_c["b_o"] + np.array([1000.0, 0.0, 0.0, 0.0]))
     assert_close(
         "log_probs with b_o[0] = 1000",
-        by_hand(ASSIGNMENT, decoder_output, "dot", h_c, S_c, lengths_c, loud_c)[0],
+        by_hand(ASSIGNMENT, bahdanau_step, *inputs_c.values(), loud_c)[0],
         [
-            [0.0, -999.7138004806, -1000.1262423058, -999.8530703343],
-            [0.0, -1000.7091757182, -1001.7623615007, -1000.6064074598],
+            [0.0, -999.7698345642, -999.4793154899, -999.4189312874],
+            [0.0, -1001.2071537845, -1001.2205813410, -998.5861479946],
         ],
         atol=1e-9,
         against="torch.log_softmax",
     )
-    try:
-        by_hand(
-            ASSIGNMENT,
-            decoder_output,
-            "dot",
-            h_c,
-            S_c,
-            lengths_c,
-            dict(params_c, W_c=params_c["W_c"][:, :2]),
-        )
-    except ValueError:
-        pass
-    else:
-        raise CheckFailed("decoder_output should raise ValueError for W_c of shape (2, 2)")
+    for bad_c, params_bad_c in (
+        (
+            "W_ih of shape (6, 3), without the columns of c_t",
+            dict(params_c, W_ih=params_c["W_ih"][:, :3]),
+        ),
+        ("W_o of shape (4, 4), without c_t and x_t", dict(params_c, W_o=params_c["W_o"][:, :4])),
+    ):
+        try:
+            by_hand(ASSIGNMENT, bahdanau_step, *inputs_c.values(), params_bad_c)
+        except ValueError:
+            continue
+        raise CheckFailed(f"bahdanau_step should raise ValueError for {bad_c}")
     print("Part C, visible test: passed.")
 
 

@@ -201,7 +201,10 @@ RULES: dict[str, Rule] = {
                     "bilinear",
                 ),
             ),
-            ("torch", (*_A4_SOFTMAXES, "bilinear")),
+            ("torch.nn", _RECURRENT_LAYERS),
+            ("torch.nn.modules.rnn", _RECURRENT_LAYERS),
+            ("torch", (*_A4_SOFTMAXES, "bilinear", "gru", "gru_cell")),
+            ("torch._VF", ("gru", "gru_cell")),
             ("torch.special", _A4_SOFTMAXES),
             ("torch.Tensor", (*_A4_SOFTMAXES, "backward")),
             ("torch.autograd", ("backward", "grad")),
@@ -210,13 +213,22 @@ RULES: dict[str, Rule] = {
             ("course.decoding", ("greedy_search", "beam_search")),
             (
                 "course.models.seq2seq",
-                ("Encoder", "Decoder", "Attention", "Seq2Seq", "attention_scores", "score"),
+                (
+                    "Encoder",
+                    "Decoder",
+                    "Attention",
+                    "Seq2Seq",
+                    "attention_scores",
+                    "score",
+                    "masked_softmax",
+                    "lengths_mask",
+                ),
             ),
         ),
         summary=(
             "torch's attention (torch.nn.functional.scaled_dot_product_attention, "
-            "torch.nn.MultiheadAttention), the softmaxes and log-sum-exp of torch and SciPy, and "
-            "autograd"
+            "torch.nn.MultiheadAttention), its recurrent layers and cells (torch.nn.GRUCell, "
+            "GRU...), the softmaxes and log-sum-exp of torch and SciPy, and autograd"
         ),
     ),
     "a5_self_attention": Rule(

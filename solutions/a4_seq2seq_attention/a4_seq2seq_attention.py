@@ -17,17 +17,24 @@
 #
 # In Lecture 4 an encoder reads a source sentence into states $s_1, \dots, s_m$, and a decoder
 # writes the target one token at a time; at each step it looks back at the source through
-# attention and picks the next token. Here you write the pieces of one decoder step yourself,
-# in NumPy and for a padded batch, and then the search that turns next-token probabilities
-# into an output sentence.
+# attention and picks the next token. The lecture's model follows Luong et al. (2015): the
+# decoder's GRU steps first, and its new state $h_t$ scores the source. Here you write, in
+# NumPy and for a padded batch, the decoder step the lecture only describes: Bahdanau's order
+# (Bahdanau et al., 2015), where the *previous* state scores the source and the context enters
+# the GRU, with the coverage score of See et al. (2017) and attention weights kept in the
+# log domain. Then you write the search that turns next-token probabilities into an output
+# sentence.
 #
 # **Goals.** After this assignment you can
 #
-# 1. compute four attention scoring functions for a batch of decoder states (Part A);
-# 2. turn scores into attention weights over the real source positions only, stably, and
-#    form the context vector (Part B);
-# 3. compute the attentional output of one decoder step: Luong's $\tilde h_t$ and the
-#    log-probabilities of the next token (Part C);
+# 1. compute the additive attention score with a coverage term, from the attention weights of
+#    the previous steps, for a padded batch (Part A);
+# 2. compute attention log-weights at a temperature, exactly $-\infty$ at padding, finite at
+#    every real position however far below the best, and safe for a sentence with no real
+#    position; and the context vector (Part B);
+# 3. compute one decoder step in Bahdanau's order: attention from $h_{t-1}$, the context fed
+#    into a GRU cell with PyTorch's weight layout, and the log-probabilities of the next token
+#    (Part C);
 # 4. run beam search with length normalisation over any model given as a step function
 #    (Part D);
 # 5. work out how much of exposure bias scheduled sampling at a fixed rate removes, and what its
@@ -36,39 +43,45 @@
 # ## Notation
 #
 # Everything is NumPy, in `float64`. A batch has $B$ source sentences padded to a common
-# length $m$; encoder and decoder states have $H$ units. Vectors are **rows**: the decoder
-# states of one step form `h` of shape (B, H), the encoder states `S` of shape (B, m, H), and
-# a matrix $M$ acts on a batch of rows as `x @ M.T`. Source positions are numbered from 0:
-# sentence $b$ has `lengths[b]` real tokens at positions $0, \dots, \text{lengths}[b] - 1$,
-# and the encoder states at later positions are padding. The output vocabulary $\mathcal V$
-# has $|\mathcal V|$ tokens (`vocab_size` in code).
+# length $m$. Encoder states have $H$ units, decoder states $D$ units (Bahdanau's encoder is
+# bidirectional, so the two sizes differ in general), and the embedding of a target token has
+# $E$ units. Vectors are **rows**: the decoder states of one step form `h` of shape (B, D), the
+# encoder states `S` of shape (B, m, H), and a matrix $M$ acts on a batch of rows as
+# `x @ M.T`. Source positions are numbered from 0: sentence $b$ has `lengths[b]` real tokens
+# at positions $0, \dots, \text{lengths}[b] - 1$, and the encoder states at later positions are
+# padding. The output vocabulary $\mathcal V$ has $|\mathcal V|$ tokens (`vocab_size` in code).
 #
-# One decoder step, for one sentence (Luong et al., 2015, "global attention"):
+# One decoder step, for one sentence, in Bahdanau's order, with the attention weights of the
+# earlier steps $a_{1}, \dots, a_{t-1}$ summed into the **coverage** $\operatorname{cov}_t$:
 #
 # $$\begin{aligned}
-# e_{t,k} &= \operatorname{score}(h_t, s_k), \qquad
+# e_{t,k} &= \operatorname{score}(h_{t-1}, s_k, \operatorname{cov}_{t,k}), \qquad
 # a_{t,k} = \frac{\exp e_{t,k}}{\sum_{j \text{ real}} \exp e_{t,j}} \ (k \text{ real}), \qquad
 # c_t = \sum_k a_{t,k}\, s_k,\\
-# \tilde h_t &= \tanh\left(W_c [c_t; h_t] + b_c\right), \qquad
-# p(y_t \mid y_{<t}, x) = \operatorname{softmax}\left(W_o \tilde h_t + b_o\right).
+# h_t &= \operatorname{GRU}\left([x_t; c_t],\, h_{t-1}\right), \qquad
+# p(y_t \mid y_{<t}, x) = \operatorname{softmax}\left(W_o [h_t; c_t; x_t] + b_o\right),
 # \end{aligned}$$
+#
+# where $x_t$ is the embedding of the previous output token $y_{t-1}$.
 #
 # ## How you are graded
 #
 # * Parts A to D are autograded. Each has a **visible test** that you can run now (fixed
 #   inputs; it names the quantity that is off and by how much), and a **hidden test** that
-#   runs at grading time on other shapes, seeds and edge cases ($B = 1$, $m = 1$, $H = 1$,
-#   lengths in any order, garbage at padded positions, huge scores, other search models,
-#   non-contiguous arrays...) and checks that bad input raises `ValueError`. Hard-coding the
-#   visible answers keeps the visible points only.
+#   runs at grading time on other shapes, seeds and edge cases ($B = 1$, $m = 1$, no earlier
+#   step, sizes $D \ne H$, lengths in any order and of 0, garbage (even `inf` and `nan`) at
+#   padded positions, huge scores, other search models, non-contiguous arrays...) and checks
+#   that bad input raises `ValueError`. Hard-coding the visible answers keeps the visible
+#   points only.
 # * Part E is a short written answer, graded by hand.
 # * Write code only where it says `YOUR CODE HERE`; keep function names and signatures; do not
 #   delete or copy cells. Your functions must not modify their inputs.
 # * Use NumPy. During the hidden tests torch's attention
-#   (`torch.nn.functional.scaled_dot_product_attention`, `torch.nn.MultiheadAttention`), the
-#   softmax, log-softmax and log-sum-exp of torch and SciPy, autograd, and the helpers of the
-#   `course` package (among them `course.decoding` and `course.models.seq2seq`) are replaced by
-#   traps: calling them from your functions fails the test. (`course.checks` is allowed.) The
+#   (`torch.nn.functional.scaled_dot_product_attention`, `torch.nn.MultiheadAttention`), its
+#   recurrent layers and cells (`torch.nn.GRUCell`, `torch.nn.GRU`...), the softmax,
+#   log-softmax and log-sum-exp of torch and SciPy, autograd, and the helpers of the `course`
+#   package (among them `course.decoding` and `course.models.seq2seq`) are replaced by traps:
+#   calling them from your functions fails the test. (`course.checks` is allowed.) The
 #   visible tests run your functions under the same rule and say so when one of them calls a
 #   forbidden routine; their data and expected values are in
 #   `course/checks/a4_seq2seq_attention.py`.
@@ -95,151 +108,161 @@ np.set_printoptions(precision=4, suppress=True)
 
 
 # %% [markdown]
-# ## Part A: four scoring functions over a batch (4 points)
+# ## Part A: the additive score with coverage (4 points)
 #
-# A score $e_{t,k}$ says how well source position $k$ matches what the decoder looks for at
-# step $t$. With $h_t$ as the query and $s_k$ as the key:
+# Attention has no memory: at every step the decoder may look at the same source word again,
+# and a translation then repeats a phrase or skips one. See et al. (2017) give the score a
+# memory, the **coverage** of each position: the sum of the attention weights it received at
+# the earlier steps of the output,
 #
-# $$\begin{aligned}
-# \text{dot:}\quad & e_{t,k} = h_t^\top s_k &
-# \text{scaled dot:}\quad & e_{t,k} = h_t^\top s_k / \sqrt{H}\\
-# \text{bilinear:}\quad & e_{t,k} = h_t^\top W_a\, s_k &
-# \text{additive:}\quad & e_{t,k} = w_2^\top \tanh\left(W_1 [h_t; s_k]\right)
-# \end{aligned}$$
+# $$\operatorname{cov}_{t,k} = \sum_{t' < t} a_{t',k} \qquad (\operatorname{cov}_{1,k} = 0),$$
 #
-# $W_a$ has shape (H, H) and is not symmetric in general, so $h_t^\top W_a s_k \ne
-# s_k^\top W_a h_t$. The additive score (Bahdanau et al., 2015) has a hidden layer of $A$
-# units: $W_1$ has shape (A, 2H), its **first $H$ columns act on $h_t$** and the last $H$ on
-# $s_k$, and $w_2$ has shape (A,). Since $W_1 [h_t; s_k] = W_1^{(h)} h_t + W_1^{(s)} s_k$, the
-# part that depends on $h_t$ needs computing only once per sentence.
+# and add it to the additive score as one more input of its hidden layer of $A$ units:
 #
-# Implement `attention_scores(kind, h, S, params)` for `h` (B, H) and `S` (B, m, H); it returns
-# the scores, shape (B, m), for every position, padded or not (Part B deals with padding).
-# `kind` is one of `"dot"`, `"scaled_dot"`, `"bilinear"`, `"additive"`; `params` holds
-# `"W_a"` for the bilinear score and `"W_1"`, `"w_2"` for the additive one, and may hold other
-# keys (or be `None` for the two dot products). Raise `ValueError` for an unknown kind (the
-# message names it), and for shapes that do not fit together (`h` not 2-D, `S` not 3-D,
-# another $B$ or $H$ in `S` than in `h`, a missing or misshapen parameter).
+# $$e_{t,k} = v^\top \tanh\left(W_q\, h + W_k\, s_k + w_{\text{cov}}\, \operatorname{cov}_{t,k}
+# + b_{\text{att}}\right).$$
+#
+# Here $h$ is the decoder state that scores the source ($h_{t-1}$ in Part C), $W_q$ has shape
+# (A, D), $W_k$ has shape (A, H), and $w_{\text{cov}}$, $b_{\text{att}}$ and $v$ have shape
+# (A,). Through $w_{\text{cov}}$ and $v$ the model can learn to lower the score of a position
+# that has already had its share of attention. The term $W_q h + b_{\text{att}}$ is the same
+# for every position of a sentence: compute it once per sentence.
+#
+# Implement `coverage_scores(h, S, past_weights, params)` for `h` (B, D), `S` (B, m, H) and
+# `past_weights` (B, T, m), the weights $a_{1}, \dots, a_{T}$ of the $T \ge 0$ earlier steps
+# ($T = 0$ at the first step: the coverage is 0). Return the scores, shape (B, m), for every
+# position, padded or not (Part B deals with padding). `params` holds `"W_q"`, `"W_k"`,
+# `"w_cov"`, `"b_att"` and `"v"`, and may hold other keys. Raise `ValueError` for shapes that
+# do not fit together (`h` not 2-D, `S` not 3-D, another $B$ in `S` than in `h`,
+# `past_weights` not of shape (B, T, m), a missing or misshapen parameter).
 
 
-# %% nbgrader={"grade": false, "grade_id": "attention_scores", "locked": false, "schema_version": 3, "solution": true, "task": false}
-KINDS = ("dot", "scaled_dot", "bilinear", "additive")
-
-
-def attention_scores(
-    kind: str, h: np.ndarray, S: np.ndarray, params: dict[str, np.ndarray] | None
+# %% nbgrader={"grade": false, "grade_id": "coverage_scores", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def coverage_scores(
+    h: np.ndarray, S: np.ndarray, past_weights: np.ndarray, params: dict[str, np.ndarray]
 ) -> np.ndarray:
-    """Attention scores e_{t,k} of decoder states against encoder states.
+    """Additive attention scores with a coverage term (See et al., 2017).
 
     Args:
-        kind: "dot", "scaled_dot", "bilinear" or "additive".
-        h: decoder states h_t, shape (B, H).
+        h: the decoder states that score the source, shape (B, D).
         S: encoder states s_k, shape (B, m, H).
-        params: "W_a" (H, H) for "bilinear"; "W_1" (A, 2H) and "w_2" (A,) for "additive".
+        past_weights: the attention weights of the T >= 0 earlier steps, shape (B, T, m).
+        params: "W_q" (A, D), "W_k" (A, H), "w_cov" (A,), "b_att" (A,), "v" (A,).
 
     Returns:
-        The scores, shape (B, m).
+        The scores e_{t,k}, shape (B, m).
 
     Raises:
-        ValueError: for an unknown kind or shapes that do not fit together.
+        ValueError: for shapes that do not fit together or a missing parameter.
     """
     ### BEGIN SOLUTION
-    if kind not in KINDS:
-        raise ValueError(f"unknown kind of score {kind!r}; use one of {list(KINDS)}")
     query = np.asarray(h, dtype=np.float64)
     keys = np.asarray(S, dtype=np.float64)
-    shapes = f"h of shape {query.shape} and S of shape {keys.shape}"
-    if query.ndim != 2 or keys.ndim != 3:
-        raise ValueError(f"h should be (B, H) and S (B, m, H), got {shapes}")
-    n_rows, width = query.shape
-    if keys.shape[0] != n_rows or keys.shape[2] != width:
-        raise ValueError(f"{shapes} do not fit: S should be (B, m, H) = ({n_rows}, m, {width})")
+    history = np.asarray(past_weights, dtype=np.float64)
+    if query.ndim != 2 or keys.ndim != 3 or keys.shape[0] != query.shape[0]:
+        got = f"got h of shape {query.shape} and S of shape {keys.shape}"
+        raise ValueError(f"h should be (B, D) and S (B, m, H) with the same B; {got}")
+    n_rows, n_pos = keys.shape[:2]
+    if history.ndim != 3 or history.shape[0] != n_rows or history.shape[2] != n_pos:
+        wanted = f"(B, T, m) = ({n_rows}, T, {n_pos})"
+        raise ValueError(f"past_weights should have shape {wanted}, got {history.shape}")
 
-    def weight(key: str, shape: tuple[int | None, ...]) -> np.ndarray:
-        """params[key] as float64, checked against shape (None: any size)."""
-        if not params or key not in params:
-            raise ValueError(f"the {kind} score needs params[{key!r}]")
-        value = np.asarray(params[key], dtype=np.float64)
-        sizes = zip(value.shape, shape, strict=False)
-        if value.ndim != len(shape) or any(n not in (None, v) for v, n in sizes):
-            wanted = tuple("A" if n is None else n for n in shape)
-            raise ValueError(f"params[{key!r}] should have shape {wanted}, got {value.shape}")
-        return value  # float64, of the checked shape
-
-    if kind in ("dot", "scaled_dot"):
-        scores = np.einsum("bh,bkh->bk", query, keys)  # (B, m)
-        return scores / np.sqrt(width) if kind == "scaled_dot" else scores
-    if kind == "bilinear":
-        W_a = weight("W_a", (width, width))
-        return np.einsum("bh,bkh->bk", query @ W_a, keys)  # h^T W_a s for each k
-    W_1 = weight("W_1", (None, 2 * width))
-    w_2 = weight("w_2", (W_1.shape[0],))
-    from_query = query @ W_1[:, :width].T  # (B, A), once per sentence
-    from_keys = keys @ W_1[:, width:].T  # (B, m, A)
-    return np.tanh(from_query[:, None, :] + from_keys) @ w_2  # (B, m)
+    for key in ("W_q", "W_k", "w_cov", "b_att", "v"):
+        if key not in params:
+            raise ValueError(f"the coverage score needs params[{key!r}]")
+    n_hidden = np.shape(params["W_q"])[0] if np.ndim(params["W_q"]) == 2 else -1  # A
+    shapes = {"W_q": (n_hidden, query.shape[1]), "W_k": (n_hidden, keys.shape[2])}
+    shapes |= {key: (n_hidden,) for key in ("w_cov", "b_att", "v")}
+    for key, shape in shapes.items():
+        found = np.shape(params[key])
+        if found != shape:
+            wanted = str(shape).replace("-1", "A")
+            raise ValueError(f"params[{key!r}] should have shape {wanted}, got {found}")
+    W_q, W_k, w_cov, b_att, v = (np.asarray(params[k], dtype=np.float64) for k in shapes)
+    coverage = history.sum(axis=1)  # (B, m), 0 when T = 0
+    per_sentence = query @ W_q.T + b_att  # (B, A), once per sentence
+    per_position = keys @ W_k.T + coverage[:, :, None] * w_cov  # (B, m, A)
+    return np.tanh(per_sentence[:, None, :] + per_position) @ v  # (B, m)
     ### END SOLUTION
 
 
 # %% [markdown]
 # ### Visible test for Part A
 #
-# Two sentences, $m = 3$, $H = 2$, $A = 3$. The expected scores were computed with torch
-# (`torch.einsum` and `torch.tanh`).
+# Two sentences, $m = 3$, $D = 2$, $H = 3$, $A = 2$, with $T = 2$ earlier steps and with none.
+# The expected scores were computed with torch, from $[h; s_k; \operatorname{cov}_{t,k}]$
+# concatenated and one matrix $[W_q\; W_k\; w_{\text{cov}}]$.
 
-# %% nbgrader={"grade": true, "grade_id": "test_attention_scores_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-check_part_a(attention_scores)
+# %% nbgrader={"grade": true, "grade_id": "test_coverage_scores_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+check_part_a(coverage_scores)
 
-# %% nbgrader={"grade": true, "grade_id": "test_attention_scores_hidden", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
-# Hidden test (3 points): attention_scores against torch for every kind, B = 1, m = 1, H = 1,
-# A different from H, W_a far from symmetric, params with extra keys or None, float32 and
-# non-contiguous arrays; inputs must come back unmodified; ValueError for unknown kinds and
-# shapes that do not fit (S, W_a, W_1, w_2, a missing key).
+# %% nbgrader={"grade": true, "grade_id": "test_coverage_scores_hidden", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+# Hidden test (3 points): coverage_scores against torch for B = 1, m = 1, D = H = A = 1,
+# D != H, A above and below D and H, T = 0, 1 and several earlier steps, params with extra
+# keys, float32 and non-contiguous arrays; inputs must come back unmodified; ValueError for
+# shapes that do not fit (h, S, past_weights, each parameter, a missing key).
 ### BEGIN HIDDEN TESTS
-from autograder.hidden.a4_seq2seq_attention import check_attention_scores
+from autograder.hidden.a4_seq2seq_attention import check_coverage_scores
 
-check_attention_scores(attention_scores)
+check_coverage_scores(coverage_scores)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# ## Part B: masked softmax and the context vector (3 points)
+# ## Part B: attention in the log domain, at a temperature (3 points)
 #
 # The weights are a softmax of the scores over the **real** source positions of each
-# sentence, and the context vector is the average of the encoder states under those weights.
-# For sentence $b$ with $n = \text{lengths}[b]$ real positions:
+# sentence. Here you return their logarithms, at a **temperature** $\tau > 0$ that sharpens
+# the weights ($\tau < 1$) or flattens them ($\tau > 1$). For sentence $b$ with
+# $n = \text{lengths}[b]$ real positions and $z_k = e_{t,k} / \tau$:
 #
-# $$a_{t,k} = \begin{cases}
-# \dfrac{\exp\left(e_{t,k} - M\right)}{\sum_{j < n} \exp\left(e_{t,j} - M\right)}, & k < n,
-# \qquad M = \max_{j < n} e_{t,j},\\[1ex]
-# 0, & k \ge n,
-# \end{cases} \qquad\qquad c_t = \sum_{k} a_{t,k}\, s_k.$$
+# $$\log a_{t,k} = \begin{cases}
+# z_k - M - \log \sum_{j < n} \exp\left(z_j - M\right), & k < n,
+# \qquad M = \max_{j < n} z_j,\\[1ex]
+# -\infty, & k \ge n,
+# \end{cases} \qquad\qquad c_t = \sum_{k < n} a_{t,k}\, s_k.$$
 #
-# Subtracting $M$ changes nothing mathematically and keeps $\exp$ from overflowing (scores of
-# 1000 happen with large states and the unscaled dot product). Take the maximum over the real
-# positions only: the padding may hold any number, even a huge one.
+# Three things this form must get right, which the lecture's softmax does not ask for:
 #
-# Implement `attend(scores, lengths, S)`: `scores` (B, m), `lengths` B integers, `S`
-# (B, m, H); return `(weights, context)` of shapes (B, m) and (B, H). Padded positions get
-# weight **exactly** 0 and each row of weights sums to 1. Raise `ValueError` for a length
-# outside $1, \dots, m$ (a sentence of length 0 has nothing to attend to), a number of lengths
-# other than $B$, and shapes that do not fit together.
+# * **Finite at every real position.** At a low temperature the gap between two real scores
+#   can be $10^6$: the softmax's weight $e^{-10^6}$ rounds to 0 and its logarithm to
+#   $-\infty$, but $\log a_{t,k} = -10^6$ is a perfectly good float. Never take the logarithm
+#   of a weight. The real scores are finite; the padding's may be anything.
+# * **A sentence with no real position** (`lengths[b] = 0`, as a dummy row of a batch) has
+#   log-weights $-\infty$ everywhere and context 0, with no `nan` and no warning.
+# * **Padding is never read.** Padded encoder states may hold anything, even `inf` or `nan`,
+#   and must not reach the context ($0 \cdot \infty$ is `nan`).
+#
+# Implement `log_attention(scores, lengths, S, temperature)`: `scores` (B, m), `lengths` B
+# integers in $0, \dots, m$, `S` (B, m, H); return `(log_weights, context)` of shapes (B, m)
+# and (B, H). Raise `ValueError` for a temperature that is not a positive finite number, a
+# length outside $0, \dots, m$, a number of lengths other than $B$, lengths that are not
+# integers, and shapes that do not fit together.
 
 
-# %% nbgrader={"grade": false, "grade_id": "attend", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def attend(scores: np.ndarray, lengths: np.ndarray, S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Masked softmax of the scores over the real positions, and the context vectors.
+# %% nbgrader={"grade": false, "grade_id": "log_attention", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def log_attention(
+    scores: np.ndarray, lengths: np.ndarray, S: np.ndarray, temperature: float = 1.0
+) -> tuple[np.ndarray, np.ndarray]:
+    """Attention log-weights over the real positions at a temperature, and the context.
 
     Args:
         scores: e_{t,k}, shape (B, m); positions at or after lengths[b] are padding.
-        lengths: the number of real source positions of each sentence, integers in [1, m].
-        S: encoder states, shape (B, m, H).
+        lengths: the number of real source positions of each sentence, integers in [0, m].
+        S: encoder states, shape (B, m, H); the padding may hold anything.
+        temperature: tau > 0; the weights are the softmax of scores / tau.
 
     Returns:
-        (weights (B, m), exactly 0 at padded positions, rows summing to 1; context (B, H)).
+        (log_weights (B, m): -inf at padding, finite at real positions;
+         context (B, H): 0 for a sentence with no real position).
 
     Raises:
-        ValueError: for a length outside [1, m] or shapes that do not fit together.
+        ValueError: for a bad temperature, a length outside [0, m] or shapes that do not fit.
     """
     ### BEGIN SOLUTION
+    if isinstance(temperature, bool) or not np.isscalar(temperature):
+        raise ValueError(f"temperature must be a number, got {temperature!r}")
+    if not (np.isfinite(temperature) and temperature > 0):
+        raise ValueError(f"temperature must be positive and finite, got {temperature!r}")
     energies = np.asarray(scores, dtype=np.float64)
     states = np.asarray(S, dtype=np.float64)
     if energies.ndim != 2 or states.ndim != 3 or states.shape[:2] != energies.shape:
@@ -250,158 +273,234 @@ def attend(scores: np.ndarray, lengths: np.ndarray, S: np.ndarray) -> tuple[np.n
     if sizes.shape != (n_rows,) or not np.issubdtype(sizes.dtype, np.integer):
         wanted = f"one integer per sentence, shape ({n_rows},)"
         raise ValueError(f"lengths should hold {wanted}, got {sizes.shape}, {sizes.dtype}")
-    if n_rows and (sizes.min() < 1 or sizes.max() > n_pos):
-        span = f"between 1 and m = {n_pos} (a sentence of length 0 has nothing to attend to)"
-        raise ValueError(f"every length must be {span}, got {sizes.tolist()}")
+    if n_rows and (sizes.min() < 0 or sizes.max() > n_pos):
+        raise ValueError(f"every length must be between 0 and m = {n_pos}, got {sizes.tolist()}")
     real = np.arange(n_pos)[None, :] < sizes[:, None]  # (B, m)
-    kept = np.where(real, energies, -np.inf)  # padding can never win the max
-    top = kept.max(axis=1, keepdims=True)  # (B, 1), a real score
-    lifted = np.exp(kept - top)  # exp(-inf) = 0 at padding; the largest real score gives 1
-    weights = lifted / lifted.sum(axis=1, keepdims=True)  # (B, m)
-    context = np.einsum("bk,bkh->bh", weights, np.where(real[:, :, None], states, 0.0))
-    return weights, context  # (B, m), (B, H)
+    z = np.where(real, energies / temperature, -np.inf)  # padding can never win the max
+    top = z.max(axis=1, keepdims=True, initial=-np.inf)  # (B, 1), -inf for an empty sentence
+    shifted = z - np.where(real.any(axis=1, keepdims=True), top, 0.0)  # 0 at each row's best
+    total = np.exp(shifted).sum(axis=1, keepdims=True)  # >= 1 where a real position exists
+    log_norm = np.log(np.where(total > 0, total, 1.0))
+    log_weights = np.where(real, shifted - log_norm, -np.inf)  # (B, m)
+    kept = np.where(real[:, :, None], states, 0.0)  # inf or nan in the padding never read
+    context = np.einsum("bk,bkh->bh", np.exp(log_weights), kept)  # (B, H)
+    return log_weights, context
     ### END SOLUTION
 
 
 # %% [markdown]
 # ### Visible test for Part B
 #
-# Two sentences of lengths 3 and 2 padded to $m = 3$; the second has a huge score in its
-# padding, and the first has scores near 1000.
+# Three sentences of lengths 3, 1 and 0 padded to $m = 3$, at $\tau = 1$ and at
+# $\tau = 0.001$, where real scores 1 apart give log-weights 1000 apart; the padding holds a
+# huge score and infinite states.
 
-# %% nbgrader={"grade": true, "grade_id": "test_attend_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-check_part_b(attend)
+# %% nbgrader={"grade": true, "grade_id": "test_log_attention_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+check_part_b(log_attention)
 
-# %% nbgrader={"grade": true, "grade_id": "test_attend_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
-# Hidden test (2 points): attend against torch.softmax over the real positions for B = 1,
-# m = 1, lengths in any order, scores of +-1e4, huge scores and garbage states in the padding,
-# lengths given as a list, float32 and non-contiguous arrays; weights exactly 0 at padding,
-# rows summing to 1, inputs unmodified; ValueError for a length of 0 or above m, a wrong
-# number of lengths, and shapes that do not fit.
+# %% nbgrader={"grade": true, "grade_id": "test_log_attention_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# Hidden test (2 points): log_attention against torch.log_softmax over the real positions for
+# B = 1, m = 1, lengths in any order and of 0, temperatures from 0.001 to 100, real scores
+# 1e6 apart, huge scores and inf or nan states in the padding, lengths given as a list,
+# float32 and non-contiguous arrays; -inf exactly at padding, finite at real positions, no
+# nan, inputs unmodified; ValueError for a temperature of 0, below 0 or inf, a length below
+# 0 or above m, a wrong number of lengths, lengths that are not integers, and shapes that do
+# not fit.
 ### BEGIN HIDDEN TESTS
-from autograder.hidden.a4_seq2seq_attention import check_attend
+from autograder.hidden.a4_seq2seq_attention import check_log_attention
 
-check_attend(attend)
+check_log_attention(log_attention)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# ## Explore (not graded): your attention against PyTorch's
+# ## Explore (not graded): the logarithm of a softmax at a low temperature
 #
-# With the scaled dot score, one decoder state as a query of length 1, and keys = values =
-# the encoder states, Parts A and B compute what
-# `torch.nn.functional.scaled_dot_product_attention` computes; its `attn_mask` (True = may
-# attend) plays the role of `lengths`. The cell prints the largest difference.
+# The cell compares your log-weights with the logarithm of the lecture's softmax weights on
+# one sentence of five scores, as the temperature falls. It counts the real positions where
+# the logarithm of the weight is $-\infty$, and prints the largest weight: a low temperature
+# moves attention towards one position (hard attention in the limit).
 
 # %%
-import torch
-
-rng = np.random.default_rng(0)
-lengths_x = np.array([5, 2, 4])
-S_x = rng.normal(size=(3, 5, 8))
-h_x = rng.normal(size=(3, 8))
-real_x = np.arange(5)[None, :] < lengths_x[:, None]  # (B, m)
-with torch.no_grad():
-    context_torch = torch.nn.functional.scaled_dot_product_attention(
-        torch.tensor(h_x)[:, None, :],  # queries (B, 1, H)
-        torch.tensor(S_x),  # keys (B, m, H)
-        torch.tensor(S_x),  # values (B, m, H)
-        attn_mask=torch.tensor(real_x)[:, None, :],  # (B, 1, m)
-    )[:, 0]
-try:
-    _, context_mine = attend(attention_scores("scaled_dot", h_x, S_x, None), lengths_x, S_x)
-    gap_x = np.abs(context_mine - context_torch.numpy()).max()
-    print(f"context against F.scaled_dot_product_attention: largest difference {gap_x:.1e}")
-except NotImplementedError:
-    print("Implement Parts A and B first, then run this cell again.")
+scores_x = np.array([[2.0, 1.5, -1.0, 0.3, 1.9]])
+with np.errstate(divide="ignore"):
+    for tau_x in (1.0, 0.1, 0.01, 0.001):
+        z_x = scores_x / tau_x
+        weights_x = np.exp(z_x - z_x.max()) / np.exp(z_x - z_x.max()).sum()
+        naive_x = np.log(weights_x)
+        try:
+            mine_x, _ = log_attention(scores_x, np.array([5]), np.zeros((1, 5, 1)), tau_x)
+        except NotImplementedError:
+            print("Implement Part B first, then run this cell again.")
+            break
+        print(
+            f"tau = {tau_x:<6}: largest weight {weights_x.max():.4f}; log of the softmax is -inf "
+            f"at {int(np.isinf(naive_x).sum())} of 5 real positions, yours at "
+            f"{int(np.isinf(mine_x).sum())}; your smallest log-weight {mine_x.min():.1f}"
+        )
 
 # %% [markdown]
-# ## Part C: the output of one decoder step (3 points)
+# ## Part C: one decoder step in Bahdanau's order (3 points)
 #
-# Luong's decoder does not predict from $h_t$ directly. It combines the context with the
-# state into the **attentional state** $\tilde h_t$ and reads the next token's distribution
-# from that:
+# Lecture 4's decoder (Luong's order) steps first and then attends with the new state. In
+# Bahdanau's order the decoder attends **before** it steps, with the previous state
+# $h_{t-1}$, because the context is an *input* of the step:
 #
-# $$\tilde h_t = \tanh\left(W_c [c_t; h_t] + b_c\right), \qquad
-# \log p(y_t = v \mid y_{<t}, x) = o_v - \log \sum_{u \in \mathcal V} \exp o_u, \qquad
-# o = W_o \tilde h_t + b_o.$$
+# 1. $e_t$ = `coverage_scores(h_prev, S, past_weights, params)` (Part A) and
+#    $\log a_t$, $c_t$ = `log_attention(e_t, lengths, S)` at $\tau = 1$ (Part B);
+# 2. the GRU cell reads $u_t = [x_t; c_t]$ (shape (B, E + H)) and $h_{t-1}$, with PyTorch's
+#    weight layout: `W_ih` (3D, E + H) and `W_hh` (3D, D) stack the weights of the reset
+#    gate, the update gate and the candidate, **in that order** (rows $0..D-1$, $D..2D-1$,
+#    $2D..3D-1$), and so do the biases `b_ih`, `b_hh` (3D,). With $g^{i} = W_{ih} u_t +
+#    b_{ih}$ and $g^{h} = W_{hh} h_{t-1} + b_{hh}$ split into those three blocks:
 #
-# $W_c$ has shape (H, 2H) and its **first $H$ columns act on $c_t$**; $b_c$ is (H,),
-# $W_o$ is ($|\mathcal V|$, H) and $b_o$ is ($|\mathcal V|$,). Compute the log-sum-exp stably:
-# with $M = \max_u o_u$, $\log \sum_u \exp o_u = M + \log \sum_u \exp(o_u - M)$. The state
-# $h_t$ itself comes from the decoder's GRU (Lecture 2's cell); here it is given.
+#    $$r = \sigma(g^{i}_r + g^{h}_r), \quad z = \sigma(g^{i}_z + g^{h}_z), \quad
+#    n = \tanh\left(g^{i}_n + r \odot g^{h}_n\right), \quad
+#    h_t = (1 - z) \odot n + z \odot h_{t-1};$$
 #
-# Implement `decoder_output(kind, h, S, lengths, params)`: `params` holds `"W_c"`, `"b_c"`,
-# `"W_o"`, `"b_o"` and the parameters of the score `kind`. Return `(log_probs, weights)` of
-# shapes (B, $|\mathcal V|$) and (B, m). Use your Parts A and B. Raise `ValueError` for
-# output parameters of the wrong shape.
+#    (the reset gate multiplies $W_{hn} h_{t-1} + b_{hn}$, bias included, and $z = 1$ keeps
+#    the old state);
+# 3. the output layer reads the new state, the context and the input again,
+#    $o = W_o [h_t; c_t; x_t] + b_o$ with `W_o` of shape ($|\mathcal V|$, D + H + E), and
+#    $\log p(y_t = v) = o_v - \log \sum_{u} \exp o_u$, computed stably (with $M = \max_u o_u$,
+#    $\log \sum_u \exp o_u = M + \log \sum_u \exp(o_u - M)$).
+#
+# Implement `bahdanau_step(x, h_prev, S, lengths, past_weights, params)` for `x` (B, E),
+# `h_prev` (B, D), and `S`, `lengths`, `past_weights` as in Parts A and B; `params` holds Part
+# A's parameters and `"W_ih"`, `"W_hh"`, `"b_ih"`, `"b_hh"`, `"W_o"`, `"b_o"`. Return
+# `(log_probs, h, log_weights)` of shapes (B, $|\mathcal V|$), (B, D) and (B, m). Use your
+# Parts A and B. Raise `ValueError` for an `x` that is not of shape (B, E) with the $B$ of
+# `h_prev`, and for GRU or output parameters that are missing or of the wrong shape.
 
 
-# %% nbgrader={"grade": false, "grade_id": "decoder_output", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def decoder_output(
-    kind: str,
-    h: np.ndarray,
+# %% nbgrader={"grade": false, "grade_id": "bahdanau_step", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def bahdanau_step(
+    x: np.ndarray,
+    h_prev: np.ndarray,
     S: np.ndarray,
     lengths: np.ndarray,
+    past_weights: np.ndarray,
     params: dict[str, np.ndarray],
-) -> tuple[np.ndarray, np.ndarray]:
-    """Log-probabilities of the next token after one attentional decoder step.
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One decoder step in Bahdanau's order: attend with h_{t-1}, then a GRU step on [x; c].
 
     Args:
-        kind: the score, as for attention_scores.
-        h: decoder states h_t, shape (B, H).
+        x: embeddings of the previous output tokens, shape (B, E).
+        h_prev: decoder states h_{t-1}, shape (B, D).
         S: encoder states, shape (B, m, H), padded after lengths[b].
-        lengths: real source positions per sentence, integers in [1, m].
-        params: "W_c" (H, 2H), "b_c" (H,), "W_o" (vocab_size, H), "b_o" (vocab_size,), and the score's.
+        lengths: real source positions per sentence, integers in [0, m].
+        past_weights: attention weights of the earlier steps, shape (B, T, m).
+        params: Part A's, and "W_ih" (3D, E + H), "W_hh" (3D, D), "b_ih" (3D,), "b_hh" (3D,),
+            "W_o" (vocab_size, D + H + E), "b_o" (vocab_size,).
 
     Returns:
-        (log_probs (B, vocab_size), weights (B, m)).
+        (log_probs (B, vocab_size), h_t (B, D), log_weights (B, m)).
 
     Raises:
         ValueError: for parameters or inputs of the wrong shape.
     """
     ### BEGIN SOLUTION
-    query = np.asarray(h, dtype=np.float64)
-    weights, context = attend(attention_scores(kind, query, S, params), lengths, S)
-    width = query.shape[1]
-    sizes = {"W_c": (width, 2 * width), "b_c": (width,)}
-    for key in ("W_c", "b_c", "W_o", "b_o"):
+    previous = np.asarray(h_prev, dtype=np.float64)
+    embedded = np.asarray(x, dtype=np.float64)
+    scores = coverage_scores(previous, S, past_weights, params)  # attend with h_{t-1}
+    log_weights, context = log_attention(scores, lengths, S)
+    if embedded.ndim != 2 or embedded.shape[0] != previous.shape[0]:
+        raise ValueError(f"x should be (B, E) with B = {previous.shape[0]}, got {embedded.shape}")
+    width, n_in = previous.shape[1], embedded.shape[1] + context.shape[1]
+    for key in ("W_ih", "W_hh", "b_ih", "b_hh", "W_o", "b_o"):
         if key not in params:
             raise ValueError(f"params has no key {key!r}")
     n_out = np.shape(params["W_o"])[0] if np.ndim(params["W_o"]) == 2 else -1
-    sizes |= {"W_o": (n_out, width), "b_o": (n_out,)}
-    for key, shape in sizes.items():
+    gates = 3 * width  # reset, update, candidate
+    shapes = {"W_ih": (gates, n_in), "W_hh": (gates, width), "b_ih": (gates,), "b_hh": (gates,)}
+    shapes |= {"W_o": (n_out, width + n_in), "b_o": (n_out,)}
+    for key, shape in shapes.items():
         found = np.shape(params[key])
         if found != shape:
-            raise ValueError(f"params[{key!r}] should have shape {shape}, got {found}")
-    W_c = np.asarray(params["W_c"], dtype=np.float64)
-    joined = np.concatenate([context, query], axis=1)  # [c_t; h_t], (B, 2H)
-    attentional = np.tanh(joined @ W_c.T + params["b_c"])  # (B, H)
-    logits = attentional @ np.asarray(params["W_o"], dtype=np.float64).T + params["b_o"]
-    top = logits.max(axis=1, keepdims=True)  # (B, 1)
-    log_norm = top + np.log(np.exp(logits - top).sum(axis=1, keepdims=True))
-    return logits - log_norm, weights  # (B, vocab_size), (B, m)
+            wanted = str(shape).replace("-1", "vocab_size")
+            raise ValueError(f"params[{key!r}] should have shape {wanted}, got {found}")
+    W_ih, W_hh, b_ih, b_hh, W_o, b_o = (np.asarray(params[k], dtype=np.float64) for k in shapes)
+
+    def sigmoid(a: np.ndarray) -> np.ndarray:
+        return 0.5 * (1.0 + np.tanh(0.5 * a))  # no overflow for large |a|
+
+    from_input = np.concatenate([embedded, context], axis=1) @ W_ih.T + b_ih  # (B, 3D)
+    from_state = previous @ W_hh.T + b_hh  # (B, 3D)
+    i_r, i_z, i_n = np.split(from_input, 3, axis=1)  # reset, update, candidate: (B, D) each
+    s_r, s_z, s_n = np.split(from_state, 3, axis=1)
+    reset, update = sigmoid(i_r + s_r), sigmoid(i_z + s_z)
+    candidate = np.tanh(i_n + reset * s_n)
+    state = (1.0 - update) * candidate + update * previous  # (B, D)
+    logits = np.concatenate([state, context, embedded], axis=1) @ W_o.T + b_o  # (B, V)
+    top = logits.max(axis=1, keepdims=True)
+    log_probs = logits - top - np.log(np.exp(logits - top).sum(axis=1, keepdims=True))
+    return log_probs, state, log_weights
     ### END SOLUTION
 
 
 # %% [markdown]
 # ### Visible test for Part C
 #
-# The inputs of Part A's test with the dot score, lengths 3 and 2, $|\mathcal V| = 4$. The
-# second call adds 1000 to one output bias: the log-probabilities must stay finite.
+# The inputs of Part A's test with $T = 2$ earlier steps, lengths 3 and 2, $E = 2$,
+# $|\mathcal V| = 4$. The expected values come from `torch.nn.GRUCell` given the same weights.
+# The second call adds 1000 to one output bias: the log-probabilities must stay finite.
 
-# %% nbgrader={"grade": true, "grade_id": "test_decoder_output_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-check_part_c(decoder_output)
+# %% nbgrader={"grade": true, "grade_id": "test_bahdanau_step_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+check_part_c(bahdanau_step)
 
-# %% nbgrader={"grade": true, "grade_id": "test_decoder_output_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
-# Hidden test (2 points): decoder_output against torch (torch.log_softmax of Luong's
-# attentional state) for every kind of score, B = 1, m = 1, vocab_size = 1, lengths in any order,
+# %% nbgrader={"grade": true, "grade_id": "test_bahdanau_step_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# Hidden test (2 points): bahdanau_step against torch.nn.GRUCell and torch.log_softmax for
+# B = 1, m = 1, vocab_size = 1, D != H != E, no earlier step, lengths in any order and of 0,
 # garbage in the padding, logits near 1e4, float32 and non-contiguous arrays; inputs must come
-# back unmodified; ValueError for W_c, b_c, W_o, b_o of the wrong shape.
+# back unmodified; ValueError for x, W_ih, W_hh, b_ih, b_hh, W_o, b_o of the wrong shape.
 ### BEGIN HIDDEN TESTS
-from autograder.hidden.a4_seq2seq_attention import check_decoder_output
+from autograder.hidden.a4_seq2seq_attention import check_bahdanau_step
 
-check_decoder_output(decoder_output)
+check_bahdanau_step(bahdanau_step)
 ### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Explore (not graded): what the coverage term does
+#
+# Five decoder steps over one source sentence of six positions, with random weights and the
+# same inputs, once with $w_{\text{cov}} = 0$ (no memory) and once with a strongly negative
+# $w_{\text{cov}}$. The cell prints the coverage after the five steps and See et al.'s
+# coverage loss $\sum_t \sum_k \min(a_{t,k}, \operatorname{cov}_{t,k})$, which counts the
+# attention given again to positions already covered. Which positions does each model keep
+# returning to?
+
+# %%
+rng = np.random.default_rng(5)
+D_x, H_x, E_x, A_x, V_x, m_x = 3, 4, 2, 5, 6, 6
+S_x = rng.normal(size=(1, m_x, H_x))
+params_x = {
+    "W_q": rng.normal(size=(A_x, D_x)),
+    "W_k": rng.normal(size=(A_x, H_x)),
+    "b_att": np.zeros(A_x),
+    "v": np.ones(A_x),
+    "W_ih": 0.5 * rng.normal(size=(3 * D_x, E_x + H_x)),
+    "W_hh": 0.5 * rng.normal(size=(3 * D_x, D_x)),
+    "b_ih": np.zeros(3 * D_x),
+    "b_hh": np.zeros(3 * D_x),
+    "W_o": rng.normal(size=(V_x, D_x + H_x + E_x)),
+    "b_o": np.zeros(V_x),
+}
+x_x = rng.normal(size=(1, E_x))
+try:
+    for w_x in (0.0, -3.0):
+        params_x["w_cov"] = np.full(A_x, w_x)
+        h_prev_x, past_x, loss_x = np.zeros((1, D_x)), np.zeros((1, 0, m_x)), 0.0
+        for _ in range(5):
+            _, h_prev_x, log_a_x = bahdanau_step(
+                x_x, h_prev_x, S_x, np.array([m_x]), past_x, params_x
+            )
+            loss_x += np.minimum(np.exp(log_a_x), past_x.sum(axis=1)).sum()
+            past_x = np.concatenate([past_x, np.exp(log_a_x)[:, None, :]], axis=1)
+        print(
+            f"w_cov = {w_x:4}: coverage after 5 steps {past_x.sum(axis=1)[0].round(2)}, "
+            f"coverage loss {loss_x:.2f}"
+        )
+except NotImplementedError:
+    print("Implement Parts A to C first, then run this cell again.")
 
 # %% [markdown]
 # ## Part D: beam search with length normalisation (4 points)
