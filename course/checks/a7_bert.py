@@ -167,7 +167,7 @@ def check_part_b(wordpiece_offsets: Callable[..., Any]) -> None:
         (0, 0): "the longest first piece of 'unaffable' is 'unaff'",
         (0, 2): "'(' is punctuation: a word of its own",
         (1, 1): "'-' is punctuation: a word of its own",
-        (1, 8): "the apostrophe of \"don't\" is punctuation",
+        (1, 8): 'the apostrophe of "don\'t" is punctuation',
         (1, 10): "'abd' is one [UNK] over its whole word: 'ab', then no '##d' (greedy: no "
         "going back to 'a' '##bd')",
         (2, 0): "'¿' is punctuation (Unicode category Po), and leading spaces are dropped",
@@ -188,7 +188,9 @@ def check_part_b(wordpiece_offsets: Callable[..., Any]) -> None:
             )
         for row, (mine, theirs) in enumerate(zip(got, expected, strict=True)):
             if not isinstance(mine, list):
-                raise CheckFailed(f"{said}: text {row} should give a list, got {type(mine).__name__}")
+                raise CheckFailed(
+                    f"{said}: text {row} should give a list, got {type(mine).__name__}"
+                )
             for place, token in enumerate(mine):
                 if not (isinstance(token, tuple) and len(token) == 3):
                     raise CheckFailed(
@@ -325,6 +327,7 @@ def check_part_d(layer_mix_backward: Callable[..., Any]) -> None:
         + np.arange(2)
         + np.zeros((3, 2, 3, 2))
     )  # (L+1, B, T, H) = (3, 2, 3, 2): h^(j)_{b,t,k} = 10 j^2 + t + k
+    clean_d = states_d.copy()  # the same states with numbers at the padding positions
     states_d[:, mask_d == 0] = np.nan  # padding: must not be read
     w_d = np.array([0.0, np.log(2.0), 0.0])  # s = (1/4, 1/2, 1/4)
     grad_d = np.array([[1.0, 0.0], [0.0, 2.0]])  # G, (B, H)
@@ -378,7 +381,7 @@ def check_part_d(layer_mix_backward: Callable[..., Any]) -> None:
         expected_d["pooled"], atol=1e-9, against="torch.autograd",
     )  # fmt: skip
     huge_d = by_hand(
-        ASSIGNMENT, layer_mix_backward, states_d, np.array([1000.0, 0.0, -1000.0]), 2.0, mask_d,
+        ASSIGNMENT, layer_mix_backward, clean_d, np.array([1000.0, 0.0, -1000.0]), 2.0, mask_d,
         grad_d,
     )  # fmt: skip
     huge_pooled_d, huge_grad_w_d, huge_gamma_d = unpack_d(huge_d, "with w = (1000, 0, -1000)")
@@ -409,23 +412,33 @@ def check_part_d(layer_mix_backward: Callable[..., Any]) -> None:
         )
     expect_value_error(
         {
-            "layer_mix_backward(states_d, w_d, 2.0, [[1, 0, 0], [0, 0, 0]], grad_d) (a sentence "
+            "layer_mix_backward(clean_d, w_d, 2.0, [[1, 0, 0], [0, 0, 0]], grad_d) (a sentence "
             "with no real token)": lambda: by_hand(
-                ASSIGNMENT, layer_mix_backward, states_d, w_d, 2.0, np.array([[1, 0, 0], [0, 0, 0]]),
+                ASSIGNMENT,
+                layer_mix_backward,
+                clean_d,
+                w_d,
+                2.0,
+                np.array([[1, 0, 0], [0, 0, 0]]),
                 grad_d,
             ),
-            "layer_mix_backward(states_d, w_d[:2], 2.0, mask_d, grad_d) (2 weights for 3 layers)": (
-                lambda: by_hand(ASSIGNMENT, layer_mix_backward, states_d, w_d[:2], 2.0, mask_d, grad_d)
+            "layer_mix_backward(clean_d, w_d[:2], 2.0, mask_d, grad_d) (2 weights for 3 layers)": (
+                lambda: by_hand(
+                    ASSIGNMENT, layer_mix_backward, clean_d, w_d[:2], 2.0, mask_d, grad_d
+                )
             ),
-            "layer_mix_backward(states_d, w_d, True, mask_d, grad_d)": lambda: by_hand(
-                ASSIGNMENT, layer_mix_backward, states_d, w_d, True, mask_d, grad_d
+            "layer_mix_backward(clean_d, w_d, True, mask_d, grad_d)": lambda: by_hand(
+                ASSIGNMENT, layer_mix_backward, clean_d, w_d, True, mask_d, grad_d
             ),
-            "layer_mix_backward(states_d, w_d, 2.0, mask_d * 2, grad_d) (a mask of 0 and 2)": (
-                lambda: by_hand(ASSIGNMENT, layer_mix_backward, states_d, w_d, 2.0, mask_d * 2, grad_d)
+            "layer_mix_backward(clean_d, w_d, 2.0, mask_d * 2, grad_d) (a mask of 0 and 2)": (
+                lambda: by_hand(
+                    ASSIGNMENT, layer_mix_backward, clean_d, w_d, 2.0, mask_d * 2, grad_d
+                )
             ),
-            "layer_mix_backward(states_d, w_d, 2.0, mask_d, grad_d[:1]) (G of shape (1, 2))": (
-                lambda: by_hand(ASSIGNMENT, layer_mix_backward, states_d, w_d, 2.0, mask_d,
-                                grad_d[:1])  # fmt: skip
+            "layer_mix_backward(clean_d, w_d, 2.0, mask_d, grad_d[:1]) (G of shape (1, 2))": (
+                lambda: by_hand(
+                    ASSIGNMENT, layer_mix_backward, clean_d, w_d, 2.0, mask_d, grad_d[:1]
+                )  # fmt: skip
             ),
         }
     )

@@ -19,28 +19,31 @@
 # `course.data.wordpiece`. Here you write what those helpers do yourself, in NumPy and plain
 # Python, in forms the lecture does not use: masking for the masked language model with any
 # selection rate and any split between [MASK], random and kept tokens, and with special ids
-# that are not the first few numbers; WordPiece tokenisation with any continuation prefix and
-# a limit on word length; next-sentence pairs with a boolean label; and the six ways of
-# reading features out of BERT's layers that the BERT paper compares.
+# that are not the first few numbers; WordPiece over a batch of texts, with BERT's split into
+# words and the character span of every token; next-sentence pairs with a boolean label; and
+# the gradient of a learned mix of BERT's layers, pooled over the real tokens of a padded
+# batch.
 #
 # **Goals.** After this assignment you can
 #
 # 1. corrupt a batch of token ids for masked language modelling, and check a random procedure
 #    by its statistics (Part A);
-# 2. tokenise a word with WordPiece's greedy longest-match-first rule (Part B);
+# 2. tokenise a batch of texts with WordPiece and map every token back onto the characters it
+#    came from, as fast tokenisers do (Part B);
 # 3. build next-sentence-prediction pairs from documents (Part C);
-# 4. combine BERT's layers into token features as in the feature-based experiments of the
-#    BERT paper (Part D);
-# 5. say why BERT does not always replace a selected token by [MASK], and what became of
-#    next-sentence prediction (Part E, written).
+# 4. backpropagate by hand through a learned mix of BERT's layers and a mean over the real
+#    tokens of a padded batch (Part D);
+# 5. predict, measure and explain how a learned mix's gradient behaves, and say what became
+#    of next-sentence prediction (Part E, written).
 #
 # ## How you are graded
 #
 # * Parts A to D are autograded. Each has a **visible test** that you can run now (fixed
 #   inputs; it names the quantity that is off, where and by how much), and a **hidden test**
 #   that runs at grading time on other inputs (other selection rates and splits, BERT's own
-#   special ids, tiny vocabularies, other prefixes and limits, documents of very different
-#   lengths, one layer and twelve, batches...) and checks that bad input raises `ValueError`.
+#   special ids, tiny vocabularies, other prefixes and limits, Unicode punctuation, documents
+#   of very different lengths, one layer and twelve, padding holding `nan`...) and checks that
+#   bad input raises `ValueError`.
 #   Random procedures are judged by their **statistics** over many draws, with tolerances of
 #   about five standard deviations, never by one exact sequence of random numbers: draw them
 #   in any order you like. Hard-coding the visible answers keeps the visible points only.
@@ -49,9 +52,10 @@
 #   delete or copy cells. Your functions must not modify their inputs.
 # * Use NumPy and plain Python. During the hidden tests the helpers of the `course` package (among
 #   them `course.data.bert_inputs`, `course.data.wordpiece` and `course.models.bert`),
-#   `transformers`' `DataCollatorForLanguageModeling`, its BERT tokenisers and its pipelines, the
-#   `tokenizers` library and `torch.bernoulli` are replaced by traps: calling them from your
-#   functions fails the test. (`course.checks` is allowed.) The visible tests run your functions
+#   `transformers`' `DataCollatorForLanguageModeling` and its BERT tokenisers, the `tokenizers`
+#   library (its `Tokenizer`, `WordPiece` model and pre-tokenisers), `torch.bernoulli`, the
+#   softmaxes of torch and scipy, and autograd (`torch.autograd`, `Tensor.backward`,
+#   `torch.func`) are replaced by traps: calling them from your functions fails the test. (`course.checks` is allowed.) The visible tests run your functions
 #   under the same rule and say so when one of them calls a forbidden routine; their data and
 #   expected values are in `course/checks/a7_bert.py`.
 #
@@ -279,12 +283,12 @@ def wordpiece_offsets(
         ValueError: for the bad inputs listed above.
     """
     ### BEGIN SOLUTION
-    if isinstance(texts, str):
+    if type(texts) is str:
         raise ValueError("texts must be a list of texts, not one string")
     batch = list(texts)
-    for index, text in enumerate(batch):
-        if not isinstance(text, str):
-            raise ValueError(f"text {index} is a {type(text).__name__}, not a string")
+    strays = [index for index, text in enumerate(batch) if not isinstance(text, str)]
+    if strays:
+        raise ValueError(f"text {strays[0]} is a {type(batch[strays[0]]).__name__}, not a string")
     known = frozenset(vocab)
     if unk_token not in known:
         raise ValueError(f"the vocabulary has no unknown token {unk_token!r}")
@@ -326,7 +330,7 @@ def wordpiece_offsets(
                 return [(unk_token, first, last)]
             found.append((lead + text[here:stop], here, stop))
             here = stop
-        return found
+        return list(found)
 
     return [
         [token for first, last in spans_of(text) for token in split(text, first, last)]
@@ -647,32 +651,61 @@ except NotImplementedError:
 # ## Part E: a saturated mix, and what became of NSP? (2 points, graded by hand)
 #
 # **Predict first.** Before you run the cell below, write down what you expect for (a) the
-# sum of the entries of `grad_w`, for any $w$, $\gamma$ and $G$; (b) how the size of
-# `grad_w` changes when $w$ goes from $0$ (each of the five arrays of states a fifth of the
-# mix) to $(8, 0, 0, 0, 0)$ (the embeddings almost all of it), on the same states and the same
-# $G$; and (c) which entries of `grad_w` are then the smallest. The cell uses your
-# `layer_mix_backward` on the tiny BERT of the exploration cell above.
+# sum of the entries of `grad_w`, for any $w$, $\gamma$ and $G$; and (b) by about what factor
+# the size of `grad_w` changes when $w$ goes from $0$ (each of the five arrays of states a
+# fifth of the mix) to $(8, 0, 0, 0, 0)$ (the embeddings almost all of it), on the same
+# states and the same $G$. The cell uses your `layer_mix_backward` on the tiny BERT of the
+# exploration cell above.
 
 # %%
 try:
     print("the numbers for Part E")
+    sizes_x = []
     for name_x, w_try_x in (("w = 0", np.zeros(5)), ("w = (8, 0, 0, 0, 0)", np.eye(5)[0] * 8)):
         share_x = np.exp(w_try_x - w_try_x.max()) / np.exp(w_try_x - w_try_x.max()).sum()
         _, grad_try_x, _ = layer_mix_backward(states_x, w_try_x, gamma_x, mask_x.numpy(), g_x)
-        print(f"{name_x}: s = {np.round(share_x, 4)}")
-        print(f"  grad_w = {np.array2string(grad_try_x, precision=2, floatmode='maxprec')}")
-        print(f"  sum {grad_try_x.sum():+.1e}, size |grad_w| {np.linalg.norm(grad_try_x):.2e}")
+        sizes_x.append(np.linalg.norm(grad_try_x))
+        print(f"{name_x}: s = {np.array2string(share_x, precision=4)}")
+        print("  grad_w =", " ".join(f"{v:+.2e}" for v in grad_try_x))
+        print(f"  sum of grad_w {grad_try_x.sum():+.1e}, size |grad_w| {sizes_x[-1]:.2e}")
+    print(f"the size shrinks by a factor of {sizes_x[0] / sizes_x[1]:.0f}")
 except NotImplementedError:
     print("Implement Part D first, then run this cell again.")
 
 # %% [markdown]
 # In 4 to 8 sentences. **The mix:** compare the printed numbers with your predictions, and
 # explain (a) from the softmax (what does adding the same constant to every $w_j$ do to the
-# mix?), (b) and (c) from the form of $\partial \ell / \partial w_k$ (write it with $s_k$).
-# What does this mean for a mix that starts, or drifts, far from uniform, and why is $w$
-# usually started at $0$? **NSP:** RoBERTa (Liu et al., 2019) trained without the
-# next-sentence objective and did as well or better. Give one reason why NSP was a weak
-# signal, as its NotNext pairs are built in Part C.
+# mix?) and (b) from the form of $\partial \ell / \partial w_k$ (write it with $s_k$). What
+# does (b) mean for a mix that starts, or drifts, far from uniform, and why is $w$ usually
+# started at $0$? **NSP:** RoBERTa (Liu et al., 2019) trained without the next-sentence
+# objective and did as well or better. Give one reason why NSP was a weak signal, as its
+# NotNext pairs are built in Part C.
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "mix_and_nsp", "locked": false, "points": 2, "schema_version": 3, "solution": true, "task": false}
-# **Model answer.** MODEL_ANSWER
+# **Model answer.** (a) The entries of `grad_w` add up to 0 (the cell prints -5.6e-17 and
+# +2.0e-15, rounding errors): adding the same constant to every $w_j$ leaves
+# $\operatorname{softmax}(w)$, hence the mix and the loss, unchanged, so the loss does not
+# change along $(1, \dots, 1)$ and the gradient is orthogonal to it. In the formula,
+# $\partial \ell / \partial w_k = s_k (a_k - \bar a)$ with $a_k = \partial \ell / \partial s_k$
+# and $\bar a = \sum_j s_j a_j$, and $\sum_k s_k (a_k - \bar a) = \bar a - \bar a = 0$. (b) With
+# $w = (8, 0, 0, 0, 0)$, $s = (0.9987, 0.0003, \dots)$: every other layer's entry carries its
+# factor $s_k = 0.0003$, and the favoured layer's entry is $s_0 (a_0 - \bar a)$ with $\bar a$
+# almost $a_0$ (their gap is $1 - s_0$ times the differences of the $a_j$), so the size of
+# `grad_w` falls from 8.83e-01 to 4.79e-03, a factor of 184. The softmax saturates: a mix
+# that starts, or drifts, close to one layer gets almost no signal to leave it, even when
+# another layer would serve the task better (the vanishing gradient of a saturated sigmoid).
+# Starting at $w = 0$ gives every layer the same share and the gradient its full size, so
+# the task, not the initialisation, decides which layers count. Next-sentence prediction was
+# weak because a NotNext segment comes from another document: it usually differs in topic,
+# so the task can be solved by topic matching rather than by coherence across sentences, and
+# it forced short pairs of segments. RoBERTa found that packing long contiguous text without
+# NSP matched or improved downstream results; ALBERT replaced NSP by sentence-order
+# prediction (two consecutive segments, swapped or not), which needs coherence.
+#
+# *Grading notes: 1 point for the sum of zero explained by the softmax's invariance to
+# adding a constant to every weight, and the shrinking gradient explained by the factor
+# $s_k$ (a saturated softmax), with what it means for a mix started far from uniform; accept
+# the student's own printed numbers. 1 point for NSP being solvable by topic (the random B
+# comes from another document), with RoBERTa's finding or ALBERT's sentence-order
+# prediction. The numbers above are those the reference prints;
+# `tests/grading/test_a7_hidden_checks.py` checks each against the cell's output.*
