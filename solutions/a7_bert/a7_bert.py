@@ -342,7 +342,8 @@ def wordpiece_offsets(
 # %% [markdown]
 # ### Visible test for Part B
 #
-# Three texts and small vocabularies; the expected tokens and spans are those of the
+# Four texts (one of them empty) with `max_input_chars` 100 and 6, then two texts with the
+# prefix "@@" and the unknown token "<unk>"; the expected tokens and spans are those of the
 # `tokenizers` library (a `Tokenizer` with the `WordPiece` model and the `BertPreTokenizer`,
 # whose `Encoding.offsets` are the spans).
 
