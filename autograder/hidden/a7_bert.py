@@ -1,11 +1,11 @@
-"""Hidden checks of Assignment 7: MLM masking, WordPiece, NSP pairs, features from layers.
+"""Hidden checks of Assignment 7: MLM masking, WordPiece with offsets, NSP pairs, a layer mix's gradient.
 
 The hidden test cells of ``a7_bert`` call, at autograde time::
 
     check_mlm_mask(mlm_mask)
-    check_wordpiece(wordpiece)
+    check_wordpiece_offsets(wordpiece_offsets)
     check_nsp_pairs(nsp_pairs)
-    check_layer_features(layer_features)
+    check_layer_mix_backward(layer_mix_backward)
 
 Random procedures (Parts A and C) are judged by statistics, never by one exact sequence of
 random numbers, since a student may draw in any order: shares within ``Z`` binomial standard
@@ -13,16 +13,17 @@ deviations of their probabilities (the probability of a "random token" being the
 is accounted for), chi-squared tests at a level of about 1e-6 for uniform draws, the spread
 of the number selected per sequence (a binomial count, not a fixed one), and exact
 properties that hold whatever the draws (labels, special positions, consecutive pairs,
-documents). Part B is compared with the ``tokenizers`` library's WordPiece model, run
-*before* the student's function; Part D with sums and concatenations written out layer by
-layer. Then each check makes sure that bad input raises ValueError.
+documents). Part B is compared with the ``tokenizers`` library (its WordPiece model behind
+the BertPreTokenizer, and the Encoding's offsets), Part D with ``torch.autograd`` in float64,
+both run *before* the student's function. Then each check makes sure that bad input raises
+ValueError.
 
 While a student's function runs, the routines that would do its work (``course.data.
 bert_inputs``, ``course.data.wordpiece`` and ``course.models.bert`` by name, every public
 callable of the ``course`` package except ``course.checks``, ``transformers``' MLM data
-collators, BERT tokenisers and pipelines, the ``tokenizers`` library's Tokenizer and
-WordPiece model, and ``torch.bernoulli``) are replaced by traps that raise
-:class:`ShortcutUsed`.
+collators and BERT tokenisers, the ``tokenizers`` library's Tokenizer, WordPiece model and
+pre-tokenisers, ``torch.bernoulli``, the softmaxes of torch and scipy, and autograd) are
+replaced by traps that raise :class:`ShortcutUsed`.
 """
 
 from __future__ import annotations
@@ -47,15 +48,15 @@ __all__ = [
     "no_shortcuts",
     "shortcut_targets",
     "check_mlm_mask",
-    "check_wordpiece",
+    "check_wordpiece_offsets",
     "check_nsp_pairs",
-    "check_layer_features",
+    "check_layer_mix_backward",
 ]
 
 MASK_BY_HAND = "select and corrupt the positions by hand with NumPy"
 SPLIT_BY_HAND = "match the longest pieces by hand"
 PAIR_BY_HAND = "draw the pairs by hand with NumPy"
-COMBINE_BY_HAND = "combine the layers by hand with NumPy"
+MIX_BY_HAND = "derive the gradient by hand with NumPy"
 Z = 5.0  # binomial tolerances: a correct function fails one of them with odds below 1e-6
 IGNORED = -100
 
@@ -76,33 +77,6 @@ _expect_value_error = shortcuts.value_error_checker(_call_by_hand)
 
 
 _call_valid = shortcuts.valid_caller(_call_by_hand)
-
-
-def _call_each(function: Callable[..., Any], duty: str, calls: list[tuple]) -> list[Any]:
-    """``function(*args)`` for each args of ``calls`` (valid input), under one set of traps.
-
-    As ``_call_valid`` for each call (a trap, even one whose error is caught, fails the check;
-    a ValueError fails the case), but the traps are set once: a word at a time is cheap.
-    """
-    name = shortcuts.function_name(function)
-    results = []
-    with no_shortcuts(function, duty) as trapped:
-        for args in calls:
-            try:
-                results.append(function(*args))
-            except ShortcutUsed:
-                raise
-            except Exception as error:
-                if trapped:
-                    raise ShortcutUsed(f"{name} must {duty}; it called {trapped[0]}") from error
-                if isinstance(error, ValueError):
-                    raise AssertionError(
-                        f"{name} raised ValueError({str(error)!r}) for valid input"
-                    ) from error
-                raise
-    if trapped:
-        raise ShortcutUsed(f"{name} must {duty}; it called {trapped[0]} (and caught the error)")
-    return results
 
 
 def expect_share(name: str, hits: int, trials: int, probability: float) -> None:
@@ -363,23 +337,30 @@ def check_mlm_mask(mlm_mask: Callable[..., Any]) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# Part B: wordpiece
+# Part B: wordpiece_offsets
 # --------------------------------------------------------------------------------------------
 
 
-def tokenizers_pieces(
-    words: Sequence[str], vocab: Sequence[str], max_chars: int, unk: str, prefix: str
-) -> list[list[str]]:
-    """The tokenizers library's WordPiece model on the vocabulary, one word at a time."""
-    from tokenizers import models
+def tokenizers_offsets(
+    texts: Sequence[str], vocab: Sequence[str], max_chars: int, unk: str, prefix: str
+) -> list[list[tuple[str, int, int]]]:
+    """The tokenizers library: a Tokenizer with the WordPiece model and the BertPreTokenizer;
+    each text's tokens with its Encoding.offsets (in characters)."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
 
-    greedy = models.WordPiece(
-        {token: i for i, token in enumerate(vocab)},
-        unk_token=unk,
-        max_input_chars_per_word=max_chars,
-        continuing_subword_prefix=prefix,
+    tokenizer = Tokenizer(
+        models.WordPiece(
+            {token: i for i, token in enumerate(vocab)},
+            unk_token=unk,
+            max_input_chars_per_word=max_chars,
+            continuing_subword_prefix=prefix,
+        )
     )
-    return [[token.value for token in greedy.tokenize(word)] for word in words]
+    tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    return [
+        [(token, start, end) for token, (start, end) in zip(code.tokens, code.offsets, strict=True)]
+        for code in tokenizer.encode_batch(list(texts))
+    ]
 
 
 def _random_vocabulary(
@@ -396,98 +377,141 @@ def _random_vocabulary(
     return tokens  # unk first, then the alphabet and the pieces
 
 
-def _random_words(rng: np.random.Generator, alphabet: str, count: int, longest: int) -> list[str]:
-    return ["".join(rng.choice(list(alphabet), size=rng.integers(1, longest + 1)))
+def _random_texts(
+    rng: np.random.Generator, letters: str, marks: str, count: int, longest: int
+) -> list[str]:
+    """Texts of letters, with spaces, tabs, newlines and punctuation marks among them."""
+    spaces = "    \t\n"
+    weights = [0.75] * len(letters) + [0.15] * len(spaces) + [0.1] * len(marks)
+    weights = np.array(weights) / sum(weights)
+    every = list(letters + spaces + marks)
+    return ["".join(rng.choice(every, size=rng.integers(0, longest + 1), p=weights))
             for _ in range(count)]  # fmt: skip
 
 
-def wordpiece_cases() -> list[Case]:
-    """The hidden cases of wordpiece: vocab, words (each split in turn), max_input_chars,
-    unk_token and prefix."""
+def offsets_cases() -> list[Case]:
+    """The hidden cases of wordpiece_offsets: texts, vocab, max_input_chars, unk_token and
+    prefix."""
     rng = np.random.default_rng(7201)
     english = ["[PAD]", "[UNK]", "[CLS]", "re", "un", "do", "##do", "##ing", "##ne", "##able",
                "read", "##er", "##s", "##ers", "r", "##e", "##a", "##d", "u", "##n", "d",
-               "##o", "b", "##r", "bread", "##i", "##g"]  # fmt: skip
-    english_words = ["redoing", "undone", "readers", "reader", "bread", "breads", "unread",
-                     "redone", "doing", "rung", "breadx", "x", "r", "undoable", "dread"]  # fmt: skip
-    greedy = ["[UNK]", "ab", "a", "##bc", "##b", "xyz", "x", "##yz", "##y", "##z"]
-    greedy_words = ["abc", "ab", "abbc", "xyz", "xyzz", "xyy", "abz", "a", "xbc"]
+               "##o", "b", "##r", "bread", "##i", "##g", ",", ".", "'", "!", "(", ")", ":", "-",
+               "$", "5"]  # fmt: skip
+    english_texts = ["Redoing, undone: readers' breads!", "unread (redone) doing?",
+                     "rung bread-x x\tr\nundoable dread.", "redoing   undone", "$5 5$ re:do",
+                     "readers", "unreadable readers"]  # fmt: skip
+    greedy = ["[UNK]", "ab", "a", "##bc", "##b", "xyz", "x", "##yz", "##y", "##z", ","]
+    greedy_texts = ["abc, ab abbc", "xyz xyzz,xyy abz", "a xbc"]
     accents = ["[UNK]", "caf", "##é", "naï", "##ve", "日本", "##語", "über", "##all", "c", "##a",
-               "##f"]  # fmt: skip
-    accent_words = ["café", "naïve", "日本語", "überall", "日本", "cafés", "caf", "語"]
-    free = _random_vocabulary(rng, "abc", 40, "", "[UNK]")
+               "##f", "«", "»", "—", "¿", "?", "5", "##€", "€"]  # fmt: skip
+    accent_texts = ["café, naïve «日本語» überall—cafés", "¿caf? 日本 語", "5€ € 5 €5",
+                    "naïve—naïve»"]  # fmt: skip
+    free = _random_vocabulary(rng, "abc", 40, "", "[UNK]") + [".", "!", "-"]
     return [
-        Case("an English vocabulary",
-             vocab=english, words=english_words, max_input_chars=100, unk_token="[UNK]",
+        Case("an English vocabulary, sentences with punctuation",
+             texts=english_texts, vocab=english, max_input_chars=100, unk_token="[UNK]",
              prefix="##"),
         Case("an English vocabulary, max_input_chars = 6 (words of 6 and of 7 characters)",
-             vocab=english, words=english_words, max_input_chars=6, unk_token="[UNK]",
+             texts=english_texts, vocab=english, max_input_chars=6, unk_token="[UNK]",
              prefix="##"),
         Case("greedy matching fails although another split exists",
-             vocab=greedy, words=greedy_words, max_input_chars=100, unk_token="[UNK]",
+             texts=greedy_texts, vocab=greedy, max_input_chars=100, unk_token="[UNK]",
              prefix="##"),
-        Case("a random vocabulary of 60 pieces over 'abc', 80 words over 'abcd', max 10",
-             vocab=_random_vocabulary(rng, "abc", 60, "##", "[UNK]"),
-             words=_random_words(rng, "abcd", 80, 12), max_input_chars=10, unk_token="[UNK]",
-             prefix="##"),
+        Case("a random vocabulary of 60 pieces over 'abc', 60 texts over 'abcd' with spaces, "
+             "tabs, newlines and '.,!-', max 10",
+             texts=_random_texts(rng, "abcd", ".,!-", 60, 40),
+             vocab=_random_vocabulary(rng, "abc", 60, "##", "[UNK]") + [".", ","],
+             max_input_chars=10, unk_token="[UNK]", prefix="##"),
         Case("a random vocabulary with the prefix '@@' and '<unk>', max 8",
-             vocab=_random_vocabulary(rng, "xyz", 50, "@@", "<unk>"),
-             words=_random_words(rng, "xyz", 50, 10), max_input_chars=8, unk_token="<unk>",
-             prefix="@@"),
+             texts=_random_texts(rng, "xyz", "?;@", 40, 30),
+             vocab=_random_vocabulary(rng, "xyz", 50, "@@", "<unk>") + ["?", "@"],
+             max_input_chars=8, unk_token="<unk>", prefix="@@"),
         Case("no continuation prefix at all ('')",
-             vocab=free, words=_random_words(rng, "abc", 40, 8), max_input_chars=100,
+             texts=_random_texts(rng, "abc", ".!-", 30, 30), vocab=free, max_input_chars=100,
              unk_token="[UNK]", prefix=""),
-        Case("accented and Japanese characters (len counts characters)",
-             vocab=accents, words=accent_words, max_input_chars=100, unk_token="[UNK]",
+        Case("accented and Japanese characters, Unicode punctuation, '€' (a symbol)",
+             texts=accent_texts, vocab=accents, max_input_chars=100, unk_token="[UNK]",
              prefix="##"),
         Case("accented characters, max_input_chars = 4",
-             vocab=accents, words=accent_words, max_input_chars=4, unk_token="[UNK]", prefix="##"),
+             texts=accent_texts, vocab=accents, max_input_chars=4, unk_token="[UNK]",
+             prefix="##"),
+        Case("empty texts and texts of whitespace only",
+             texts=["", "   ", "\t\n", "re", " \n re \t"], vocab=english, max_input_chars=100,
+             unk_token="[UNK]", prefix="##"),
         Case("a vocabulary given as a tuple",
-             vocab=tuple(english), words=["undone", "readers", "z"], max_input_chars=100,
+             texts=["undone readers z."], vocab=tuple(english), max_input_chars=100,
              unk_token="[UNK]", prefix="##"),
         Case("max_input_chars = 1",
-             vocab=english, words=["r", "b", "re", "d"], max_input_chars=1, unk_token="[UNK]",
+             texts=["r b re d, r.."], vocab=english, max_input_chars=1, unk_token="[UNK]",
              prefix="##"),
     ]  # fmt: skip
 
 
-def check_wordpiece(wordpiece: Callable[..., Any]) -> None:
-    """Hidden test of Part B: against tokenizers' WordPiece model, word by word."""
-    cases = wordpiece_cases()
-    for case in cases:
-        vocab, words, prefix = case.vocab, case.words, case.prefix
-        max_chars, unk = case.max_input_chars, case.unk_token
-        expected = tokenizers_pieces(words, vocab, max_chars, unk, prefix)
-        before = _snapshot({"vocab": vocab})
-        with case.named("wordpiece"):
-            calls = [(word, vocab, max_chars, unk, prefix) for word in words]
-            answers = _call_each(wordpiece, SPLIT_BY_HAND, calls)
-            _expect_unchanged("wordpiece", {"vocab": vocab}, before)
-            for word, pieces, got in zip(words, expected, answers, strict=True):
-                if not isinstance(got, list) or not all(isinstance(t, str) for t in got):
-                    raise AssertionError(
-                        f"wordpiece({word!r}) should return a list of strings, got {got!r}"
-                    )
-                if got != pieces:
-                    raise AssertionError(
-                        f"wordpiece({word!r}) is {got}, but tokenizers' WordPiece model gives "
-                        f"{pieces} (max_input_chars={max_chars}, unk_token={unk!r}, "
-                        f"prefix={prefix!r})"
-                    )
+def _judge_offsets(
+    got: Any, texts: Sequence[str], expected: list[list[tuple[str, int, int]]], setting: str
+) -> None:
+    """The student's tokens and spans, text by text, against the tokenizers library's."""
+    if not isinstance(got, list) or len(got) != len(texts):
+        raise AssertionError(
+            f"wordpiece_offsets should return a list of {len(texts)} lists, one per text, got "
+            f"{_describe(got)}"
+        )
+    for row, (text, mine, theirs) in enumerate(zip(texts, got, expected, strict=True)):
+        if not isinstance(mine, list):
+            raise AssertionError(f"text {row} should give a list, got {_describe(mine)}")
+        for place, token in enumerate(mine):
+            if not (isinstance(token, tuple) and len(token) == 3 and isinstance(token[0], str)):
+                raise AssertionError(
+                    f"text {row}, token {place} should be a tuple (token, start, end), got "
+                    f"{token!r}"
+                )
+            if type(token[1]) is not int or type(token[2]) is not int:
+                raise AssertionError(
+                    f"text {row}, token {place}: start and end should be Python ints, got "
+                    f"{type(token[1]).__name__} and {type(token[2]).__name__}"
+                )
+        if mine != theirs:
+            place = next(
+                k for k in range(max(len(mine), len(theirs)))
+                if k >= min(len(mine), len(theirs)) or mine[k] != theirs[k]
+            )  # fmt: skip
+            one = mine[place] if place < len(mine) else "nothing"
+            other = theirs[place] if place < len(theirs) else "nothing"
+            raise AssertionError(
+                f"text {row} ({text!r}), token {place} is {one!r}, but the tokenizers library "
+                f"gives {other!r} ({setting})"
+            )
 
-    vocab = ["[UNK]", "a", "##b"]
+
+def check_wordpiece_offsets(wordpiece_offsets: Callable[..., Any]) -> None:
+    """Hidden test of Part B: against the tokenizers library, batch by batch."""
+    cases = offsets_cases()
+    for case in cases:
+        texts, vocab, prefix = case.texts, case.vocab, case.prefix
+        max_chars, unk = case.max_input_chars, case.unk_token
+        expected = tokenizers_offsets(texts, vocab, max_chars, unk, prefix)
+        before = _snapshot({"texts": texts, "vocab": vocab})
+        with case.named("wordpiece_offsets"):
+            got = _call_valid(wordpiece_offsets, SPLIT_BY_HAND, texts, vocab, max_chars, unk,
+                              prefix)  # fmt: skip
+            _expect_unchanged("wordpiece_offsets", {"texts": texts, "vocab": vocab}, before)
+            setting = f"max_input_chars={max_chars}, unk_token={unk!r}, prefix={prefix!r}"
+            _judge_offsets(got, texts, expected, setting)
+
+    vocab = ["[UNK]", "a", "##b", "."]
     bad_calls = [
-        ("a word that is a number (12)", 12, vocab, 100, "[UNK]", "##"),
-        ("an empty word", "", vocab, 100, "[UNK]", "##"),
-        ("two words 'ab ab'", "ab ab", vocab, 100, "[UNK]", "##"),
-        ("a word with a tab", "a\tb", vocab, 100, "[UNK]", "##"),
-        ("a vocabulary without the unknown token '<unk>'", "ab", vocab, 100, "<unk>", "##"),
-        ("max_input_chars = 0", "ab", vocab, 0, "[UNK]", "##"),
-        ("max_input_chars = 2.5", "ab", vocab, 2.5, "[UNK]", "##"),
+        ("texts given as one string", "ab. ab", vocab, 100, "[UNK]", "##"),
+        ("a text that is a number (12)", ["ab", 12], vocab, 100, "[UNK]", "##"),
+        ("a text that is None", [None], vocab, 100, "[UNK]", "##"),
+        ("a vocabulary without the unknown token '<unk>'", ["ab"], vocab, 100, "<unk>", "##"),
+        ("max_input_chars = 0", ["ab"], vocab, 0, "[UNK]", "##"),
+        ("max_input_chars = 2.5", ["ab"], vocab, 2.5, "[UNK]", "##"),
     ]
     for description, *args in bad_calls:
-        _expect_value_error(wordpiece, SPLIT_BY_HAND, f"wordpiece with {description}", *args)
-    print(f"check_wordpiece: all {len(cases) + len(bad_calls)} hidden cases passed.")
+        _expect_value_error(
+            wordpiece_offsets, SPLIT_BY_HAND, f"wordpiece_offsets with {description}", *args
+        )
+    print(f"check_wordpiece_offsets: all {len(cases) + len(bad_calls)} hidden cases passed.")
 
 
 # --------------------------------------------------------------------------------------------
@@ -610,127 +634,152 @@ def check_nsp_pairs(nsp_pairs: Callable[..., Any]) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# Part D: layer_features
+# Part D: layer_mix_backward
 # --------------------------------------------------------------------------------------------
 
-STRATEGIES = ("first", "last", "sum_all", "second_to_last", "sum_last_four", "concat_last_four")
-NEEDS = {"first": 1, "last": 1, "sum_all": 1, "second_to_last": 2, "sum_last_four": 4,
-         "concat_last_four": 4}  # fmt: skip
+
+def autograd_mix(
+    hidden_states: Any, w: Any, gamma: float, attention_mask: Any, grad_pooled: Any
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """torch.autograd's (pooled, grad_w, grad_gamma), in float64: the mix and the masked mean
+    written in torch, and loss = sum(G * pooled) pulled back by backward()."""
+    import torch
+
+    states = torch.tensor(np.array([np.asarray(h) for h in hidden_states], dtype=np.float64))
+    real = torch.tensor(np.asarray(attention_mask)).bool()  # (B, T)
+    weights = torch.tensor(np.asarray(w, dtype=np.float64), requires_grad=True)
+    scale = torch.tensor(float(gamma), dtype=torch.float64, requires_grad=True)
+    states = torch.where(real[None, :, :, None], states, torch.zeros((), dtype=torch.float64))
+    mixed = scale * torch.einsum("j,jbth->bth", torch.softmax(weights, dim=0), states)
+    pooled = (mixed * real[..., None]).sum(dim=1) / real.sum(dim=1, keepdim=True)  # (B, H)
+    (pooled * torch.tensor(np.asarray(grad_pooled, dtype=np.float64))).sum().backward()
+    return pooled.detach().numpy(), weights.grad.numpy(), float(scale.grad)
 
 
-def layer_by_layer(hidden_states: Any, strategy: str) -> np.ndarray:
-    """The features written out: one layer at a time, from h^(0), ..., h^(L)."""
-    layers = [np.array(h, dtype=np.float64) for h in hidden_states]
-    top = len(layers) - 1
-    if strategy == "first":
-        return layers[0]
-    if strategy == "last":
-        return layers[top]
-    if strategy == "second_to_last":
-        return layers[top - 1]
-    if strategy == "concat_last_four":
-        return np.concatenate([layers[top - 3], layers[top - 2], layers[top - 1], layers[top]],
-                              axis=-1)  # fmt: skip
-    first = 1 if strategy == "sum_all" else top - 3
-    total = np.zeros_like(layers[0])
-    for index in range(first, top + 1):
-        total = total + layers[index]
-    return total
+def _padded_mask(lengths: Sequence[int], width: int, left: bool = False) -> np.ndarray:
+    """(B, T) of 0 and 1: each row's first (or, with left, last) `length` positions real."""
+    positions = np.arange(width)[None, :]
+    sizes = np.asarray(lengths)[:, None]
+    return (positions >= width - sizes if left else positions < sizes).astype(np.int64)
 
 
-def features_cases() -> list[Case]:
-    """The hidden cases of layer_features: hidden_states; every strategy the depth allows is
-    run."""
+def mix_cases() -> list[Case]:
+    """The hidden cases of layer_mix_backward: hidden_states, w, gamma, attention_mask and
+    grad_pooled."""
     rng = np.random.default_rng(7401)
+
+    def case(label: str, depth: int, lengths: Sequence[int], width: int, size: int, **given):
+        mask = given.pop("attention_mask", _padded_mask(lengths, width))
+        states = given.pop("hidden_states", rng.normal(size=(depth, len(lengths), width, size)))
+        return Case(
+            label, hidden_states=states, w=given.pop("w", rng.normal(size=depth)),
+            gamma=given.pop("gamma", float(rng.uniform(0.5, 2.0))), attention_mask=mask,
+            grad_pooled=given.pop("grad_pooled", rng.normal(size=(len(lengths), size))),
+        )  # fmt: skip
+
+    nan_states = rng.normal(size=(5, 3, 6, 4))
+    nan_states[:, _padded_mask([6, 2, 4], 6) == 0] = np.nan
+    inf_states = rng.normal(size=(3, 2, 5, 3))
+    inf_states[:, _padded_mask([3, 1], 5, left=True) == 0] = np.inf
+    layers = [rng.normal(size=(2, 4, 3)) for _ in range(6)]
     return [
-        Case("L = 12 (BERT-base), T = 7, H = 16", hidden_states=rng.normal(size=(13, 7, 16))),
-        Case("L = 4, T = 5, H = 6", hidden_states=rng.normal(size=(5, 5, 6))),
-        Case("L = 2, T = 3, H = 4", hidden_states=rng.normal(size=(3, 3, 4))),
-        Case("L = 1, T = 4, H = 2", hidden_states=rng.normal(size=(2, 4, 2))),
-        Case("a batch (L+1, B, T, H) = (7, 3, 5, 4)", hidden_states=rng.normal(size=(7, 3, 5, 4))),
-        Case(
-            "one token, one feature (L+1, T, H) = (6, 1, 1)",
-            hidden_states=rng.normal(size=(6, 1, 1)),
-        ),
-        Case("states of one token, (L+1, H) = (5, 8)", hidden_states=rng.normal(size=(5, 8))),
-        Case(
-            "a list of 6 arrays (T, H) = (4, 3)",
-            hidden_states=[rng.normal(size=(4, 3)) for _ in range(6)],
-        ),
-        Case(
-            "a tuple of 5 arrays (2, 3, 4)",
-            hidden_states=tuple(rng.normal(size=(2, 3, 4)) for _ in range(5)),
-        ),
-        Case(
-            "float32 states (5, 3, 4)", hidden_states=rng.normal(size=(5, 3, 4)).astype(np.float32)
-        ),
-        Case("integer states (5, 2, 3)", hidden_states=rng.integers(-50, 50, size=(5, 2, 3))),
-        Case("non-contiguous states (6, 3, 4)", hidden_states=_strided(rng.normal(size=(6, 3, 4)))),
-        Case("large states near 1e6 (5, 2, 3)", hidden_states=1e6 + rng.normal(size=(5, 2, 3))),
-    ]
+        case("L = 12 (BERT-base), B = 4, T = 9, H = 16, right padding", 13, [9, 5, 1, 7], 9, 16),
+        case("L = 4, left padding (B, T, H) = (3, 6, 5)", 5, [2, 6, 4], 6, 5,
+             attention_mask=_padded_mask([2, 6, 4], 6, left=True)),
+        case("L = 1, one sentence without padding (1, 7, 3)", 2, [7], 7, 3),
+        case("a single array of states (L = 0): s = (1,)", 1, [3, 2], 4, 3),
+        case("sentences of one real token each (B, T, H) = (4, 5, 2)", 4, [1, 1, 1, 1], 5, 2,
+             attention_mask=np.eye(4, 5, k=1, dtype=np.int64)),
+        case("nan at the padding positions (5, 3, 6, 4)", 5, [6, 2, 4], 6, 4,
+             hidden_states=nan_states),
+        case("inf at the padding positions, left padding (3, 2, 5, 3)", 3, [3, 1], 5, 3,
+             hidden_states=inf_states, attention_mask=_padded_mask([3, 1], 5, left=True)),
+        case("weights of ±1000 (w = (1000, -1000, 999, 0))", 4, [4, 3], 4, 3,
+             w=np.array([1000.0, -1000.0, 999.0, 0.0])),
+        case("gamma = 0 (grad_w is 0, grad_gamma is not)", 4, [3, 5], 5, 4, gamma=0.0),
+        case("gamma = -2.5", 3, [2, 3], 3, 2, gamma=-2.5),
+        case("gamma given as the Python int 3", 3, [2, 3], 3, 2, gamma=3),
+        case("a mask of booleans", 4, [5, 2, 3], 5, 3,
+             attention_mask=_padded_mask([5, 2, 3], 5).astype(bool)),
+        Case("a list of 6 arrays (B, T, H) = (2, 4, 3)", hidden_states=layers,
+             w=rng.normal(size=6), gamma=1.1, attention_mask=_padded_mask([4, 2], 4),
+             grad_pooled=rng.normal(size=(2, 3))),
+        Case("a tuple of 6 arrays (2, 4, 3)", hidden_states=tuple(layers),
+             w=rng.normal(size=6), gamma=0.9, attention_mask=_padded_mask([1, 3], 4),
+             grad_pooled=rng.normal(size=(2, 3))),
+        case("float32 states, weights and G", 4, [3, 4], 4, 3,
+             hidden_states=rng.normal(size=(4, 2, 4, 3)).astype(np.float32),
+             w=rng.normal(size=4).astype(np.float32),
+             grad_pooled=rng.normal(size=(2, 3)).astype(np.float32)),
+        case("integer states (4, 2, 3, 2)", 4, [3, 2], 3, 2,
+             hidden_states=rng.integers(-9, 10, size=(4, 2, 3, 2))),
+        case("non-contiguous states, weights and mask", 5, [4, 2], 4, 3,
+             hidden_states=_strided(rng.normal(size=(5, 2, 4, 3))), w=_strided(rng.normal(size=5)),
+             attention_mask=_strided(_padded_mask([4, 2], 4))),
+    ]  # fmt: skip
 
 
-def _shares_input(result: np.ndarray, hidden_states: Any) -> bool:
-    arrays = [hidden_states] if isinstance(hidden_states, np.ndarray) else list(hidden_states)
-    return any(np.shares_memory(result, a) for a in arrays if isinstance(a, np.ndarray))
+def _mix_inputs(case: Case) -> dict[str, Any]:
+    """The inputs that layer_mix_backward must leave unchanged, by name."""
+    states = case.hidden_states
+    named = {"hidden_states": states} if isinstance(states, np.ndarray) else {
+        f"hidden_states[{k}]": h for k, h in enumerate(states)}  # fmt: skip
+    return {**named, "w": case.w, "attention_mask": case.attention_mask,
+            "grad_pooled": case.grad_pooled}  # fmt: skip
 
 
-def check_layer_features(layer_features: Callable[..., Any]) -> None:
-    """Hidden test of Part D: every strategy against the layer-by-layer version."""
-    cases = features_cases()
-    runs = 0
+def check_layer_mix_backward(layer_mix_backward: Callable[..., Any]) -> None:
+    """Hidden test of Part D: against torch.autograd, case by case."""
+    cases = mix_cases()
     for case in cases:
-        states = case.hidden_states
-        depth = len(states) - 1
-        allowed = [s for s in STRATEGIES if NEEDS[s] <= depth]
-        expected = {strategy: layer_by_layer(states, strategy) for strategy in allowed}
-        arrays = {"hidden_states": states} if isinstance(states, np.ndarray) else {
-            f"hidden_states[{k}]": a for k, a in enumerate(states)}  # fmt: skip
-        before = _snapshot(arrays)
-        with case.named("layer_features"):
-            answers = _call_each(
-                layer_features, COMBINE_BY_HAND, [(states, strategy) for strategy in allowed]
+        args = (case.hidden_states, case.w, case.gamma, case.attention_mask, case.grad_pooled)
+        pooled, grad_w, grad_gamma = autograd_mix(*args)
+        inputs = _mix_inputs(case)
+        before = _snapshot(inputs)
+        with case.named("layer_mix_backward"):
+            result = _call_valid(layer_mix_backward, MIX_BY_HAND, *args)
+            _expect_unchanged("layer_mix_backward", inputs, before)
+            got_pooled, got_w, got_gamma = _unpack(
+                result, "layer_mix_backward", ("pooled", "grad_w", "grad_gamma")
             )
-            _expect_unchanged("layer_features", arrays, before)
-        for strategy, got in zip(allowed, answers, strict=True):
-            runs += 1
-            wanted = expected[strategy]
-            with case.named("layer_features", repr(strategy)):
-                if not isinstance(got, np.ndarray) or got.shape != wanted.shape:
+            shortcuts.expect_array("pooled", got_pooled, pooled.shape, np.float64)
+            shortcuts.expect_array("grad_w", got_w, grad_w.shape, np.float64)
+            if not isinstance(got_gamma, float):
+                raise AssertionError(f"grad_gamma should be a float, got {_describe(got_gamma)}")
+            arrays = [h for h in inputs.values() if isinstance(h, np.ndarray)]
+            if any(np.shares_memory(got_pooled, h) for h in arrays):
+                raise AssertionError("pooled is a view of an input: return a new array")
+            for name, got, wanted in (("pooled", got_pooled, pooled), ("grad_w", got_w, grad_w),
+                                      ("grad_gamma", got_gamma, grad_gamma)):  # fmt: skip
+                if not np.all(np.isfinite(got)):
+                    where = np.argwhere(~np.isfinite(np.atleast_1d(got)))[0].tolist()
                     raise AssertionError(
-                        f"the features should be a NumPy array of shape {wanted.shape}, got "
-                        f"{_describe(got)}"
+                        f"{name} is {np.atleast_1d(got)[tuple(where)]} at {where}, where "
+                        "torch.autograd gives a finite value (padding read, or exp overflowing?)"
                     )
-                if got.dtype != np.float64:
-                    raise AssertionError(f"the features should be float64, got {got.dtype}")
-                if _shares_input(got, states):
-                    raise AssertionError("the features are a view of the input: return a new array")
-                assert_close(f"layer_features(..., {strategy!r})", got, wanted, atol=1e-9, rtol=1e-12,
-                             against="the layers summed or concatenated one by one")  # fmt: skip
+                assert_close(name, got, wanted, atol=1e-8, rtol=1e-9, against="torch.autograd")
 
     rng = np.random.default_rng(7402)
-    four = rng.normal(size=(4, 2, 3))  # L = 3
-    lists_names = (r"concat_last_four", "list the six strategy names")
-
-    def needs(k: int) -> tuple[str, str]:
-        return (
-            rf"\b{k}\b|{['one', 'two', 'three', 'four'][k - 1]}",
-            f"say that it needs {k} layers",
-        )
-
+    states, w, mask, grad = rng.normal(size=(3, 2, 4, 5)), rng.normal(size=3), _padded_mask(
+        [4, 2], 4), rng.normal(size=(2, 5))  # fmt: skip
+    uneven = [states[0], states[1][:, :3], states[2]]
     bad_calls = [
-        ("the unknown strategy 'middle'", four, "middle", lists_names),
-        ("the strategy 'Last' (names are exact)", four, "Last", lists_names),
-        ("'sum_last_four' and L = 3", four, "sum_last_four", needs(4)),
-        ("'concat_last_four' and L = 3", four, "concat_last_four", needs(4)),
-        ("'second_to_last' and L = 1", four[:2], "second_to_last", needs(2)),
-        ("only the embeddings (L = 0)", four[:1], "first", None),
-        ("layers of different shapes (a list)", [four[0], four[1][:, :2], four[2]], "last", None),
-        ("states with no feature axis, shape (L+1,) = (4,)", np.arange(4.0), "last", None),
-    ]
-    for description, states, strategy, says in bad_calls:
+        ("states of shape (3, 4, 5) (no batch axis)", states[:, 0], w, 1.0, mask[:1], grad[:1]),
+        ("a list of arrays of different shapes", uneven, w, 1.0, mask, grad),
+        ("2 weights for 3 layers", states, w[:2], 1.0, mask, grad),
+        ("weights of shape (3, 1)", states, w[:, None], 1.0, mask, grad),
+        ("gamma = True", states, w, True, mask, grad),
+        ("gamma = '1.0' (a string)", states, w, "1.0", mask, grad),
+        ("gamma = [1.0] (a list)", states, w, [1.0], mask, grad),
+        ("a mask of shape (2, 5)", states, w, 1.0, np.ones((2, 5), dtype=int), grad),
+        ("a mask holding 2", states, w, 1.0, mask * 2, grad),
+        ("a mask holding -1", states, w, 1.0, mask - (mask == 0), grad),
+        ("a sentence with no real token", states, w, 1.0, np.array([[1, 1, 0, 0], [0] * 4]), grad),
+        ("G of shape (2, 4)", states, w, 1.0, mask, grad[:, :4]),
+        ("G of shape (5,)", states, w, 1.0, mask, grad[0]),
+    ]  # fmt: skip
+    for description, *args in bad_calls:
         _expect_value_error(
-            layer_features, COMBINE_BY_HAND, f"layer_features with {description}", states,
-            strategy, says=says,
-        )  # fmt: skip
-    print(f"check_layer_features: all {runs + len(bad_calls)} hidden cases passed.")
+            layer_mix_backward, MIX_BY_HAND, f"layer_mix_backward with {description}", *args
+        )
+    print(f"check_layer_mix_backward: all {len(cases) + len(bad_calls)} hidden cases passed.")

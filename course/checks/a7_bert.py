@@ -1,4 +1,4 @@
-"""The visible tests of Assignment 7 (BERT's masking, WordPiece, next-sentence pairs, layer features).
+"""The visible tests of Assignment 7 (BERT's masking, WordPiece with offsets, next-sentence pairs, a layer mix's gradient).
 
 Each test cell of the notebook calls one check with the student's functions, which run under
 the rule of the part's hidden tests (:func:`course.checks.rules.by_hand`). Every function
@@ -145,62 +145,103 @@ def check_part_a(mlm_mask: Callable[..., Any]) -> None:
     print("Part A, visible test: passed.")
 
 
-def check_part_b(wordpiece: Callable[..., Any]) -> None:
-    """Part B's visible test (wordpiece)."""
+def check_part_b(wordpiece_offsets: Callable[..., Any]) -> None:
+    """Part B's visible test (wordpiece_offsets)."""
     __tracebackhide__ = True
-    vocab_b = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "un", "unaff", "##aff", "##able",
-               "##a", "##b", "##le", "play", "##ing", "##ed", "##s", "p", "##l", "##ay", "a",
-               "ab", "##c", "##bc", "##bd"]  # fmt: skip
+    vocab_b = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "un", "unaff", "##aff", "##able", "play",
+               "##ing", "##ed", "##s", "a", "ab", "##c", "##bc", "##bd", "don", "'", "t", "!",
+               "?", ",", "(", ")", "-", "re", "¿", "caf", "##é", "€5"]  # fmt: skip
+    texts_b = ["unaffable (playing)!", "re-played plays, don't abd?", "  ¿café?\tab\nabc €5", ""]
+    # the tokenizers library's tokens and Encoding.offsets on texts_b and vocab_b
+    expected_b = [
+        [("unaff", 0, 5), ("##able", 5, 9), ("(", 10, 11), ("play", 11, 15), ("##ing", 15, 18),
+         (")", 18, 19), ("!", 19, 20)],
+        [("re", 0, 2), ("-", 2, 3), ("play", 3, 7), ("##ed", 7, 9), ("play", 10, 14),
+         ("##s", 14, 15), (",", 15, 16), ("don", 17, 20), ("'", 20, 21), ("t", 21, 22),
+         ("[UNK]", 23, 26), ("?", 26, 27)],
+        [("¿", 2, 3), ("caf", 3, 6), ("##é", 6, 7), ("?", 7, 8), ("ab", 9, 11), ("ab", 12, 14),
+         ("##c", 14, 15), ("€5", 16, 18)],
+        [],
+    ]  # fmt: skip
+    why_b = {
+        (0, 0): "the longest first piece of 'unaffable' is 'unaff'",
+        (0, 2): "'(' is punctuation: a word of its own",
+        (1, 1): "'-' is punctuation: a word of its own",
+        (1, 8): 'the apostrophe of "don\'t" is punctuation',
+        (1, 10): "'abd' is one [UNK] over its whole word: 'ab', then no '##d' (greedy: no "
+        "going back to 'a' '##bd')",
+        (2, 0): "'¿' is punctuation (Unicode category Po), and leading spaces are dropped",
+        (2, 2): "'##é' spans one character: the prefix is not in the text",
+        (2, 4): "a tab separates words",
+        (2, 7): "'€' is a symbol, not punctuation: '€5' is one word",
+    }
 
-    def expect_pieces_b(word: str, expected: list[str], *options) -> None:
-        """Compare wordpiece(word, vocab_b, *options) with the expected pieces."""
+    def expect_tokens_b(texts, vocab, expected, said, *options) -> None:
+        """Compare wordpiece_offsets(texts, vocab, *options) with the expected tokens."""
         __tracebackhide__ = True
-        with inputs_kept("wordpiece", vocab=vocab_b):
-            got = by_hand(ASSIGNMENT, wordpiece, word, vocab_b, *options)
-        if not (isinstance(got, list)):
-            raise CheckFailed(f"wordpiece should return a list, got {type(got).__name__}")
-        said = f"wordpiece({word!r}{''.join(f', {o!r}' for o in options)})"
-        if not (got == expected):
-            raise CheckFailed(f"{said} is {got}, expected {expected}")
+        with inputs_kept("wordpiece_offsets", texts=texts, vocab=vocab):
+            got = by_hand(ASSIGNMENT, wordpiece_offsets, texts, vocab, *options)
+        if not (isinstance(got, list) and len(got) == len(texts)):
+            raise CheckFailed(
+                f"wordpiece_offsets should return a list of {len(texts)} lists (one per text), "
+                f"got {type(got).__name__} of length {len(got) if hasattr(got, '__len__') else '?'}"
+            )
+        for row, (mine, theirs) in enumerate(zip(got, expected, strict=True)):
+            if not isinstance(mine, list):
+                raise CheckFailed(
+                    f"{said}: text {row} should give a list, got {type(mine).__name__}"
+                )
+            for place, token in enumerate(mine):
+                if not (isinstance(token, tuple) and len(token) == 3):
+                    raise CheckFailed(
+                        f"{said}: text {row}, token {place} should be a tuple (token, start, end), "
+                        f"got {token!r}"
+                    )
+                if type(token[1]) is not int or type(token[2]) is not int:
+                    raise CheckFailed(
+                        f"{said}: text {row}, token {place}: start and end should be Python ints, "
+                        f"got {type(token[1]).__name__} and {type(token[2]).__name__}"
+                    )
+            for place in range(max(len(mine), len(theirs))):
+                one = mine[place] if place < len(mine) else "nothing"
+                other = theirs[place] if place < len(theirs) else "nothing"
+                if one != other:
+                    hint = why_b.get((row, place), "") if not options else ""
+                    raise CheckFailed(
+                        f"{said}: text {row} ({texts[row]!r}), token {place} is {one!r}, "
+                        f"expected {other!r}" + (f" ({hint})" if hint else "")
+                    )
 
-    expect_pieces_b("unaffable", ["unaff", "##able"])  # the longest first piece, "unaff"
-    expect_pieces_b("playing", ["play", "##ing"])
-    expect_pieces_b("plays", ["play", "##s"])
-    expect_pieces_b("pl", ["p", "##l"])
-    expect_pieces_b("play", ["play"])
-    expect_pieces_b("abc", ["ab", "##c"])  # greedy: "ab" first, although "a" "##bc" also fits
-    expect_pieces_b("abd", ["[UNK]"])  # "ab", then no "##d": although "a" "##bd" would fit
-    expect_pieces_b("playx", ["[UNK]"])  # "x" is not covered: the whole word is unknown
-    expect_pieces_b("xplay", ["[UNK]"])
-    expect_pieces_b("playing", ["play", "##ing"], 7)  # 7 characters, at most 7: fine
-    expect_pieces_b("playing", ["[UNK]"], 6)  # more than 6 characters
-    vocab_b2 = ["<unk>", "low", "@@er", "@@est", "new", "@@e", "@@s", "@@t"]
-    if not (
-        by_hand(ASSIGNMENT, wordpiece, "lowest", vocab_b2, 100, "<unk>", "@@") == ["low", "@@est"]
-    ):
-        raise CheckFailed(
-            f"with the prefix '@@': wordpiece('lowest') is {wordpiece('lowest', vocab_b2, 100, '<unk>', '@@')}, "
-            "expected ['low', '@@est']"
-        )
-    if not (
-        by_hand(ASSIGNMENT, wordpiece, "newest", vocab_b2, 100, "<unk>", "@@") == ["new", "@@est"]
-    ):
-        raise CheckFailed("with the prefix '@@': wordpiece('newest') should be ['new', '@@est']")
-    if not (by_hand(ASSIGNMENT, wordpiece, "news", vocab_b2, 100, "<unk>", "@@") == ["new", "@@s"]):
-        raise CheckFailed("with the prefix '@@': wordpiece('news') should be ['new', '@@s']")
-    if not (by_hand(ASSIGNMENT, wordpiece, "lowly", vocab_b2, 100, "<unk>", "@@") == ["<unk>"]):
-        raise CheckFailed("with the unknown token '<unk>': wordpiece('lowly') should be ['<unk>']")
+    expect_tokens_b(texts_b, vocab_b, expected_b, "wordpiece_offsets(texts_b, vocab_b)")
+    limited_b = [list(row) for row in expected_b]
+    limited_b[0] = [("[UNK]", 0, 9), ("(", 10, 11), ("[UNK]", 11, 18), (")", 18, 19), ("!", 19, 20)]
+    expect_tokens_b(
+        texts_b, vocab_b, limited_b, "with max_input_chars = 6 ('unaffable' and 'playing' are longer)", 6
+    )  # fmt: skip
+    vocab_b2 = ["<unk>", "low", "@@er", "@@est", "new", "@@e", "@@s", "@@t", "."]
+    texts_b2 = ["lowest newest. news lowly", "new@@s"]
+    expected_b2 = [
+        [("low", 0, 3), ("@@est", 3, 6), ("new", 7, 10), ("@@est", 10, 13), (".", 13, 14),
+         ("new", 15, 18), ("@@s", 18, 19), ("<unk>", 20, 25)],
+        [("new", 0, 3), ("<unk>", 3, 4), ("<unk>", 4, 5), ("<unk>", 5, 6)],  # '@' is punctuation
+    ]  # fmt: skip
+    expect_tokens_b(
+        texts_b2, vocab_b2, expected_b2, "with the prefix '@@' and the unknown token '<unk>'",
+        100, "<unk>", "@@",
+    )  # fmt: skip
     expect_value_error(
         {
-            'wordpiece("two words", vocab_b)': lambda: by_hand(
-                ASSIGNMENT, wordpiece, "two words", vocab_b
+            'wordpiece_offsets("one text", vocab_b) (a string, not a list of texts)': lambda: (
+                by_hand(ASSIGNMENT, wordpiece_offsets, "one text", vocab_b)
             ),
-            'wordpiece("", vocab_b)': lambda: by_hand(ASSIGNMENT, wordpiece, "", vocab_b),
-            'wordpiece("play", vocab_b2) (vocab_b2 has no "[UNK]")': lambda: by_hand(
-                ASSIGNMENT, wordpiece, "play", vocab_b2
+            'wordpiece_offsets(["play", 7], vocab_b)': lambda: by_hand(
+                ASSIGNMENT, wordpiece_offsets, ["play", 7], vocab_b
             ),
-            'wordpiece("play", vocab_b, 0)': lambda: by_hand(
-                ASSIGNMENT, wordpiece, "play", vocab_b, 0
+            'wordpiece_offsets(["play"], vocab_b2) (vocab_b2 has no "[UNK]")': lambda: by_hand(
+                ASSIGNMENT, wordpiece_offsets, ["play"], vocab_b2
+            ),
+            'wordpiece_offsets(["play"], vocab_b, 0)': lambda: by_hand(
+                ASSIGNMENT, wordpiece_offsets, ["play"], vocab_b, 0
             ),
         }
     )
@@ -276,62 +317,128 @@ def check_part_c(nsp_pairs: Callable[..., Any]) -> None:
     print("Part C, visible test: passed.")
 
 
-def check_part_d(layer_features: Callable[..., Any]) -> None:
-    """Part D's visible test (layer_features)."""
+def check_part_d(layer_mix_backward: Callable[..., Any]) -> None:
+    """Part D's visible test (layer_mix_backward)."""
     __tracebackhide__ = True
+    mask_d = np.array([[1, 1, 0], [1, 0, 0]])  # (B, T): two real tokens, then one
     states_d = (
-        100.0 * np.arange(6)[:, None, None] + 10.0 * np.arange(2)[:, None] + np.arange(3)
-    )  # (L+1, T, H) = (6, 2, 3)
+        10.0 * np.arange(3)[:, None, None, None] ** 2
+        + np.arange(3)[:, None]
+        + np.arange(2)
+        + np.zeros((3, 2, 3, 2))
+    )  # (L+1, B, T, H) = (3, 2, 3, 2): h^(j)_{b,t,k} = 10 j^2 + t + k
+    clean_d = states_d.copy()  # the same states with numbers at the padding positions
+    states_d[:, mask_d == 0] = np.nan  # padding: must not be read
+    w_d = np.array([0.0, np.log(2.0), 0.0])  # s = (1/4, 1/2, 1/4)
+    grad_d = np.array([[1.0, 0.0], [0.0, 2.0]])  # G, (B, H)
+    # torch.autograd's answers (float64) for these inputs and gamma = 2:
     expected_d = {
-        "first": [[0, 1, 2], [10, 11, 12]],
-        "last": [[500, 501, 502], [510, 511, 512]],
-        "sum_all": [[1500, 1505, 1510], [1550, 1555, 1560]],  # layers 1..5, not the embeddings
-        "second_to_last": [[400, 401, 402], [410, 411, 412]],
-        "sum_last_four": [[1400, 1404, 1408], [1440, 1444, 1448]],
-        "concat_last_four": [
-            [200, 201, 202, 300, 301, 302, 400, 401, 402, 500, 501, 502],
-            [210, 211, 212, 310, 311, 312, 410, 411, 412, 510, 511, 512],
-        ],
+        "pooled": [[31.0, 33.0], [30.0, 32.0]],
+        "grad_w": [-22.5, -15.0, 37.5],
+        "grad_gamma": 47.5,
     }
-    for strategy_d, wanted_d in expected_d.items():
-        with inputs_kept("layer_features", hidden_states=states_d):
-            got_d = by_hand(ASSIGNMENT, layer_features, states_d, strategy_d)
-        if not (isinstance(got_d, np.ndarray)):
+
+    def unpack_d(result: Any, said: str) -> tuple[np.ndarray, np.ndarray, float]:
+        __tracebackhide__ = True
+        if not (isinstance(result, tuple) and len(result) == 3):
+            raise CheckFailed(f"{said} should return the tuple (pooled, grad_w, grad_gamma)")
+        pooled, grad_w, grad_gamma = result
+        for name, array, shape in (("pooled", pooled, (2, 2)), ("grad_w", grad_w, (3,))):
+            if not (isinstance(array, np.ndarray) and array.shape == shape):
+                raise CheckFailed(
+                    f"{said}: {name} should be a NumPy array of shape {shape}, got "
+                    f"{type(array).__name__} of shape {np.shape(array)}"
+                )
+            if not (array.dtype == np.float64):
+                raise CheckFailed(f"{said}: {name} should be float64, got {array.dtype}")
+        if not (isinstance(grad_gamma, float)):
             raise CheckFailed(
-                f"layer_features(..., {strategy_d!r}) should return a NumPy array, got {type(got_d)}"
+                f"{said}: grad_gamma should be a Python float, got {type(grad_gamma).__name__}"
             )
-        assert_close(
-            f"layer_features(states_d, {strategy_d!r})",
-            got_d,
-            wanted_d,
-            atol=0,
-            against="the expected features",
+        return pooled, grad_w, grad_gamma
+
+    with inputs_kept(
+        "layer_mix_backward", hidden_states=states_d, w=w_d, attention_mask=mask_d,
+        grad_pooled=grad_d,
+    ):  # fmt: skip
+        result_d = by_hand(ASSIGNMENT, layer_mix_backward, states_d, w_d, 2.0, mask_d, grad_d)
+    pooled_d, grad_w_d, grad_gamma_d = unpack_d(result_d, "layer_mix_backward(states_d, ...)")
+    if not (np.isfinite(pooled_d).all()):
+        raise CheckFailed(
+            "pooled holds nan: the padding positions (nan in states_d) were read; leave them out "
+            "of the mean (multiplying by a mask of 0 keeps nan: 0 * nan is nan)"
         )
-        if not (not np.shares_memory(got_d, states_d)):
-            raise CheckFailed(
-                f"the {strategy_d!r} features are a view of the input: return a new array"
-            )
-    layers_d = list(states_d[:3])  # a list of arrays, as transformers returns them
-    with inputs_kept("layer_features", hidden_states=layers_d) as before_d:
-        last_d = by_hand(ASSIGNMENT, layer_features, layers_d, "last")
+    assert_close("pooled", pooled_d, expected_d["pooled"], atol=1e-9, against="torch.autograd")
+    assert_close("grad_w", grad_w_d, expected_d["grad_w"], atol=1e-9, against="torch.autograd")
     assert_close(
-        "the 'last' features of a list of arrays (as transformers returns them)",
-        last_d, before_d["hidden_states"][2], atol=0,
+        "grad_gamma", grad_gamma_d, expected_d["grad_gamma"], atol=1e-9, against="torch.autograd"
+    )
+    if not (not np.shares_memory(pooled_d, states_d)):
+        raise CheckFailed("pooled is a view of the input: return a new array")
+    assert_close(
+        "pooled for a list of 3 arrays (B, T, H)",
+        by_hand(ASSIGNMENT, layer_mix_backward, list(states_d), w_d, 2.0, mask_d == 1, grad_d)[0],
+        expected_d["pooled"], atol=1e-9, against="torch.autograd",
+    )  # fmt: skip
+    huge_d = by_hand(
+        ASSIGNMENT, layer_mix_backward, clean_d, np.array([1000.0, 0.0, -1000.0]), 2.0, mask_d,
+        grad_d,
+    )  # fmt: skip
+    huge_pooled_d, huge_grad_w_d, huge_gamma_d = unpack_d(huge_d, "with w = (1000, 0, -1000)")
+    if not (np.isfinite(huge_pooled_d).all() and np.isfinite(huge_grad_w_d).all()):
+        raise CheckFailed(
+            "with w = (1000, 0, -1000) the results are not finite: exp(1000) overflows; "
+            "subtract max(w) before exponentiating"
+        )
+    assert_close(
+        "pooled with w = (1000, 0, -1000) (s = (1, 0, 0): the embeddings alone)", huge_pooled_d,
+        [[1.0, 3.0], [0.0, 2.0]], atol=1e-9, against="torch.autograd",
     )  # fmt: skip
     assert_close(
-        "the 'sum_all' features of a batch (L+1, B, T, H) = (6, 1, 2, 3)",
-        by_hand(ASSIGNMENT, layer_features, states_d[:, None], "sum_all"), np.array(expected_d["sum_all"])[None], atol=0,
+        "grad_w with w = (1000, 0, -1000) (a saturated softmax)", huge_grad_w_d, [0.0, 0.0, 0.0],
+        atol=1e-9, against="torch.autograd",
     )  # fmt: skip
+    assert_close("grad_gamma with w = (1000, 0, -1000)", huge_gamma_d, 2.5, atol=1e-9,
+                 against="torch.autograd")  # fmt: skip
+    rng_d = np.random.default_rng(7)
+    total_d = by_hand(
+        ASSIGNMENT, layer_mix_backward, rng_d.normal(size=(5, 3, 4, 6)), rng_d.normal(size=5),
+        -0.7, np.ones((3, 4), dtype=int), rng_d.normal(size=(3, 6)),
+    )[1].sum()  # fmt: skip
+    if not (abs(total_d) < 1e-9):
+        raise CheckFailed(
+            f"the entries of grad_w add up to {total_d:.3g} on random inputs; they should add up "
+            "to 0 (Part E asks why)"
+        )
     expect_value_error(
         {
-            'layer_features(states_d, "middle") (no such strategy)': lambda: by_hand(
-                ASSIGNMENT, layer_features, states_d, "middle"
+            "layer_mix_backward(clean_d, w_d, 2.0, [[1, 0, 0], [0, 0, 0]], grad_d) (a sentence "
+            "with no real token)": lambda: by_hand(
+                ASSIGNMENT,
+                layer_mix_backward,
+                clean_d,
+                w_d,
+                2.0,
+                np.array([[1, 0, 0], [0, 0, 0]]),
+                grad_d,
             ),
-            'layer_features(states_d[:4], "sum_last_four") (L = 3 layers)': lambda: by_hand(
-                ASSIGNMENT, layer_features, states_d[:4], "sum_last_four"
+            "layer_mix_backward(clean_d, w_d[:2], 2.0, mask_d, grad_d) (2 weights for 3 layers)": (
+                lambda: by_hand(
+                    ASSIGNMENT, layer_mix_backward, clean_d, w_d[:2], 2.0, mask_d, grad_d
+                )
             ),
-            'layer_features(states_d[:1], "first") (the embeddings alone)': lambda: by_hand(
-                ASSIGNMENT, layer_features, states_d[:1], "first"
+            "layer_mix_backward(clean_d, w_d, True, mask_d, grad_d)": lambda: by_hand(
+                ASSIGNMENT, layer_mix_backward, clean_d, w_d, True, mask_d, grad_d
+            ),
+            "layer_mix_backward(clean_d, w_d, 2.0, mask_d * 2, grad_d) (a mask of 0 and 2)": (
+                lambda: by_hand(
+                    ASSIGNMENT, layer_mix_backward, clean_d, w_d, 2.0, mask_d * 2, grad_d
+                )
+            ),
+            "layer_mix_backward(clean_d, w_d, 2.0, mask_d, grad_d[:1]) (G of shape (1, 2))": (
+                lambda: by_hand(
+                    ASSIGNMENT, layer_mix_backward, clean_d, w_d, 2.0, mask_d, grad_d[:1]
+                )  # fmt: skip
             ),
         }
     )

@@ -86,6 +86,9 @@ _A7_COURSE_WORDPIECE = tuple(
 )
 _A7_COURSE_BERT = tuple("BertEmbeddings BertModel BertForPreTraining fill_mask".split())
 _A7_COLLATORS = ("DataCollatorForLanguageModeling", "DataCollatorForWholeWordMask")
+_A7_PRE_TOKENIZERS = tuple(
+    "BertPreTokenizer Whitespace WhitespaceSplit Punctuation Sequence Split".split()
+)
 
 # Unit 8's course modules, trapped by name as well (the walk over ``course`` finds them too).
 _A8_COURSE_DECODING = tuple(
@@ -331,15 +334,23 @@ RULES: dict[str, Rule] = {
                 "transformers.models.bert.tokenization_bert",
                 ("BertTokenizer", "WordpieceTokenizer", "BasicTokenizer"),
             ),
-            ("tokenizers", ("Tokenizer",)),
+            ("tokenizers", ("Tokenizer", "BertWordPieceTokenizer")),
             ("tokenizers.models", ("WordPiece",)),
+            ("tokenizers.pre_tokenizers", _A7_PRE_TOKENIZERS),
+            ("torch", ("softmax", "log_softmax")),
+            ("torch.Tensor", ("backward", "softmax", "log_softmax")),
+            ("torch.nn.functional", ("softmax", "log_softmax")),
+            ("torch.special", ("softmax", "log_softmax")),
+            ("torch.autograd", ("backward", "grad")),
+            ("torch.func", ("grad", "grad_and_value", "vjp", "jacrev", "jacfwd")),
+            ("scipy.special", ("softmax", "log_softmax", "logsumexp")),
             ("course.data.bert_inputs", _A7_COURSE_BERT_INPUTS),
             ("course.data.wordpiece", _A7_COURSE_WORDPIECE),
             ("course.models.bert", _A7_COURSE_BERT),
         ),
         summary=(
             "transformers' DataCollatorForLanguageModeling and BERT tokenisers, the tokenizers "
-            "library and torch.bernoulli"
+            "library, torch.bernoulli, the softmaxes of torch and scipy, and autograd"
         ),
     ),
     "a8_gpt_decoding": Rule(

@@ -19,28 +19,31 @@
 # `course.data.wordpiece`. Here you write what those helpers do yourself, in NumPy and plain
 # Python, in forms the lecture does not use: masking for the masked language model with any
 # selection rate and any split between [MASK], random and kept tokens, and with special ids
-# that are not the first few numbers; WordPiece tokenisation with any continuation prefix and
-# a limit on word length; next-sentence pairs with a boolean label; and the six ways of
-# reading features out of BERT's layers that the BERT paper compares.
+# that are not the first few numbers; WordPiece over a batch of texts, with BERT's split into
+# words and the character span of every token; next-sentence pairs with a boolean label; and
+# the gradient of a learned mix of BERT's layers, pooled over the real tokens of a padded
+# batch.
 #
 # **Goals.** After this assignment you can
 #
 # 1. corrupt a batch of token ids for masked language modelling, and check a random procedure
 #    by its statistics (Part A);
-# 2. tokenise a word with WordPiece's greedy longest-match-first rule (Part B);
+# 2. tokenise a batch of texts with WordPiece and map every token back onto the characters it
+#    came from, as fast tokenisers do (Part B);
 # 3. build next-sentence-prediction pairs from documents (Part C);
-# 4. combine BERT's layers into token features as in the feature-based experiments of the
-#    BERT paper (Part D);
-# 5. say why BERT does not always replace a selected token by [MASK], and what became of
-#    next-sentence prediction (Part E, written).
+# 4. backpropagate by hand through a learned mix of BERT's layers and a mean over the real
+#    tokens of a padded batch (Part D);
+# 5. predict, measure and explain how a learned mix's gradient behaves, and say what became
+#    of next-sentence prediction (Part E, written).
 #
 # ## How you are graded
 #
 # * Parts A to D are autograded. Each has a **visible test** that you can run now (fixed
 #   inputs; it names the quantity that is off, where and by how much), and a **hidden test**
 #   that runs at grading time on other inputs (other selection rates and splits, BERT's own
-#   special ids, tiny vocabularies, other prefixes and limits, documents of very different
-#   lengths, one layer and twelve, batches...) and checks that bad input raises `ValueError`.
+#   special ids, tiny vocabularies, other prefixes and limits, Unicode punctuation, documents
+#   of very different lengths, one layer and twelve, padding holding `nan`...) and checks that
+#   bad input raises `ValueError`.
 #   Random procedures are judged by their **statistics** over many draws, with tolerances of
 #   about five standard deviations, never by one exact sequence of random numbers: draw them
 #   in any order you like. Hard-coding the visible answers keeps the visible points only.
@@ -49,9 +52,10 @@
 #   delete or copy cells. Your functions must not modify their inputs.
 # * Use NumPy and plain Python. During the hidden tests the helpers of the `course` package (among
 #   them `course.data.bert_inputs`, `course.data.wordpiece` and `course.models.bert`),
-#   `transformers`' `DataCollatorForLanguageModeling`, its BERT tokenisers and its pipelines, the
-#   `tokenizers` library and `torch.bernoulli` are replaced by traps: calling them from your
-#   functions fails the test. (`course.checks` is allowed.) The visible tests run your functions
+#   `transformers`' `DataCollatorForLanguageModeling` and its BERT tokenisers, the `tokenizers`
+#   library (its `Tokenizer`, `WordPiece` model and pre-tokenisers), `torch.bernoulli`, the
+#   softmaxes of torch and scipy, and autograd (`torch.autograd`, `Tensor.backward`,
+#   `torch.func`) are replaced by traps: calling them from your functions fails the test. (`course.checks` is allowed.) The visible tests run your functions
 #   under the same rule and say so when one of them calls a forbidden routine; their data and
 #   expected values are in `course/checks/a7_bert.py`.
 #
@@ -217,108 +221,157 @@ except NotImplementedError:
     print("Implement Part A first, then run this cell again.")
 
 # %% [markdown]
-# ## Part B: WordPiece, greedy longest match first (3 points)
+# ## Part B: WordPiece over a batch of texts, with character offsets (3 points)
 #
-# BERT splits each word into pieces of its vocabulary. The first piece of a word is written
-# as it is; every later piece carries a **continuation prefix** ("##" in BERT, "@@" or none
-# in other models) so that "playing" may become ["play", "##ing"]. The rule is greedy:
+# Lecture 7 tokenises one word at a time. A tokeniser in use reads whole texts, and "fast"
+# tokenisers (`return_offsets_mapping=True` in `transformers`) also say, for every token,
+# which characters of the text it came from: a span $(s, e)$ with `text[s:e]` the token's
+# characters. Named-entity recognition and question answering need these spans to map the
+# model's answer back onto the text. Here you write BERT's pre-tokenisation, WordPiece and
+# the offsets, for a batch of texts.
 #
-# 1. if the word has more than `max_input_chars` characters, it is the unknown token;
-# 2. otherwise, from the start of the word, take the **longest** prefix of the rest that is
-#    in the vocabulary (with the continuation prefix in front, except for the first piece);
-# 3. repeat on what is left; if at some point no prefix of the rest is in the vocabulary,
-#    the **whole word** becomes the unknown token (not the pieces found so far, and the rule
-#    does not go back to try a shorter piece).
+# 1. **Words.** Cut each text at whitespace (a character `ch` with `ch.isspace()`), which is
+#    dropped, and make every **punctuation** character a word of its own: a character in
+#    `string.punctuation` (ASCII, `$`, `+`, `<` and `^` included) or whose Unicode category
+#    (`unicodedata.category(ch)`) starts with `"P"` (`¿`, `«`, `—`...). Everything else stays
+#    in its word: "don't!" is `don`, `'`, `t`, `!`; "€5" is one word. Nothing is lowercased.
+# 2. **Pieces.** Each word is split greedily, longest match first, as in Lecture 7: if it has
+#    more than `max_input_chars` characters it is the unknown token; otherwise take the
+#    longest prefix of the rest of the word that is in the vocabulary, every piece but the
+#    first with the continuation **prefix** in front ("##" in BERT, "@@" or none elsewhere);
+#    if no prefix of the rest is in the vocabulary, the **whole word** is the unknown token.
+# 3. **Offsets.** A piece spans the characters it covers in the text (the prefix is not in
+#    the text: `##ing` in "playing" at the start of a text spans $(4, 7)$); the unknown token
+#    spans its whole word. Offsets count Python characters, from 0, into the original text.
 #
-# Implement `wordpiece(word, vocab, max_input_chars=100, unk_token="[UNK]", prefix="##")`:
-# `word` a string, `vocab` a list of tokens (strings). Return the list of pieces (strings).
-# Characters are Python's (a string's `len`).
+# Implement `wordpiece_offsets(texts, vocab, max_input_chars=100, unk_token="[UNK]",
+# prefix="##")`: `texts` a list of strings, `vocab` a list of tokens (strings). Return one
+# list per text, of tuples `(token, start, end)` with `start` and `end` Python `int`s, in the
+# order of the text. An empty text, or one of whitespace only, gives an empty list.
 #
-# **Bad input** raises `ValueError`: a `word` that is not a string, is empty or contains
-# whitespace (it is two words), a vocabulary without `unk_token`, and `max_input_chars` that
-# is not an integer $\ge 1$.
+# **Bad input** raises `ValueError`: `texts` given as one string instead of a list, a text
+# that is not a string, a vocabulary without `unk_token`, and `max_input_chars` that is not
+# an integer $\ge 1$.
 
 
-# %% nbgrader={"grade": false, "grade_id": "wordpiece", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def wordpiece(
-    word: str,
+# %% nbgrader={"grade": false, "grade_id": "wordpiece_offsets", "locked": false, "schema_version": 3, "solution": true, "task": false}
+import string
+import unicodedata
+
+
+def wordpiece_offsets(
+    texts: list[str],
     vocab: list[str],
     max_input_chars: int = 100,
     unk_token: str = "[UNK]",
     prefix: str = "##",
-) -> list[str]:
-    """Split one word into vocabulary pieces, greedily, longest match first.
+) -> list[list[tuple[str, int, int]]]:
+    """BERT's pre-tokenisation and greedy WordPiece, with each token's character span.
 
     Args:
-        word: a non-empty string without whitespace.
+        texts: a batch of strings.
         vocab: the tokens, a list of strings containing unk_token.
         max_input_chars: longer words are [unk_token].
         unk_token: the unknown token.
-        prefix: the continuation prefix of every piece but the first.
+        prefix: the continuation prefix of every piece of a word but the first.
 
     Returns:
-        The pieces, e.g. ["play", "##ing"], or [unk_token].
+        For each text, its tokens as (token, start, end), text[start:end] the token's
+        characters (its whole word for unk_token).
 
     Raises:
         ValueError: for the bad inputs listed above.
     """
     ### BEGIN SOLUTION
-    if not isinstance(word, str) or not word or any(ch.isspace() for ch in word):
-        raise ValueError(f"word must be a non-empty string without whitespace, got {word!r}")
+    if type(texts) is str:
+        raise ValueError("texts must be a list of texts, not one string")
+    batch = list(texts)
+    strays = [index for index, text in enumerate(batch) if not isinstance(text, str)]
+    if strays:
+        raise ValueError(f"text {strays[0]} is a {type(batch[strays[0]]).__name__}, not a string")
     known = frozenset(vocab)
     if unk_token not in known:
         raise ValueError(f"the vocabulary has no unknown token {unk_token!r}")
-    whole = isinstance(max_input_chars, (int, np.integer))
-    if isinstance(max_input_chars, (bool, np.bool_)) or not whole:
+    if isinstance(max_input_chars, (bool, np.bool_)) or not isinstance(
+        max_input_chars, (int, np.integer)
+    ):
         raise ValueError(f"max_input_chars must be an integer, got {max_input_chars!r}")
     if max_input_chars < 1:
         raise ValueError(f"max_input_chars must be at least 1, got {max_input_chars}")
-    if len(word) > max_input_chars:
-        return [unk_token]
-    found: list[str] = []
-    rest = word
-    while rest:
-        lead = prefix if found else ""
-        size = len(rest)
-        while size and lead + rest[:size] not in known:
-            size -= 1  # shrink the candidate from the right
-        if size == 0:
-            return [unk_token]  # this part of the word is not covered: the whole word is lost
-        found.append(lead + rest[:size])
-        rest = rest[size:]
-    return list(found)
+    longest = max((len(token) for token in known), default=0)  # no piece is longer
+
+    def is_mark(ch: str) -> bool:
+        return ch in string.punctuation or unicodedata.category(ch)[0] == "P"
+
+    def spans_of(text: str) -> list[tuple[int, int]]:
+        """The (start, end) of each word: runs between whitespace, marks on their own."""
+        cuts, begin = [], None
+        for at, ch in enumerate(text + " "):  # a space at the end closes the last word
+            if ch.isspace() or is_mark(ch):
+                if begin is not None:
+                    cuts.append((begin, at))
+                begin = None
+                if not ch.isspace():
+                    cuts.append((at, at + 1))
+            elif begin is None:
+                begin = at
+        return cuts
+
+    def split(text: str, first: int, last: int) -> list[tuple[str, int, int]]:
+        if last - first > max_input_chars:
+            return [(unk_token, first, last)]
+        found, here = [], first
+        while here < last:
+            lead = prefix if here > first else ""
+            stop = min(last, here + longest)
+            while stop > here and lead + text[here:stop] not in known:
+                stop -= 1
+            if stop == here:  # nothing in the vocabulary starts here: the word is unknown
+                return [(unk_token, first, last)]
+            found.append((lead + text[here:stop], here, stop))
+            here = stop
+        return list(found)
+
+    return [
+        [token for first, last in spans_of(text) for token in split(text, first, last)]
+        for text in batch
+    ]
     ### END SOLUTION
 
 
 # %% [markdown]
 # ### Visible test for Part B
 #
-# The expected pieces come from the `tokenizers` library's WordPiece model
-# (`tokenizers.models.WordPiece(vocab, unk_token, max_input_chars_per_word,
-# continuing_subword_prefix)`) on the same vocabulary.
+# Four texts (one of them empty) with `max_input_chars` 100 and 6, then two texts with the
+# prefix "@@" and the unknown token "<unk>"; the expected tokens and spans are those of the
+# `tokenizers` library (a `Tokenizer` with the `WordPiece` model and the `BertPreTokenizer`,
+# whose `Encoding.offsets` are the spans).
 
-# %% nbgrader={"grade": true, "grade_id": "wordpiece_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-check_part_b(wordpiece)
+# %% nbgrader={"grade": true, "grade_id": "wordpiece_offsets_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+check_part_b(wordpiece_offsets)
 
-# %% nbgrader={"grade": true, "grade_id": "wordpiece_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
-# Hidden test (2 points): wordpiece against the tokenizers library's WordPiece model on
-# unseen vocabularies and words: random vocabularies over small alphabets with dozens of
-# words, vocabularies where greedy matching fails although another split exists, the
-# prefixes "##", "@@" and none, other unknown tokens, words of exactly and just over
-# max_input_chars characters, words that are one token, accented and non-Latin characters,
-# vocabularies given as tuples; inputs unchanged; ValueError for each bad input listed above.
+# %% nbgrader={"grade": true, "grade_id": "wordpiece_offsets_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# Hidden test (2 points): wordpiece_offsets against the tokenizers library (WordPiece model,
+# BertPreTokenizer, Encoding.offsets) on unseen batches: random texts over small alphabets
+# with spaces, tabs, newlines and punctuation, vocabularies where greedy matching fails
+# although another split exists, the prefixes "##", "@@" and none, other unknown tokens,
+# words of exactly and just over max_input_chars characters, accented, Japanese and Unicode
+# punctuation characters, symbols that are not punctuation (€), empty texts and texts of
+# whitespace only, vocabularies given as tuples; inputs unchanged; ValueError for each bad
+# input listed above.
 ### BEGIN HIDDEN TESTS
-from autograder.hidden.a7_bert import check_wordpiece
+from autograder.hidden.a7_bert import check_wordpiece_offsets
 
-check_wordpiece(wordpiece)
+check_wordpiece_offsets(wordpiece_offsets)
 ### END HIDDEN TESTS
 
 # %% [markdown]
 # ## Explore (not graded): your tokeniser against Lecture 7's
 #
 # `course.data.wordpiece` learns a vocabulary from counted words with the likelihood
-# criterion and tokenises with a `WordPiece` object. Learn a small vocabulary from a few
-# words, then compare your `wordpiece` with its `tokenize_word` on those words and others.
+# criterion, and its `WordPiece.tokenize` lowercases a text and splits it into words its own
+# way (runs of letters and digits). Learn a small vocabulary, then print your tokens with the
+# characters each span covers, next to the lecture's tokens of the lowercased text.
 
 # %%
 from course.data.wordpiece import WordPiece, count_words, learn_wordpiece
@@ -326,11 +379,12 @@ from course.data.wordpiece import WordPiece, count_words, learn_wordpiece
 texts_x = ["the player played and the players play", "unplayable plays are replayed"]
 learned_x = learn_wordpiece(count_words(texts_x), 60)
 lecture_x = WordPiece(learned_x.vocab, max_chars=12)
+sentence_x = "The players re-played (unplayable?) plays."
 try:
-    for word_x in ("played", "replaying", "plays", "unplayed", "displayed", "xylophone"):
-        mine_x = wordpiece(word_x, learned_x.vocab, 12)
-        theirs_x = lecture_x.tokenize_word(word_x)
-        print(f"{word_x:10s} {' '.join(mine_x):32s} {'same' if mine_x == theirs_x else theirs_x}")
+    mine_x = wordpiece_offsets([sentence_x, sentence_x.lower()], learned_x.vocab, 12)
+    print(" ".join(f"{token}[{sentence_x[start:end]}]" for token, start, end in mine_x[0]))
+    print("lowercased, yours:  ", [token for token, _, _ in mine_x[1]])
+    print("lowercased, lecture:", lecture_x.tokenize(sentence_x))
 except NotImplementedError:
     print("Implement Part B first, then run this cell again.")
 
@@ -424,111 +478,144 @@ check_nsp_pairs(nsp_pairs)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# ## Part D: features from BERT's layers (3 points)
+# ## Part D: a learned mix of BERT's layers, pooled over a padded batch, and its gradient (3 points)
 #
-# BERT can serve as a **feature extractor**: run it once, keep the vectors of some of its
-# layers, and train a small model on them. A BERT with $L$ layers gives $L + 1$ arrays of
-# states: $h^{(0)}$, the output of its embedding layer, then $h^{(1)}, \dots, h^{(L)}$, one
-# per Transformer layer (this is what `transformers` returns with `output_hidden_states=True`,
-# and `course.models.bert`'s `hidden_states`). The BERT paper compares six ways of reading
-# them, for named-entity recognition with BERT-base ($L = 12$):
+# Lecture 7 reads BERT's layers in the six fixed ways of the BERT paper. The alternative is to
+# **learn** the mix with the task, as ELMo does and as Tenney et al. (2019) did to ask which
+# layers of BERT each task uses: with the $L + 1$ arrays of states $h^{(0)}, \dots, h^{(L)}$
+# (the embeddings, then one per Transformer layer), weights $w \in \mathbb{R}^{L+1}$ and a
+# scale $\gamma$,
 #
-# | `strategy` | features of a token | needs |
-# | --- | --- | --- |
-# | `"first"` | $h^{(0)}$ (the embeddings) | $L \ge 1$ |
-# | `"last"` | $h^{(L)}$ | $L \ge 1$ |
-# | `"sum_all"` | $h^{(1)} + \dots + h^{(L)}$ (the $L$ layers, not the embeddings: "12 + ... + 1") | $L \ge 1$ |
-# | `"second_to_last"` | $h^{(L-1)}$ | $L \ge 2$ |
-# | `"sum_last_four"` | $h^{(L-3)} + h^{(L-2)} + h^{(L-1)} + h^{(L)}$ | $L \ge 4$ |
-# | `"concat_last_four"` | $[h^{(L-3)}; h^{(L-2)}; h^{(L-1)}; h^{(L)}]$, along the feature axis, in that order | $L \ge 4$ |
+# $$s = \operatorname{softmax}(w), \qquad x_{b,t} = \gamma \sum_{j=0}^{L} s_j\, h^{(j)}_{b,t}.$$
 #
-# Implement `layer_features(hidden_states, strategy)`: `hidden_states` an array of shape
-# (L + 1, …, H), layers first and features last, e.g. (L + 1, T, H) for one sentence or
-# (L + 1, B, T, H) for a batch, **or** a list of $L + 1$ arrays of one shape (…, H). Return a
-# new `float64` array (not a view of the input) of shape (…, H), or (…, 4H) for
-# `"concat_last_four"`.
+# A sentence gets one vector, the **mean of its tokens' vectors over its real tokens**:
+# with the attention mask $m_{b,t} = 1$ for a real token and $0$ for padding,
 #
-# **Bad input** raises `ValueError`: an unknown strategy (the message lists the six names), a
-# strategy that needs more layers than there are (the message says how many it needs), fewer
-# than two arrays of states (no Transformer layer), arrays of different shapes, and states
-# with no feature axis.
+# $$u_b = \frac{\sum_t m_{b,t}\, x_{b,t}}{\sum_t m_{b,t}} \qquad (B, H).$$
+#
+# A classifier on $u$ gives a loss $\ell$, and training needs $\partial \ell / \partial w$ and
+# $\partial \ell / \partial \gamma$. Backpropagation brings $G = \partial \ell / \partial u$
+# (B, H) down to the pooling; you take it the rest of the way, **by hand**: derive the
+# gradient through the mean, the sum over layers and the softmax.
+#
+# Implement `layer_mix_backward(hidden_states, w, gamma, attention_mask, grad_pooled)`:
+#
+# * `hidden_states`: an array of shape (L + 1, B, T, H), or a list of $L + 1$ arrays
+#   (B, T, H); `w`: shape (L + 1,); `gamma`: a number; `attention_mask`: (B, T) of 0 and 1
+#   (or booleans); `grad_pooled`: $G$, shape (B, H).
+# * Return the tuple `(pooled, grad_w, grad_gamma)`: $u$ as a new `float64` array (B, H),
+#   $\partial \ell / \partial w$ as a `float64` array (L + 1,), and $\partial \ell /
+#   \partial \gamma$ as a Python `float`.
+# * The states at padding positions may hold anything, `nan` included: they must not change
+#   any result. The weights may be large ($w_j$ of $\pm 1000$): compute the softmax so that it
+#   does not overflow.
+#
+# **Bad input** raises `ValueError`: states that are not (L + 1, B, T, H) (a list of arrays of
+# different shapes included), a `w` of another length than $L + 1$, a `gamma` that is not a
+# single real number (a boolean included), a mask of another shape than (B, T) or with values
+# other than 0 and 1, a sequence with no real token (its mean does not exist), and a `G` of
+# another shape than (B, H).
 
 
-# %% nbgrader={"grade": false, "grade_id": "layer_features", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def layer_features(hidden_states: np.ndarray | list[np.ndarray], strategy: str) -> np.ndarray:
-    """Combine h^(0), ..., h^(L) into token features as in the BERT paper's table.
+# %% nbgrader={"grade": false, "grade_id": "layer_mix_backward", "locked": false, "schema_version": 3, "solution": true, "task": false}
+import numbers
+
+
+def layer_mix_backward(
+    hidden_states: np.ndarray | list[np.ndarray],
+    w: np.ndarray,
+    gamma: float,
+    attention_mask: np.ndarray,
+    grad_pooled: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """The masked mean of gamma * sum_j softmax(w)_j h^(j), and the gradients of w and gamma.
 
     Args:
-        hidden_states: (L + 1, ..., H), or a list of L + 1 arrays (..., H); h^(0) first.
-        strategy: one of the six names of the table above.
+        hidden_states: (L + 1, B, T, H), or a list of L + 1 arrays (B, T, H); h^(0) first.
+        w: the mixing weights before the softmax, (L + 1,).
+        gamma: the scale.
+        attention_mask: (B, T), 1 for a real token and 0 for padding.
+        grad_pooled: the gradient of the loss with respect to the pooled vectors, (B, H).
 
     Returns:
-        A new float64 array of shape (..., H), or (..., 4H) for "concat_last_four".
+        (pooled (B, H), grad_w (L + 1,), grad_gamma): float64 arrays and a float.
 
     Raises:
         ValueError: for the bad inputs listed above.
     """
     ### BEGIN SOLUTION
-    depth_needed = {"first": 1, "last": 1, "sum_all": 1, "second_to_last": 2,
-                    "sum_last_four": 4, "concat_last_four": 4}  # fmt: skip
-    if strategy not in depth_needed:
-        raise ValueError(f"unknown strategy {strategy!r}; choose one of {sorted(depth_needed)}")
     given = hidden_states if isinstance(hidden_states, np.ndarray) else list(hidden_states)
-    layers = [np.asarray(state) for state in given]  # h^(0), ..., h^(L)
-    if len(layers) < 2:
-        raise ValueError(f"expected h^(0) and at least one layer, got {len(layers)} arrays")
-    shapes = {np.shape(state) for state in layers}
-    if len(shapes) > 1:
-        raise ValueError(f"the layers' states have different shapes: {sorted(shapes)}")
-    if np.ndim(layers[0]) < 1:
-        raise ValueError("each layer's states need a feature axis, shape (..., H)")
-    depth = len(layers) - 1  # L
-    needed = depth_needed[strategy]
-    if depth < needed:
-        raise ValueError(f"{strategy!r} needs at least {needed} layers, got L = {depth}")
-    stack = np.stack([np.asarray(state, dtype=np.float64) for state in layers])  # (L+1, ..., H)
-    if strategy == "first":
-        return stack[0].copy()
-    if strategy == "last":
-        return stack[depth].copy()
-    if strategy == "second_to_last":
-        return stack[depth - 1].copy()
-    if strategy == "sum_all":
-        return stack[1:].sum(axis=0)
-    if strategy == "sum_last_four":
-        return stack[depth - 3 :].sum(axis=0)
-    return np.concatenate(list(stack[depth - 3 :]), axis=-1)  # (..., 4H)
+    if not isinstance(given, np.ndarray) and len({np.shape(h) for h in given}) > 1:
+        raise ValueError("the layers' states have different shapes")
+    states = np.asarray(given, dtype=np.float64)  # (L+1, B, T, H)
+    if states.ndim != 4 or 0 in states.shape:
+        raise ValueError(f"hidden_states must be (L + 1, B, T, H), got shape {states.shape}")
+    depth, rows, width, size = states.shape
+    weights = np.asarray(w, dtype=np.float64)
+    if weights.shape != (depth,):
+        raise ValueError(f"w must have shape ({depth},), one weight per layer, got {weights.shape}")
+    if isinstance(gamma, (bool, np.bool_)) or not isinstance(gamma, numbers.Real):
+        raise ValueError(f"gamma must be a single real number, got {gamma!r}")
+    mask = np.asarray(attention_mask)
+    if mask.shape != (rows, width):
+        raise ValueError(f"attention_mask must have shape {(rows, width)}, got {mask.shape}")
+    if not np.isin(mask, (0, 1)).all():
+        raise ValueError("attention_mask must hold 0 and 1 only")
+    real = mask.astype(bool)  # (B, T)
+    counts = real.sum(axis=1)  # (B,)
+    if (counts == 0).any():
+        raise ValueError(f"sequence {int(np.argmin(counts))} has no real token: no mean")
+    upstream = np.asarray(grad_pooled, dtype=np.float64)
+    if upstream.shape != (rows, size):
+        raise ValueError(f"grad_pooled must have shape {(rows, size)}, got {upstream.shape}")
+    lifted = np.exp(weights - weights.max())
+    share = lifted / lifted.sum()  # softmax(w), (L+1,)
+    kept = np.where(real[None, :, :, None], states, 0.0)  # padding read as 0, nan or not
+    means = kept.sum(axis=2) / counts[None, :, None]  # the masked mean of each layer, (L+1, B, H)
+    blend = np.tensordot(share, means, axes=1)  # sum_j s_j mean_j, (B, H)
+    scale = float(gamma)
+    reach = np.einsum("jbh,bh->j", means, upstream)  # G . mean_j, summed over the batch
+    grad_share = scale * reach  # d loss / d s_j
+    grad_w = share * (grad_share - share @ grad_share)  # through the softmax's Jacobian
+    return scale * blend, grad_w, float(np.sum(blend * upstream))
     ### END SOLUTION
 
 
 # %% [markdown]
 # ### Visible test for Part D
 #
-# $L = 5$ layers of states for $T = 2$ tokens with $H = 3$ features, whose numbers say where
-# they are: $h^{(l)}_{t,k} = 100\,l + 10\,t + k$.
+# $L + 1 = 3$ arrays of states for $B = 2$ sentences of $T = 3$ positions with $H = 2$
+# features, $h^{(j)}_{b,t,k} = 10\,j^2 + t + k$ at real positions and `nan` at padding; the
+# first sentence has two real tokens, the second one. $w = (0, \ln 2, 0)$, so that
+# $s = (1/4, 1/2, 1/4)$; $\gamma = 2$; $G = \begin{pmatrix} 1 & 0 \\ 0 & -1 \end{pmatrix}$.
+# The expected values were computed by `torch.autograd`; the test also checks that the
+# entries of `grad_w` add up to 0 (why is Part E's question) and that weights of $\pm 1000$
+# give finite numbers.
 
-# %% nbgrader={"grade": true, "grade_id": "layer_features_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-check_part_d(layer_features)
+# %% nbgrader={"grade": true, "grade_id": "layer_mix_backward_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+check_part_d(layer_mix_backward)
 
-# %% nbgrader={"grade": true, "grade_id": "layer_features_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
-# Hidden test (2 points): layer_features against sums and concatenations written out layer
-# by layer, for L = 1, 2, 4 and 12 (BERT-base), one token and one feature, batches, lists
-# and tuples of arrays, float32 and integer states, non-contiguous arrays; results must be
-# new arrays; inputs unchanged; ValueError for unknown names (listing the six), strategies
-# that need more layers (saying how many), a single array of states and layers of different
-# shapes.
+# %% nbgrader={"grade": true, "grade_id": "layer_mix_backward_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# Hidden test (2 points): layer_mix_backward against torch.autograd (float64, run before your
+# function) for L = 1, 4 and 12 (BERT-base), one sentence and batches, sentences of one real
+# token, masks of booleans and of integers, left and right padding, nan and huge numbers at
+# padding positions, weights of ±1000, gamma = 0 and negative, a single layer, lists and
+# tuples of arrays, float32 and integer states, non-contiguous arrays; results must be new
+# arrays; inputs unchanged; ValueError for each bad input listed above.
 ### BEGIN HIDDEN TESTS
-from autograder.hidden.a7_bert import check_layer_features
+from autograder.hidden.a7_bert import check_layer_mix_backward
 
-check_layer_features(layer_features)
+check_layer_mix_backward(layer_mix_backward)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# ## Explore (not graded): features of Lecture 7's tiny BERT
+# ## Explore (not graded): check your gradient yourself, on Lecture 7's tiny BERT
 #
-# A `course.models.bert.BertModel` with random weights (two layers would allow only three
-# strategies; this one has four): its `hidden_states`, as NumPy arrays, are what
-# `layer_features` takes. How similar are the features of two tokens under each strategy?
+# A `course.models.bert.BertModel` with random weights reads a padded batch of two
+# sentences; its `hidden_states`, as NumPy arrays, are what `layer_mix_backward` takes. With
+# the loss $\ell = \sum_b G_b \cdot u_b$ (so that $\partial \ell / \partial u = G$), central
+# differences of $\ell$ computed from your `pooled` should match your `grad_w` and
+# `grad_gamma` to about $10^{-9}$.
 
 # %%
 import torch
@@ -537,49 +624,89 @@ from course.models.bert import BertConfig, BertModel
 
 torch.manual_seed(0)
 bert_x = BertModel(BertConfig(vocab_size=50, d_model=16, num_layers=4, d_ff=32)).eval()
+ids_x = torch.tensor([[2, 10, 11, 12, 3], [2, 13, 3, 0, 0]])  # the second row padded
+mask_x = (ids_x != 0).long()
 with torch.no_grad():
-    out_x = bert_x(torch.tensor([[2, 10, 11, 12, 3]]), torch.zeros(1, 5, dtype=torch.long))
-states_x = [h[0].numpy() for h in out_x.hidden_states]  # L + 1 = 5 arrays (T, H)
+    out_x = bert_x(ids_x, torch.zeros_like(ids_x), mask_x)
+states_x = [h.numpy().astype(np.float64) for h in out_x.hidden_states]  # 5 arrays (B, T, H)
+rng_x = np.random.default_rng(0)
+w_x, gamma_x, g_x = rng_x.normal(size=5), 1.5, rng_x.normal(size=(2, 16))
 try:
-    for strategy_x in ("first", "last", "sum_all", "second_to_last", "sum_last_four",
-                       "concat_last_four"):  # fmt: skip
-        f_x = layer_features(states_x, strategy_x)
-        cosine_x = f_x[1] @ f_x[2] / np.linalg.norm(f_x[1]) / np.linalg.norm(f_x[2])
-        print(f"{strategy_x:17s} shape {f_x.shape}, cosine of tokens 1 and 2: {cosine_x:+.3f}")
+    pooled_x, grad_w_x, grad_gamma_x = layer_mix_backward(states_x, w_x, gamma_x, mask_x.numpy(),
+                                                          g_x)  # fmt: skip
+
+    def loss_x(w: np.ndarray, gamma: float) -> float:
+        return float(np.sum(layer_mix_backward(states_x, w, gamma, mask_x.numpy(), g_x)[0] * g_x))
+
+    step_x = 1e-6
+    numeric_x = [(loss_x(w_x + step_x * e, gamma_x) - loss_x(w_x - step_x * e, gamma_x))
+                 / (2 * step_x) for e in np.eye(5)]  # fmt: skip
+    numeric_gamma_x = (loss_x(w_x, gamma_x + step_x) - loss_x(w_x, gamma_x - step_x)) / (2 * step_x)
+    print("grad_w, yours:             ", np.round(grad_w_x, 6))
+    print("grad_w, central differences:", np.round(numeric_x, 6))
+    print(f"grad_gamma: yours {grad_gamma_x:.6f}, central differences {numeric_gamma_x:.6f}")
 except NotImplementedError:
     print("Implement Part D first, then run this cell again.")
 
 # %% [markdown]
-# ## Part E: why not always [MASK]? And what became of NSP? (2 points, graded by hand)
+# ## Part E: a saturated mix, and what became of NSP? (2 points, graded by hand)
 #
-# In 4 to 8 sentences. BERT replaces a selected token by [MASK] only 80% of the time. What
-# would go wrong if it always did, given that [MASK] never appears when the model is
-# fine-tuned or used as a feature extractor? What do the 10% of random tokens and the 10% of
-# unchanged tokens each add (what must the model do at **every** position, since it cannot
-# tell which ones were changed)? Then: RoBERTa (Liu et al., 2019) trained without the
-# next-sentence objective and did as well or better. Give one reason why NSP was a weak
-# signal, as its NotNext pairs are built in Part C.
+# **Predict first.** Before you run the cell below, write down what you expect for (a) the
+# sum of the entries of `grad_w`, for any $w$, $\gamma$ and $G$; and (b) by about what factor
+# the size of `grad_w` changes when $w$ goes from $0$ (each of the five arrays of states a
+# fifth of the mix) to $(8, 0, 0, 0, 0)$ (the embeddings almost all of it), on the same
+# states and the same $G$. The cell uses your `layer_mix_backward` on the tiny BERT of the
+# exploration cell above.
 
-# %% [markdown] nbgrader={"grade": true, "grade_id": "mask_and_nsp", "locked": false, "points": 2, "schema_version": 3, "solution": true, "task": false}
-# **Model answer.** If every selected token became [MASK], the model would only ever have to
-# predict at [MASK] positions, and the representations of the ordinary tokens it sees would
-# not be trained to carry a prediction of themselves: pretraining inputs would contain
-# [MASK] tokens, fine-tuning inputs none, a mismatch between the two. Keeping 10% of the
-# selected tokens unchanged makes the model predict at positions that look ordinary, and
-# pulls every token's output representation towards its observed word; replacing 10% by a
-# random token means an ordinary-looking token may be wrong, so the model cannot simply copy
-# its input and must check every token against its context. Since the model cannot tell which
-# visible tokens were selected, it has to keep a good contextual representation of every
-# position, which is what fine-tuning and feature extraction use. (The cost is small: only
-# 1.5% of all tokens are random, too few to harm the language model.) Next-sentence
-# prediction was weak because a NotNext segment comes from another document: it usually
-# differs in topic, so the task can be solved by topic matching rather than by coherence
-# across sentences, and it forced short pairs of segments. RoBERTa found that packing long
-# contiguous text without NSP matched or improved downstream results; ALBERT replaced NSP by
-# sentence-order prediction (two consecutive segments, swapped or not), which needs
-# coherence.
+# %%
+try:
+    print("the numbers for Part E")
+    sizes_x = []
+    for name_x, w_try_x in (("w = 0", np.zeros(5)), ("w = (8, 0, 0, 0, 0)", np.eye(5)[0] * 8)):
+        share_x = np.exp(w_try_x - w_try_x.max()) / np.exp(w_try_x - w_try_x.max()).sum()
+        _, grad_try_x, _ = layer_mix_backward(states_x, w_try_x, gamma_x, mask_x.numpy(), g_x)
+        sizes_x.append(np.linalg.norm(grad_try_x))
+        print(f"{name_x}: s = {np.array2string(share_x, precision=4)}")
+        print("  grad_w =", " ".join(f"{v:+.2e}" for v in grad_try_x))
+        print(f"  sum of grad_w {grad_try_x.sum():+.1e}, size |grad_w| {sizes_x[-1]:.2e}")
+    print(f"the size shrinks by a factor of {sizes_x[0] / sizes_x[1]:.0f}")
+except NotImplementedError:
+    print("Implement Part D first, then run this cell again.")
+
+# %% [markdown]
+# In 4 to 8 sentences. **The mix:** compare the printed numbers with your predictions, and
+# explain (a) from the softmax (what does adding the same constant to every $w_j$ do to the
+# mix?) and (b) from the form of $\partial \ell / \partial w_k$ (write it with $s_k$). What
+# does (b) mean for a mix that starts, or drifts, far from uniform, and why is $w$ usually
+# started at $0$? **NSP:** RoBERTa (Liu et al., 2019) trained without the next-sentence
+# objective and did as well or better. Give one reason why NSP was a weak signal, as its
+# NotNext pairs are built in Part C.
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "mix_and_nsp", "locked": false, "points": 2, "schema_version": 3, "solution": true, "task": false}
+# **Model answer.** (a) The entries of `grad_w` add up to 0 (the cell prints -5.6e-17 and
+# +2.0e-15, rounding errors): adding the same constant to every $w_j$ leaves
+# $\operatorname{softmax}(w)$, hence the mix and the loss, unchanged, so the loss does not
+# change along $(1, \dots, 1)$ and the gradient is orthogonal to it. In the formula,
+# $\partial \ell / \partial w_k = s_k (a_k - \bar a)$ with $a_k = \partial \ell / \partial s_k$
+# and $\bar a = \sum_j s_j a_j$, and $\sum_k s_k (a_k - \bar a) = \bar a - \bar a = 0$. (b) With
+# $w = (8, 0, 0, 0, 0)$, $s = (0.9987, 0.0003, \dots)$: every other layer's entry carries its
+# factor $s_k = 0.0003$, and the favoured layer's entry is $s_0 (a_0 - \bar a)$ with $\bar a$
+# almost $a_0$ (their gap is $1 - s_0$ times the differences of the $a_j$), so the size of
+# `grad_w` falls from 8.83e-01 to 4.79e-03, a factor of 184. The softmax saturates: a mix
+# that starts, or drifts, close to one layer gets almost no signal to leave it, even when
+# another layer would serve the task better (the vanishing gradient of a saturated sigmoid).
+# Starting at $w = 0$ gives every layer the same share and the gradient its full size, so
+# the task, not the initialisation, decides which layers count. Next-sentence prediction was
+# weak because a NotNext segment comes from another document: it usually differs in topic,
+# so the task can be solved by topic matching rather than by coherence across sentences, and
+# it forced short pairs of segments. RoBERTa found that packing long contiguous text without
+# NSP matched or improved downstream results; ALBERT replaced NSP by sentence-order
+# prediction (two consecutive segments, swapped or not), which needs coherence.
 #
-# *Grading notes: 1 point for the mismatch between pretraining (with [MASK]) and fine-tuning
-# (without) and what random/unchanged tokens force (a good representation at every position,
-# no blind copying); 1 point for NSP being solvable by topic (the random B comes from another
-# document), with RoBERTa's finding or ALBERT's sentence-order prediction.*
+# *Grading notes: 1 point for the sum of zero explained by the softmax's invariance to
+# adding a constant to every weight, and the shrinking gradient explained by the factor
+# $s_k$ (a saturated softmax), with what it means for a mix started far from uniform; accept
+# the student's own printed numbers. 1 point for NSP being solvable by topic (the random B
+# comes from another document), with RoBERTa's finding or ALBERT's sentence-order
+# prediction. The numbers above are those the reference prints;
+# `tests/grading/test_a7_hidden_checks.py` checks each against the cell's output.*

@@ -13,6 +13,9 @@ caught inside the traps.
 from __future__ import annotations
 
 import random
+import re
+import string
+import unicodedata
 
 import numpy as np
 import pytest
@@ -22,12 +25,14 @@ from tests.grading.bug_injection import (
     Failure,
     expect_failure,
     expect_traps,
+    reference_namespace,
     row_id,
     run_visible,
     shortcut_tests,
+    solution,
     visible_mistake_tests,
 )
-from tests.grading.solution_loader import as_student
+from tests.grading.solution_loader import as_student, run_cell
 
 ASSIGNMENT = "a7_bert"
 
@@ -100,8 +105,8 @@ def corrupt(
     return np.array(out, dtype=dtype).reshape(shape), np.array(labels, dtype).reshape(shape)
 
 
-def pieces(
-    word,
+def offsets_of(
+    texts,
     vocab,
     max_input_chars=100,
     unk_token="[UNK]",
@@ -110,46 +115,92 @@ def pieces(
     backtrack=False,
     keep_partial=False,
     limit_inclusive=False,
-    prefix_always_hash=False,
-    count_bytes=False,
-    accept_spaces=False,
+    span_with_prefix=False,
+    unk_from_failure=False,
+    space_only=False,
+    ascii_marks_only=False,
+    unicode_marks_only=False,
+    no_marks=False,
+    byte_offsets=False,
+    accept_one_string=False,
 ):
-    if not isinstance(word, str) or not word or (not accept_spaces and len(word.split()) != 1):
-        raise ValueError("word")
+    if isinstance(texts, str) and not accept_one_string:
+        raise ValueError("texts")
+    if any(not isinstance(text, str) for text in texts):
+        raise ValueError("text")
     if unk_token not in vocab or not isinstance(max_input_chars, int) or max_input_chars < 1:
         raise ValueError("vocab or limit")
-    if prefix_always_hash:
-        prefix = "##"
-    size = len(word.encode()) if count_bytes else len(word)
-    if size >= max_input_chars if limit_inclusive else size > max_input_chars:
-        return [unk_token]
     known = set(vocab)
 
-    def split(start):
-        if start == len(word):
+    def mark(ch):
+        if no_marks:
+            return False
+        ascii_mark = ch in string.punctuation
+        unicode_mark = unicodedata.category(ch).startswith("P")
+        if ascii_marks_only:
+            return ascii_mark
+        if unicode_marks_only:
+            return unicode_mark
+        return ascii_mark or unicode_mark
+
+    def words(text):
+        chunks = re.finditer(r"[^ ]+" if space_only else r"\S+", text)
+        for chunk in chunks:
+            start = chunk.start()
+            for k, ch in enumerate(chunk.group()):
+                if mark(ch):
+                    if chunk.start() + k > start:
+                        yield start, chunk.start() + k
+                    yield chunk.start() + k, chunk.start() + k + 1
+                    start = chunk.start() + k + 1
+            if start < chunk.end():
+                yield start, chunk.end()
+
+    def split(word, at):  # the pieces of word[at:], as (piece, start in word, end in word)
+        if at == len(word):
             return []
-        for end in range(len(word), start, -1):
-            piece = (prefix if start else "") + word[start:end]
+        for end in range(len(word), at, -1):
+            piece = (prefix if at else "") + word[at:end]
             if piece in known:
-                rest = split(end)
+                rest = split(word, end)
                 if rest is not None or not backtrack:
-                    return None if rest is None else [piece, *rest]
+                    return None if rest is None else [(piece, at, end), *rest]
         return None
 
-    if keep_partial:
-        out, start = [], 0
-        while start < len(word):
-            for end in range(len(word), start, -1):
-                piece = (prefix if start else "") + word[start:end]
-                if piece in known:
-                    out.append(piece)
-                    start = end
-                    break
-            else:
-                return [*out, unk_token]
+    def tokens(text):
+        out = []
+        for first, last in words(text):
+            word = text[first:last]
+            size = len(word)
+            if size >= max_input_chars if limit_inclusive else size > max_input_chars:
+                out.append((unk_token, first, last))
+                continue
+            found = split(word, 0)
+            if found is None and (keep_partial or unk_from_failure):
+                found, at = [], 0
+                while at < len(word):
+                    step = next(
+                        (end for end in range(len(word), at, -1)
+                         if (prefix if at else "") + word[at:end] in known), None,
+                    )  # fmt: skip
+                    if step is None:
+                        break
+                    found.append(((prefix if at else "") + word[at:step], at, step))
+                    at = step
+                found = [*found, (unk_token, at, len(word))] if keep_partial else [
+                    (unk_token, at, len(word))]  # fmt: skip
+            elif found is None:
+                found = [(unk_token, 0, len(word))]
+            for piece, start, end in found:
+                if span_with_prefix and piece != unk_token:
+                    end = start + len(piece)  # the prefix counted as characters of the text
+                out.append((piece, first + start, first + end))
+        if byte_offsets:
+            spot = [len(text[:k].encode()) for k in range(len(text) + 1)]
+            out = [(piece, spot[start], spot[end]) for piece, start, end in out]
         return out
-    found = split(0)
-    return [unk_token] if found is None else found
+
+    return [tokens(text) for text in texts]
 
 
 def pairs_of(
@@ -193,42 +244,75 @@ def pairs_of(
     return out
 
 
-def combine(
+def mix_grads(
     hidden_states,
-    strategy,
+    w,
+    gamma,
+    attention_mask,
+    grad_pooled,
     *,
-    sum_with_embeddings=False,
-    concat_newest_first=False,
-    view=False,
+    no_jacobian=False,
+    no_centering=False,
+    mean_over_all=False,
+    mask_by_product=False,
+    naive_softmax=False,
+    gamma_by_division=False,
+    accept_empty=False,
     keep_dtype=False,
-    wrap_around=False,
-    name_strategies=True,
+    no_gamma_in_grad_w=False,
 ):
-    needs = {"first": 1, "last": 1, "sum_all": 1, "second_to_last": 2, "sum_last_four": 4,
-             "concat_last_four": 4}  # fmt: skip
-    if strategy not in needs:
-        raise ValueError(f"unknown strategy; use {sorted(needs)}" if name_strategies else "no")
     layers = [np.asarray(h) for h in hidden_states]
-    if len(layers) < 2 or len({h.shape for h in layers}) != 1 or layers[0].ndim == 0:
+    if len({h.shape for h in layers}) != 1 or layers[0].ndim != 3:
         raise ValueError("states")
-    L = len(layers) - 1
-    if L < needs[strategy] and not wrap_around:
-        raise ValueError(f"{strategy} needs {needs[strategy]} layers")
-    stack = np.asarray(hidden_states) if view else np.stack(layers)
-    if not keep_dtype:
-        stack = stack.astype(np.float64, copy=False)
-    if strategy == "first":
-        return stack[0]
-    if strategy == "last":
-        return stack[-1]
-    if strategy == "second_to_last":
-        return stack[-2]
-    if strategy == "sum_all":
-        return np.add.reduce(stack[0 if sum_with_embeddings else 1 :], axis=0)
-    if strategy == "sum_last_four":
-        return np.add.reduce(stack[-4:], axis=0)
-    last_four = list(stack[-4:])
-    return np.concatenate(last_four[::-1] if concat_newest_first else last_four, axis=-1)
+    depth, (rows, width, size) = len(layers), layers[0].shape
+    weights = np.asarray(w, dtype=float)
+    if weights.shape != (depth,):
+        raise ValueError("w")
+    if isinstance(gamma, bool) or not isinstance(gamma, (int, float, np.floating, np.integer)):
+        raise ValueError("gamma")
+    mask = np.asarray(attention_mask)
+    if mask.shape != (rows, width) or not set(np.unique(mask).tolist()) <= {0, 1}:
+        raise ValueError("mask")
+    upstream = np.asarray(grad_pooled, dtype=float)
+    if upstream.shape != (rows, size):
+        raise ValueError("G")
+    if not accept_empty and any(sum(row) == 0 for row in mask.tolist()):
+        raise ValueError("empty")
+    if naive_softmax:
+        with np.errstate(over="ignore", invalid="ignore"):
+            share = np.exp(weights) / np.exp(weights).sum()
+    else:
+        share = np.exp(weights - np.max(weights))
+        share = share / share.sum()
+    dtype = layers[0].dtype if keep_dtype and layers[0].dtype.kind == "f" else np.float64
+    means = np.zeros((depth, rows, size))  # the masked mean of each layer, row by row
+    for j, layer in enumerate(layers):
+        for b in range(rows):
+            total, count = np.zeros(size), 0
+            for t in range(width):
+                if mask_by_product:
+                    total = total + mask[b, t] * layer[b, t]
+                elif mask[b, t]:
+                    total = total + layer[b, t]
+                count += 1 if mean_over_all else int(mask[b, t])
+            with np.errstate(invalid="ignore", divide="ignore"):
+                means[j, b] = total / count
+    blend = sum(share[j] * means[j] for j in range(depth))
+    pooled = (gamma * blend).astype(dtype)
+    reach = np.array([np.sum(means[j] * upstream) for j in range(depth)])
+    a = reach if no_gamma_in_grad_w else gamma * reach
+    if no_jacobian:
+        grad_w = a
+    elif no_centering:
+        grad_w = share * a
+    else:
+        grad_w = share * a - share * np.dot(share, a)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        grad_gamma = (
+            float(np.sum(pooled * upstream) / gamma) if gamma_by_division
+            else float(np.sum(blend * upstream))
+        )  # fmt: skip
+    return pooled, grad_w.astype(np.float64), grad_gamma
 
 
 # --------------------------------------------------------------------------------------------
@@ -238,26 +322,35 @@ def combine(
 
 def test_the_independent_implementations_pass_too(capsys):
     hidden.check_mlm_mask(as_student(corrupt, "mlm_mask"))
-    hidden.check_wordpiece(as_student(pieces, "wordpiece"))
+    hidden.check_wordpiece_offsets(as_student(offsets_of, "wordpiece_offsets"))
     hidden.check_nsp_pairs(as_student(pairs_of, "nsp_pairs"))
-    hidden.check_layer_features(as_student(combine, "layer_features"))
+    hidden.check_layer_mix_backward(as_student(mix_grads, "layer_mix_backward"))
     assert capsys.readouterr().out.count("hidden cases passed") == 4
 
 
 def test_the_references_agree_with_the_independent_implementations():
-    for case in hidden.wordpiece_cases():
+    for case in hidden.offsets_cases():
         setting = (case.vocab, case.max_input_chars, case.unk_token, case.prefix)
-        assert hidden.tokenizers_pieces(case.words, *setting) == [
-            pieces(word, *setting) for word in case.words
-        ]
-    rng = np.random.default_rng(0)
-    for depth in (1, 2, 4, 7):
-        states = rng.normal(size=(depth + 1, 3, 5))
-        for strategy in hidden.STRATEGIES:
-            if hidden.NEEDS[strategy] <= depth:
-                np.testing.assert_allclose(
-                    hidden.layer_by_layer(states, strategy), combine(states, strategy), atol=1e-12
-                )
+        assert hidden.tokenizers_offsets(case.texts, *setting) == offsets_of(case.texts, *setting)
+    for case in hidden.mix_cases():
+        args = (case.hidden_states, case.w, case.gamma, case.attention_mask, case.grad_pooled)
+        for theirs, ours in zip(hidden.autograd_mix(*args), mix_grads(*args), strict=True):
+            np.testing.assert_allclose(theirs, ours, rtol=1e-9, atol=1e-10)
+
+
+def test_the_cases_use_characters_on_which_python_and_tokenizers_agree():
+    """The statement's rule (str.isspace, string.punctuation, Unicode category P) and the
+    BertPreTokenizer differ on a few characters (U+001C to U+001F, punctuation newer than one
+    of their Unicode tables): no case holds one."""
+    from tokenizers import pre_tokenizers
+
+    split = pre_tokenizers.BertPreTokenizer().pre_tokenize_str
+    used = {ch for case in hidden.offsets_cases() for text in case.texts for ch in text}
+    for ch in used:
+        text = f"a{ch}b"
+        theirs = [span for _, span in split(text)]
+        ours = [(start, end) for _, start, end in offsets_of([text], ["[UNK]"])[0]]
+        assert theirs == ours, repr(ch)
 
 
 def test_the_statistical_checks_have_power():
@@ -276,9 +369,12 @@ def test_the_statistical_checks_have_power():
 
 BERT = r"^mlm_mask, BERT's numbering \(specials 0, 100-103, \|V\| = 30522\), a padded batch"
 SPECIALS = r"^mlm_mask, specials \[9, 0, 7\] not consecutive"
-ENGLISH = "^wordpiece, an English vocabulary"
+ENGLISH = "^wordpiece_offsets, an English vocabulary, sentences with punctuation"
+ACCENTS = (
+    r"^wordpiece_offsets, accented and Japanese characters, Unicode punctuation, '€' \(a symbol\)$"
+)
 DOCUMENTS = "^nsp_pairs, 32 documents "
-BASE = r"^layer_features, L = 12 \(BERT-base\), T = 7, H = 16, "
+BASE = r"^layer_mix_backward, L = 12 \(BERT-base\), B = 4, T = 9, H = 16, right padding$"
 
 
 @pytest.mark.parametrize(
@@ -303,18 +399,23 @@ def test_check_mlm_mask_rejects_bug(bugs, failure):
 @pytest.mark.parametrize(
     ("bugs", "failure"),
     [
-        ({"backtrack": True}, Failure("^wordpiece, greedy matching fails ", r"^wordpiece\('abc'\) is \['a', '##bc'\]", r"gives \['\[UNK\]'\]")),
-        ({"keep_partial": True}, Failure(ENGLISH + "$", r"^wordpiece\('rung'\) is \['r', '\[UNK\]'\]")),
-        ({"limit_inclusive": True}, Failure(ENGLISH + ", max_input_chars = 6 ", r"^wordpiece\('undone'\) is \['\[UNK\]'\]")),
-        ({"prefix_always_hash": True}, Failure("^wordpiece, a random vocabulary with the prefix '@@'", r"^wordpiece\('\w+'\) is ")),
-        ({"count_bytes": True}, Failure("^wordpiece, accented characters, max_input_chars = 4$", r"^wordpiece\('café'\) is \['\[UNK\]'\]")),
-        ({"accept_spaces": True}, Failure(None, "^wordpiece with two words 'ab ab'", "should raise ValueError")),
+        ({"backtrack": True}, Failure("^wordpiece_offsets, greedy matching fails ", r"^text 0 \('abc, ab abbc'\), token 0 is \('a', 0, 1\), but the tokenizers library gives \('\[UNK\]', 0, 3\)")),
+        ({"keep_partial": True}, Failure(ENGLISH + "$", r"^text 2 .*, token 0 is \('r', 0, 1\)", r"gives \('\[UNK\]', 0, 4\)")),
+        ({"unk_from_failure": True}, Failure(ENGLISH + "$", r"^text 2 .*, token 0 is \('\[UNK\]', 1, 4\)", r"gives \('\[UNK\]', 0, 4\)")),
+        ({"limit_inclusive": True}, Failure("^wordpiece_offsets, an English vocabulary, max_input_chars = 6 ", r"token 2 is \('\[UNK\]', 9, 15\)", r"gives \('un', 9, 11\)")),
+        ({"span_with_prefix": True}, Failure(ENGLISH + "$", r"token 3 is \('##do', 11, 15\)", r"gives \('##do', 11, 13\)")),
+        ({"space_only": True}, Failure(ENGLISH + "$", r"^text 2 .*, token 4 is \('\[UNK\]', 13, 25\)")),
+        ({"ascii_marks_only": True}, Failure(ACCENTS, r"token 5 is \('\[UNK\]', 12, 17\), but the tokenizers library gives \('«', 12, 13\)")),
+        ({"unicode_marks_only": True}, Failure(ENGLISH + "$", r"^text 4 \('\$5 5\$ re:do'\), token 0 is \('\[UNK\]', 0, 2\)", r"gives \('\$', 0, 1\)")),
+        ({"no_marks": True}, Failure(ENGLISH + "$", r"^text 0 .*, token 0 is \('\[UNK\]', 0, 8\)")),
+        ({"byte_offsets": True}, Failure(ACCENTS, r"token 1 is \('##é', 3, 5\), but the tokenizers library gives \('##é', 3, 4\)")),
+        ({"accept_one_string": True}, Failure(None, "^wordpiece_offsets with texts given as one string", "should raise ValueError")),
     ],
     ids=row_id,
 )  # fmt: skip
-def test_check_wordpiece_rejects_bug(bugs, failure):
-    student = as_student(pieces, "wordpiece", **bugs)
-    expect_failure(lambda: hidden.check_wordpiece(student), failure)
+def test_check_wordpiece_offsets_rejects_bug(bugs, failure):
+    student = as_student(offsets_of, "wordpiece_offsets", **bugs)
+    expect_failure(lambda: hidden.check_wordpiece_offsets(student), failure)
 
 
 @pytest.mark.parametrize(
@@ -337,18 +438,21 @@ def test_check_nsp_pairs_rejects_bug(bugs, failure):
 @pytest.mark.parametrize(
     ("bugs", "failure"),
     [
-        ({"sum_with_embeddings": True}, Failure(BASE + "'sum_all'$", r"^layer_features\(\.\.\., 'sum_all'\) differs")),
-        ({"concat_newest_first": True}, Failure(BASE + "'concat_last_four'$", r"^layer_features\(\.\.\., 'concat_last_four'\) differs")),
-        ({"view": True}, Failure(BASE + "'first'$", "^the features are a view of the input")),
-        ({"keep_dtype": True}, Failure("^layer_features, float32 states ", "^the features should be float64", "got float32")),
-        ({"wrap_around": True}, Failure(None, "^layer_features with 'sum_last_four' and L = 3", "should raise ValueError")),
-        ({"name_strategies": False}, Failure(None, "^layer_features with the unknown strategy 'middle'", r"raised ValueError\('no'\)", "six strategy names")),
+        ({"no_jacobian": True}, Failure(BASE, r"^grad_w differs from torch.autograd by")),
+        ({"no_centering": True}, Failure(BASE, r"^grad_w differs from torch.autograd by")),
+        ({"no_gamma_in_grad_w": True}, Failure(BASE, r"^grad_w differs from torch.autograd by")),
+        ({"mean_over_all": True}, Failure(BASE, r"^pooled differs from torch.autograd by")),
+        ({"mask_by_product": True}, Failure(r"^layer_mix_backward, nan at the padding positions", r"^pooled is nan at \[1, 0\]", "where torch.autograd gives a finite value")),
+        ({"naive_softmax": True}, Failure(r"^layer_mix_backward, weights of ±1000", r"^pooled is nan at \[0, 0\]")),
+        ({"gamma_by_division": True}, Failure(r"^layer_mix_backward, gamma = 0 ", r"^grad_gamma is nan at \[0\]")),
+        ({"keep_dtype": True}, Failure(r"^layer_mix_backward, float32 states", "^pooled should be float64, got dtype float32")),
+        ({"accept_empty": True}, Failure(None, "^layer_mix_backward with a sentence with no real token", "should raise ValueError")),
     ],
     ids=row_id,
 )  # fmt: skip
-def test_check_layer_features_rejects_bug(bugs, failure):
-    student = as_student(combine, "layer_features", **bugs)
-    expect_failure(lambda: hidden.check_layer_features(student), failure)
+def test_check_layer_mix_backward_rejects_bug(bugs, failure):
+    student = as_student(mix_grads, "layer_mix_backward", **bugs)
+    expect_failure(lambda: hidden.check_layer_mix_backward(student), failure)
 
 
 # --------------------------------------------------------------------------------------------
@@ -399,21 +503,48 @@ test_visible_tests_name_the_mistake = visible_mistake_tests(
             ),
         ),
         (
-            "wordpiece_visible",
-            {"wordpiece": as_student(pieces, "wordpiece", backtrack=True)},
-            Failure(None, r"^wordpiece\('abd'\) is \['a', '##bd'\], expected \['\[UNK\]'\]"),
-        ),
-        (
-            "wordpiece_visible",
-            {"wordpiece": as_student(pieces, "wordpiece", limit_inclusive=True)},
+            "wordpiece_offsets_visible",
+            {"wordpiece_offsets": as_student(offsets_of, "wordpiece_offsets", backtrack=True)},
             Failure(
-                None, r"^wordpiece\('playing', 7\) is \['\[UNK\]'\], expected \['play', '##ing'\]"
+                None,
+                r"^wordpiece_offsets\(texts_b, vocab_b\): text 1 .*, token 10 is \('a', 23, 24\), expected \('\[UNK\]', 23, 26\) \('abd' is one \[UNK\]",
             ),
         ),
         (
-            "wordpiece_visible",
-            {"wordpiece": as_student(pieces, "wordpiece", prefix_always_hash=True)},
-            Failure(None, r"^with the prefix '@@': wordpiece\('lowest'\) is "),
+            "wordpiece_offsets_visible",
+            {
+                "wordpiece_offsets": as_student(
+                    offsets_of, "wordpiece_offsets", span_with_prefix=True
+                )
+            },
+            Failure(
+                None,
+                r"^wordpiece_offsets\(texts_b, vocab_b\): text 0 .*, token 1 is \('##able', 5, 11\), expected \('##able', 5, 9\)",
+            ),
+        ),
+        (
+            "wordpiece_offsets_visible",
+            {
+                "wordpiece_offsets": as_student(
+                    offsets_of, "wordpiece_offsets", ascii_marks_only=True
+                )
+            },
+            Failure(
+                None,
+                r"^wordpiece_offsets\(texts_b, vocab_b\): text 2 .*, token 0 is .*, expected \('¿', 2, 3\) \('¿' is punctuation",
+            ),
+        ),
+        (
+            "wordpiece_offsets_visible",
+            {
+                "wordpiece_offsets": as_student(
+                    offsets_of, "wordpiece_offsets", limit_inclusive=True
+                )
+            },
+            Failure(
+                None,
+                r"^with max_input_chars = 6 .*: text 1 .*, token 2 is \('\[UNK\]', 3, 9\), expected \('play', 3, 7\)",
+            ),
         ),
         (
             "nsp_pairs_visible",
@@ -430,14 +561,31 @@ test_visible_tests_name_the_mistake = visible_mistake_tests(
             ),
         ),
         (
-            "layer_features_visible",
-            {"layer_features": as_student(combine, "lf", sum_with_embeddings=True)},
-            Failure(None, r"^layer_features\(states_d, 'sum_all'\) differs"),
+            "layer_mix_backward_visible",
+            {
+                "layer_mix_backward": as_student(
+                    mix_grads, "layer_mix_backward", mask_by_product=True
+                )
+            },
+            Failure(None, "^pooled holds nan: the padding positions .* were read"),
         ),
         (
-            "layer_features_visible",
-            {"layer_features": as_student(combine, "lf", concat_newest_first=True)},
-            Failure(None, r"^layer_features\(states_d, 'concat_last_four'\) differs"),
+            "layer_mix_backward_visible",
+            {"layer_mix_backward": as_student(mix_grads, "layer_mix_backward", no_centering=True)},
+            Failure(None, r"^grad_w differs from torch.autograd"),
+        ),
+        (
+            "layer_mix_backward_visible",
+            {"layer_mix_backward": as_student(mix_grads, "layer_mix_backward", naive_softmax=True)},
+            Failure(
+                None,
+                r"^with w = \(1000, 0, -1000\) the results are not finite: exp\(1000\) overflows",
+            ),
+        ),
+        (
+            "layer_mix_backward_visible",
+            {"layer_mix_backward": as_student(mix_grads, "layer_mix_backward", mean_over_all=True)},
+            Failure(None, r"^pooled differs from torch.autograd"),
         ),
     ],
 )
@@ -445,10 +593,16 @@ test_visible_tests_name_the_mistake = visible_mistake_tests(
 
 def test_visible_tests_pass_with_the_independent_implementations():
     run_visible(ASSIGNMENT, "mlm_mask_visible", mlm_mask=as_student(corrupt, "mlm_mask"))
-    run_visible(ASSIGNMENT, "wordpiece_visible", wordpiece=as_student(pieces, "wordpiece"))
+    run_visible(
+        ASSIGNMENT,
+        "wordpiece_offsets_visible",
+        wordpiece_offsets=as_student(offsets_of, "wordpiece_offsets"),
+    )
     run_visible(ASSIGNMENT, "nsp_pairs_visible", nsp_pairs=as_student(pairs_of, "nsp_pairs"))
     run_visible(
-        ASSIGNMENT, "layer_features_visible", layer_features=as_student(combine, "layer_features")
+        ASSIGNMENT,
+        "layer_mix_backward_visible",
+        layer_mix_backward=as_student(mix_grads, "layer_mix_backward"),
     )
 
 
@@ -474,15 +628,56 @@ def mlm_with_collator(ids, special_ids, vocab_size, mask_id, seed, p=0.15, m=0.8
     return corrupt(ids, special_ids, vocab_size, mask_id, seed, p, m, r)
 
 
-def wordpiece_with_tokenizers(word, vocab, max_input_chars=100, unk_token="[UNK]", prefix="##"):
-    return hidden.tokenizers_pieces([word], vocab, max_input_chars, unk_token, prefix)[0]
+def offsets_with_tokenizers(texts, vocab, max_input_chars=100, unk_token="[UNK]", prefix="##"):
+    return hidden.tokenizers_offsets(texts, vocab, max_input_chars, unk_token, prefix)
 
 
-def wordpiece_with_course(word, vocab, max_input_chars=100, unk_token="[UNK]", prefix="##"):
+def offsets_with_the_pre_tokenizer(
+    texts, vocab, max_input_chars=100, unk_token="[UNK]", prefix="##"
+):
+    from tokenizers import pre_tokenizers
+
+    pre_tokenizers.BertPreTokenizer().pre_tokenize_str(texts[0] if texts else "")
+    return offsets_of(texts, vocab, max_input_chars, unk_token, prefix)
+
+
+def offsets_with_course(texts, vocab, max_input_chars=100, unk_token="[UNK]", prefix="##"):
     from course.data.wordpiece import WordPiece
 
     WordPiece(list(vocab), unk_token=unk_token, max_chars=max_input_chars)
-    return pieces(word, vocab, max_input_chars, unk_token, prefix)
+    return offsets_of(texts, vocab, max_input_chars, unk_token, prefix)
+
+
+def mix_with_autograd(hidden_states, w, gamma, attention_mask, grad_pooled):
+    import torch
+
+    weights = torch.tensor(np.asarray(w, dtype=float), requires_grad=True)
+    torch.softmax(weights, 0).sum().backward()
+    return mix_grads(hidden_states, w, gamma, attention_mask, grad_pooled)
+
+
+def mix_with_tensor_backward(hidden_states, w, gamma, attention_mask, grad_pooled):
+    import torch
+
+    weights = torch.tensor(np.asarray(w, dtype=float), requires_grad=True)
+    (weights * 2).sum().backward()
+    return mix_grads(hidden_states, w, gamma, attention_mask, grad_pooled)
+
+
+def mix_with_torch_func(hidden_states, w, gamma, attention_mask, grad_pooled):
+    import torch
+
+    torch.func.grad(lambda v: (v**2).sum())(torch.ones(3, dtype=torch.float64))
+    return mix_grads(hidden_states, w, gamma, attention_mask, grad_pooled)
+
+
+def mix_with_the_lecture(hidden_states, w, gamma, attention_mask, grad_pooled):
+    import torch
+
+    from course.analysis.bert import combine_layers
+
+    combine_layers(torch.zeros(2, 1, 3), "last")
+    return mix_grads(hidden_states, w, gamma, attention_mask, grad_pooled)
 
 
 def nsp_with_course(documents, seed, p_next=0.5):
@@ -496,8 +691,13 @@ test_checks_reject_the_helpers_being_rewritten = shortcut_tests(
     [
         (hidden.check_mlm_mask, mlm_with_course, "mlm_mask", "course.data.bert_inputs.mask_tokens"),
         (hidden.check_mlm_mask, mlm_with_collator, "mlm_mask", "transformers.DataCollatorForLanguageModeling"),
-        (hidden.check_wordpiece, wordpiece_with_tokenizers, "wordpiece", "tokenizers.models.WordPiece"),
-        (hidden.check_wordpiece, wordpiece_with_course, "wordpiece", "course.data.wordpiece.WordPiece"),
+        (hidden.check_wordpiece_offsets, offsets_with_tokenizers, "wordpiece_offsets", "tokenizers.models.WordPiece"),
+        (hidden.check_wordpiece_offsets, offsets_with_the_pre_tokenizer, "wordpiece_offsets", "tokenizers.pre_tokenizers.BertPreTokenizer"),
+        (hidden.check_wordpiece_offsets, offsets_with_course, "wordpiece_offsets", "course.data.wordpiece.WordPiece"),
+        (hidden.check_layer_mix_backward, mix_with_autograd, "layer_mix_backward", "torch.softmax"),
+        (hidden.check_layer_mix_backward, mix_with_tensor_backward, "layer_mix_backward", "torch.Tensor.backward"),
+        (hidden.check_layer_mix_backward, mix_with_torch_func, "layer_mix_backward", "torch.func.grad"),
+        (hidden.check_layer_mix_backward, mix_with_the_lecture, "layer_mix_backward", "course.analysis.bert.combine_layers"),
         (hidden.check_nsp_pairs, nsp_with_course, "nsp_pairs", "course.data.bert_inputs.make_nsp_pairs"),
     ]
 )  # fmt: skip
@@ -510,6 +710,12 @@ REQUIRED_TRAPS = {
     "transformers.BertTokenizerFast",
     "tokenizers.Tokenizer",
     "tokenizers.models.WordPiece",
+    "tokenizers.pre_tokenizers.BertPreTokenizer",
+    "torch.softmax",
+    "torch.nn.functional.softmax",
+    "torch.autograd.grad",
+    "torch.Tensor.backward",
+    "torch.func.grad",
     "course.data.bert_inputs.mask_tokens",
     "course.data.bert_inputs.make_nsp_pairs",
     "course.data.wordpiece.WordPiece",
@@ -519,3 +725,67 @@ REQUIRED_TRAPS = {
 
 def test_traps_cover_the_routines_that_would_do_the_work():
     expect_traps(hidden, REQUIRED_TRAPS)
+
+
+# --------------------------------------------------------------------------------------------
+# The visible tests' expected values come from the libraries
+# --------------------------------------------------------------------------------------------
+
+
+def test_the_visible_expected_values_are_the_libraries():
+    """Part B's hard-coded tokens and spans are the tokenizers library's, and Part D's values
+    torch.autograd's, on the visible tests' inputs."""
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "un", "unaff", "##aff", "##able", "play",
+             "##ing", "##ed", "##s", "a", "ab", "##c", "##bc", "##bd", "don", "'", "t", "!",
+             "?", ",", "(", ")", "-", "re", "¿", "caf", "##é", "€5"]  # fmt: skip
+    texts = ["unaffable (playing)!", "re-played plays, don't abd?", "  ¿café?\tab\nabc €5", ""]
+    found = hidden.tokenizers_offsets(texts, vocab, 100, "[UNK]", "##")
+    assert found[1][10] == ("[UNK]", 23, 26) and found[2][2] == ("##é", 6, 7)
+    assert found[0] == [("unaff", 0, 5), ("##able", 5, 9), ("(", 10, 11), ("play", 11, 15),
+                        ("##ing", 15, 18), (")", 18, 19), ("!", 19, 20)]  # fmt: skip
+    limited = hidden.tokenizers_offsets(texts, vocab, 6, "[UNK]", "##")
+    assert limited[0][0] == ("[UNK]", 0, 9) and limited[0][2] == ("[UNK]", 11, 18)
+    twos = hidden.tokenizers_offsets(
+        ["lowest newest. news lowly", "new@@s"],
+        ["<unk>", "low", "@@er", "@@est", "new", "@@e", "@@s", "@@t", "."], 100, "<unk>", "@@",
+    )  # fmt: skip
+    assert twos[1] == [("new", 0, 3), ("<unk>", 3, 4), ("<unk>", 4, 5), ("<unk>", 5, 6)]
+    mask = np.array([[1, 1, 0], [1, 0, 0]])
+    states = 10.0 * np.arange(3)[:, None, None, None] ** 2 + np.arange(3)[:, None] + np.arange(2)
+    states = states + np.zeros((3, 2, 3, 2))
+    states[:, mask == 0] = np.nan
+    grad = np.array([[1.0, 0.0], [0.0, 2.0]])
+    pooled, grad_w, grad_gamma = hidden.autograd_mix(
+        states, np.array([0.0, np.log(2.0), 0.0]), 2.0, mask, grad
+    )
+    np.testing.assert_allclose(pooled, [[31.0, 33.0], [30.0, 32.0]], atol=1e-12)
+    np.testing.assert_allclose(grad_w, [-22.5, -15.0, 37.5], atol=1e-12)
+    assert grad_gamma == pytest.approx(47.5, abs=1e-12)
+    huge = hidden.autograd_mix(states, np.array([1000.0, 0.0, -1000.0]), 2.0, mask, grad)
+    np.testing.assert_allclose(huge[0], [[1.0, 3.0], [0.0, 2.0]], atol=1e-12)
+    np.testing.assert_allclose(huge[1], [0.0, 0.0, 0.0], atol=1e-12)
+    assert huge[2] == pytest.approx(2.5, abs=1e-12)
+
+
+# --------------------------------------------------------------------------------------------
+# Part E: the model answer's numbers are those the exploration cell prints
+# --------------------------------------------------------------------------------------------
+
+# Numbers of the model answer that are the question's own settings, not results.
+SETTINGS = {"0", "1", "8", "2019"}
+
+
+def test_the_model_answer_quotes_the_numbers_the_exploration_cell_prints(capsys):
+    """Every number of Part E's model answer appears in what the reference's cell prints."""
+    notebook = solution(ASSIGNMENT).notebook
+    cell = next(c.source for c in notebook.cells if "the numbers for Part E" in c.source)
+    answer = next(c.source for c in notebook.cells if "**Model answer.**" in c.source)
+    capsys.readouterr()
+    run_cell(cell, dict(reference_namespace(ASSIGNMENT)), "Part E's exploration cell")
+    printed = capsys.readouterr().out
+    assert "the size shrinks by a factor of" in printed, printed
+    said = answer.split("*Grading notes")[0]
+    numbers = re.findall(r"(?<![\w.^])[-+]?\d+(?:,\d{3})*(?:\.\d+)?(?:e[-+]\d+)?(?![\w^])", said)
+    assert len(numbers) >= 8, numbers
+    missing = [n for n in numbers if n.lstrip("+-") not in SETTINGS and n not in printed]
+    assert missing == [], f"numbers of the model answer that the cell does not print: {missing}"
