@@ -12,8 +12,6 @@ the command exits 1.
 
 from __future__ import annotations
 
-import os
-import platform
 import shutil
 import sys
 import tempfile
@@ -23,45 +21,13 @@ from pathlib import Path
 from autograder import nbgrader_format as nbg
 from course.metrics import load_all
 from tools.build import BOOK, BUILD, lecture_sources
-from tools.metrics_table import format_table
+from tools.metrics_table import describe_machine, format_table, load_average
 from tools.notebooks import REPO, NotebookBuildError, execute, read_source
 
 PAGE = BOOK / "measurements.md"
 BEGIN = "<!-- begin: written by make bench (python -m tools.bench), replaced on each run -->"
 END = "<!-- end: written by make bench -->"
 COMMAND = "`make bench`"
-
-
-def _processor() -> str:
-    """The processor's model name (Linux's /proc/cpuinfo), else what ``platform`` knows."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "an unnamed processor"
-
-
-def _load() -> float | None:
-    return os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-
-
-def describe_machine(load_before: float | None, load_after: float | None) -> str:
-    """The machine in words: processor, CPUs, PyTorch's CPU kernels and the 1-minute load
-    average at the start and at the end of the run (the benchmark's own kernel holds one CPU)."""
-    try:
-        import torch
-
-        kernels = f"PyTorch's {torch.backends.cpu.get_cpu_capability()} CPU kernels"
-    except (ImportError, AttributeError):
-        kernels = "PyTorch's CPU kernels unknown"
-    words = f"{_processor()}, {os.cpu_count()} logical CPUs, {kernels}"
-    if load_before is not None and load_after is not None:
-        words += (
-            f"; 1-minute load average {load_before:.2f} at the start, {load_after:.2f} at the end"
-        )
-    return words
 
 
 def over_budget(timings: dict[str, float], budgets: dict[str, float]) -> list[str]:
@@ -113,7 +79,7 @@ def main() -> int:
     ]
     timings: dict[str, float] = {}
     budgets: dict[str, float] = {}
-    load_before, started = _load(), time.perf_counter()
+    load_before, started = load_average(), time.perf_counter()
     try:
         for name, source in jobs:
             print(f"[bench] executing {name}", flush=True)
@@ -132,7 +98,7 @@ def main() -> int:
         timings,
         metrics,
         budgets,
-        machine=describe_machine(load_before, _load()),
+        machine=describe_machine(load_before, load_average()),
         seconds=time.perf_counter() - started,
     )
     BUILD.mkdir(parents=True, exist_ok=True)

@@ -42,8 +42,10 @@ import nbformat
 from autograder import nbgrader_format as nbg
 from autograder.fingerprint import files_digest, grading_fingerprint
 from course.doctor import CPU_INDEX  # PyTorch's index of CPU-only wheels
+from course.metrics import load_all
 from tools import copies, lab_markdown
 from tools.fit_replay import THREADS_FILE, write_startup
+from tools.metrics_table import describe_machine, figures_page
 from tools.notebooks import (
     REPO,
     NotebookBuildError,
@@ -58,6 +60,7 @@ ASSIGNMENTS = REPO / "assignments"
 BOOK = REPO / "jupyter_book"
 DIST = REPO / "dist" / "sequence-models"  # the bundle; dist/student.zip holds this one folder
 METRICS = BUILD / "metrics"
+FIGURES_PAGE = "figures.md"  # in the book's _generated/: the figures of the build, by the build
 FITS = BUILD / "fits"  # each lecture's training runs, recorded for its JupyterLab run to replay
 TIMINGS = BUILD / "timings.json"
 COMMON_INPUTS = (REPO / "course", REPO / "requirements.txt", REPO / "requirements-student.txt")
@@ -683,6 +686,9 @@ def build_book() -> Path:
             generated / "assignments" / assignment / notebook.name,
             f"../../downloads/assignments/{assignment}/{notebook.name}",
         )
+    # every figure the lectures recorded in this build, which the measurements page includes
+    figures = load_all(METRICS) if METRICS.is_dir() else []
+    (generated / FIGURES_PAGE).write_text(figures_page(figures, describe_machine(None, None)))
     toc = write_toc()
     log("book: building the website (offline, warnings are errors)")
     command = [

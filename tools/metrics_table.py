@@ -1,6 +1,43 @@
-"""Format the benchmark table: each notebook's execution time, each model's figure and baseline."""
+"""Format the benchmark table (each notebook's execution time, each model's figure and baseline)
+and the measurements page's table of every figure a build recorded, with the machine."""
 
 from __future__ import annotations
+
+import os
+import platform
+from pathlib import Path
+
+
+def _processor() -> str:
+    """The processor's model name (Linux's /proc/cpuinfo), else what ``platform`` knows."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "an unnamed processor"
+
+
+def load_average() -> float | None:
+    return os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+
+
+def describe_machine(load_before: float | None, load_after: float | None) -> str:
+    """The machine in words: processor, CPUs, PyTorch's CPU kernels and the 1-minute load
+    average at the start and at the end of the run (the benchmark's own kernel holds one CPU)."""
+    try:
+        import torch
+
+        kernels = f"PyTorch's {torch.backends.cpu.get_cpu_capability()} CPU kernels"
+    except (ImportError, AttributeError):
+        kernels = "PyTorch's CPU kernels unknown"
+    words = f"{_processor()}, {os.cpu_count()} logical CPUs, {kernels}"
+    if load_before is not None and load_after is not None:
+        words += (
+            f"; 1-minute load average {load_before:.2f} at the start, {load_after:.2f} at the end"
+        )
+    return words
 
 
 def _cell(text: str) -> str:
@@ -49,5 +86,49 @@ def format_table(
             lines.append(
                 f"| {notebook['notebook']} | {_cell(m['name'])} | {m['value']:.4g} {_cell(m['unit'])}".rstrip()
                 + f" | {baseline} | {'yes' if m['passes'] else 'NO'}{_margin(m)} |{end}"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def _claim(metric: dict) -> str:
+    """What the lecture claims of a figure against its baseline, in words."""
+    if metric.get("baseline") is None:
+        return "-"
+    margin = metric.get("margin", 0.0)
+    if metric.get("claim") == "matches":
+        return f"matches it within {margin:.3g}"
+    better = "higher" if metric.get("higher_is_better") else "lower"
+    return (
+        f"beats it ({better} is better) by more than {margin:.3g}"
+        if margin
+        else f"beats it ({better} is better)"
+    )
+
+
+def figures_page(metrics: list[dict], machine: str) -> str:
+    """The measurements page's table of every figure the lectures record with
+    ``course.metrics.record`` (``metrics``: :func:`course.metrics.load_all` of a build's
+    ``build/metrics``), with the ``machine`` that measured them: written by the build, so the
+    page shows the figures of the build that made it, each with its baseline, the claim the
+    lecture makes and whether it holds."""
+    count = sum(len(notebook["metrics"]) for notebook in metrics)
+    lines = [
+        f"The {count} figures that the lectures of this site's build recorded, measured by `make`"
+        f" on {machine}. Each lecture prints them in its executed notebook and the build fails"
+        " when a claim does not hold.",
+        "",
+        "| lecture | figure | value | baseline | the lecture's claim | holds |",
+        "| --- | --- | ---: | --- | --- | --- |",
+    ]
+    for notebook in metrics:
+        lecture = f"{int(notebook['notebook'][:2])}"
+        for m in notebook["metrics"]:
+            value = f"{m['value']:.4g} {_cell(m['unit'])}".rstrip()
+            baseline = (
+                "-" if m["baseline"] is None else f"{m['baseline']:.4g} ({m['baseline_name']})"
+            )
+            lines.append(
+                f"| {lecture} | {_cell(m['name'])} | {value} | {_cell(baseline)} | {_claim(m)} |"
+                f" {'yes' if m['passes'] else '**no**'} |"
             )
     return "\n".join(lines) + "\n"

@@ -14,10 +14,10 @@ from tools.bench import (
     END,
     PAGE,
     bench_block,
-    describe_machine,
     over_budget,
     rewrite_page,
 )
+from tools.metrics_table import describe_machine
 
 METRIC = {
     "name": "char-RNN, held-out",

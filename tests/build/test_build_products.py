@@ -106,6 +106,27 @@ def test_every_lecture_figure_has_alt_text(lecture):
     assert not problems, f"{lecture}: figures without alt text:\n" + "\n".join(problems)
 
 
+@pytest.mark.build
+def test_the_measurements_page_shows_every_recorded_figure_of_the_build():
+    """The website's measurements page includes the table the build writes from build/metrics:
+    each figure a lecture recorded, its value and whether its claim holds."""
+    page = (HTML / "measurements.html").read_text(encoding="utf-8")
+    cells = [
+        re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", page, re.S)
+    ]
+    rows = {tuple(cells[i : i + 6]) for i in range(0, len(cells) - 5)}
+    recorded = [
+        (str(int(notebook["notebook"][:2])), m)
+        for notebook in (json.loads(p.read_text()) for p in sorted(METRICS.glob("*.json")))
+        for m in notebook["metrics"]
+    ]
+    assert recorded
+    for lecture, m in recorded:
+        value = f"{m['value']:.4g} {m['unit']}".strip()
+        found = [r for r in rows if r[0] == lecture and r[2] == value and r[5] == "yes"]
+        assert found, f"the measurements page lacks Lecture {lecture}'s {m['name']!r} = {value}"
+
+
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 @pytest.mark.build
 def test_reference_solution_executed_top_to_bottom(assignment):

@@ -19,7 +19,7 @@ from PIL import Image
 from autograder import nbgrader_format as nbg
 from tests.messages import raises
 from tools import build
-from tools.metrics_table import format_table
+from tools.metrics_table import figures_page, format_table
 from tools.notebooks import NotebookBuildError, execute, read_source, write_notebook
 from tools.submissions import _replay_code, defined_functions
 
@@ -324,6 +324,34 @@ def test_metrics_table_lists_times_and_figures():
         {"lectures/01_x": 12.3}, [], {"lectures/01_x": 60}
     )
     assert "| 01_x | char-RNN | 2.5 bits/char | 4.6 (unigram) | yes (by > 0.05) |" in table
+
+
+def test_figures_page_lists_each_figure_with_its_claim_and_whether_it_holds():
+    def figure(name, value, baseline, **kw):
+        return {"name": name, "value": value, "unit": "acc", "baseline": baseline,
+                "baseline_name": "GRU", "higher_is_better": True, **kw}  # fmt: skip
+
+    page = figures_page(
+        [
+            {
+                "notebook": "06_x",
+                "metrics": [
+                    figure("sorting", 0.988, 0.718, margin=0.106, passes=True),
+                    figure("dates", 0.997, 0.998, margin=0.01, claim="matches", passes=True),
+                    figure("copies", 0.5, 0.7, margin=0.0, passes=False),
+                ],
+            },
+        ],  # fmt: skip
+        "a test machine",
+    )
+    assert "The 3 figures" in page and "a test machine" in page
+    rows = page.splitlines()[-3:]
+    assert rows[0] == (
+        "| 6 | sorting | 0.988 acc | 0.718 (GRU) | beats it (higher is better) by more than"
+        " 0.106 | yes |"
+    )
+    assert "| matches it within 0.01 | yes |" in rows[1]
+    assert rows[2].endswith("| beats it (higher is better) | **no** |")
 
 
 def test_metrics_table_escapes_pipes_in_cells():
