@@ -548,9 +548,9 @@ assert np.mean(free.losses[-50:]) > np.mean(clipped.losses[-50:]) + 1, (
 # above the clipped run's. With clipping, the same gradient moves the weights by a bounded
 # amount, and training proceeds, to more than a nat below a uniform guess.
 #
-# The first gradient need not stay a run's largest: a later step can meet a larger one,
-# without clipping or with it (the step of each run's largest norm is printed above). Where
-# such spikes fall changes from one processor to another, because 300 steps of SGD at this
+# The first gradient need not stay a run's largest: the step of each run's largest norm is
+# printed above, and where such spikes fall changes from one processor to another (on some,
+# the clipped run meets its largest late in training), because 300 steps of SGD at this
 # learning rate carry rounding differences along. Clipping does not prevent them; it bounds
 # the step that each one causes. Clipping does nothing against *vanishing* gradients: for
 # those we need a different architecture (gated cells such as the LSTM

@@ -917,6 +917,8 @@ for task, r in results.items():
 #   all six of its tasks above the previous state of the art; recomputed from its own columns,
 #   one of its published increases (NER's 2.06, which the columns make 2.07) is off by 0.01.
 #
-# **Next:** Assignment 3 (`a3_bilstm_elmo`) has you write a bidirectional reader for padded
-# batches, ELMo's scalar mix with its optional layer normalisation, the similarity of a word
-# across contexts, and a measure of which layer best separates two senses.
+# **Next:** Assignment 3 (`a3_bilstm_elmo`) has you write a stacked bidirectional GRU wired
+# as `nn.GRU` wires it (each upper layer reads both directions of the one below), ELMo's scalar
+# mix with its optional layer normalisation, two measures of how contextual a word is that
+# this lecture does not compute (the self-similarity after removing each layer's mean, and the
+# share of the first principal component), and which layer best separates two senses.

@@ -808,6 +808,8 @@ assert widths[-1] == 1024 and 5 < shrink < 7.5, (
 # * Attention costs $O(n^2 d)$ per layer, more operations than a recurrent layer's $O(n d^2)$
 #   once $n > d$, but needs no sequential steps and joins any two positions in one layer.
 #
-# **Next:** Assignment 5 (`a5_self_attention`) has you write masked scaled dot-product
-# attention, multi-head attention with given weights, the sinusoidal encoding and RoPE, in
-# NumPy.
+# **Next:** Assignment 5 (`a5_self_attention`) has you write, in NumPy, attention with a
+# local mask that stays finite when a query may see no key and that merges two halves of the
+# keys by their log-sum-exp (the step FlashAttention is built on), multi-head attention with
+# given weights, the reading of a position back from its sinusoidal encoding, and RoPE as
+# GPT-NeoX applies it (to part of each head, from a cache's offset).

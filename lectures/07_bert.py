@@ -416,7 +416,8 @@ plt.show()
 # was trained by this same code (`course.train.fit` on `pretraining_batches`) with a fixed step
 # count, and `make checkpoints` remakes it. Both are evaluated on the same held-out pairs from the
 # validation documents, with the same masks. The baselines: for MLM, always predicting the
-# most frequent token of the training text; for NSP, chance.
+# most frequent token of the training text; for NSP, always the more frequent of the two labels
+# among the held-out pairs (about half of them).
 
 # %%
 heldout_pairs = read_nsp_pairs(load_heldout_text("bert_english"))
@@ -989,5 +990,7 @@ assert round(bert_counts["BERT-large"] / 1e5) == 3351, f"BERT-large: {bert_count
 # * Our BERT loads into `transformers` with the same logits; BERT-base and BERT-large have
 #   the 109.5M and 335.1M parameters counted in section 7 (the paper says 110M and 340M).
 #
-# **Next:** Assignment 7 (`a7_bert`) has you write MLM masking, NSP pairs, WordPiece
-# tokenisation and the feature combinations yourself.
+# **Next:** Assignment 7 (`a7_bert`) has you write MLM masking and NSP pairs, WordPiece over a
+# batch of texts with BERT's split into words and the character span of every token (as fast
+# tokenizers return them), and the gradient of a learned mix of BERT's layers pooled over a
+# padded batch, derived by hand.
