@@ -30,7 +30,7 @@ import pytest
 from autograder import nbgrader_format as fmt
 from autograder.platform.grade import command_line
 from course.doctor import CPU_INDEX
-from tools.browser import CHROMIUM_FLAGS, chromium_path
+from tools.browser import launch
 from tools.notebooks import REPO
 from tools.submissions import honest_submission
 
@@ -177,9 +177,7 @@ def browser():
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(
-            executable_path=chromium_path(), args=CHROMIUM_FLAGS, headless=True
-        )
+        chromium = launch(playwright)
         yield chromium
         chromium.close()
 
