@@ -406,3 +406,35 @@ def test_expect_value_error_names_the_case_that_did_not_raise():
     assert isinstance(caught.value.__cause__, TypeError)
     with pytest.raises(checks.CheckFailed, match=r"returned 'xxxx.*\.\.\.$"):
         checks.expect_value_error({"long": lambda: "x" * 500})
+
+
+def test_expect_log_weights_wants_minus_infinity_at_padding_and_finite_values_elsewhere():
+    from course.checks.a4_seq2seq_attention import expect_log_weights
+
+    real = np.array([[True, True, False]])
+    expected = np.array([[np.log(0.25), np.log(0.75), -np.inf]])
+    options = {"where": "a test", "atol": 1e-9, "against": "a reference"}
+    expect_log_weights(expected.copy(), expected, real, **options)  # the right answer passes
+    with raises(checks.CheckFailed, r"log_weights\[0, 2\]", "padded", "-inf"):
+        expect_log_weights(
+            np.array([[np.log(0.25), np.log(0.75), -1e9]]), expected, real, **options
+        )
+    with raises(checks.CheckFailed, r"log_weights\[0, 0\]", "real position", "finite"):
+        expect_log_weights(np.array([[-np.inf, 0.0, -np.inf]]), expected, real, **options)
+    with raises(checks.CheckFailed, "log_weights", r"\[0, 1\]", "differs"):
+        expect_log_weights(
+            np.array([[np.log(0.25), np.log(0.7), -np.inf]]), expected, real, **options
+        )
+
+
+def test_expect_log_sum_exp_wants_minus_infinity_for_an_empty_row_and_close_values_elsewhere():
+    from course.checks.a5_self_attention import expect_log_sum_exp
+
+    expected = np.array([1.5, -np.inf])
+    expect_log_sum_exp("L", np.array([1.5, -np.inf]), expected, against="a reference")
+    with raises(checks.CheckFailed, "L", r"\[1\]", "-inf"):
+        expect_log_sum_exp("L", np.array([1.5, 0.0]), expected, against="a reference")
+    with raises(checks.CheckFailed, "L", "shape"):
+        expect_log_sum_exp("L", np.array([1.5]), expected, against="a reference")
+    with raises(checks.CheckFailed, "L"):
+        expect_log_sum_exp("L", np.array([1.6, -np.inf]), expected, against="a reference")

@@ -161,6 +161,13 @@ def _processes_under(folder: Path) -> list[str]:
     return found
 
 
+def _is_kernel(listed: str) -> bool:
+    """A line of :func:`_processes_under` that is a kernel itself, not its launchers (setpriv,
+    unshare and the shell, whose command lines name the kernel too)."""
+    line = listed.split(": ", 1)[1]
+    return "ipykernel_launcher" in line and not line.startswith(("setpriv", "unshare", "/bin/sh"))
+
+
 def test_only_the_kernel_folders_of_processes_that_are_gone_are_removed(tmp_path, monkeypatch):
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     mine = judging.make_scratch()  # this process's: alive
@@ -199,11 +206,15 @@ def test_killing_the_command_kills_its_workers_and_kernels(tmp_path):
     )
     try:
         started = time.monotonic()
-        # both kernels sleeping in the sandbox: each is chrooted under the batch's TMPDIR
-        while len([p for p in _processes_under(kernels) if "sleep" not in p]) < 2:
+        # both kernels running in the sandbox (each chrooted under the batch's TMPDIR), then a
+        # few seconds for their cells to start sleeping: the kill lands on running kernels,
+        # not on one still being launched (a kill -9 between unshare's fork and its child's
+        # prctl(PR_SET_PDEATHSIG) can orphan that child: util-linux does not check for it)
+        while len([p for p in _processes_under(kernels) if _is_kernel(p)]) < 2:
             assert command.poll() is None, f"the command ended first: {_said(out)}"
             assert time.monotonic() - started < 180, _processes_under(kernels)
             time.sleep(0.5)
+        time.sleep(3)
         before = _processes_under(kernels)
         command.send_signal(signal.SIGKILL)
         command.wait(timeout=30)
