@@ -41,6 +41,7 @@ from autograder.hidden.shortcuts import snapshot as _snapshot
 from autograder.hidden.shortcuts import strided as _strided
 from autograder.hidden.shortcuts import unpack as _unpack
 from course.checks import assert_close
+from course.checks.a7_bert import expect_token_spans
 from course.checks.rules import RULES
 
 __all__ = [
@@ -457,19 +458,7 @@ def _judge_offsets(
             f"{_describe(got)}"
         )
     for row, (text, mine, theirs) in enumerate(zip(texts, got, expected, strict=True)):
-        if not isinstance(mine, list):
-            raise AssertionError(f"text {row} should give a list, got {_describe(mine)}")
-        for place, token in enumerate(mine):
-            if not (isinstance(token, tuple) and len(token) == 3 and isinstance(token[0], str)):
-                raise AssertionError(
-                    f"text {row}, token {place} should be a tuple (token, start, end), got "
-                    f"{token!r}"
-                )
-            if type(token[1]) is not int or type(token[2]) is not int:
-                raise AssertionError(
-                    f"text {row}, token {place}: start and end should be Python ints, got "
-                    f"{type(token[1]).__name__} and {type(token[2]).__name__}"
-                )
+        expect_token_spans(mine, f"text {row}")  # a CheckFailed is an AssertionError
         if mine != theirs:
             place = next(
                 k for k in range(max(len(mine), len(theirs)))

@@ -21,6 +21,24 @@ __all__ = ["check_part_a", "check_part_b", "check_part_c", "check_part_d"]
 ASSIGNMENT = "a7_bert"
 
 
+def expect_token_spans(mine: Any, where: str) -> None:
+    """One text's answer to Part B is a list of ``(token, start, end)`` tuples, the token a
+    string and the span Python ints; ``where`` names the text. (The hidden checks use it too.)"""
+    __tracebackhide__ = True
+    if not isinstance(mine, list):
+        raise CheckFailed(f"{where} should give a list, got {type(mine).__name__}")
+    for place, token in enumerate(mine):
+        if not (isinstance(token, tuple) and len(token) == 3 and isinstance(token[0], str)):
+            raise CheckFailed(
+                f"{where}, token {place} should be a tuple (token, start, end), got {token!r}"
+            )
+        if type(token[1]) is not int or type(token[2]) is not int:
+            raise CheckFailed(
+                f"{where}, token {place}: start and end should be Python ints, got "
+                f"{type(token[1]).__name__} and {type(token[2]).__name__}"
+            )
+
+
 def check_part_a(mlm_mask: Callable[..., Any]) -> None:
     """Part A's visible test (mlm_mask)."""
     __tracebackhide__ = True
@@ -187,21 +205,7 @@ def check_part_b(wordpiece_offsets: Callable[..., Any]) -> None:
                 f"got {type(got).__name__} of length {len(got) if hasattr(got, '__len__') else '?'}"
             )
         for row, (mine, theirs) in enumerate(zip(got, expected, strict=True)):
-            if not isinstance(mine, list):
-                raise CheckFailed(
-                    f"{said}: text {row} should give a list, got {type(mine).__name__}"
-                )
-            for place, token in enumerate(mine):
-                if not (isinstance(token, tuple) and len(token) == 3):
-                    raise CheckFailed(
-                        f"{said}: text {row}, token {place} should be a tuple (token, start, end), "
-                        f"got {token!r}"
-                    )
-                if type(token[1]) is not int or type(token[2]) is not int:
-                    raise CheckFailed(
-                        f"{said}: text {row}, token {place}: start and end should be Python ints, "
-                        f"got {type(token[1]).__name__} and {type(token[2]).__name__}"
-                    )
+            expect_token_spans(mine, f"{said}: text {row}")
             for place in range(max(len(mine), len(theirs))):
                 one = mine[place] if place < len(mine) else "nothing"
                 other = theirs[place] if place < len(theirs) else "nothing"

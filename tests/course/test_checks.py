@@ -438,3 +438,15 @@ def test_expect_log_sum_exp_wants_minus_infinity_for_an_empty_row_and_close_valu
         expect_log_sum_exp("L", np.array([1.5]), expected, against="a reference")
     with raises(checks.CheckFailed, "L"):
         expect_log_sum_exp("L", np.array([1.6, -np.inf]), expected, against="a reference")
+
+
+def test_expect_token_spans_wants_tuples_of_a_token_and_two_python_ints():
+    from course.checks.a7_bert import expect_token_spans
+
+    expect_token_spans([("un", 0, 2), ("##done", 2, 6)], "text 0")  # the right form passes
+    with raises(checks.CheckFailed, "text 0", "list", "tuple"):
+        expect_token_spans(("un", 0, 2), "text 0")
+    with raises(checks.CheckFailed, "text 1", "token 1", "tuple"):
+        expect_token_spans([("un", 0, 2), ("##done", 2)], "text 1")
+    with raises(checks.CheckFailed, "token 0", "Python ints", "int64"):
+        expect_token_spans([("un", np.int64(0), 2)], "text 0")
