@@ -114,7 +114,7 @@ def figures_page(metrics: list[dict], machine: str) -> str:
     count = sum(len(notebook["metrics"]) for notebook in metrics)
     lines = [
         f"The {count} figures that the lectures of this site's build recorded, measured by `make`"
-        f" on {machine}. Each lecture prints them in its executed notebook and the build fails"
+        f" on {machine}. Each lecture prints them in its executed notebook, and `make test` fails"
         " when a claim does not hold.",
         "",
         "| lecture | figure | value | baseline | the lecture's claim | holds |",
