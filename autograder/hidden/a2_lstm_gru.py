@@ -41,14 +41,15 @@ import numpy as np
 import torch
 
 from autograder.hidden import shortcuts
-from autograder.hidden.shortcuts import Case, ShortcutUsed
-from autograder.hidden.shortcuts import describe as _describe
-from autograder.hidden.shortcuts import expect_array as _expect_array
-from autograder.hidden.shortcuts import expect_unchanged as _expect_unchanged
-from autograder.hidden.shortcuts import snapshot as _snapshot
-from autograder.hidden.shortcuts import strided as _strided
-from autograder.hidden.shortcuts import unpack as _unpack
+from autograder.hidden.shortcuts import ShortcutUsed
 from course.checks import assert_close
+from course.checks import snapshot_inputs as _snapshot
+from course.checks.cases import Case
+from course.checks.cases import describe as _describe
+from course.checks.cases import expect_array as _expect_array
+from course.checks.cases import expect_unchanged as _expect_unchanged
+from course.checks.cases import strided as _strided
+from course.checks.cases import unpack as _unpack
 from course.checks.rules import RULES
 
 __all__ = [

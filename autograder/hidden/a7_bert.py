@@ -34,14 +34,15 @@ from typing import Any
 import numpy as np
 
 from autograder.hidden import shortcuts
-from autograder.hidden.shortcuts import Case, ShortcutUsed
-from autograder.hidden.shortcuts import describe as _describe
-from autograder.hidden.shortcuts import expect_unchanged as _expect_unchanged
-from autograder.hidden.shortcuts import snapshot as _snapshot
-from autograder.hidden.shortcuts import strided as _strided
-from autograder.hidden.shortcuts import unpack as _unpack
+from autograder.hidden.shortcuts import ShortcutUsed
 from course.checks import assert_close
+from course.checks import snapshot_inputs as _snapshot
 from course.checks.a7_bert import expect_token_spans
+from course.checks.cases import Case, expect_array
+from course.checks.cases import describe as _describe
+from course.checks.cases import expect_unchanged as _expect_unchanged
+from course.checks.cases import strided as _strided
+from course.checks.cases import unpack as _unpack
 from course.checks.rules import RULES
 
 __all__ = [
@@ -731,8 +732,8 @@ def check_layer_mix_backward(layer_mix_backward: Callable[..., Any]) -> None:
             got_pooled, got_w, got_gamma = _unpack(
                 result, "layer_mix_backward", ("pooled", "grad_w", "grad_gamma")
             )
-            shortcuts.expect_array("pooled", got_pooled, pooled.shape, np.float64)
-            shortcuts.expect_array("grad_w", got_w, grad_w.shape, np.float64)
+            expect_array("pooled", got_pooled, pooled.shape, np.float64)
+            expect_array("grad_w", got_w, grad_w.shape, np.float64)
             if not isinstance(got_gamma, float):
                 raise AssertionError(f"grad_gamma should be a float, got {_describe(got_gamma)}")
             arrays = [h for h in inputs.values() if isinstance(h, np.ndarray)]

@@ -46,13 +46,14 @@ import numpy as np
 
 from autograder.hidden import shortcuts
 from autograder.hidden.shortcuts import ShortcutUsed
-from autograder.hidden.shortcuts import describe as _describe
-from autograder.hidden.shortcuts import expect_array as _expect_array
-from autograder.hidden.shortcuts import expect_unchanged as _expect_unchanged
-from autograder.hidden.shortcuts import snapshot as _snapshot
-from autograder.hidden.shortcuts import strided as _strided
-from autograder.hidden.shortcuts import unpack as _unpack
 from course.checks import assert_close
+from course.checks import snapshot_inputs as _snapshot
+from course.checks.cases import Case
+from course.checks.cases import describe as _describe
+from course.checks.cases import expect_array as _expect_array
+from course.checks.cases import expect_unchanged as _expect_unchanged
+from course.checks.cases import strided as _strided
+from course.checks.cases import unpack as _unpack
 from course.checks.rules import RULES
 
 __all__ = [
@@ -120,70 +121,58 @@ def _rows(array: np.ndarray) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 
 
-def temperature_cases() -> list[shortcuts.Case]:
+def temperature_cases() -> list[Case]:
     """The hidden cases of temperature_probs: logits and temperature."""
     rng = np.random.default_rng(8101)
     with_holes = rng.normal(0.0, 2.0, size=(6, 9))
     with_holes[rng.random((6, 9)) < 0.4] = -INF
     with_holes[:, 4] = rng.normal(size=6)  # every row keeps a finite logit
     return [
-        shortcuts.Case(
-            "one row (|V|,) = (7,), τ = 1", logits=rng.normal(0.0, 2.0, size=7), temperature=1.0
-        ),
-        shortcuts.Case(
+        Case("one row (|V|,) = (7,), τ = 1", logits=rng.normal(0.0, 2.0, size=7), temperature=1.0),
+        Case(
             "a batch (32, 50), τ = 0.7", logits=rng.normal(0.0, 3.0, size=(32, 50)), temperature=0.7
         ),
-        shortcuts.Case(
-            "three axes (2, 3, 11), τ = 1.3", logits=rng.normal(size=(2, 3, 11)), temperature=1.3
-        ),
-        shortcuts.Case(
-            "a single token, (4, 1), τ = 0.5", logits=rng.normal(size=(4, 1)), temperature=0.5
-        ),
-        shortcuts.Case(
+        Case("three axes (2, 3, 11), τ = 1.3", logits=rng.normal(size=(2, 3, 11)), temperature=1.3),
+        Case("a single token, (4, 1), τ = 0.5", logits=rng.normal(size=(4, 1)), temperature=0.5),
+        Case(
             "|V| = 5,000, a batch of 3, τ = 1",
             logits=rng.normal(0.0, 4.0, size=(3, 5000)),
             temperature=1.0,
         ),
-        shortcuts.Case(
+        Case(
             "logits near +10,000, τ = 1",
             logits=10_000.0 + rng.normal(0.0, 3.0, size=(5, 20)),
             temperature=1.0,
         ),
-        shortcuts.Case(
+        Case(
             "logits near -10,000, τ = 2",
             logits=-10_000.0 + rng.normal(0.0, 3.0, size=(5, 20)),
             temperature=2.0,
         ),
-        shortcuts.Case(
+        Case(
             "τ = 0.001 (nearly greedy)",
             logits=np.arange(12.0).reshape(2, 6) * 0.01,
             temperature=0.001,
         ),
-        shortcuts.Case(
+        Case(
             "τ = 1,000 (nearly uniform)",
             logits=rng.normal(0.0, 5.0, size=(4, 30)),
             temperature=1000.0,
         ),
-        shortcuts.Case(
-            "rows with -inf logits (removed tokens)", logits=with_holes, temperature=0.9
-        ),
-        shortcuts.Case(
+        Case("rows with -inf logits (removed tokens)", logits=with_holes, temperature=0.9),
+        Case(
             "float32 logits",
             logits=rng.normal(0.0, 2.0, size=(6, 13)).astype(np.float32),
             temperature=1.0,
         ),
-        shortcuts.Case(
+        Case(
             "integer logits, τ = 2 (an int)", logits=rng.integers(-5, 6, size=(4, 8)), temperature=2
         ),
-        shortcuts.Case(
-            "a list of lists", logits=rng.normal(size=(3, 5)).round(3).tolist(), temperature=1.5
-        ),
-        shortcuts.Case(
+        Case("a list of lists", logits=rng.normal(size=(3, 5)).round(3).tolist(), temperature=1.5),
+        Case(
             "τ given as a NumPy float", logits=rng.normal(size=(2, 6)), temperature=np.float64(0.8)
         ),
-        shortcuts.Case(
-            "non-contiguous logits", logits=_strided(rng.normal(size=(4, 7))), temperature=1.0
-        ),
+        Case("non-contiguous logits", logits=_strided(rng.normal(size=(4, 7))), temperature=1.0),
     ]
 
 
@@ -247,7 +236,7 @@ def inverse_cdf(probs: Any, u: Any) -> np.ndarray:
     return np.array(tokens, dtype=np.int64)
 
 
-def sample_cases() -> list[shortcuts.Case]:
+def sample_cases() -> list[Case]:
     """The hidden cases of sample_tokens: probs and u."""
     rng = np.random.default_rng(8201)
     dyadic = np.array([0.125, 0.375, 0.25, 0.0, 0.25])  # boundaries 0.125, 0.5, 0.75
@@ -260,23 +249,23 @@ def sample_cases() -> list[shortcuts.Case]:
                                                          [1 - 9e-8]])  # fmt: skip
     big = rng.dirichlet(np.full(20_000, 0.1), size=2)
     return [
-        shortcuts.Case("random distributions (400, 20), uniform u",
+        Case("random distributions (400, 20), uniform u",
                        probs=rng.dirichlet(np.ones(20), size=400), u=rng.random(400)),
-        shortcuts.Case("u on exact boundaries (probabilities [1/8, 3/8, 1/4, 0, 1/4])",
+        Case("u on exact boundaries (probabilities [1/8, 3/8, 1/4, 0, 1/4])",
                        probs=np.tile(dyadic, (len(exact_u), 1)), u=exact_u),
-        shortcuts.Case("zero probabilities at the start, inside and at the end of a row",
+        Case("zero probabilities at the start, inside and at the end of a row",
                        probs=np.tile(holes, (len(holes_u), 1)), u=holes_u),
-        shortcuts.Case("rows summing to 1 ± 5e-7, u = 0 and u = the largest double below 1",
+        Case("rows summing to 1 ± 5e-7, u = 0 and u = the largest double below 1",
                        probs=np.repeat(off, 2, axis=0), u=np.tile([0.0, BELOW_ONE], 4)),
-        shortcuts.Case("a single token (|V| = 1)", probs=np.ones((3, 1)),
+        Case("a single token (|V| = 1)", probs=np.ones((3, 1)),
                        u=np.array([0.0, 0.5, BELOW_ONE])),
-        shortcuts.Case("|V| = 20,000 (two rows)", probs=big, u=rng.random(2)),
-        shortcuts.Case("float32 probabilities",
+        Case("|V| = 20,000 (two rows)", probs=big, u=rng.random(2)),
+        Case("float32 probabilities",
                        probs=rng.dirichlet(np.ones(7), size=50).astype(np.float32),
                        u=rng.random(50)),
-        shortcuts.Case("lists of plain numbers", probs=[[0.5, 0.25, 0.25], [0.1, 0.0, 0.9]],
+        Case("lists of plain numbers", probs=[[0.5, 0.25, 0.25], [0.1, 0.0, 0.9]],
                        u=[0.6, 0.1]),
-        shortcuts.Case("peaked rows (one token of 0.999999)",
+        Case("peaked rows (one token of 0.999999)",
                        probs=np.tile([0.999999, 0.0000005, 0.0000005], (4, 1)),
                        u=np.array([0.2, 0.9999991, 0.99999951, BELOW_ONE])),
     ]  # fmt: skip
@@ -379,7 +368,7 @@ def min_p_margin(logits: Any, p_base: float) -> float:
     return float(np.min(np.abs(near - p_base)) / p_base)
 
 
-def min_p_cases() -> list[shortcuts.Case]:
+def min_p_cases() -> list[Case]:
     """The hidden cases of min_p_probs: logits and p_base."""
     rng = np.random.default_rng(8301)
     holes = rng.normal(size=(4, 10))
@@ -389,68 +378,50 @@ def min_p_cases() -> list[shortcuts.Case]:
     peaked = rng.normal(size=(4, 30))
     peaked[:, 0] = 9.0  # one token far above the others
     return [
-        shortcuts.Case(
+        Case(
             "a batch (16, 30), p_base = 0.1", logits=rng.normal(0.0, 2.0, size=(16, 30)), p_base=0.1
         ),
-        shortcuts.Case(
+        Case(
             "|V| = 5,000, 3 rows, p_base = 0.05",
             logits=rng.normal(0.0, 3.0, size=(3, 5000)),
             p_base=0.05,
         ),
-        shortcuts.Case(
-            "three axes (2, 4, 9), p_base = 0.3", logits=rng.normal(size=(2, 4, 9)), p_base=0.3
-        ),
-        shortcuts.Case(
-            "one row (|V|,) = (12,), p_base = 0.2", logits=rng.normal(size=12), p_base=0.2
-        ),
-        shortcuts.Case(
-            "exact ties (40, 20), p_base = 0.45", logits=_tied_rows(rng, 40, 20, 5), p_base=0.45
-        ),
-        shortcuts.Case(
-            "exact ties (40, 20), p_base = 0.2", logits=_tied_rows(rng, 40, 20, 6), p_base=0.2
-        ),
-        shortcuts.Case("two tokens tied at the top, p_base = 1", logits=top_tie, p_base=1.0),
-        shortcuts.Case(
-            "p_base = 1 (greedy) on random logits", logits=rng.normal(size=(10, 15)), p_base=1.0
-        ),
-        shortcuts.Case(
-            "p_base = 0: every token", logits=rng.normal(0.0, 3.0, size=(6, 15)), p_base=0.0
-        ),
-        shortcuts.Case(
+        Case("three axes (2, 4, 9), p_base = 0.3", logits=rng.normal(size=(2, 4, 9)), p_base=0.3),
+        Case("one row (|V|,) = (12,), p_base = 0.2", logits=rng.normal(size=12), p_base=0.2),
+        Case("exact ties (40, 20), p_base = 0.45", logits=_tied_rows(rng, 40, 20, 5), p_base=0.45),
+        Case("exact ties (40, 20), p_base = 0.2", logits=_tied_rows(rng, 40, 20, 6), p_base=0.2),
+        Case("two tokens tied at the top, p_base = 1", logits=top_tie, p_base=1.0),
+        Case("p_base = 1 (greedy) on random logits", logits=rng.normal(size=(10, 15)), p_base=1.0),
+        Case("p_base = 0: every token", logits=rng.normal(0.0, 3.0, size=(6, 15)), p_base=0.0),
+        Case(
             "p_base = 1e-6 on widely spread logits",
             logits=rng.normal(0.0, 6.0, size=(6, 40)),
             p_base=1e-6,
         ),
-        shortcuts.Case(
-            "peaked rows (one token 9 above the rest), p_base = 0.01", logits=peaked, p_base=0.01
-        ),
-        shortcuts.Case(
-            "flat rows, p_base = 0.8", logits=rng.normal(0.0, 0.1, size=(5, 50)), p_base=0.8
-        ),
-        shortcuts.Case(
+        Case("peaked rows (one token 9 above the rest), p_base = 0.01", logits=peaked, p_base=0.01),
+        Case("flat rows, p_base = 0.8", logits=rng.normal(0.0, 0.1, size=(5, 50)), p_base=0.8),
+        Case(
             "p_base given as a NumPy float", logits=rng.normal(size=(5, 9)), p_base=np.float64(0.35)
         ),
-        shortcuts.Case("p_base given as an integer 1", logits=rng.normal(size=(5, 9)), p_base=1),
-        shortcuts.Case("-inf logits: 3 finite per row, p_base = 0.25", logits=holes, p_base=0.25),
-        shortcuts.Case("-inf logits: 3 finite per row, p_base = 0", logits=holes, p_base=0.0),
-        shortcuts.Case(
+        Case("p_base given as an integer 1", logits=rng.normal(size=(5, 9)), p_base=1),
+        Case("-inf logits: 3 finite per row, p_base = 0.25", logits=holes, p_base=0.25),
+        Case("-inf logits: 3 finite per row, p_base = 0", logits=holes, p_base=0.0),
+        Case(
             "logits near 10,000, p_base = 0.15",
             logits=10_000.0 + rng.normal(size=(4, 12)),
             p_base=0.15,
         ),
-        shortcuts.Case(
+        Case(
             "float32 logits, p_base = 0.3",
             logits=rng.normal(size=(8, 16)).astype(np.float32),
             p_base=0.3,
         ),
-        shortcuts.Case(
+        Case(
             "integer logits (ties), p_base = 0.1",
             logits=rng.integers(-3, 4, size=(8, 12)),
             p_base=0.1,
         ),
-        shortcuts.Case(
-            "a single token (|V| = 1), p_base = 0.5", logits=rng.normal(size=(3, 1)), p_base=0.5
-        ),
+        Case("a single token (|V| = 1), p_base = 0.5", logits=rng.normal(size=(3, 1)), p_base=0.5),
     ]
 
 
@@ -590,7 +561,7 @@ def _log_rows(rows: list[list[float]]) -> np.ndarray:
         return np.log(np.array(rows, dtype=np.float64))
 
 
-def typical_cases() -> list[shortcuts.Case]:
+def typical_cases() -> list[Case]:
     """The hidden cases of typical_probs: logits and p."""
     rng = np.random.default_rng(8401)
     crossing_ties = _log_rows([
@@ -606,47 +577,27 @@ def typical_cases() -> list[shortcuts.Case]:
     holes = rng.normal(size=(4, 12))
     holes[:, 5:] = -INF
     return [
-        shortcuts.Case(
-            "a batch (20, 40), p = 0.9", logits=rng.normal(0.0, 2.0, size=(20, 40)), p=0.9
-        ),
-        shortcuts.Case(
-            "|V| = 5,000, 3 rows, p = 0.95", logits=rng.normal(0.0, 2.0, size=(3, 5000)), p=0.95
-        ),
-        shortcuts.Case("three axes (2, 3, 12), p = 0.5", logits=rng.normal(size=(2, 3, 12)), p=0.5),
-        shortcuts.Case(
-            "one row (|V|,) = (25,), p = 0.3", logits=rng.normal(0.0, 1.5, size=25), p=0.3
-        ),
-        shortcuts.Case(
+        Case("a batch (20, 40), p = 0.9", logits=rng.normal(0.0, 2.0, size=(20, 40)), p=0.9),
+        Case("|V| = 5,000, 3 rows, p = 0.95", logits=rng.normal(0.0, 2.0, size=(3, 5000)), p=0.95),
+        Case("three axes (2, 3, 12), p = 0.5", logits=rng.normal(size=(2, 3, 12)), p=0.5),
+        Case("one row (|V|,) = (25,), p = 0.3", logits=rng.normal(0.0, 1.5, size=25), p=0.3),
+        Case(
             "the most likely token less typical than the rest, p = 0.4", logits=top_dropped, p=0.4
         ),
-        shortcuts.Case("ties at the crossing of p = 0.25", logits=crossing_ties, p=0.25),
-        shortcuts.Case("ties at the crossing of p = 0.5", logits=crossing_ties, p=0.5),
-        shortcuts.Case(
-            "many exact ties (30, 16), p = 0.37", logits=_tied_rows(rng, 30, 16, 4), p=0.37
-        ),
-        shortcuts.Case(
-            "p = 1e-12: the most typical token(s) only", logits=rng.normal(size=(6, 20)), p=1e-12
-        ),
-        shortcuts.Case("p = 1: every token", logits=rng.normal(size=(6, 20)), p=1.0),
-        shortcuts.Case(
-            "p = 0.999 on flat rows", logits=rng.normal(0.0, 0.1, size=(3, 50)), p=0.999
-        ),
-        shortcuts.Case("peaked rows (one token near 0.9999), p = 0.9", logits=peaked, p=0.9),
-        shortcuts.Case("-inf logits (5 finite per row), p = 0.8", logits=holes, p=0.8),
-        shortcuts.Case("-inf logits, p = 1", logits=holes, p=1.0),
-        shortcuts.Case(
-            "logits near 10,000, p = 0.7", logits=10_000.0 + rng.normal(size=(4, 12)), p=0.7
-        ),
-        shortcuts.Case(
-            "float32 logits, p = 0.8", logits=rng.normal(size=(8, 16)).astype(np.float32), p=0.8
-        ),
-        shortcuts.Case(
-            "integer logits (ties), p = 0.55", logits=rng.integers(-3, 4, size=(8, 12)), p=0.55
-        ),
-        shortcuts.Case(
-            "p given as a NumPy float", logits=rng.normal(size=(5, 9)), p=np.float64(0.66)
-        ),
-        shortcuts.Case("a single token (|V| = 1), p = 0.5", logits=rng.normal(size=(3, 1)), p=0.5),
+        Case("ties at the crossing of p = 0.25", logits=crossing_ties, p=0.25),
+        Case("ties at the crossing of p = 0.5", logits=crossing_ties, p=0.5),
+        Case("many exact ties (30, 16), p = 0.37", logits=_tied_rows(rng, 30, 16, 4), p=0.37),
+        Case("p = 1e-12: the most typical token(s) only", logits=rng.normal(size=(6, 20)), p=1e-12),
+        Case("p = 1: every token", logits=rng.normal(size=(6, 20)), p=1.0),
+        Case("p = 0.999 on flat rows", logits=rng.normal(0.0, 0.1, size=(3, 50)), p=0.999),
+        Case("peaked rows (one token near 0.9999), p = 0.9", logits=peaked, p=0.9),
+        Case("-inf logits (5 finite per row), p = 0.8", logits=holes, p=0.8),
+        Case("-inf logits, p = 1", logits=holes, p=1.0),
+        Case("logits near 10,000, p = 0.7", logits=10_000.0 + rng.normal(size=(4, 12)), p=0.7),
+        Case("float32 logits, p = 0.8", logits=rng.normal(size=(8, 16)).astype(np.float32), p=0.8),
+        Case("integer logits (ties), p = 0.55", logits=rng.integers(-3, 4, size=(8, 12)), p=0.55),
+        Case("p given as a NumPy float", logits=rng.normal(size=(5, 9)), p=np.float64(0.66)),
+        Case("a single token (|V| = 1), p = 0.5", logits=rng.normal(size=(3, 1)), p=0.5),
     ]
 
 
@@ -710,7 +661,7 @@ def banded_attention_rows(
     return out
 
 
-def kv_sequences() -> list[shortcuts.Case]:
+def kv_sequences() -> list[Case]:
     """The hidden sequences of kv_attention_step: queries, keys, values, prompt (its length),
     kind (None, a dtype or list: how q, k, v and the caches are given) and window.
 
@@ -735,56 +686,56 @@ def kv_sequences() -> list[shortcuts.Case]:
         "values": np.array([[2.0, -3.0]]),
     }
     return [
-        shortcuts.Case(
+        Case(
             "window 3, d_k = d_v = 8, 10 positions from projections of random inputs",
             **projected(10, 12, 8, 8),
             prompt=0,
             kind=None,
             window=3,
         ),
-        shortcuts.Case(
+        Case(
             "window 5, d_k = 4, d_v = 6, 12 positions",
             **projected(12, 10, 4, 6),
             prompt=0,
             kind=None,
             window=5,
         ),
-        shortcuts.Case(
+        Case(
             "window 1, d_k = 1, d_v = 2, 6 positions",
             **projected(6, 3, 1, 2),
             prompt=0,
             kind=None,
             window=1,
         ),
-        shortcuts.Case(
+        Case(
             "window 2, d_k = 3, d_v = 5, 7 positions",
             **projected(7, 6, 3, 5),
             prompt=0,
             kind=None,
             window=2,
         ),
-        shortcuts.Case(
+        Case(
             "window 20 > 9 positions (the whole causal triangle), d_k = 5, d_v = 4",
             **projected(9, 6, 5, 4),
             prompt=0,
             kind=None,
             window=20,
         ),
-        shortcuts.Case(
+        Case(
             "window 4, a full cache of 4 positions given, then 5 steps (d_k = 6, d_v = 3)",
             **projected(9, 8, 6, 3),
             prompt=4,
             kind=None,
             window=4,
         ),
-        shortcuts.Case(
+        Case(
             "window 6, a prompt of 3 positions given, then 6 steps (d_k = 2, d_v = 2)",
             **projected(9, 5, 2, 2),
             prompt=3,
             kind=None,
             window=6,
         ),
-        shortcuts.Case(
+        Case(
             "window 3, scores of several thousand (exp would overflow)",
             queries=huge_q,
             keys=huge_k,
@@ -793,28 +744,28 @@ def kv_sequences() -> list[shortcuts.Case]:
             kind=None,
             window=3,
         ),
-        shortcuts.Case(
+        Case(
             "window 3, float32 q, k, v and caches (d_k = 5, d_v = 4)",
             **projected(6, 7, 5, 4),
             prompt=2,
             kind=np.float32,
             window=3,
         ),
-        shortcuts.Case(
+        Case(
             "window 2, q, k, v given as lists (d_k = 3, d_v = 3)",
             **projected(5, 4, 3, 3),
             prompt=0,
             kind=list,
             window=2,
         ),
-        shortcuts.Case(
+        Case(
             "window given as a NumPy integer 3 (d_k = 4, d_v = 2)",
             **projected(6, 5, 4, 2),
             prompt=0,
             kind=None,
             window=np.int64(3),
         ),
-        shortcuts.Case(
+        Case(
             "window 1, t = 0: the query points away from the key",
             **far,
             prompt=0,

@@ -15,6 +15,7 @@ from course import checks
 from course.checks import (
     as_numpy,
     assert_close,
+    cases,
     expect_dtype,
     expect_ids,
     expect_shape,
@@ -450,3 +451,78 @@ def test_expect_token_spans_wants_tuples_of_a_token_and_two_python_ints():
         expect_token_spans([("un", 0, 2), ("##done", 2)], "text 1")
     with raises(checks.CheckFailed, "token 0", "Python ints", "int64"):
         expect_token_spans([("un", np.int64(0), 2)], "text 0")
+
+
+# --------------------------------------------------------------------------------------------
+# the kit of cases (course.checks.cases)
+# --------------------------------------------------------------------------------------------
+
+
+def test_snapshots_catch_inputs_written_in_place_or_replaced():
+    params = {"W": np.ones((2, 2))}
+    inputs = {"x": np.zeros(3), "params": params}
+    before = checks.snapshot_inputs(inputs)
+    cases.expect_unchanged("f", inputs, before)
+    inputs["x"][1] = 0.5
+    with raises(AssertionError, r"\bx at \[1\]", "in place", r"was 0\.0, now 0\.5"):
+        cases.expect_unchanged("f", inputs, before)
+    inputs["x"][1] = 0.0
+    params["W"] = np.ones((2, 2))
+    with raises(AssertionError, r"params\['W'\]", "replaced"):
+        cases.expect_unchanged("f", inputs, before)
+    del params["W"]
+    with raises(AssertionError, "keys", "params"):
+        cases.expect_unchanged("f", inputs, before)
+
+
+def test_a_case_reads_its_inputs_by_name_and_names_itself_in_a_failure():
+    case = cases.Case("one row, τ = 1", logits=np.zeros(3), temperature=1.0)
+    assert case.label == "one row, τ = 1"
+    assert case.temperature == 1.0 and case.logits is case.inputs["logits"]
+    assert list(case.inputs) == ["logits", "temperature"]
+    with raises(AttributeError, "'tau'", "logits, temperature"):
+        _ = case.tau
+    with pytest.raises(AttributeError, match="read-only"):
+        case.temperature = 2.0
+    with pytest.raises(TypeError):
+        case.inputs["temperature"] = 2.0  # type: ignore[index]
+    with pytest.raises(AssertionError) as caught, case.named("temperature_probs", "row 0"):
+        raise AssertionError("probs differs")
+    assert str(caught.value) == "[temperature_probs, one row, τ = 1, row 0] probs differs"
+    with pytest.raises(AssertionError) as caught, cases.case("temperature_probs, one row"):
+        raise AssertionError("probs differs")
+    assert str(caught.value) == "[temperature_probs, one row] probs differs"
+
+
+def test_strided_keeps_the_values_in_memory_that_is_not_contiguous():
+    array = np.arange(6.0).reshape(2, 3)
+    view = cases.strided(array)
+    assert not view.flags["C_CONTIGUOUS"] and view.dtype == array.dtype
+    np.testing.assert_array_equal(view, array)
+
+
+def test_unpack_and_expect_array_scalar_floats_say_what_came_back():
+    assert cases.unpack((1, 2), "f", ("a", "b")) == (1, 2)
+    with raises(AssertionError, r"f should return a tuple \(a, b\)", "ndarray of shape \\(3,\\)"):
+        cases.unpack(np.zeros(3), "f", ("a", "b"))
+    with raises(AssertionError, "tuple of length 3"):
+        cases.unpack((1, 2, 3), "f", ("a", "b"))
+    value = np.zeros((2, 3))
+    assert cases.expect_array("probs", value, (2, 3), np.float64) is value
+    with raises(AssertionError, r"probs should be a NumPy array of shape \(3, 2\)", r"\(2, 3\)"):
+        cases.expect_array("probs", value, (3, 2))
+    with raises(AssertionError, "probs should be float32", "float64"):
+        cases.expect_array("probs", value, (2, 3), np.float32)
+    with raises(AssertionError, "shape", "list of length 2"):
+        cases.expect_array("probs", [[0.0], [0.0]], (2, 1))
+    assert cases.expect_scalar("loss", np.array(2.5)) == 2.5
+    for bad in ("2.5", None, np.zeros(2)):
+        with raises(AssertionError, "loss should be a single number"):
+            cases.expect_scalar("loss", bad)
+    assert cases.expect_floats("norms", [1, np.float32(0.5)], 2) == [1.0, 0.5]
+    with raises(AssertionError, "a list of 3 floats", "list of length 2"):
+        cases.expect_floats("norms", [1.0, 2.0], 3)
+    with raises(AssertionError, "item 1 is bool"):
+        cases.expect_floats("norms", [1.0, True], 2)
+    assert cases.describe(torch.zeros(2, 1)) == "Tensor of shape (2, 1)"
+    assert cases.describe({"a": 1}) == "dict"
