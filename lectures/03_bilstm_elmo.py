@@ -731,6 +731,21 @@ for task, r in results.items():
         f"{task:<11} layer 1 {a1:.3f}, layer 2 {a2:.3f}, tie margin {margin:.3f}: {verdict}; "
         f"mix weight s_1 = {s[1]:.3f}, s_2 = {s[2]:.3f}"
     )
+    winner, loser = (
+        ("layer 2", "layer 1") if preferred[task] == "layer 2" else ("layer 1", "layer 2")
+    )
+    accuracies = {"layer 1": a1, "layer 2": a2}
+    record(  # the verdict printed above, for the measurements page: a win or a tie within 2 SE
+        "03_bilstm_elmo",
+        f"{task} probe, biLSTM {winner} against {loser}",
+        accuracies[winner],
+        unit="accuracy",
+        baseline=accuracies[loser],
+        baseline_name=f"biLSTM {loser}",
+        higher_is_better=True,
+        margin=margin,
+        claim="beats" if preferred[task] else "matches",
+    )
 ELMO_ORDER = {"pos": "layer 1", "supersense": "layer 2"}  # Peters et al.: syntax low, sense high
 matches = [task for task in ELMO_ORDER if preferred[task] == ELMO_ORDER[task]]
 print(
@@ -888,6 +903,17 @@ for task, r in results.items():
         f"({best.removesuffix(' (top)')}): difference {gap:+.3f}, tie margin {tie_margin(r):.3f}"
     )
     assert gap > -tie_margin(r), "summary: the mix is within the tie margin of the better layer"
+    record(
+        "03_bilstm_elmo",
+        f"{task} probe, the learned mix against the better biLSTM layer",
+        r["accuracy"]["mix"],
+        unit="accuracy",
+        baseline=singles[best],
+        baseline_name=f"biLSTM {best.removesuffix(' (top)')}",
+        higher_is_better=True,
+        margin=tie_margin(r),
+        claim="matches",
+    )
 
 # %% [markdown]
 # ## Summary

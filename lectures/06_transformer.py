@@ -371,6 +371,29 @@ assert deep_correct["pre-norm, warm-up"] > 0.5, "pre-norm with warm-up should tr
 assert max(deep_correct[n] for n in deep_correct if n != "pre-norm, warm-up") < 0.05, (
     "the text says the other three translate almost no date exactly"
 )
+# The comparisons the text draws, recorded with the spread between processors as the margin
+# (python -m tools.spread 06_transformer; the measurements page lists them)
+DEEP_SPREAD = {"loss": 0.2, "exact match": 0.05}
+for name in ("post-norm, warm-up", "pre-norm, no warm-up"):
+    _ = record(
+        "06_transformer",
+        f"dates, 6+6 layers, 150 steps, {name}, final loss",
+        deep_loss[name],
+        unit="nats/char",
+        baseline=deep_loss["post-norm, no warm-up"],
+        baseline_name="post-norm without warm-up (the stall)",
+        margin=DEEP_SPREAD["loss"],
+    )
+runner_up = max((n for n in deep_correct if n != "pre-norm, warm-up"), key=deep_correct.get)
+_ = record(
+    "06_transformer",
+    "dates, 6+6 layers, 150 steps, pre-norm with warm-up, exact match",
+    deep_correct["pre-norm, warm-up"],
+    baseline=deep_correct[runner_up],
+    baseline_name=f"the best of the other three ({runner_up})",
+    higher_is_better=True,
+    margin=DEEP_SPREAD["exact match"],
+)
 
 # %% [markdown]
 # The final loss is the mean of the last 10 steps' batches, and exact match is measured on
