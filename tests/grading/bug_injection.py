@@ -13,6 +13,7 @@ Here, once: the reference namespace and the visible test cells of an assignment
 - :func:`row_id`: readable ids for the tables of bugs (``stable=False-probs contains nan``);
 - :func:`visible_mistake_tests` and :func:`shortcut_tests`: the two tests that every file
   writes as a table, made from the table;
+- :func:`expect_new_tables`: the case tables of a visible check are built afresh at each call;
 - :func:`heads_attention`: the attention of each head, with bug switches, which the independent
   implementations of Assignment 5 (multi-head attention) and 6 (an encoder layer) share.
 """
@@ -168,6 +169,39 @@ def shortcut_tests(rows: list[tuple[Callable, Callable, str, str]]) -> Callable:
             expect_shortcut(lambda: check(as_student(implementation, name)), name, called)
 
     return test
+
+
+# -- the case tables of the visible checks ------------------------------------------------------
+
+
+def _arrays(value: Any) -> list[np.ndarray]:
+    """The NumPy arrays in ``value`` (a case's input), through dicts, lists and tuples."""
+    if isinstance(value, np.ndarray):
+        return [value]
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        return [array for item in value for array in _arrays(item)]
+    return []
+
+
+def expect_new_tables(*tables: Callable[[], list[Any]]) -> None:
+    """Each function builds its table of Cases afresh at every call, with the same values and
+    no array shared with another call's (a student's function that writes into its inputs
+    cannot spoil the next check), and the labels of a table are distinct."""
+    for table in tables:
+        first, second = table(), table()
+        labels = [case.label for case in first]
+        assert labels and len(set(labels)) == len(labels), (table.__name__, labels)
+        assert [case.label for case in second] == labels, table.__name__
+        for one, two in zip(first, second, strict=True):
+            assert list(one.inputs) == list(two.inputs), one.label
+            for name in one.inputs:
+                old, new = _arrays(one.inputs[name]), _arrays(two.inputs[name])
+                assert len(old) == len(new), (one.label, name)
+                for a, b in zip(old, new, strict=True):
+                    assert not np.shares_memory(a, b), f"{one.label}: {name} is shared"
+                    np.testing.assert_array_equal(a, b, err_msg=f"{one.label}: {name}")
 
 
 # -- a piece that two assignments' independent implementations share ---------------------------

@@ -4,7 +4,7 @@ What every assignment must satisfy (structure, reference, untouched version, har
 answers, traps, no lecture function pasted in passes) is in ``test_assignments.py``. Here: an
 independent NumPy implementation with one switch per plausible bug; each bug must fail the
 hidden check with a message that names the case and the quantity; the visible tests name the
-wrong quantity too; shortcuts that give the right answer outside the traps are caught inside
+case and the wrong quantity too; shortcuts that give the right answer outside the traps are caught inside
 them; and Lecture 1's backward pass, adapted to a padded batch, still fails Part B.
 """
 
@@ -19,9 +19,12 @@ from torch.autograd import grad as imported_grad
 
 import course.metrics
 from autograder.hidden import a1_rnn_bptt as hidden
+from course.checks import a1_rnn_bptt as visible_checks
 from tests.grading.bug_injection import (
     Failure,
+    case_label,
     expect_failure,
+    expect_new_tables,
     expect_shortcut,
     expect_traps,
     reference_namespace,
@@ -272,21 +275,28 @@ def test_naive_softmax_passes_the_visible_test_but_not_the_hidden_one(reference)
     )
 
 
+# The cases of the visible tests (course/checks/a1_rnn_bptt.py), as their failures name them.
+VISIBLE_FORWARD = r"^rnn_forward, three sequences of lengths 3, 1 and 2"
+VISIBLE_LOSS = r"^classification_loss, three sequences of lengths 3, 1 and 2"
+VISIBLE_BACKWARD = r"^rnn_backward, three sequences of lengths 2, 5 and 3"
+VISIBLE_CLIP = r"^clip_by_global_norm, gradients of global norm 13,"
+
+
 def test_the_visible_forward_test_names_the_wrong_quantity():
     def visible(**functions):
         return lambda: run_visible(ASSIGNMENT, "test_forward_visible", **functions)
 
     expect_failure(
         visible(rnn_forward=as_student(forward, "rnn_forward", use_h0=False)),
-        Failure(None, "^hs differs"),
+        Failure(VISIBLE_FORWARD, "^hs differs"),
     )
     expect_failure(
         visible(rnn_forward=as_student(forward, "rnn_forward", move_on_padding=True)),
-        Failure(None, "^hs differs", r"at \[2, 2, "),
+        Failure(VISIBLE_FORWARD, "^hs differs", r"at \[2, 2, "),
     )
     expect_failure(
         visible(classification_loss=as_student(loss, "classification_loss", summed=True)),
-        Failure(None, "^classification_loss differs"),
+        Failure(VISIBLE_LOSS, "^classification_loss differs"),
     )
 
 
@@ -448,10 +458,10 @@ def test_check_rnn_backward_rejects_autograd(implementation, called):
 @pytest.mark.parametrize(
     ("bugs", "failure"),
     [
-        ({"tanh_grad": False}, Failure(None, "^dW differs", r" at \[")),
-        ({"move_on_padding": True}, Failure(None, "^dV differs", r" at \[")),
-        ({"through_padding": False}, Failure(None, "^dW differs", r" at \[")),
-        ({"divide_by": "real tokens"}, Failure(None, "^dV differs", r" at \[")),
+        ({"tanh_grad": False}, Failure(VISIBLE_BACKWARD, "^dW differs", r" at \[")),
+        ({"move_on_padding": True}, Failure(VISIBLE_BACKWARD, "^dV differs", r" at \[")),
+        ({"through_padding": False}, Failure(VISIBLE_BACKWARD, "^dW differs", r" at \[")),
+        ({"divide_by": "real tokens"}, Failure(VISIBLE_BACKWARD, "^dV differs", r" at \[")),
     ],
     ids=row_id,
 )
@@ -530,9 +540,9 @@ def test_the_lecture_bptt_cell_looped_over_the_batch_fails_part_b(reference, lec
 
     message = expect_failure(
         lambda: run_visible(ASSIGNMENT, "test_backward_visible", rnn_backward=copier),
-        Failure(None, "^dV differs", r" by \S+ at \["),
+        Failure(VISIBLE_BACKWARD, "^dV differs", r" by \S+ at \["),
     )
-    gap = float(message.split(" by ")[1].split()[0])
+    gap = float(case_label(message)[1].split(" by ")[1].split()[0])
     assert gap > 0.1, message
 
 
@@ -603,7 +613,7 @@ def test_per_tensor_clipping_fails_the_visible_test_on_clipped_w():
     student = as_student(clip, "clip_by_global_norm", per_tensor=True)
     expect_failure(
         lambda: run_visible(ASSIGNMENT, "test_clip_visible", clip_by_global_norm=student),
-        Failure(None, r"^clipped\['W'\] differs", r"by 2\.0e\+00 at \[1, 1\]"),
+        Failure(VISIBLE_CLIP, r"^clipped\['W'\] differs", r"by 2\.0e\+00 at \[1, 1\]"),
     )
 
 
@@ -624,6 +634,12 @@ REQUIRED_TRAPS = {
 
 def test_traps_cover_the_routines_that_would_do_the_work():
     expect_traps(hidden, REQUIRED_TRAPS)
+
+
+def test_the_visible_case_tables_are_built_afresh_at_each_call():
+    expect_new_tables(
+        visible_checks.part_a_cases, visible_checks.part_b_cases, visible_checks.part_c_cases
+    )
 
 
 def test_each_visible_cell_is_one_call_of_its_check_and_the_reference_passes_it(reference, capsys):

@@ -5,10 +5,10 @@ answers, traps) is in ``test_assignments.py``. Here: the hidden references (torc
 ``proj_size`` for the LSTMP cell and the packed batch, the GRU with the reset gate before the
 recurrent matrix, every pair counted for the AUC) tied to independent computations;
 independent implementations with one switch per plausible bug, each of which must fail its
-check with a message that names the case, and the visible test with a message that names the
-quantity; Lecture 2's cells, adapted to the assignment's signatures, failing the visible tests;
-shortcuts through ``torch.nn.LSTM``, the packing routines, ``torch.nn.GRUCell`` and
-``course.analysis.interpret``, caught inside the traps; and the model answer of Part E,
+check with a message that names the case, and the visible test with a message that names its
+case and the quantity; Lecture 2's cells, adapted to the assignment's signatures, failing the
+visible tests; shortcuts through ``torch.nn.LSTM``, the packing routines, ``torch.nn.GRUCell``
+and ``course.analysis.interpret``, caught inside the traps; and the model answer of Part E,
 whose numbers are those its cell prints.
 """
 
@@ -21,9 +21,11 @@ import pytest
 import torch
 
 from autograder.hidden import a2_lstm_gru as hidden
+from course.checks import a2_lstm_gru as visible_checks
 from tests.grading.bug_injection import (
     Failure,
     expect_failure,
+    expect_new_tables,
     expect_shortcut,
     expect_traps,
     reference_namespace,
@@ -511,23 +513,29 @@ def test_check_quote_cell_auc_rejects_bug(bugs, failure):
     expect_failure(lambda: hidden.check_quote_cell_auc(student), failure)
 
 
+# The cases of the visible tests (course/checks/a2_lstm_gru.py), as their failures name them.
+VISIBLE_CELL = r"^lstmp_cell_forward, two rows"
+VISIBLE_PACKED = r"^lstmp_packed_forward, three packed sequences of lengths 3, 2 and 1"
+VISIBLE_GRU = r"^gru_cell_forward, two rows"
+VISIBLE_AUC = r"^quote_cell_auc, five cells"
+
 test_visible_tests_name_the_mistake = visible_mistake_tests(
     ASSIGNMENT,
     [
         (
             "test_lstmp_cell_visible",
             {"lstmp_cell_forward": as_student(lstmp_step, "lstmp_cell_forward", order="ifgo")},
-            Failure(None, "^c differs"),
+            Failure(VISIBLE_CELL, "^c differs"),
         ),
         (
             "test_lstmp_cell_visible",
             {"lstmp_cell_forward": as_student(lstmp_step, "lstmp_cell_forward", project=False)},
-            Failure(None, "^h has shape"),
+            Failure(VISIBLE_CELL, "^h has shape"),
         ),
         (
             "test_lstmp_cell_visible",
             {"lstmp_cell_forward": as_student(lstmp_step, "lstmp_cell_forward", project_cell=True)},
-            Failure(None, "^h differs"),
+            Failure(VISIBLE_CELL, "^h differs"),
         ),
         (
             "test_lstmp_packed_visible",
@@ -536,7 +544,7 @@ test_visible_tests_name_the_mistake = visible_mistake_tests(
                     packed_lstmp, "lstmp_packed_forward", align="tail"
                 )
             },
-            Failure(None, "^out differs"),
+            Failure(VISIBLE_PACKED, "^out differs"),
         ),
         (
             "test_lstmp_packed_visible",
@@ -545,7 +553,7 @@ test_visible_tests_name_the_mistake = visible_mistake_tests(
                     packed_lstmp, "lstmp_packed_forward", reset_finished=True
                 )
             },
-            Failure(None, "^h_n differs"),
+            Failure(VISIBLE_PACKED, "^h_n differs"),
         ),
         (
             "test_lstmp_packed_visible",
@@ -554,30 +562,41 @@ test_visible_tests_name_the_mistake = visible_mistake_tests(
                     packed_lstmp, "lstmp_packed_forward", use_initial=False
                 )
             },
-            Failure(None, "^out differs"),
+            Failure(VISIBLE_PACKED, "^out differs"),
         ),
         (
             "test_gru_cell_visible",
             {"gru_cell_forward": as_student(gru_step, "gru_cell_forward", reset="after")},
-            Failure(None, "^h differs"),
+            Failure(VISIBLE_GRU, "^h differs"),
         ),
         (
             "test_gru_cell_visible",
             {"gru_cell_forward": as_student(gru_step, "gru_cell_forward", reset="on the product")},
-            Failure(None, "^h differs"),
+            Failure(VISIBLE_GRU, "^h differs"),
         ),
         (
             "test_quote_cell_auc_visible",
             {"quote_cell_auc": as_student(auc_cell, "quote_cell_auc", statistic="pearson")},
-            Failure(None, "chose cell 1", "largest correlation"),
+            Failure(VISIBLE_AUC, "chose cell 1", "largest correlation"),
         ),
         (
             "test_quote_cell_auc_visible",
             {"quote_cell_auc": as_student(auc_cell, "quote_cell_auc", furthest=False)},
-            Failure(None, "chose cell 1|chose cell [024]"),
+            Failure(VISIBLE_AUC, "chose cell 1|chose cell [024]"),
         ),
     ],
 )
+
+
+def test_the_visible_case_tables_are_built_afresh_at_each_call():
+    expect_new_tables(
+        visible_checks.part_a_cases,
+        visible_checks.part_b_cases,
+        visible_checks.part_c_cases,
+        visible_checks.part_d_cases,
+    )
+
+
 # --------------------------------------------------------------------------------------------
 # Lecture 2 wrote the standard cells: adapted to the assignment's signatures, they fail
 # --------------------------------------------------------------------------------------------
@@ -668,11 +687,11 @@ def test_the_lecture_cells_adapted_fail_the_visible_tests(lecture):
 
     expect_failure(
         lambda: run_visible(ASSIGNMENT, "test_lstmp_cell_visible", lstmp_cell_forward=lstm),
-        Failure(None, "^h has shape"),
+        Failure(VISIBLE_CELL, "^h has shape"),
     )
     expect_failure(
         lambda: run_visible(ASSIGNMENT, "test_gru_cell_visible", gru_cell_forward=gru),
-        Failure(None, "^h differs"),
+        Failure(VISIBLE_GRU, "^h differs"),
     )
 
 
