@@ -524,5 +524,13 @@ def test_unpack_and_expect_array_scalar_floats_say_what_came_back():
         cases.expect_floats("norms", [1.0, 2.0], 3)
     with raises(AssertionError, "item 1 is bool"):
         cases.expect_floats("norms", [1.0, True], 2)
+    for call in (
+        lambda: cases.unpack(None, "f", ("a",)),
+        lambda: cases.expect_array("probs", None, (1,)),
+        lambda: cases.expect_scalar("loss", None),
+        lambda: cases.expect_floats("norms", None, 1),
+    ):  # a CheckFailed, so that a visible test's failure shows briefly in a notebook
+        with pytest.raises(checks.CheckFailed):
+            call()
     assert cases.describe(torch.zeros(2, 1)) == "Tensor of shape (2, 1)"
     assert cases.describe({"a": 1}) == "dict"
