@@ -453,6 +453,55 @@ def test_expect_token_spans_wants_tuples_of_a_token_and_two_python_ints():
         expect_token_spans([("un", np.int64(0), 2)], "text 0")
 
 
+def _visible_tables() -> dict[str, object]:
+    """The case tables of the visible tests written as cases, by name."""
+    from course.checks import a3_bilstm_elmo as a3
+
+    return {
+        "a3.part_a_cases": a3.part_a_cases,
+        "a3.part_a_bad_inputs": a3.part_a_bad_inputs,
+        "a3.part_b_mix_weights_cases": a3.part_b_mix_weights_cases,
+        "a3.part_b_mix_weights_bad_inputs": a3.part_b_mix_weights_bad_inputs,
+        "a3.part_b_scalar_mix_cases": a3.part_b_scalar_mix_cases,
+        "a3.part_b_scalar_mix_bad_inputs": a3.part_b_scalar_mix_bad_inputs,
+        "a3.part_c_similarity_cases": a3.part_c_similarity_cases,
+        "a3.part_c_similarity_bad_inputs": a3.part_c_similarity_bad_inputs,
+        "a3.part_c_share_cases": a3.part_c_share_cases,
+        "a3.part_c_share_bad_inputs": a3.part_c_share_bad_inputs,
+        "a3.part_d_cases": a3.part_d_cases,
+        "a3.part_d_bad_inputs": a3.part_d_bad_inputs,
+    }
+
+
+def _arrays(value: object) -> list[np.ndarray]:
+    if isinstance(value, np.ndarray):
+        return [value]
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        return [array for item in value for array in _arrays(item)]
+    return []
+
+
+@pytest.mark.parametrize("name", sorted(_visible_tables()))
+def test_a_visible_case_table_is_made_afresh_at_each_call_with_a_label_per_case(name):
+    """Two calls give the same cases in arrays of their own (a function that writes into one
+    call's inputs cannot change the next), each with its own label; the valid cases say what
+    they expect (``expected_<quantity>``), the bad inputs do not."""
+    make = _visible_tables()[name]
+    first, second = make(), make()
+    labels = [case.label for case in first]
+    assert labels and labels == [case.label for case in second]
+    assert len(set(labels)) == len(labels), labels
+    for one, other in zip(first, second, strict=True):
+        expects = [key for key in one.inputs if key.startswith("expected_")]
+        assert bool(expects) == name.endswith("_cases"), (one.label, expects)
+        for key in one.inputs:
+            for array in _arrays(one.inputs[key]):
+                shared = [np.shares_memory(array, b) for b in _arrays(other.inputs[key])]
+                assert not any(shared), f"{name}: {one.label}: {key} is shared between calls"
+
+
 # --------------------------------------------------------------------------------------------
 # the kit of cases (course.checks.cases)
 # --------------------------------------------------------------------------------------------
