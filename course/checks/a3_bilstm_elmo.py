@@ -1,19 +1,27 @@
 """The visible tests of Assignment 3 (a stacked bidirectional GRU, ELMo's scalar mix, context measures, senses).
 
 Each test cell of the notebook calls one check with the student's functions, which run under
-the rule of the part's hidden tests (:func:`course.checks.rules.by_hand`). Every function
-here sets ``__tracebackhide__``: when a student's own code raises, IPython shows the cell's
-call and the student's frames, not this module's.
+the rule of the part's hidden tests (:func:`course.checks.rules.by_hand`). A check reads its
+cases from a table (``part_a_cases()`` ...: each a :class:`course.checks.cases.Case` holding
+the function's inputs, named as its parameters, and the values expected of it, named
+``expected_<quantity>``), made afresh at each call so that a function that writes into its
+inputs cannot change the next test's; a failure starts with the function and the case. Then
+comes the bad input that each function must refuse with ValueError (``part_a_bad_inputs()``
+...), a case each. Every function here sets ``__tracebackhide__``: when a student's own code
+raises, IPython shows the cell's call and the student's frames, not this module's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import functools
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
-from course.checks import CheckFailed, assert_close, inputs_kept
+from course.checks import CheckFailed, assert_close, expect_value_error, inputs_kept
+from course.checks.cases import Case, expect_floats
 from course.checks.rules import by_hand
 
 __all__ = ["check_part_a", "check_part_b", "check_part_c", "check_part_d"]
@@ -33,10 +41,40 @@ def _gru_weights(
     }
 
 
-def check_part_a(stacked_bidirectional_gru: Callable[..., Any]) -> None:
-    """Part A's visible test (stacked_bidirectional_gru)."""
+def _expect_refused(name: str, function: Callable[..., Any], bad_inputs: list[Case]) -> None:
+    """``function`` must raise ValueError for each case's inputs, passed in order under the
+    part's rule (numpy's warnings silenced); a failure names ``name`` and the case."""
     __tracebackhide__ = True
-    layers_a = [
+    calls = {
+        f"{name} with {case.label}": functools.partial(
+            by_hand, ASSIGNMENT, function, *case.inputs.values()
+        )
+        for case in bad_inputs
+    }
+    with np.errstate(all="ignore"):
+        expect_value_error(calls)
+
+
+@contextlib.contextmanager
+def _hinted(got: Any, mistakes: tuple) -> Iterator[None]:
+    """Add to a failure inside the block the hint of the first known mistake (values, atol,
+    hint) whose values ``got`` matches."""
+    __tracebackhide__ = True
+    try:
+        yield
+    except AssertionError as error:
+        values = np.asarray(got, dtype=float)
+        hint = next((h for v, atol, h in mistakes if np.allclose(values, v, atol=atol)), "")
+        raise CheckFailed(f"{error}{hint}") from None
+
+
+# -- Part A: stacked_bidirectional_gru ----------------------------------------------------------
+
+
+def part_a_cases() -> list[Case]:
+    """stacked_bidirectional_gru's cases: xs, lengths, layers; expected_h_n, expected_states
+    (from torch.nn.GRU with bidirectional=True, num_layers=2, on packed sequences)."""
+    layers = [
         (  # layer 1 reads x (D = 3)
             _gru_weights((-1.0, 1.0, 6, 3), (0.5, -0.5), [0.1, 0.2, -0.1, 0.0, 0.3, -0.3],
                          [0.0, -0.2, 0.1, 0.1, 0.5, 0.5]),
@@ -50,173 +88,297 @@ def check_part_a(stacked_bidirectional_gru: Callable[..., Any]) -> None:
                          [0.1, 0.1, 0.0, -0.2, 0.3, 0.0]),
         ),
     ]  # fmt: skip
-    xs_a = np.array(
-        [
-            [[1.0, 0.0, -1.0], [0.0, 1.0, 0.0], [-0.5, 0.5, 1.0]],
-            [[0.2, -0.3, 0.4], [1.0, 1.0, -1.0], [9.0, -9.0, 9.0]],  # the last position is padding
-        ]
-    )  # (B=2, T=3, D=3)
-    lengths_a = np.array([3, 2])
-    with inputs_kept("stacked_bidirectional_gru", xs=xs_a, lengths=lengths_a, layers=layers_a):
-        out_a = by_hand(ASSIGNMENT, stacked_bidirectional_gru, xs_a, lengths_a, layers_a)
-    if not (isinstance(out_a, dict) and {"states", "h_n"} <= set(out_a)):
-        raise CheckFailed(
-            "stacked_bidirectional_gru should return a dict with the keys 'states', 'h_n'"
-        )
+    return [
+        Case(
+            "two layers, lengths 3 and 2 (T = 3), large numbers in the padding",
+            xs=np.array(
+                [
+                    [[1.0, 0.0, -1.0], [0.0, 1.0, 0.0], [-0.5, 0.5, 1.0]],
+                    [[0.2, -0.3, 0.4], [1.0, 1.0, -1.0], [9.0, -9.0, 9.0]],  # position 2: padding
+                ]
+            ),
+            lengths=np.array([3, 2]),
+            layers=layers,
+            expected_h_n=[
+                [[0.7083785076, 0.5285622525], [0.5414950636, 0.3462801772]],
+                [[-0.0313722276, -0.1648837708], [-0.0198415449, -0.1403671311]],
+                [[-0.1030302754, 0.0068147050], [-0.1195457690, -0.0674532866]],
+                [[0.0663856724, 0.1351410245], [0.2045012113, 0.3072099132]],
+            ],
+            expected_states=[
+                [
+                    [-0.0224095473, 0.1963812927, 0.0663856724, 0.1351410245],
+                    [-0.0564264229, 0.1347864456, 0.2211990488, 0.3591414860],
+                    [-0.1030302754, 0.0068147050, 0.3284823354, 0.4082508618],
+                ],
+                [
+                    [-0.0641062351, 0.0239594156, 0.2045012113, 0.3072099132],
+                    [-0.1195457690, -0.0674532866, 0.2962344263, 0.3671120922],
+                    [0.0, 0.0, 0.0, 0.0],
+                ],
+            ],
+        ),
+    ]
 
-    # Sequence 1 read alone (B=1, T=2, no padding) must get the same states as in the batch.
-    alone_a = by_hand(ASSIGNMENT, stacked_bidirectional_gru, xs_a[1:, :2], np.array([2]), layers_a)
-    for key_a, got_a, want_a in [
-        ("h_n", np.asarray(out_a["h_n"])[:, 1], np.asarray(alone_a["h_n"])[:, 0]),
-        ("states", np.asarray(out_a["states"])[1, :2], np.asarray(alone_a["states"])[0]),
+
+def part_a_bad_inputs() -> list[Case]:
+    """Input that stacked_bidirectional_gru must refuse with ValueError: xs, lengths, layers."""
+    (good,) = part_a_cases()
+    return [
+        Case("lengths [3, 0] (T = 3)", xs=good.xs, lengths=np.array([3, 0]), layers=good.layers),
+        Case("lengths [4, 2] (T = 3)", xs=good.xs, lengths=np.array([4, 2]), layers=good.layers),
+        Case("layers = []", xs=good.xs, lengths=good.lengths, layers=[]),
+    ]
+
+
+def _expect_padding_ignored(
+    stacked_bidirectional_gru: Callable[..., Any], case: Case, out: Any
+) -> None:
+    """The first padded sequence, read alone without its padding, gets the same h_n and
+    states as in the batch ``out``."""
+    __tracebackhide__ = True
+    T = case.xs.shape[1]
+    b = int(np.flatnonzero(case.lengths < T)[0])
+    n = int(case.lengths[b])
+    alone = by_hand(
+        ASSIGNMENT, stacked_bidirectional_gru, case.xs[b : b + 1, :n], np.array([n]), case.layers
+    )
+    for key, got, want in [
+        ("h_n", np.asarray(out["h_n"])[:, b], np.asarray(alone["h_n"])[:, 0]),
+        ("states", np.asarray(out["states"])[b, :n], np.asarray(alone["states"])[0]),
     ]:
         try:
             assert_close(
-                f"{key_a} of sequence 1 (length 2) in the padded batch",
-                got_a,
-                want_a,
+                f"{key} of sequence {b} (length {n}) in the padded batch",
+                got,
+                want,
                 atol=1e-10,
                 against="the same sequence read alone",
             )
-        except AssertionError as error_a:
+        except AssertionError as error:
+            padding = f"position {n}" if n == T - 1 else f"positions {n} to {T - 1}"
             raise CheckFailed(
-                f"{error_a}. The padding at position 2 changed this sequence: in every layer the "
-                "backward reader must start at its last real token (position lengths[b] - 1 = 1), "
-                "never at the padding, and the forward reader must stop there."
+                f"{error}. The padding at {padding} changed this sequence: in every layer the "
+                f"backward reader must start at its last real token (position lengths[b] - 1 = "
+                f"{n - 1}), never at the padding, and the forward reader must stop there."
             ) from None
 
-    against_a = "torch.nn.GRU (bidirectional, num_layers=2, packed)"
-    assert_close(
-        "h_n (layer 1 forward, layer 1 backward, layer 2 forward, layer 2 backward)",
-        out_a["h_n"],
-        [
-            [[0.7083785076, 0.5285622525], [0.5414950636, 0.3462801772]],
-            [[-0.0313722276, -0.1648837708], [-0.0198415449, -0.1403671311]],
-            [[-0.1030302754, 0.0068147050], [-0.1195457690, -0.0674532866]],
-            [[0.0663856724, 0.1351410245], [0.2045012113, 0.3072099132]],
-        ],
-        atol=1e-8,
-        against=against_a
-        + " (layer 2 reads [forward; backward] of layer 1, the forward half first)",
-    )
-    assert_close(
-        "states (the top layer)",
-        out_a["states"],
-        [
-            [
-                [-0.0224095473, 0.1963812927, 0.0663856724, 0.1351410245],
-                [-0.0564264229, 0.1347864456, 0.2211990488, 0.3591414860],
-                [-0.1030302754, 0.0068147050, 0.3284823354, 0.4082508618],
-            ],
-            [
-                [-0.0641062351, 0.0239594156, 0.2045012113, 0.3072099132],
-                [-0.1195457690, -0.0674532866, 0.2962344263, 0.3671120922],
-                [0.0, 0.0, 0.0, 0.0],
-            ],
-        ],
-        atol=1e-8,
-        against=against_a,
-    )
-    for bad_lengths_a in ([3, 0], [4, 2]):
-        try:
-            by_hand(ASSIGNMENT, stacked_bidirectional_gru, xs_a, np.array(bad_lengths_a), layers_a)
-        except ValueError:
-            continue
-        raise CheckFailed(
-            f"stacked_bidirectional_gru should raise ValueError for lengths {bad_lengths_a} "
-            "with T = 3"
-        )
-    try:
-        by_hand(ASSIGNMENT, stacked_bidirectional_gru, xs_a, lengths_a, [])
-    except ValueError:
-        pass
-    else:
-        raise CheckFailed("stacked_bidirectional_gru should raise ValueError for layers = []")
+
+def check_part_a(stacked_bidirectional_gru: Callable[..., Any]) -> None:
+    """Part A's visible test (stacked_bidirectional_gru)."""
+    __tracebackhide__ = True
+    for case in part_a_cases():
+        xs, lengths, layers = case.xs, case.lengths, case.layers
+        with case.named("stacked_bidirectional_gru"):
+            with inputs_kept("stacked_bidirectional_gru", xs=xs, lengths=lengths, layers=layers):
+                out = by_hand(ASSIGNMENT, stacked_bidirectional_gru, xs, lengths, layers)
+            if not (isinstance(out, dict) and {"states", "h_n"} <= set(out)):
+                raise CheckFailed(
+                    "stacked_bidirectional_gru should return a dict with the keys 'states', 'h_n'"
+                )
+            _expect_padding_ignored(stacked_bidirectional_gru, case, out)
+            torch_gru = f"torch.nn.GRU (bidirectional, num_layers={len(layers)}, packed)"
+            assert_close(
+                "h_n (layer 1 forward, layer 1 backward, layer 2 forward, layer 2 backward)",
+                out["h_n"], case.expected_h_n, atol=1e-8,
+                against=f"{torch_gru} (layer 2 reads [forward; backward] of layer 1, the forward"
+                " half first)",
+            )  # fmt: skip
+            assert_close(
+                "states (the top layer)", out["states"], case.expected_states, atol=1e-8,
+                against=torch_gru,
+            )  # fmt: skip
+    _expect_refused("stacked_bidirectional_gru", stacked_bidirectional_gru, part_a_bad_inputs())
     print("Part A, visible test: passed.")
+
+
+# -- Part B: mix_weights and scalar_mix ---------------------------------------------------------
+
+
+def part_b_mix_weights_cases() -> list[Case]:
+    """mix_weights's cases: w; expected_weights, and what they are compared against."""
+    return [
+        Case(
+            "w = [0, 1, 2]",
+            w=np.array([0.0, 1.0, 2.0]),
+            expected_weights=[0.0900305732, 0.2447284711, 0.6652409558],
+            against="the expected value",
+        ),
+        Case(
+            "w = [1000, 1001, 999]",
+            w=np.array([1000.0, 1001.0, 999.0]),
+            expected_weights=[0.2447284711, 0.6652409558, 0.0900305732],
+            against="the expected value (subtract the largest weight before exp)",
+        ),
+    ]
+
+
+def part_b_mix_weights_bad_inputs() -> list[Case]:
+    """Input that mix_weights must refuse with ValueError: w."""
+    return [Case("w of shape (2, 3), not 1-D", w=np.zeros((2, 3)))]
+
+
+def part_b_scalar_mix_cases() -> list[Case]:
+    """scalar_mix's cases: layers (L=3, B=2, T=3, D=2), w, gamma, mask, layer_norm; the
+    expected mix (at the real tokens when there is a mask), and what it is compared against."""
+    layers = (
+        np.sin(np.arange(36.0)).reshape(3, 2, 3, 2) * np.array([1.0, 2.0, 3.0])[:, None, None, None]
+    )
+    layers[:, 1, 2] = 50.0  # the padded token of sequence 1
+    return [
+        Case(
+            "3 layers, w = [0, 1, 2], gamma = 0.5",
+            layers=layers,
+            w=np.array([0.0, 1.0, 2.0]),
+            gamma=0.5,
+            mask=None,
+            layer_norm=False,
+            expected_mix=[
+                [
+                    [-1.0349563924, 0.0086371869],
+                    [1.0442897765, 1.1198271615],
+                    [0.1658006186, -0.9406622484],
+                ],
+                [[-1.1822845823, -0.3369199236], [0.8182073591, 1.2210785692], [25.0, 25.0]],
+            ],
+            against="the expected value",
+        ),
+        Case(
+            "3 layers, w = [0, 1, 2], gamma = 0.5, mask (lengths 3 and 2), layer_norm=True",
+            layers=layers,
+            w=np.array([0.0, 1.0, 2.0]),
+            gamma=0.5,
+            mask=np.array([[1, 1, 1], [1, 1, 0]]),
+            layer_norm=True,
+            expected_mix=[
+                [-0.5687818203, 0.0121824209],
+                [0.5276528556, 0.5037083435],
+                [-0.0376366415, -0.5986720167],
+                [-0.6635844455, -0.1726937402],
+                [0.4226774486, 0.5751475956],
+            ],
+            against="the expected value (mean and variance over the real tokens only)",
+        ),
+    ]
+
+
+def part_b_scalar_mix_bad_inputs() -> list[Case]:
+    """Input that scalar_mix must refuse with ValueError: layers, w, gamma."""
+    (good, _) = part_b_scalar_mix_cases()
+    return [
+        Case(f"3 layers and w of shape {shape}", layers=good.layers, w=np.zeros(shape), gamma=1.0)
+        for shape in [(2,), (1, 3)]
+    ]
 
 
 def check_part_b(scalar_mix: Callable[..., Any], mix_weights: Callable[..., Any]) -> None:
     """Part B's visible test (scalar_mix, mix_weights)."""
     __tracebackhide__ = True
-    w_b = np.array([0.0, 1.0, 2.0])
-    with inputs_kept("mix_weights", w=w_b):
-        weights_b = by_hand(ASSIGNMENT, mix_weights, w_b)
-    assert_close(
-        "mix_weights([0, 1, 2])",
-        weights_b,
-        [0.0900305732, 0.2447284711, 0.6652409558],
-        atol=1e-9,
-        against="the expected value",
-    )
-    assert_close(
-        "mix_weights([1000, 1001, 999])",
-        by_hand(ASSIGNMENT, mix_weights, np.array([1000.0, 1001.0, 999.0])),
-        [0.2447284711, 0.6652409558, 0.0900305732],
-        atol=1e-9,
-        against="the expected value (subtract the largest weight before exp)",
-    )
-    try:
-        by_hand(ASSIGNMENT, mix_weights, np.zeros((2, 3)))
-    except ValueError:
-        pass
-    else:
-        raise CheckFailed("mix_weights should raise ValueError for w of shape (2, 3), not 1-D")
-    layers_b = (
-        np.sin(np.arange(36.0)).reshape(3, 2, 3, 2) * np.array([1.0, 2.0, 3.0])[:, None, None, None]
-    )
-    layers_b[:, 1, 2] = 50.0  # the padded token of sequence 1
-    mask_b = np.array([[1, 1, 1], [1, 1, 0]])
-    real_b = mask_b.astype(bool)
-    w_mix_b = np.array([0.0, 1.0, 2.0])
-    with inputs_kept("scalar_mix", layers=layers_b, w=w_mix_b):
-        mixed_b = by_hand(ASSIGNMENT, scalar_mix, layers_b, w_mix_b, 0.5)
-    assert_close(
-        "scalar_mix(layers, w, gamma=0.5)",
-        mixed_b,
-        [
-            [
-                [-1.0349563924, 0.0086371869],
-                [1.0442897765, 1.1198271615],
-                [0.1658006186, -0.9406622484],
-            ],
-            [[-1.1822845823, -0.3369199236], [0.8182073591, 1.2210785692], [25.0, 25.0]],
-        ],
-        atol=1e-8,
-        against="the expected value",
-    )
-    w_norm_b = np.array([0.0, 1.0, 2.0])
-    with inputs_kept("scalar_mix", layers=layers_b, w=w_norm_b, mask=mask_b):
-        normed_b = by_hand(
-            ASSIGNMENT,
-            scalar_mix,
-            layers_b,
-            w_norm_b,
-            0.5,
-            mask=mask_b,
-            layer_norm=True,
-        )
-    assert_close(
-        "scalar_mix(layers, w, gamma=0.5, mask, layer_norm=True) at the real tokens",
-        np.asarray(normed_b)[real_b],
-        [
-            [-0.5687818203, 0.0121824209],
-            [0.5276528556, 0.5037083435],
-            [-0.0376366415, -0.5986720167],
-            [-0.6635844455, -0.1726937402],
-            [0.4226774486, 0.5751475956],
-        ],
-        atol=1e-8,
-        against="the expected value (mean and variance over the real tokens only)",
-    )
-    for bad_b in (np.zeros(2), np.zeros((1, 3))):
-        try:
-            by_hand(ASSIGNMENT, scalar_mix, layers_b, bad_b, 1.0)
-        except ValueError:
-            continue
-        raise CheckFailed(
-            f"scalar_mix should raise ValueError for 3 layers and w of shape {bad_b.shape}"
-        )
+    for case in part_b_mix_weights_cases():
+        with case.named("mix_weights"):
+            with inputs_kept("mix_weights", w=case.w):
+                weights = by_hand(ASSIGNMENT, mix_weights, case.w)
+            assert_close(
+                "the softmax of w", weights, case.expected_weights, atol=1e-9,
+                against=case.against,
+            )  # fmt: skip
+    _expect_refused("mix_weights", mix_weights, part_b_mix_weights_bad_inputs())
+    for case in part_b_scalar_mix_cases():
+        with case.named("scalar_mix"):
+            with inputs_kept("scalar_mix", layers=case.layers, w=case.w, mask=case.mask):
+                mixed = by_hand(
+                    ASSIGNMENT, scalar_mix, case.layers, case.w, case.gamma, mask=case.mask,
+                    layer_norm=case.layer_norm,
+                )  # fmt: skip
+            if case.mask is not None:
+                mixed = np.asarray(mixed)[np.asarray(case.mask, dtype=bool)]
+            assert_close(
+                "the mix" if case.mask is None else "the mix at the real tokens",
+                mixed, case.expected_mix, atol=1e-8, against=case.against,
+            )  # fmt: skip
+    _expect_refused("scalar_mix", scalar_mix, part_b_scalar_mix_bad_inputs())
     print("Part B, visible test: passed.")
+
+
+# -- Part C: centred_self_similarity and first_component_share ---------------------------------
+
+
+def part_c_similarity_cases() -> list[Case]:
+    """centred_self_similarity's cases: vectors_by_layer, background_by_layer; the expected
+    similarity by layer, and the values of known mistakes with their hints."""
+    return [
+        Case(
+            "L=2, N=4, D=2, background means (1, 1) and (0.5, 0.5)",
+            vectors_by_layer=np.array(
+                [
+                    [[2.0, 1.0], [1.0, 2.0], [2.0, 2.0], [3.0, 1.0]],
+                    [[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0], [0.0, -1.0]],
+                ]
+            ),
+            background_by_layer=np.array(
+                [[[1.0, 1.0], [2.0, 0.0], [0.0, 2.0]], [[1.0, 1.0], [0.0, 0.0], [0.5, 0.5]]]
+            ),
+            expected_similarity=[0.5202200573, -0.0666666667],
+            mistakes=(
+                ([0.8814750103, -1 / 3], 1e-6,
+                 " (your values are the raw self-similarities: subtract the layer's mean vector)"),
+                ([-1 / 3, -1 / 3], 1e-6,
+                 " (your values centre the word's vectors on their own mean: subtract the mean of "
+                 "the background vectors)"),
+            ),
+        ),
+    ]  # fmt: skip
+
+
+def part_c_similarity_bad_inputs() -> list[Case]:
+    """Input that centred_self_similarity must refuse with ValueError: vectors_by_layer,
+    background_by_layer."""
+    (good,) = part_c_similarity_cases()
+    at_mean = good.vectors_by_layer.copy()
+    at_mean[0, 2] = [1.0, 1.0]  # occurrence 2 of layer 0 is the layer's mean vector
+    return [
+        Case(
+            "N = 1 occurrence",
+            vectors_by_layer=good.vectors_by_layer[:, :1],
+            background_by_layer=good.background_by_layer,
+        ),
+        Case(
+            "an occurrence equal to the layer's mean (1, 1)",
+            vectors_by_layer=at_mean,
+            background_by_layer=good.background_by_layer,
+        ),
+    ]
+
+
+def part_c_share_cases() -> list[Case]:
+    """first_component_share's cases: vectors_by_layer; the expected share by layer, and the
+    values of known mistakes with their hints."""
+    return [
+        Case(
+            "L=3, N=4, D=2: on a line, a cross around (3, -1), a cross stretched along x",
+            vectors_by_layer=np.array(
+                [
+                    [[1.0, 1.0], [2.0, 3.0], [3.0, 5.0], [4.0, 7.0]],
+                    [[4.0, -1.0], [2.0, -1.0], [3.0, 0.0], [3.0, -2.0]],
+                    [[3.0, 1.0], [-1.0, 1.0], [1.0, 2.0], [1.0, 0.0]],
+                ]
+            ),
+            expected_share=[1.0, 0.5, 0.8],
+            mistakes=(
+                ([0.9985, 0.9545, 0.7778], 1e-4,
+                 " (your shares are those of the vectors not centred: subtract their mean first)"),
+                ([1.0, 0.5, 2 / 3], 1e-6,
+                 " (the variances are the squared singular values, not the singular values)"),
+            ),
+        ),
+    ]  # fmt: skip
+
+
+def part_c_share_bad_inputs() -> list[Case]:
+    """Input that first_component_share must refuse with ValueError: vectors_by_layer."""
+    (good,) = part_c_share_cases()
+    still = np.stack([good.vectors_by_layer[0], np.ones((4, 2))])
+    return [Case("a layer whose vectors are all equal", vectors_by_layer=still)]
 
 
 def check_part_c(
@@ -224,127 +386,93 @@ def check_part_c(
 ) -> None:
     """Part C's visible test (centred_self_similarity, first_component_share)."""
     __tracebackhide__ = True
-    vectors_c = np.array(
-        [
-            [[2.0, 1.0], [1.0, 2.0], [2.0, 2.0], [3.0, 1.0]],
-            [[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0], [0.0, -1.0]],
-        ]
-    )  # (L=2, N=4, D=2)
-    background_c = np.array(
-        [[[1.0, 1.0], [2.0, 0.0], [0.0, 2.0]], [[1.0, 1.0], [0.0, 0.0], [0.5, 0.5]]]
-    )  # (L=2, M=3, D=2): the layer means are (1, 1) and (0.5, 0.5)
-    with inputs_kept(
-        "centred_self_similarity", vectors_by_layer=vectors_c, background_by_layer=background_c
-    ):
-        centred_c = by_hand(ASSIGNMENT, centred_self_similarity, vectors_c, background_c)
-    if not (isinstance(centred_c, list) and len(centred_c) == 2):
-        raise CheckFailed(
-            "centred_self_similarity should return a list of 2 floats, got "
-            f"{type(centred_c).__name__}"
-        )
-    hint_c = ""
-    if np.allclose(np.asarray(centred_c, dtype=float), [0.8814750103, -1 / 3], atol=1e-6):
-        hint_c = " (your values are the raw self-similarities: subtract the layer's mean vector)"
-    elif np.allclose(np.asarray(centred_c, dtype=float), [-1 / 3, -1 / 3], atol=1e-6):
-        hint_c = (
-            " (your values centre the word's vectors on their own mean: subtract the mean of "
-            "the background vectors)"
-        )
-    try:
-        assert_close(
-            "centred_self_similarity by layer",
-            centred_c,
-            [0.5202200573, -0.0666666667],
-            atol=1e-9,
-            against="the expected value (mean cosine over pairs i != k of v_i - mean(background))",
-        )
-    except AssertionError as error_c:
-        raise CheckFailed(f"{error_c}{hint_c}") from None
-    at_mean_c = vectors_c.copy()
-    at_mean_c[0, 2] = [1.0, 1.0]  # occurrence 2 of layer 0 is the layer's mean vector
-    for description_c, bad_c in (
-        ("N = 1 occurrence", vectors_c[:, :1]),
-        ("an occurrence equal to the layer's mean (1, 1)", at_mean_c),
-    ):
-        try:
-            by_hand(ASSIGNMENT, centred_self_similarity, bad_c, background_c)
-        except ValueError:
-            continue
-        raise CheckFailed(f"centred_self_similarity should raise ValueError for {description_c}")
-
-    shares_in_c = np.array(
-        [
-            [[1.0, 1.0], [2.0, 3.0], [3.0, 5.0], [4.0, 7.0]],  # on a line
-            [[4.0, -1.0], [2.0, -1.0], [3.0, 0.0], [3.0, -2.0]],  # a cross around (3, -1)
-            [[3.0, 1.0], [-1.0, 1.0], [1.0, 2.0], [1.0, 0.0]],  # a cross stretched along x
-        ]
-    )  # (L=3, N=4, D=2)
-    with inputs_kept("first_component_share", vectors_by_layer=shares_in_c):
-        shares_c = by_hand(ASSIGNMENT, first_component_share, shares_in_c)
-    if not (isinstance(shares_c, list) and len(shares_c) == 3):
-        raise CheckFailed(
-            f"first_component_share should return a list of 3 floats, got {type(shares_c).__name__}"
-        )
-    hint_c = ""
-    if np.allclose(np.asarray(shares_c, dtype=float), [0.9985, 0.9545, 0.7778], atol=1e-4):
-        hint_c = " (your shares are those of the vectors not centred: subtract their mean first)"
-    elif np.allclose(np.asarray(shares_c, dtype=float), [1.0, 0.5, 2 / 3], atol=1e-6):
-        hint_c = " (the variances are the squared singular values, not the singular values)"
-    try:
-        assert_close(
-            "first_component_share by layer",
-            shares_c,
-            [1.0, 0.5, 0.8],
-            atol=1e-9,
-            against="the expected value (largest eigenvalue of the covariance over their sum)",
-        )
-    except AssertionError as error_c:
-        raise CheckFailed(f"{error_c}{hint_c}") from None
-    try:
-        by_hand(ASSIGNMENT, first_component_share, np.stack([shares_in_c[0], np.ones((4, 2))]))
-    except ValueError:
-        pass
-    else:
-        raise CheckFailed(
-            "first_component_share should raise ValueError for a layer whose vectors are all equal"
-        )
+    for case in part_c_similarity_cases():
+        vectors, background = case.vectors_by_layer, case.background_by_layer
+        with case.named("centred_self_similarity"):
+            kept = {"vectors_by_layer": vectors, "background_by_layer": background}
+            with inputs_kept("centred_self_similarity", **kept):
+                got = by_hand(ASSIGNMENT, centred_self_similarity, vectors, background)
+            got = expect_floats("centred_self_similarity", got, len(vectors))
+            with _hinted(got, case.mistakes):
+                assert_close(
+                    "the centred self-similarity by layer", got, case.expected_similarity,
+                    atol=1e-9, against="the expected value (mean cosine over pairs i != k of "
+                    "v_i - mean(background))",
+                )  # fmt: skip
+    _expect_refused(
+        "centred_self_similarity", centred_self_similarity, part_c_similarity_bad_inputs()
+    )
+    for case in part_c_share_cases():
+        vectors = case.vectors_by_layer
+        with case.named("first_component_share"):
+            with inputs_kept("first_component_share", vectors_by_layer=vectors):
+                got = by_hand(ASSIGNMENT, first_component_share, vectors)
+            got = expect_floats("first_component_share", got, len(vectors))
+            with _hinted(got, case.mistakes):
+                assert_close(
+                    "the first-component share by layer", got, case.expected_share, atol=1e-9,
+                    against="the expected value (largest eigenvalue of the covariance over "
+                    "their sum)",
+                )  # fmt: skip
+    _expect_refused("first_component_share", first_component_share, part_c_share_bad_inputs())
     print("Part C, visible test: passed.")
+
+
+# -- Part D: sense_separation and best_layer -----------------------------------------------------
+
+
+def part_d_cases() -> list[Case]:
+    """sense_separation's and best_layer's cases: vectors_by_layer, senses; the expected
+    accuracy by layer (leave-one-out centroids) and the expected best layer."""
+    return [
+        Case(
+            "L=3, N=6, D=2, senses river and money",
+            vectors_by_layer=np.array(
+                [
+                    [[1.04, 0.24], [0.87, 0.06], [0.9, 0.05], [0.89, 0.32], [0.88, 0.14],
+                     [0.92, 0.13]],
+                    [[-0.3, -0.2], [0.5, -0.9], [-0.5, 0.4], [-0.7, 0.8], [0.6, -0.2],
+                     [0.8, -0.1]],
+                    [[1.0, 0.1], [0.9, 0.3], [1.0, -0.2], [0.1, 1.0], [-0.2, 1.0], [0.3, 0.8]],
+                ]
+            ),
+            senses=["river", "river", "river", "money", "money", "money"],
+            expected_accuracy=[0.5, 0.1666666667, 1.0],
+            expected_best_layer=2,
+        ),
+    ]  # fmt: skip
+
+
+def part_d_bad_inputs() -> list[Case]:
+    """Input that sense_separation must refuse with ValueError: vectors_by_layer, senses."""
+    (good,) = part_d_cases()
+    return [
+        Case(f"senses {senses}", vectors_by_layer=good.vectors_by_layer, senses=senses)
+        for senses in (good.senses[:5], ["river"] * 6, ["river"] * 5 + ["money"])
+    ]
 
 
 def check_part_d(sense_separation: Callable[..., Any], best_layer: Callable[..., Any]) -> None:
     """Part D's visible test (sense_separation, best_layer)."""
     __tracebackhide__ = True
-    senses_d = ["river", "river", "river", "money", "money", "money"]
-    layers_d = np.array(
-        [
-            [[1.04, 0.24], [0.87, 0.06], [0.9, 0.05], [0.89, 0.32], [0.88, 0.14], [0.92, 0.13]],
-            [[-0.3, -0.2], [0.5, -0.9], [-0.5, 0.4], [-0.7, 0.8], [0.6, -0.2], [0.8, -0.1]],
-            [[1.0, 0.1], [0.9, 0.3], [1.0, -0.2], [0.1, 1.0], [-0.2, 1.0], [0.3, 0.8]],
-        ]
-    )  # (L=3, N=6, D=2)
-    with inputs_kept("sense_separation", vectors_by_layer=layers_d, senses=senses_d):
-        accuracy_d = by_hand(ASSIGNMENT, sense_separation, layers_d, senses_d)
-    if not (isinstance(accuracy_d, list) and len(accuracy_d) == 3):
-        raise CheckFailed(
-            f"sense_separation should return a list of 3 floats, got {type(accuracy_d).__name__}"
-        )
-    assert_close(
-        "sense_separation accuracies by layer",
-        accuracy_d,
-        [0.5, 0.1666666667, 1.0],
-        atol=1e-9,
-        against="the expected value (leave-one-out centroids)",
-    )
-    for bad_senses_d in (senses_d[:5], ["river"] * 6, ["river"] * 5 + ["money"]):
-        try:
-            by_hand(ASSIGNMENT, sense_separation, layers_d, bad_senses_d)
-        except ValueError:
-            continue
-        raise CheckFailed(f"sense_separation should raise ValueError for senses {bad_senses_d}")
-    with inputs_kept("best_layer", vectors_by_layer=layers_d, senses=senses_d):
-        chosen_d = by_hand(ASSIGNMENT, best_layer, layers_d, senses_d)
-    if not (isinstance(chosen_d, int)):
-        raise CheckFailed(f"best_layer should return an int, got {type(chosen_d).__name__}")
-    if not (chosen_d == 2):
-        raise CheckFailed(f"best_layer chose layer {chosen_d}, expected layer 2")
+    for case in part_d_cases():
+        vectors, senses = case.vectors_by_layer, case.senses
+        with case.named("sense_separation"):
+            with inputs_kept("sense_separation", vectors_by_layer=vectors, senses=senses):
+                accuracy = by_hand(ASSIGNMENT, sense_separation, vectors, senses)
+            accuracy = expect_floats("sense_separation", accuracy, len(vectors))
+            assert_close(
+                "the accuracy by layer", accuracy, case.expected_accuracy, atol=1e-9,
+                against="the expected value (leave-one-out centroids)",
+            )  # fmt: skip
+        with case.named("best_layer"):
+            with inputs_kept("best_layer", vectors_by_layer=vectors, senses=senses):
+                chosen = by_hand(ASSIGNMENT, best_layer, vectors, senses)
+            if not isinstance(chosen, int):
+                raise CheckFailed(f"best_layer should return an int, got {type(chosen).__name__}")
+            if chosen != case.expected_best_layer:
+                raise CheckFailed(
+                    f"best_layer chose layer {chosen}, expected layer {case.expected_best_layer}"
+                )
+    _expect_refused("sense_separation", sense_separation, part_d_bad_inputs())
     print("Part D, visible test: passed.")

@@ -1,19 +1,26 @@
 """The visible tests of Assignment 4 (coverage scores, log-domain attention, Bahdanau's step, beam search).
 
 Each test cell of the notebook calls one check with the student's functions, which run under
-the rule of the part's hidden tests (:func:`course.checks.rules.by_hand`). Every function
-here sets ``__tracebackhide__``: when a student's own code raises, IPython shows the cell's
-call and the student's frames, not this module's.
+the rule of the part's hidden tests (:func:`course.checks.rules.by_hand`). A check reads its
+cases from a table (``part_a_cases()`` ...: each a :class:`course.checks.cases.Case` holding
+the function's inputs, named as its parameters, and the values expected of it, named
+``expected_<quantity>``), made afresh at each call so that a function that writes into its
+inputs cannot change the next test's; a failure starts with the function and the case. Then
+comes the bad input that the function must refuse with ValueError (``part_a_bad_inputs()``
+...), a case each. Every function here sets ``__tracebackhide__``: when a student's own code
+raises, IPython shows the cell's call and the student's frames, not this module's.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from course.checks import CheckFailed, as_numpy, assert_close, inputs_kept
+from course.checks import CheckFailed, as_numpy, assert_close, expect_value_error, inputs_kept
+from course.checks.cases import Case, describe, unpack
 from course.checks.rules import by_hand
 
 __all__ = ["check_part_a", "check_part_b", "check_part_c", "check_part_d"]
@@ -42,6 +49,30 @@ def _shared_inputs() -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, np.n
         "v": np.array([1.0, -0.7]),
     }
     return h, S, past, params
+
+
+def _expect_refused(name: str, function: Callable[..., Any], bad_inputs: list[Case]) -> None:
+    """``function`` must raise ValueError for each case's inputs, passed in order under the
+    part's rule (numpy's warnings silenced); a failure names ``name`` and the case."""
+    __tracebackhide__ = True
+    calls = {
+        f"{name} with {case.label}": functools.partial(
+            by_hand, ASSIGNMENT, function, *case.inputs.values()
+        )
+        for case in bad_inputs
+    }
+    with np.errstate(all="ignore"):
+        expect_value_error(calls)
+
+
+def _unpack_tuple(result: Any, function: str, names: tuple[str, ...]) -> tuple[Any, ...]:
+    """:func:`course.checks.cases.unpack` for a tuple only, as the task asks (not a list)."""
+    __tracebackhide__ = True
+    if not isinstance(result, tuple):
+        raise CheckFailed(
+            f"{function} should return a tuple ({', '.join(names)}), got {describe(result)}"
+        )
+    return unpack(result, function, names)
 
 
 def expect_log_weights(
@@ -87,127 +118,164 @@ def expect_log_weights(
     )
 
 
-def check_part_a(coverage_scores: Callable[..., Any]) -> None:
-    """Part A's visible test (coverage_scores)."""
-    __tracebackhide__ = True
-    h_a, S_a, past_all_a, params_a = _shared_inputs()
-    for T_a, want_a in (
-        (
-            2,
-            [
+# -- Part A: coverage_scores --------------------------------------------------------------------
+
+
+def part_a_cases() -> list[Case]:
+    """coverage_scores's cases: h, S, past_weights, params; expected_scores (from torch)."""
+    h, S, past, params = _shared_inputs()
+    return [
+        Case(
+            "B=2, m=3 source positions, T = 2 earlier steps",
+            h=h,
+            S=S,
+            past_weights=past[:, :2],
+            params=params,
+            expected_scores=[
                 [0.4444825210, -1.2735669852, -0.0846779274],
                 [-0.2671407043, 0.1620494621, 1.1025436578],
             ],
         ),
-        (
-            0,
-            [
+        Case(
+            "B=2, m=3 source positions, T = 0 earlier steps (no coverage yet)",
+            h=h,
+            S=S,
+            past_weights=past[:, :0],
+            params=params,
+            expected_scores=[
                 [1.3698763767, -0.0206517666, 0.6622642664],
                 [1.3927999476, 1.3723277849, 1.1025436578],
             ],
         ),
-    ):
-        past_a = past_all_a[:, :T_a]
-        with inputs_kept("coverage_scores", h=h_a, S=S_a, past_weights=past_a, params=params_a):
-            scores_a = by_hand(ASSIGNMENT, coverage_scores, h_a, S_a, past_a, params_a)
-        assert_close(
-            f"coverage_scores(h, S, past_weights, params) with T = {T_a} earlier steps",
-            scores_a,
-            want_a,
-            atol=1e-8,
-            against="torch",
-        )
-    for bad_a, args_a in (
-        ("S with B = 1 for h with B = 2", (h_a, S_a[:1], past_all_a, params_a)),
-        ("past_weights of shape (2, 2, 2) for m = 3", (h_a, S_a, past_all_a[:, :, :2], params_a)),
-        (
+    ]
+
+
+def part_a_bad_inputs() -> list[Case]:
+    """Input that coverage_scores must refuse with ValueError: h, S, past_weights, params."""
+    h, S, past, params = _shared_inputs()
+    no_w_cov = {k: params[k] for k in ("W_q", "W_k", "b_att", "v")}
+    return [
+        Case("S with B = 1 for h with B = 2", h=h, S=S[:1], past_weights=past, params=params),
+        Case(
+            "past_weights of shape (2, 2, 2) for m = 3",
+            h=h, S=S, past_weights=past[:, :, :2], params=params,
+        ),
+        Case(
             "W_k of shape (2, 2) for H = 3",
-            (h_a, S_a, past_all_a, dict(params_a, W_k=np.ones((2, 2)))),
+            h=h, S=S, past_weights=past, params=dict(params, W_k=np.ones((2, 2))),
         ),
-        (
-            "no w_cov in params",
-            (h_a, S_a, past_all_a, {k: params_a[k] for k in ("W_q", "W_k", "b_att", "v")}),
-        ),
-    ):
-        try:
-            by_hand(ASSIGNMENT, coverage_scores, *args_a)
-        except ValueError:
-            continue
-        raise CheckFailed(f"coverage_scores should raise ValueError for {bad_a}")
+        Case("no w_cov in params", h=h, S=S, past_weights=past, params=no_w_cov),
+    ]  # fmt: skip
+
+
+def check_part_a(coverage_scores: Callable[..., Any]) -> None:
+    """Part A's visible test (coverage_scores)."""
+    __tracebackhide__ = True
+    for case in part_a_cases():
+        h, S, past_weights, params = case.h, case.S, case.past_weights, case.params
+        with case.named("coverage_scores"):
+            kept = {"h": h, "S": S, "past_weights": past_weights, "params": params}
+            with inputs_kept("coverage_scores", **kept):
+                scores = by_hand(ASSIGNMENT, coverage_scores, h, S, past_weights, params)
+            assert_close("scores", scores, case.expected_scores, atol=1e-8, against="torch")
+    _expect_refused("coverage_scores", coverage_scores, part_a_bad_inputs())
     print("Part A, visible test: passed.")
 
 
-def check_part_b(log_attention: Callable[..., Any]) -> None:
-    """Part B's visible test (log_attention)."""
-    __tracebackhide__ = True
-    scores_b = np.array([[1.0, 0.0, 0.5], [0.3, 900.0, -2.0], [5.0, 1.0, 2.0]])  # 900: padding
-    lengths_b = np.array([3, 1, 0])  # the third sentence has no real position
-    S_b = np.array(
+# -- Part B: log_attention ----------------------------------------------------------------------
+
+
+def part_b_cases() -> list[Case]:
+    """log_attention's cases: scores, lengths, S, temperature; expected_log_weights (0 where
+    they must be -inf) and expected_context."""
+    scores = np.array([[1.0, 0.0, 0.5], [0.3, 900.0, -2.0], [5.0, 1.0, 2.0]])  # 900: padding
+    lengths = np.array([3, 1, 0])  # the third sentence has no real position
+    S = np.array(
         [
             [[1.0, 0.0], [0.0, 1.0], [2.0, -1.0]],
             [[0.5, 0.5], [np.inf, 3.0], [-np.inf, 0.0]],  # padding: infinite states
             [[1e300, np.inf], [1.0, 1.0], [-np.inf, 2.0]],  # all padding
         ]
     )  # (B=3, m=3, H=2)
-    real_b = np.arange(3)[None, :] < lengths_b[:, None]
-    for tau_b, log_weights_want, context_want in (
-        (
-            1.0,
-            [[-0.6802696706, -1.6802696706, -1.1802696706], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]],
-            [[1.1208721625, -0.1208721625], [0.5, 0.5], [0.0, 0.0]],
+    batch = "lengths 3, 1 and 0, infinite states in the padding"
+    return [
+        Case(
+            f"{batch}, temperature 1.0",
+            scores=scores,
+            lengths=lengths,
+            S=S,
+            temperature=1.0,
+            expected_log_weights=[
+                [-0.6802696706, -1.6802696706, -1.1802696706],
+                [0.0, 0.0, 0.0],
+                [0.0, 0.0, 0.0],
+            ],
+            expected_context=[[1.1208721625, -0.1208721625], [0.5, 0.5], [0.0, 0.0]],
         ),
-        (
-            0.001,
-            [[0.0, -1000.0, -500.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]],
-            [[1.0, 0.0], [0.5, 0.5], [0.0, 0.0]],
+        Case(
+            f"{batch}, temperature 0.001",
+            scores=scores,
+            lengths=lengths,
+            S=S,
+            temperature=0.001,
+            expected_log_weights=[[0.0, -1000.0, -500.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]],
+            expected_context=[[1.0, 0.0], [0.5, 0.5], [0.0, 0.0]],
         ),
-    ):
-        call_b = f"log_attention(scores, lengths, S, temperature={tau_b})"
-        with (
-            inputs_kept("log_attention", scores=scores_b, lengths=lengths_b, S=S_b),
-            np.errstate(all="ignore"),
-        ):
-            result_b = by_hand(ASSIGNMENT, log_attention, scores_b, lengths_b, S_b, tau_b)
-        if not (isinstance(result_b, tuple) and len(result_b) == 2):
-            raise CheckFailed(f"{call_b} should return a tuple (log_weights, context)")
-        log_weights_b, context_b = result_b
-        expect_log_weights(
-            log_weights_b,
-            np.array(log_weights_want),
-            real_b,
-            where=f"temperature {tau_b}",
-            atol=1e-9,
-            against="torch.log_softmax over the real positions",
-        )
-        assert_close(
-            f"context at temperature {tau_b}",
-            context_b,
-            context_want,
-            atol=1e-9,
-            against="the weighted sum of the real encoder states (0 for no real position)",
-        )
-    for bad_b, args_b in (
-        ("temperature 0", (scores_b, lengths_b, S_b, 0.0)),
-        ("temperature -1", (scores_b, lengths_b, S_b, -1.0)),
-        ("lengths [3, 1, 4] with m = 3", (scores_b, np.array([3, 1, 4]), S_b, 1.0)),
-        ("lengths [3, -1, 0]", (scores_b, np.array([3, -1, 0]), S_b, 1.0)),
-        ("lengths [3, 1] for B = 3", (scores_b, np.array([3, 1]), S_b, 1.0)),
-    ):
-        try:
-            with np.errstate(all="ignore"):
-                by_hand(ASSIGNMENT, log_attention, *args_b)
-        except ValueError:
-            continue
-        raise CheckFailed(f"log_attention should raise ValueError for {bad_b}")
+    ]
+
+
+def part_b_bad_inputs() -> list[Case]:
+    """Input that log_attention must refuse with ValueError: scores, lengths, S, temperature."""
+    good = part_b_cases()[0]
+    scores, lengths, S = good.scores, good.lengths, good.S
+    return [
+        Case("temperature 0", scores=scores, lengths=lengths, S=S, temperature=0.0),
+        Case("temperature -1", scores=scores, lengths=lengths, S=S, temperature=-1.0),
+        Case("lengths [3, 1, 4] with m = 3", scores=scores, lengths=np.array([3, 1, 4]), S=S,
+             temperature=1.0),
+        Case("lengths [3, -1, 0]", scores=scores, lengths=np.array([3, -1, 0]), S=S,
+             temperature=1.0),
+        Case("lengths [3, 1] for B = 3", scores=scores, lengths=np.array([3, 1]), S=S,
+             temperature=1.0),
+    ]  # fmt: skip
+
+
+def check_part_b(log_attention: Callable[..., Any]) -> None:
+    """Part B's visible test (log_attention)."""
+    __tracebackhide__ = True
+    for case in part_b_cases():
+        scores, lengths, S, tau = case.scores, case.lengths, case.S, case.temperature
+        real = np.arange(scores.shape[1])[None, :] < lengths[:, None]
+        with case.named("log_attention"):
+            with (
+                inputs_kept("log_attention", scores=scores, lengths=lengths, S=S),
+                np.errstate(all="ignore"),
+            ):
+                result = by_hand(ASSIGNMENT, log_attention, scores, lengths, S, tau)
+            log_weights, context = _unpack_tuple(
+                result, "log_attention", ("log_weights", "context")
+            )
+            expect_log_weights(
+                log_weights, np.array(case.expected_log_weights), real,
+                where=f"temperature {tau}", atol=1e-9,
+                against="torch.log_softmax over the real positions",
+            )  # fmt: skip
+            assert_close(
+                "context", context, case.expected_context, atol=1e-9,
+                against="the weighted sum of the real encoder states (0 for no real position)",
+            )  # fmt: skip
+    _expect_refused("log_attention", log_attention, part_b_bad_inputs())
     print("Part B, visible test: passed.")
 
 
-def check_part_c(bahdanau_step: Callable[..., Any]) -> None:
-    """Part C's visible test (bahdanau_step)."""
-    __tracebackhide__ = True
-    x_c = np.array([[0.5, -0.2], [-0.3, 0.8]])  # (B=2, E=2)
-    h_c, S_c, past_c, score_params_c = _shared_inputs()
-    params_c = score_params_c | {
+# -- Part C: bahdanau_step ----------------------------------------------------------------------
+
+
+def part_c_cases() -> list[Case]:
+    """bahdanau_step's cases: x, h_prev, S, lengths, past_weights, params; expected_log_probs
+    (and what they are compared against), expected_h, expected_log_weights (0 at padding)."""
+    h, S, past, score_params = _shared_inputs()
+    params = score_params | {
         "W_ih": np.array(
             [
                 [0.3, 0.8, 0.6, -0.5, -0.4],
@@ -233,64 +301,122 @@ def check_part_c(bahdanau_step: Callable[..., Any]) -> None:
         ),  # (vocab_size=4, D + H + E=7): [h_t; c_t; x_t]
         "b_o": np.array([0.0, 0.2, -0.1, 0.3]),
     }
-    lengths_c = np.array([3, 2])
-    inputs_c = {"x": x_c, "h_prev": h_c, "S": S_c, "lengths": lengths_c, "past_weights": past_c}
-    with inputs_kept("bahdanau_step", **inputs_c, params=params_c):
-        result_c = by_hand(ASSIGNMENT, bahdanau_step, *inputs_c.values(), params_c)
-    if not (isinstance(result_c, tuple) and len(result_c) == 3):
-        raise CheckFailed("bahdanau_step should return a tuple (log_probs, h, log_weights)")
-    log_probs_c, h_c, log_weights_c = result_c
-    expect_log_weights(
-        log_weights_c,
-        np.array(
-            [[-0.5701402666, -2.2881897728, -1.0993007150], [-0.9305932040, -0.5014030376, 0]]
-        ),
-        np.array([[True, True, True], [True, True, False]]),
-        where="lengths 3 and 2",
-        atol=1e-9,
-        against="torch, scored with h_prev (lengths 3 and 2)",
-    )
-    assert_close(
-        "h",
-        h_c,
-        [[0.2324175107, -0.4898096895], [-0.1458121864, 0.3083708561]],
-        atol=1e-9,
-        against="torch.nn.GRUCell on [x; c_t] and h_prev",
-    )
-    assert_close(
-        "log_probs",
-        log_probs_c,
-        [
-            [-1.7457043381, -1.5155389023, -1.2250198279, -1.1646356254],
-            [-1.7414953438, -2.9486491283, -2.9620766848, -0.3276433384],
+    inputs = {
+        "x": np.array([[0.5, -0.2], [-0.3, 0.8]]),  # (B=2, E=2)
+        "h_prev": h,
+        "S": S,
+        "lengths": np.array([3, 2]),
+        "past_weights": past,
+    }
+    expected = {  # b_o does not change h and the log-weights
+        "expected_h": [[0.2324175107, -0.4898096895], [-0.1458121864, 0.3083708561]],
+        "expected_log_weights": [
+            [-0.5701402666, -2.2881897728, -1.0993007150],
+            [-0.9305932040, -0.5014030376, 0],
         ],
-        atol=1e-9,
-        against="torch.log_softmax of W_o [h_t; c_t; x_t] + b_o",
-    )
-    loud_c = dict(params_c, b_o=params_c["b_o"] + np.array([1000.0, 0.0, 0.0, 0.0]))
-    assert_close(
-        "log_probs with b_o[0] = 1000",
-        by_hand(ASSIGNMENT, bahdanau_step, *inputs_c.values(), loud_c)[0],
-        [
-            [0.0, -999.7698345642, -999.4793154899, -999.4189312874],
-            [0.0, -1001.2071537845, -1001.2205813410, -998.5861479946],
-        ],
-        atol=1e-9,
-        against="torch.log_softmax",
-    )
-    for bad_c, params_bad_c in (
-        (
-            "W_ih of shape (6, 3), without the columns of c_t",
-            dict(params_c, W_ih=params_c["W_ih"][:, :3]),
+    }
+    loud = dict(params, b_o=params["b_o"] + np.array([1000.0, 0.0, 0.0, 0.0]))
+    return [
+        Case(
+            "B=2, lengths 3 and 2, T = 2 earlier steps",
+            **inputs,
+            params=params,
+            expected_log_probs=[
+                [-1.7457043381, -1.5155389023, -1.2250198279, -1.1646356254],
+                [-1.7414953438, -2.9486491283, -2.9620766848, -0.3276433384],
+            ],
+            against="torch.log_softmax of W_o [h_t; c_t; x_t] + b_o",
+            **expected,
         ),
-        ("W_o of shape (4, 4), without c_t and x_t", dict(params_c, W_o=params_c["W_o"][:, :4])),
-    ):
-        try:
-            by_hand(ASSIGNMENT, bahdanau_step, *inputs_c.values(), params_bad_c)
-        except ValueError:
-            continue
-        raise CheckFailed(f"bahdanau_step should raise ValueError for {bad_c}")
+        Case(
+            "B=2, lengths 3 and 2, T = 2 earlier steps, b_o[0] = 1000",
+            **inputs,
+            params=loud,
+            expected_log_probs=[
+                [0.0, -999.7698345642, -999.4793154899, -999.4189312874],
+                [0.0, -1001.2071537845, -1001.2205813410, -998.5861479946],
+            ],
+            against="torch.log_softmax",
+            **expected,
+        ),
+    ]
+
+
+def part_c_bad_inputs() -> list[Case]:
+    """Input that bahdanau_step must refuse with ValueError: x, h_prev, S, lengths,
+    past_weights, params."""
+    good = part_c_cases()[0]
+    inputs = {name: good.inputs[name] for name in ("x", "h_prev", "S", "lengths", "past_weights")}
+    W_ih, W_o = good.params["W_ih"], good.params["W_o"]
+    return [
+        Case("W_ih of shape (6, 3), without the columns of c_t", **inputs,
+             params=dict(good.params, W_ih=W_ih[:, :3])),
+        Case("W_o of shape (4, 4), without c_t and x_t", **inputs,
+             params=dict(good.params, W_o=W_o[:, :4])),
+    ]  # fmt: skip
+
+
+def check_part_c(bahdanau_step: Callable[..., Any]) -> None:
+    """Part C's visible test (bahdanau_step)."""
+    __tracebackhide__ = True
+    for case in part_c_cases():
+        parameters = ("x", "h_prev", "S", "lengths", "past_weights", "params")
+        inputs = {name: case.inputs[name] for name in parameters}
+        where = "lengths " + " and ".join(str(n) for n in case.lengths)
+        real = np.arange(case.S.shape[1])[None, :] < case.lengths[:, None]
+        with case.named("bahdanau_step"):
+            with inputs_kept("bahdanau_step", **inputs):
+                result = by_hand(ASSIGNMENT, bahdanau_step, *inputs.values())
+            returned = ("log_probs", "h", "log_weights")
+            log_probs, h, log_weights = _unpack_tuple(result, "bahdanau_step", returned)
+            expect_log_weights(
+                log_weights, np.array(case.expected_log_weights), real, where=where, atol=1e-9,
+                against=f"torch, scored with h_prev ({where})",
+            )  # fmt: skip
+            assert_close(
+                "h", h, case.expected_h, atol=1e-9,
+                against="torch.nn.GRUCell on [x; c_t] and h_prev",
+            )  # fmt: skip
+            assert_close(
+                "log_probs", log_probs, case.expected_log_probs, atol=1e-9, against=case.against
+            )
+    _expect_refused("bahdanau_step", bahdanau_step, part_c_bad_inputs())
     print("Part C, visible test: passed.")
+
+
+# -- Part D: beam_search_on_table ---------------------------------------------------------------
+
+
+def part_d_cases(table: dict[tuple[int, ...], np.ndarray]) -> list[Case]:
+    """beam_search_on_table's cases on the notebook's tiny model (its table; </s> = 0,
+    <s> = 3): table, bos, eos, beam_size, max_len, alpha; expected_tokens, expected_log_prob,
+    expected_normalised."""
+    return [
+        Case(
+            f"beam_size={beam_size}, max_len={max_len}, alpha={alpha}{note}",
+            table=table, bos=3, eos=0, beam_size=beam_size, max_len=max_len, alpha=alpha,
+            expected_tokens=tokens, expected_log_prob=np.log(probability),
+            expected_normalised=normalised,
+        )
+        for beam_size, max_len, alpha, note, tokens, probability, normalised in [
+            (1, 3, 0.0, " (greedy)", [1, 1, 0], 0.0925, -2.3805466345),
+            (2, 3, 0.0, "", [2, 2, 0], 0.144, -1.9379419794),
+            (3, 3, 0.0, " (a short hypothesis is the most probable)", [1, 0], 0.175,
+             -1.7429693051),
+            (3, 3, 1.0, " (scored per token)", [2, 2, 0], 0.144, -0.6459806598),
+            (2, 2, 0.0, " (cut at max_len: no </s>)", [2, 2], 0.32, -1.1394342832),
+        ]
+    ]  # fmt: skip
+
+
+def part_d_bad_inputs(table: dict[tuple[int, ...], np.ndarray]) -> list[Case]:
+    """Input that beam_search_on_table must refuse with ValueError: table, bos, eos,
+    beam_size, max_len, alpha."""
+    good = {"table": table, "bos": 3, "eos": 0, "beam_size": 2, "max_len": 3, "alpha": 0.0}
+    return [
+        Case(f"{name} {value}", **(good | {name: value}))
+        for name, value in [("beam_size", 0), ("max_len", 0), ("alpha", -1.0)]
+    ]
 
 
 def check_part_d(
@@ -301,33 +427,22 @@ def check_part_d(
     """Part D's visible test (beam_search_on_table), on the notebook's tiny model: its table
     of log-probabilities and its words."""
     __tracebackhide__ = True
-    for beam_d, max_len_d, alpha_d, tokens_d, prob_d, normalised_d in [
-        (1, 3, 0.0, [1, 1, 0], 0.0925, -2.3805466345),  # greedy: yes yes </s>
-        (2, 3, 0.0, [2, 2, 0], 0.144, -1.9379419794),  # ok ok </s>
-        (3, 3, 0.0, [1, 0], 0.175, -1.7429693051),  # yes </s>: short and probable
-        (3, 3, 1.0, [2, 2, 0], 0.144, -0.6459806598),  # per token, ok ok </s> is better
-        (2, 2, 0.0, [2, 2], 0.32, -1.1394342832),  # cut at max_len = 2: no </s>
-    ]:
-        call_d = f"beam_search(beam_size={beam_d}, max_len={max_len_d}, alpha={alpha_d})"
-        with inputs_kept("beam_search_on_table", table=table_d):
-            result_d = by_hand(
-                ASSIGNMENT, beam_search_on_table, table_d, 3, 0, beam_d, max_len_d, alpha_d
-            )
-        if not (isinstance(result_d, tuple) and len(result_d) == 3):
-            raise CheckFailed(f"{call_d} should return a tuple (tokens, log_prob, normalised)")
-        got_d = [int(t) for t in result_d[0]]
-        if not (got_d == tokens_d):
-            raise CheckFailed(
-                f"{call_d} found {' '.join(words_d[t] for t in got_d)!r}; expected "
-                f"{' '.join(words_d[t] for t in tokens_d)!r}"
-            )
-        assert_close(f"log_prob of {call_d}", result_d[1], np.log(prob_d), atol=1e-9)
-        assert_close(f"normalised score of {call_d}", result_d[2], normalised_d, atol=1e-9)
-    for bad_d in ({"beam_size": 0}, {"max_len": 0}, {"alpha": -1.0}):
-        arguments_d = {"beam_size": 2, "max_len": 3, "alpha": 0.0} | bad_d
-        try:
-            by_hand(ASSIGNMENT, beam_search_on_table, table_d, 3, 0, **arguments_d)
-        except ValueError:
-            continue
-        raise CheckFailed(f"beam_search should raise ValueError for {bad_d}")
+    for case in part_d_cases(table_d):
+        with case.named("beam_search_on_table"):
+            with inputs_kept("beam_search_on_table", table=case.table):
+                result = by_hand(
+                    ASSIGNMENT, beam_search_on_table, case.table, case.bos, case.eos,
+                    case.beam_size, case.max_len, case.alpha,
+                )  # fmt: skip
+            returned = ("tokens", "log_prob", "normalised")
+            tokens, log_prob, normalised = _unpack_tuple(result, "beam_search_on_table", returned)
+            found = [int(t) for t in tokens]
+            if found != case.expected_tokens:
+                raise CheckFailed(
+                    f"the search found {' '.join(words_d[t] for t in found)!r}; expected "
+                    f"{' '.join(words_d[t] for t in case.expected_tokens)!r}"
+                )
+            assert_close("log_prob", log_prob, case.expected_log_prob, atol=1e-9)
+            assert_close("normalised score", normalised, case.expected_normalised, atol=1e-9)
+    _expect_refused("beam_search_on_table", beam_search_on_table, part_d_bad_inputs(table_d))
     print("Part D, visible test: passed.")

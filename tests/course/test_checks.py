@@ -453,6 +453,65 @@ def test_expect_token_spans_wants_tuples_of_a_token_and_two_python_ints():
         expect_token_spans([("un", np.int64(0), 2)], "text 0")
 
 
+def _visible_tables() -> dict[str, object]:
+    """The case tables of the visible tests written as cases, by name."""
+    from course.checks import a3_bilstm_elmo as a3
+    from course.checks import a4_seq2seq_attention as a4
+
+    table = {(3,): np.log([0.1, 0.5, 0.4])}  # a tiny model for A4 Part D's tables
+    return {
+        "a3.part_a_cases": a3.part_a_cases,
+        "a3.part_a_bad_inputs": a3.part_a_bad_inputs,
+        "a3.part_b_mix_weights_cases": a3.part_b_mix_weights_cases,
+        "a3.part_b_mix_weights_bad_inputs": a3.part_b_mix_weights_bad_inputs,
+        "a3.part_b_scalar_mix_cases": a3.part_b_scalar_mix_cases,
+        "a3.part_b_scalar_mix_bad_inputs": a3.part_b_scalar_mix_bad_inputs,
+        "a3.part_c_similarity_cases": a3.part_c_similarity_cases,
+        "a3.part_c_similarity_bad_inputs": a3.part_c_similarity_bad_inputs,
+        "a3.part_c_share_cases": a3.part_c_share_cases,
+        "a3.part_c_share_bad_inputs": a3.part_c_share_bad_inputs,
+        "a3.part_d_cases": a3.part_d_cases,
+        "a3.part_d_bad_inputs": a3.part_d_bad_inputs,
+        "a4.part_a_cases": a4.part_a_cases,
+        "a4.part_a_bad_inputs": a4.part_a_bad_inputs,
+        "a4.part_b_cases": a4.part_b_cases,
+        "a4.part_b_bad_inputs": a4.part_b_bad_inputs,
+        "a4.part_c_cases": a4.part_c_cases,
+        "a4.part_c_bad_inputs": a4.part_c_bad_inputs,
+        "a4.part_d_cases": lambda: a4.part_d_cases(table),
+        "a4.part_d_bad_inputs": lambda: a4.part_d_bad_inputs(table),
+    }
+
+
+def _arrays(value: object) -> list[np.ndarray]:
+    if isinstance(value, np.ndarray):
+        return [value]
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        return [array for item in value for array in _arrays(item)]
+    return []
+
+
+@pytest.mark.parametrize("name", sorted(_visible_tables()))
+def test_a_visible_case_table_is_made_afresh_at_each_call_with_a_label_per_case(name):
+    """Two calls give the same cases in arrays of their own (a function that writes into one
+    call's inputs cannot change the next), each with its own label; the valid cases say what
+    they expect (``expected_<quantity>``), the bad inputs do not."""
+    make = _visible_tables()[name]
+    first, second = make(), make()
+    labels = [case.label for case in first]
+    assert labels and labels == [case.label for case in second]
+    assert len(set(labels)) == len(labels), labels
+    for one, other in zip(first, second, strict=True):
+        expects = [key for key in one.inputs if key.startswith("expected_")]
+        assert bool(expects) == name.endswith("_cases"), (one.label, expects)
+        for key in (key for key in one.inputs if key != "table"):  # A4's table is the notebook's
+            for array in _arrays(one.inputs[key]):
+                shared = [np.shares_memory(array, b) for b in _arrays(other.inputs[key])]
+                assert not any(shared), f"{name}: {one.label}: {key} is shared between calls"
+
+
 # --------------------------------------------------------------------------------------------
 # the kit of cases (course.checks.cases)
 # --------------------------------------------------------------------------------------------
@@ -524,5 +583,13 @@ def test_unpack_and_expect_array_scalar_floats_say_what_came_back():
         cases.expect_floats("norms", [1.0, 2.0], 3)
     with raises(AssertionError, "item 1 is bool"):
         cases.expect_floats("norms", [1.0, True], 2)
+    for call in (
+        lambda: cases.unpack(None, "f", ("a",)),
+        lambda: cases.expect_array("probs", None, (1,)),
+        lambda: cases.expect_scalar("loss", None),
+        lambda: cases.expect_floats("norms", None, 1),
+    ):  # a CheckFailed, so that a visible test's failure shows briefly in a notebook
+        with pytest.raises(checks.CheckFailed):
+            call()
     assert cases.describe(torch.zeros(2, 1)) == "Tensor of shape (2, 1)"
     assert cases.describe({"a": 1}) == "dict"

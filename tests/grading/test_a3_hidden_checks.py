@@ -530,7 +530,7 @@ test_visible_tests_name_the_mistake = visible_mistake_tests(
                 )
             },
             Failure(
-                None,
+                r"two layers, lengths 3 and 2",
                 r"^h_n of sequence 1 \(length 2\) in the padded batch differs",
                 "its last real token",
             ),
@@ -542,7 +542,11 @@ test_visible_tests_name_the_mistake = visible_mistake_tests(
                     stacked, "stacked_bidirectional_gru", swap_inputs=True
                 )
             },
-            Failure(None, r"^h_n \(layer 1 forward.*\) differs", "the forward half first"),
+            Failure(
+                r"two layers, lengths 3 and 2",
+                r"^h_n \(layer 1 forward.*\) differs",
+                "the forward half first",
+            ),
         ),
         (
             "test_stacked_visible",
@@ -551,22 +555,26 @@ test_visible_tests_name_the_mistake = visible_mistake_tests(
                     stacked, "stacked_bidirectional_gru", first_layer_states=True
                 )
             },
-            Failure(None, r"^states \(the top layer\) differs"),
+            Failure(r"two layers, lengths 3 and 2", r"^states \(the top layer\) differs"),
         ),
         (
             "test_scalar_mix_visible",
             {"mix_weights": as_student(softmax, "mix_weights", naive=True)},
-            Failure(None, r"^mix_weights\(\[1000, 1001, 999\]\) contains nan"),
+            Failure(r"^mix_weights, w = \[1000, 1001, 999\]", "^the softmax of w contains nan"),
         ),
         (
             "test_scalar_mix_visible",
             {"scalar_mix": as_student(mix, "scalar_mix", ignore_mask=True)},
-            Failure(None, r"^scalar_mix\(.*layer_norm=True\) at the real tokens differs"),
+            Failure(r"^scalar_mix, .*layer_norm=True", "^the mix at the real tokens differs"),
         ),
         (
             "test_context_measures_visible",
             {"centred_self_similarity": as_student(centred, "centred_self_similarity", raw=True)},
-            Failure(None, "^centred_self_similarity by layer differs", "raw self-similarities"),
+            Failure(
+                "^centred_self_similarity, ",
+                "^the centred self-similarity by layer differs",
+                "raw self-similarities",
+            ),
         ),
         (
             "test_context_measures_visible",
@@ -575,22 +583,36 @@ test_visible_tests_name_the_mistake = visible_mistake_tests(
                     centred, "centred_self_similarity", own_mean=True
                 )
             },
-            Failure(None, "^centred_self_similarity by layer differs", "their own mean"),
+            Failure(
+                "^centred_self_similarity, ",
+                "^the centred self-similarity by layer differs",
+                "their own mean",
+            ),
         ),
         (
             "test_context_measures_visible",
             {"first_component_share": as_student(share, "first_component_share", centre=False)},
-            Failure(None, "^first_component_share by layer differs", "not centred"),
+            Failure(
+                "^first_component_share, ",
+                "^the first-component share by layer differs",
+                "not centred",
+            ),
         ),
         (
             "test_context_measures_visible",
             {"first_component_share": as_student(share, "first_component_share", squared=False)},
-            Failure(None, "^first_component_share by layer differs", "squared singular values"),
+            Failure(
+                "^first_component_share, ",
+                "^the first-component share by layer differs",
+                "squared singular values",
+            ),
         ),
         (
             "test_sense_separation_visible",
             {"sense_separation": as_student(probe, "sense_separation", leave_one_out=False)},
-            Failure(None, "^sense_separation accuracies by layer differs", r"by 8.3e-01 at \[1\]"),
+            Failure(
+                "^sense_separation, ", "^the accuracy by layer differs", r"by 8.3e-01 at \[1\]"
+            ),
         ),
     ],
 )
