@@ -371,9 +371,9 @@ assert deep_correct["pre-norm, warm-up"] > 0.5, "pre-norm with warm-up should tr
 assert max(deep_correct[n] for n in deep_correct if n != "pre-norm, warm-up") < 0.05, (
     "the text says the other three translate almost no date exactly"
 )
-# The comparisons the text draws, recorded with the spread between processors as the margin
-# (python -m tools.spread 06_transformer; the measurements page lists them)
-DEEP_SPREAD = {"loss": 0.2, "exact match": 0.05}
+# The comparisons the text draws, recorded with margins above the spread of their leads between
+# processors, 0.045 for the losses and 0.085 for the exact match (python -m tools.spread)
+DEEP_SPREAD = {"loss": 0.1, "exact match": 0.15}
 for name in ("post-norm, warm-up", "pre-norm, no warm-up"):
     _ = record(
         "06_transformer",
