@@ -8,8 +8,10 @@ Each case is a :class:`Case`: a label and its inputs by name, built as
 a message with any description, such as a call that labels its own case.
 
 :func:`unpack`, :func:`expect_array`, :func:`expect_scalar` and :func:`expect_floats` say what
-a function returned when it is not what the task asks for; :func:`strided` makes an input that
-is not contiguous in memory; :func:`expect_unchanged` fails when a call wrote into its inputs.
+a function returned when it is not what the task asks for, in a
+:class:`course.checks.CheckFailed` (an AssertionError that a notebook shows briefly, as it does
+every failure of a visible check); :func:`strided` makes an input that is not contiguous in
+memory; :func:`expect_unchanged` fails when a call wrote into its inputs.
 The hidden checks (``autograder/hidden``) import this kit and add their traps for shortcuts.
 """
 
@@ -95,9 +97,9 @@ def strided(array: np.ndarray) -> np.ndarray:
 
 
 def unpack(result: Any, function_name: str, names: tuple[str, ...]) -> tuple[Any, ...]:
-    """``result`` as a tuple of ``len(names)`` values, or AssertionError saying what it was."""
+    """``result`` as a tuple of ``len(names)`` values, or CheckFailed saying what it was."""
     if not isinstance(result, (tuple, list)) or len(result) != len(names):
-        raise AssertionError(
+        raise CheckFailed(
             f"{function_name} should return a tuple ({', '.join(names)}), got {describe(result)}"
         )
     return tuple(result)
@@ -105,33 +107,29 @@ def unpack(result: Any, function_name: str, names: tuple[str, ...]) -> tuple[Any
 
 def expect_array(name: str, value: Any, shape: tuple[int, ...], dtype: Any = None) -> np.ndarray:
     """``value`` if it is a NumPy array of ``shape`` (and of ``dtype``, when given), or
-    AssertionError saying what it was."""
+    CheckFailed saying what it was."""
     shape = tuple(shape)
     if not isinstance(value, np.ndarray) or value.shape != shape:
-        raise AssertionError(
-            f"{name} should be a NumPy array of shape {shape}, got {describe(value)}"
-        )
+        raise CheckFailed(f"{name} should be a NumPy array of shape {shape}, got {describe(value)}")
     if dtype is not None and value.dtype != dtype:
-        raise AssertionError(f"{name} should be {np.dtype(dtype)}, got dtype {value.dtype}")
+        raise CheckFailed(f"{name} should be {np.dtype(dtype)}, got dtype {value.dtype}")
     return value
 
 
 def expect_scalar(name: str, value: Any) -> float:
-    """``value`` as a float if it is a single number (a 0-d array too), or AssertionError."""
+    """``value`` as a float if it is a single number (a 0-d array too), or CheckFailed."""
     if isinstance(value, (str, bytes)) or value is None or np.ndim(value) != 0:
-        raise AssertionError(f"{name} should be a single number, got {describe(value)}")
+        raise CheckFailed(f"{name} should be a single number, got {describe(value)}")
     return float(value)
 
 
 def expect_floats(name: str, value: Any, count: int) -> list[float]:
-    """``value`` as a list of ``count`` floats, or AssertionError saying what it was."""
+    """``value`` as a list of ``count`` floats, or CheckFailed saying what it was."""
     if not isinstance(value, list) or len(value) != count:
-        raise AssertionError(
-            f"{name} should return a list of {count} floats, got {describe(value)}"
-        )
+        raise CheckFailed(f"{name} should return a list of {count} floats, got {describe(value)}")
     for index, item in enumerate(value):
         if isinstance(item, (bool, np.bool_)) or not isinstance(item, (numbers.Real, np.floating)):
-            raise AssertionError(
+            raise CheckFailed(
                 f"{name} should return a list of floats; item {index} is {describe(item)}"
             )
     return [float(item) for item in value]
