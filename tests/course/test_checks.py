@@ -561,14 +561,19 @@ def test_strided_keeps_the_values_in_memory_that_is_not_contiguous():
 
 
 def test_unpack_and_expect_array_scalar_floats_say_what_came_back():
+    """Each says what came back in a CheckFailed, which a notebook shows briefly."""
     assert cases.unpack((1, 2), "f", ("a", "b")) == (1, 2)
-    with raises(AssertionError, r"f should return a tuple \(a, b\)", "ndarray of shape \\(3,\\)"):
+    with raises(
+        checks.CheckFailed, r"f should return a tuple \(a, b\)", "ndarray of shape \\(3,\\)"
+    ):
         cases.unpack(np.zeros(3), "f", ("a", "b"))
     with raises(AssertionError, "tuple of length 3"):
         cases.unpack((1, 2, 3), "f", ("a", "b"))
     value = np.zeros((2, 3))
     assert cases.expect_array("probs", value, (2, 3), np.float64) is value
-    with raises(AssertionError, r"probs should be a NumPy array of shape \(3, 2\)", r"\(2, 3\)"):
+    with raises(
+        checks.CheckFailed, r"probs should be a NumPy array of shape \(3, 2\)", r"\(2, 3\)"
+    ):
         cases.expect_array("probs", value, (3, 2))
     with raises(AssertionError, "probs should be float32", "float64"):
         cases.expect_array("probs", value, (2, 3), np.float32)
@@ -576,10 +581,10 @@ def test_unpack_and_expect_array_scalar_floats_say_what_came_back():
         cases.expect_array("probs", [[0.0], [0.0]], (2, 1))
     assert cases.expect_scalar("loss", np.array(2.5)) == 2.5
     for bad in ("2.5", None, np.zeros(2)):
-        with raises(AssertionError, "loss should be a single number"):
+        with raises(checks.CheckFailed, "loss should be a single number"):
             cases.expect_scalar("loss", bad)
     assert cases.expect_floats("norms", [1, np.float32(0.5)], 2) == [1.0, 0.5]
-    with raises(AssertionError, "a list of 3 floats", "list of length 2"):
+    with raises(checks.CheckFailed, "a list of 3 floats", "list of length 2"):
         cases.expect_floats("norms", [1.0, 2.0], 3)
     with raises(AssertionError, "item 1 is bool"):
         cases.expect_floats("norms", [1.0, True], 2)

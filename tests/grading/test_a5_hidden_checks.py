@@ -20,6 +20,7 @@ import pytest
 import torch
 
 from autograder.hidden import a5_self_attention as hidden
+from course.checks import a5_self_attention as visible
 from tests.grading.bug_injection import (
     Failure,
     expect_failure,
@@ -291,6 +292,50 @@ def test_the_references_agree_with_the_independent_implementations():
     )
 
 
+def test_the_visible_tables_agree_with_the_references():
+    """Every expected value in the tables of the visible checks (course.checks.a5_...), worked
+    out once, against the hidden checks' torch references, to the tolerance it is checked to;
+    every call on bad input makes the independent implementation raise ValueError."""
+    for case in visible.part_a_local_mask_cases():
+        expected = hidden._local(tuple(case.lengths), case.m, case.radius)
+        np.testing.assert_array_equal(case.expected_mask, expected, err_msg=case.label)
+    for case in visible.part_a_attention_cases():
+        Z, A, L = hidden.torch_attention(case.Q, case.K, case.V, case.mask)
+        A = A if case.sequence is None else A[case.sequence]
+        for mine, theirs in ((case.expected_A, A), (case.expected_Z, Z), (case.expected_L, L)):
+            np.testing.assert_allclose(mine, theirs, rtol=0, atol=1e-9, err_msg=case.label)
+    for case in visible.part_a_merge_cases():
+        with np.errstate(invalid="ignore"):
+            Z, L = merge(case.Z_a, case.L_a, case.Z_b, case.L_b)
+        np.testing.assert_allclose(case.expected_Z, Z, rtol=0, atol=1e-9, err_msg=case.label)
+        np.testing.assert_allclose(case.expected_L, L, rtol=0, atol=1e-9, err_msg=case.label)
+    for case in visible.part_b_cases():
+        out, weights = hidden.torch_multi_head(case.X, case.params, case.num_heads, case.mask)
+        np.testing.assert_allclose(case.expected_weights, weights, rtol=0, atol=1e-9)
+        np.testing.assert_allclose(case.expected_out, out, rtol=0, atol=1e-9)
+    for case in visible.part_c_shift_cases():
+        base = 10000.0 if case.base is None else case.base
+        if case.expected_M_k is not None:
+            M_k = hidden.torch_shift(case.k, case.d, base)
+            np.testing.assert_allclose(case.expected_M_k, M_k, rtol=0, atol=1e-9)
+    for case in visible.part_c_decode_cases():  # p encodes the positions before the move by k
+        start = np.asarray(case.expected_positions) - (case.k or 0)
+        p = hidden.torch_sinusoids(start, case.p.shape[-1])
+        np.testing.assert_allclose(case.p, p, rtol=0, atol=1e-7, err_msg=case.label)
+    for case in visible.part_d_cases():
+        rotated = hidden.torch_partial_rope(case.x, case.offset, case.rotary_dim)
+        np.testing.assert_allclose(case.expected_rotated, rotated, rtol=0, atol=1e-9)
+    functions = {"local_mask": local, "attention": attend, "merge_attention": merge,
+                 "multi_head_attention": heads, "shift_matrix": shift, "decode_position": decode,
+                 "partial_rope": neox}  # fmt: skip
+    for table in (visible.part_a_bad_cases, visible.part_b_bad_cases, visible.part_c_bad_cases,
+                  visible.part_d_bad_cases):  # fmt: skip
+        for bad in table():
+            assert bad.label.startswith(f"{bad.function}("), bad.label
+            with pytest.raises(ValueError):
+                functions[bad.function](*bad.args)
+
+
 def test_the_rope_reference_is_transformers_and_its_fallback_agrees(monkeypatch):
     """The rotations come from transformers' GPT-NeoX; the complex-number fallback (used where
     transformers is missing) gives the same rows."""
@@ -506,11 +551,11 @@ def _as_tensor(function):
 def test_functions_that_return_tensors_fail_the_visible_and_hidden_tests():
     expect_failure(
         lambda: run_visible(ASSIGNMENT, "test_sinusoidal_visible", shift_matrix=_as_tensor(shift)),
-        Failure(None, "^shift_matrix should return a NumPy array", "got Tensor"),
+        Failure("shift_matrix", "^M_k should be a NumPy array", "got Tensor"),
     )
     expect_failure(
         lambda: run_visible(ASSIGNMENT, "test_rope_visible", partial_rope=_as_tensor(neox)),
-        Failure(None, "^partial_rope should return a NumPy array", "got Tensor"),
+        Failure("partial_rope", "^the rotated x should be a NumPy array", "got Tensor"),
     )
     expect_failure(
         lambda: hidden.check_rope(as_student(_as_tensor(neox), "partial_rope")),
@@ -524,72 +569,74 @@ test_visible_tests_name_the_mistake = visible_mistake_tests(
         (
             "test_attention_visible",
             {"attention": as_student(attend, "attention", unscaled=True)},
-            Failure(None, r"^A \(3 queries, 4 keys, no mask\) differs", r" at \["),
+            Failure(r"^attention, 3 queries, 4 keys, no mask$", "^A differs", r" at \["),
         ),
         (
             "test_attention_visible",
             {"attention": as_student(attend, "attention", nan_rows=True)},
-            Failure(None, r"^A of sequence 1 .* contains nan at \[3, 0\]"),
+            Failure("padded batch", r"^A of sequence 1 contains nan at \[3, 0\]"),
         ),
         (
             "test_attention_visible",
             {"attention": as_student(attend, "attention", lse_zero=True)},
-            Failure(None, r"^L of the padded batch .* is 0.0 at \[1, 3\]", "expected -inf"),
+            Failure("padded batch", r"^L is 0.0 at \[1, 3\]", "expected -inf"),
         ),
         (
             "test_attention_visible",
             {"local_mask": as_student(local, "local_mask", padding_queries=True)},
-            Failure(None, r"^local_mask\(\[4, 2\], 4, radius=1\) differs", r"at \[1, 2, 1\]"),
+            Failure(r"^local_mask, lengths \[4, 2\]", "^the mask differs", r"at \[1, 2, 1\]"),
         ),
         (
             "test_attention_visible",
             {"merge_attention": as_student(merge, "merge_attention", plain_mean=True)},
-            Failure(None, r"^Z of merge_attention .* differs", r"at \[3, 0\]"),
+            Failure("^merge_attention, numbers", "^Z differs", r"at \[3, 0\]"),
         ),
         (
             "test_attention_visible",
             {"merge_attention": as_student(merge, "merge_attention", unshifted=True)},
-            Failure(None, r"^Z of merge_attention .* contains nan at \[1, 0\]"),
+            Failure("^merge_attention, numbers", r"^Z contains nan at \[1, 0\]"),
         ),
         (
             "test_multi_head_visible",
             {"multi_head_attention": as_student(heads, "multi_head_attention", wrong_split=True)},
-            Failure(None, r"^the weights of head 0 \(columns 0..1 of Q, K and V\) differs"),
+            Failure("no mask", r"^the weights of head 0 \(columns 0..1 of Q, K and V\) differs"),
         ),
         (
             "test_multi_head_visible",
             {"multi_head_attention": as_student(heads, "multi_head_attention", skip_out_bias=True)},
-            Failure(None, r"^out \(no mask\) differs", r"by 3.0e-01 at \[\d, 3\]"),
+            Failure("no mask", "^out differs", r"by 3.0e-01 at \[\d, 3\]"),
         ),
         (
             "test_sinusoidal_visible",
             {"shift_matrix": as_student(shift, "shift_matrix", transposed=True)},
-            Failure(None, r"^shift_matrix\(2, 4\) differs", r"by 1.8e\+00"),
+            Failure("^shift_matrix, k = 2, d = 4$", "^M_k differs", r"by 1.8e\+00"),
         ),
         (
             "test_sinusoidal_visible",
             {"decode_position": as_student(decode, "decode_position", fastest_only=True)},
-            Failure(None, r"^decode_position of the encodings of .* differs", r"at \[5\]"),
+            Failure(r"^decode_position, the encodings .* \(d = 8\)$", "differs", r"at \[5\]"),
         ),
         (
             "test_sinusoidal_visible",
             {"decode_position": as_student(decode, "decode_position", slowest_only=True)},
-            Failure(None, r"^decode_position of float32 encodings .* use the faster pairs"),
+            Failure("float32 encodings .* use the faster pairs", r"^decode_position\(p\) differs"),
         ),
         (
             "test_rope_visible",
             {"partial_rope": as_student(neox, "partial_rope", interleaved=True)},
-            Failure(None, r"^partial_rope\(x, offset=0, rotary_dim=4\) differs", r"r \+ 2"),
+            Failure("offset 0, rotary_dim 4", "^the rotated x differs", r"r \+ 2"),
         ),
         (
             "test_rope_visible",
             {"partial_rope": as_student(neox, "partial_rope", no_offset=True)},
-            Failure(None, r"^partial_rope\(x, offset=5, rotary_dim=4\) \(rows at positions 5"),
+            Failure(
+                r"offset 5 \(rows at positions 5, 6, 7\), rotary_dim 4", "^the rotated x differs"
+            ),
         ),
         (
             "test_rope_visible",
             {"partial_rope": as_student(neox, "partial_rope", theta_of_d=True)},
-            Failure(None, r"^partial_rope\(x, offset=0, rotary_dim=4\) differs"),
+            Failure("offset 0, rotary_dim 4", "^the rotated x differs"),
         ),
     ],
 )

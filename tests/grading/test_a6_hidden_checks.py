@@ -21,6 +21,7 @@ import pytest
 import torch
 
 from autograder.hidden import a6_transformer as hidden
+from course.checks import a6_transformer as visible
 from tests.grading.bug_injection import (
     Failure,
     expect_failure,
@@ -423,6 +424,50 @@ def test_the_references_agree_with_the_independent_implementations():
         assert hidden.modules_count(case.config) == count(case.config)
 
 
+def test_the_visible_tables_agree_with_the_references():
+    """Every expected value in the tables of the visible checks (course.checks.a6_...), worked
+    out once, against the hidden checks' references, to the tolerance it is checked to (each
+    a Near); every call on bad input makes the independent implementation raise ValueError."""
+    for case in visible.part_a_cases():
+        eps = 1e-6 if case.eps is None else case.eps
+        grad_y = np.zeros(np.shape(case.x)) if case.grad_y is None else case.grad_y
+        reference = hidden.torch_rms_norm(case.x, case.gamma, grad_y, eps)
+        got = dict(zip(("y", "rrms", "grad_x", "grad_gamma"), reference, strict=True))
+        for quantity, value in got.items():
+            near = case.inputs.get(f"expected_{quantity}")
+            if near is not None:
+                assert isinstance(near, visible.Near), (case.label, quantity)
+                np.testing.assert_allclose(
+                    near.value, near.times * value, rtol=0, atol=near.atol, err_msg=case.label
+                )
+        if case.rrms is not None:  # given to rms_norm_backward in place of rms_norm's
+            np.testing.assert_allclose(case.rrms, got["rrms"], rtol=1e-9, atol=0)
+    for case in visible.part_b_cases():
+        y = hidden.torch_encoder_layer(
+            case.x, case.params, case.num_heads, bool(case.norm_first), case.mask, 1e-5
+        )
+        y = y if case.sequence is None else y[case.sequence]
+        np.testing.assert_allclose(case.expected_y, y, rtol=0, atol=1e-9, err_msg=case.label)
+    for case in visible.part_c_cases():
+        mask, positions = hidden.entry_by_entry(
+            case.lengths, case.n, case.m, bool(case.left_padded)
+        )
+        mask = mask[:, 0] if case.sequence is None else mask[case.sequence, 0]
+        np.testing.assert_array_equal(case.expected_mask, mask, err_msg=case.label)
+        np.testing.assert_array_equal(case.expected_positions, positions, err_msg=case.label)
+    for case in visible.part_d_cases():
+        assert hidden.modules_count(case.config) == case.expected_counts, case.label
+    functions = {"rms_norm": rms_forward, "rms_norm_backward": rms_backward,
+                 "encoder_layer": encode, "decoder_mask_and_positions": layout,
+                 "count_parameters": count}  # fmt: skip
+    for table in (visible.part_a_bad_cases, visible.part_b_bad_cases, visible.part_c_bad_cases,
+                  visible.part_d_bad_cases):  # fmt: skip
+        for bad in table():
+            assert bad.label.startswith(f"{bad.function}("), bad.label
+            with pytest.raises(ValueError):
+                functions[bad.function](*bad.args)
+
+
 def test_the_visible_counts_are_those_of_the_torch_modules():
     """The visible test's counts, and the base model's, from modules built with each option."""
     base = dict(d_model=512, num_heads=8, d_ff=2048, encoder_layers=6, decoder_layers=6,
@@ -682,7 +727,7 @@ def test_a_lecture_style_rms_norm_fails_the_visible_test():
             rms_norm=lecture_style_rms_norm,
             rms_norm_backward=as_student(rms_backward, "rms_norm_backward"),
         ),
-        Failure(None, "^rms_norm should return the tuple"),
+        Failure("^rms_norm, two rows", "^rms_norm should return the tuple", "got Tensor"),
     )
 
 
@@ -699,66 +744,67 @@ test_visible_tests_name_the_mistake = visible_mistake_tests(
         (
             "test_rms_norm_visible",
             _visible_rms({"naive_square": True}, {}),
-            Failure(None, r"^y of the row 1e200 \(1, 2, 3, 4\) \(its squares overflow\) "),
+            Failure(r"the row 1e200 \(1, 2, 3, 4\) \(its squares overflow\)", "^y differs"),
         ),
         (
             "test_rms_norm_visible",
             _visible_rms({"mean_subtracted": True}, {}),
-            Failure(None, "^y differs"),
+            Failure("^rms_norm, two rows, D = 4$", "^y differs"),
         ),
         (
             "test_rms_norm_visible",
             _visible_rms({"last_axis_only": True}, {}),
-            Failure(None, r"^y over the trailing shape S = \(2, 3\) differs"),
+            Failure(r"over the trailing shape S = \(2, 3\)", "^y differs"),
         ),
         (
             "test_rms_norm_visible",
             _visible_rms({}, {"no_projection": True}),
-            Failure(None, r"^grad_x = dL/dx differs"),
+            Failure("^rms_norm_backward, two rows", r"^grad_x = dL/dx differs"),
         ),
         (
             "test_rms_norm_visible",
             _visible_rms({}, {"cube_form": True}),
-            Failure(None, r"^1e200 \* grad_x at that row differs"),
+            Failure("^rms_norm_backward, the row 1e200", r"^1e200 \* grad_x differs"),
         ),
         (
             "test_rms_norm_visible",
             _visible_rms({"rms_not_rrms": True}, {}),
-            Failure(None, r"^rrms = 1 / sqrt\(mean\(x\*\*2\) \+ eps\) \(one per row\) differs"),
+            Failure(
+                "^rms_norm, two rows",
+                r"^rrms = 1 / sqrt\(mean\(x\*\*2\) \+ eps\) \(one per row\) differs",
+            ),
         ),
         (
             "test_encoder_layer_visible",
             {"encoder_layer": as_student(encode, "encoder_layer", other_order=True)},
-            Failure(None, r"^y \(post-norm\) differs"),
+            Failure(r"^encoder_layer, x \(3, 4\), 2 heads, post-norm$", "^y differs"),
         ),
         (
             "test_encoder_layer_visible",
             {"encoder_layer": as_student(encode, "encoder_layer", torch_mask_convention=True)},
-            Failure(None, r"^y of sequence 0 \(no padding\) in the batch contains nan"),
+            Failure("a batch of x and x", r"^y of sequence 0 \(no padding\) contains nan"),
         ),
         (
             "test_decoder_mask_visible",
             {"decoder_mask_and_positions": as_student(layout, "dmp", no_fallback=True)},
             Failure(
-                None,
-                r"^mask of sequence 1 \(1 real token, left padding",
-                r"differs .* by 1.0e\+00 at \[0, 0\]",
+                r"^decoder_mask_and_positions, lengths \[3, 1\], n = 3, left padding",
+                r"^the mask of sequence 1 differs .* by 1.0e\+00 at \[0, 0\]",
             ),
         ),
         (
             "test_decoder_mask_visible",
             {"decoder_mask_and_positions": as_student(layout, "dmp", diagonal_from_zero=True)},
             Failure(
-                None, r"^mask with a cache \(n = 2 queries at positions 2, 3; m = 4 keys", "differs"
+                r"a cache: .* n = 2 queries at positions 2, 3; m = 4 keys", "^the mask differs"
             ),
         ),
         (
             "test_count_parameters_visible",
             {"count_parameters": as_student(count, "count_parameters", cross_without_encoder=True)},
             Failure(
-                None,
-                "^a decoder-only model without biases",
-                "decoder is 131,520",
+                "^count_parameters, a decoder-only model without biases",
+                "^decoder is 131,520",
                 "98,624",
                 r"off by \+32,896",
             ),
@@ -766,7 +812,12 @@ test_visible_tests_name_the_mistake = visible_mistake_tests(
         (
             "test_count_parameters_visible",
             {"count_parameters": as_student(count, "count_parameters", no_final_norm=True)},
-            Failure(None, "^the base model: encoder is 18,914,304", "18,915,328", "off by -1,024"),
+            Failure(
+                "^count_parameters, the base model$",
+                "^encoder is 18,914,304",
+                "18,915,328",
+                "off by -1,024",
+            ),
         ),
     ],
 )
