@@ -59,8 +59,9 @@ class Failure:
     """Where a check must fail and what its message must name.
 
     ``case``: a regular expression found in the case label, the ``[...]`` that ``Case.named``
-    (``course.checks.cases.case``) puts before the message of a hidden case; None where the message has
-    no label (a visible test cell, or bad input that a check tries outside its cases).
+    (``course.checks.cases.case``) puts before the message of a case; None where the message has
+    no label (a visible check that is not a table of cases, or bad input that a check tries
+    outside its cases).
     ``says``: regular expressions, each found in the message after the label: the quantity
     and what is wrong with it (``dW differs``, ``probs contains nan``, ``should raise
     ValueError``), or the detail that identifies the bug (a position, the tokens returned).
