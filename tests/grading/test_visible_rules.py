@@ -223,3 +223,57 @@ def test_a_function_that_rewrites_an_input_fails_the_visible_test_naming_it(part
     assert message.startswith(f"{function} changed its input in place: "), str(caught.value)
     assert label is None or label.startswith(f"{function}, "), str(caught.value)
     assert any(rewritten), f"the visible test never gives {function} an {name} it could change"
+
+
+# -- checks driven by tables of cases -----------------------------------------------------------
+
+# The tables that a module of visible checks may define for a part: its cases, its calls on bad
+# input, and the check that runs both.
+TABLES = [
+    ("part_a_cases", "part_a_bad_inputs", "check_part_a"),
+    ("part_b_cases", "part_b_bad_inputs", "check_part_b"),
+    ("part_c_cases", "part_c_bad_inputs", "check_part_c"),
+    ("part_d_cases", "part_d_bad_inputs", "check_part_d"),
+    ("part_e_cases", "part_e_bad_inputs", "check_part_e"),
+]
+TABLED = [
+    pytest.param(assignment, *names, id=f"{assignment}:{names[0]}")
+    for assignment in sorted(CHECKS)
+    for names in TABLES
+    if hasattr(importlib.import_module(f"course.checks.{assignment}"), names[0])
+]
+
+
+def _called(part: Any) -> str:
+    """The name of the check that the part's visible cell calls."""
+    source = assignments.solution(part.assignment).test_cells[part.visible_id].source
+    return ast.parse(source).body[0].value.func.id
+
+
+def test_the_tables_of_cases_are_found():
+    assert {"a7_bert", "a8_gpt_decoding"} <= {param.values[0] for param in TABLED}
+
+
+@pytest.mark.parametrize(("assignment", "cases", "bad_inputs", "check"), TABLED)
+def test_a_table_of_cases_names_the_inputs_as_the_parameters_and_is_built_afresh(
+    assignment, cases, bad_inputs, check
+):
+    """Each case has a label of its own and, among its inputs, every parameter without a
+    default of the student's function that the part's check is given (the reference's
+    signature); each call of the table builds new inputs, so that a function that writes into
+    them cannot change the next call's. The bad inputs are argument lists."""
+    module = importlib.import_module(f"course.checks.{assignment}")
+    part = next(p for p in SHORT_PARTS if p.assignment == assignment and _called(p) == check)
+    (function,) = part.functions
+    signature = inspect.signature(assignments.reference(assignment)[function])
+    required = [n for n, p in signature.parameters.items() if p.default is inspect.Parameter.empty]
+    table, again = getattr(module, cases)(), getattr(module, cases)()
+    assert len({case.label for case in table}) == len(table), "two cases share a label"
+    for case, other in zip(table, again, strict=True):
+        assert set(required) <= set(case.inputs), (case, required)
+        for name, value in case.inputs.items():
+            if isinstance(value, (np.ndarray, list, dict)):
+                assert value is not other.inputs[name], f"{case.label}: {name} is shared"
+    for said, (args, kwargs) in getattr(module, bad_inputs)().items():
+        assert said.startswith(f"{function}(") and isinstance(args, tuple), said
+        assert isinstance(kwargs, dict), said
