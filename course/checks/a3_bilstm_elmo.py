@@ -465,6 +465,11 @@ def check_part_d(sense_separation: Callable[..., Any], best_layer: Callable[...,
                 "the accuracy by layer", accuracy, case.expected_accuracy, atol=1e-9,
                 against="the expected value (leave-one-out centroids)",
             )  # fmt: skip
+    _expect_refused("sense_separation", sense_separation, part_d_bad_inputs())
+    # best_layer last: a best_layer that calls sense_separation then calls it after all the
+    # calls above, in the same order for every student
+    for case in part_d_cases():
+        vectors, senses = case.vectors_by_layer, case.senses
         with case.named("best_layer"):
             with inputs_kept("best_layer", vectors_by_layer=vectors, senses=senses):
                 chosen = by_hand(ASSIGNMENT, best_layer, vectors, senses)
@@ -474,5 +479,4 @@ def check_part_d(sense_separation: Callable[..., Any], best_layer: Callable[...,
                 raise CheckFailed(
                     f"best_layer chose layer {chosen}, expected layer {case.expected_best_layer}"
                 )
-    _expect_refused("sense_separation", sense_separation, part_d_bad_inputs())
     print("Part D, visible test: passed.")

@@ -587,7 +587,7 @@ def layer_mix_backward(
 # $L + 1 = 3$ arrays of states for $B = 2$ sentences of $T = 3$ positions with $H = 2$
 # features, $h^{(j)}_{b,t,k} = 10\,j^2 + t + k$ at real positions and `nan` at padding; the
 # first sentence has two real tokens, the second one. $w = (0, \ln 2, 0)$, so that
-# $s = (1/4, 1/2, 1/4)$; $\gamma = 2$; $G = \begin{pmatrix} 1 & 0 \\ 0 & -1 \end{pmatrix}$.
+# $s = (1/4, 1/2, 1/4)$; $\gamma = 2$; $G = \begin{pmatrix} 1 & 0 \\ 0 & 2 \end{pmatrix}$.
 # The expected values were computed by `torch.autograd`; the test also checks that the
 # entries of `grad_w` add up to 0 (why is Part E's question) and that weights of $\pm 1000$
 # give finite numbers.

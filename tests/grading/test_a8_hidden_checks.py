@@ -720,3 +720,29 @@ def test_the_model_answer_quotes_the_numbers_the_exploration_cell_prints(capsys)
     assert len(numbers) >= 15, numbers
     missing = [n for n in numbers if n not in SETTINGS and n.replace(",", "") not in printed]
     assert missing == [], f"numbers of the model answer that the cell does not print: {missing}"
+
+
+def test_part_e_visible_cases_agree_with_attention_under_the_band_mask():
+    """Every expected z of the visible Part E table is the last row of banded attention (the
+    new position attends to the last ``window`` positions: the cache, then itself), and its
+    expected caches are what the window keeps; every bad input of the table makes the reference
+    raise ValueError."""
+    from course.checks import a8_gpt_decoding as visible
+
+    for row in visible.part_e_cases():
+        keys = np.vstack([np.reshape(row.keys, (-1, np.size(row.k))), [row.k]])
+        values = np.vstack([np.reshape(row.values, (-1, np.size(row.v))), [row.v]])
+        queries = np.vstack([np.zeros((len(keys) - 1, np.size(row.q))), [row.q]])
+        rows = hidden.banded_attention_rows(queries, keys, values, row.window)
+        np.testing.assert_allclose(rows[-1], row.expected_z, atol=1e-9, err_msg=row.label)
+        np.testing.assert_array_equal(row.expected_new_keys, keys[-row.window :], row.label)
+        np.testing.assert_array_equal(row.expected_new_values, values[-row.window :], row.label)
+    step = reference_namespace(ASSIGNMENT)["kv_attention_step"]
+    bad = visible.part_e_bad_inputs()
+    assert len(bad) == 4
+    for said, (args, kwargs) in bad.items():
+        try:
+            step(*args, **kwargs)
+        except ValueError:
+            continue
+        raise AssertionError(f"the reference's {said} should raise ValueError")

@@ -21,6 +21,7 @@ import torch
 
 import tests.grading.test_assignments as assignments
 from course.checks import CheckFailed
+from course.checks.cases import Case
 from course.checks.rules import RULES, HelperForbidden, collect_targets
 from tests.grading.bug_injection import case_label
 from tests.grading.solution_loader import run_cell
@@ -227,53 +228,84 @@ def test_a_function_that_rewrites_an_input_fails_the_visible_test_naming_it(part
 
 # -- checks driven by tables of cases -----------------------------------------------------------
 
-# The tables that a module of visible checks may define for a part: its cases, its calls on bad
-# input, and the check that runs both.
-TABLES = [
-    ("part_a_cases", "part_a_bad_inputs", "check_part_a"),
-    ("part_b_cases", "part_b_bad_inputs", "check_part_b"),
-    ("part_c_cases", "part_c_bad_inputs", "check_part_c"),
-    ("part_d_cases", "part_d_bad_inputs", "check_part_d"),
-    ("part_e_cases", "part_e_bad_inputs", "check_part_e"),
-]
-TABLED = [
-    pytest.param(assignment, *names, id=f"{assignment}:{names[0]}")
+
+def _tables(assignment: str) -> list[str]:
+    """The functions of an assignment's module of visible checks that build a table of cases."""
+    module = importlib.import_module(f"course.checks.{assignment}")
+    return [
+        name
+        for name, member in inspect.getmembers(module, inspect.isfunction)
+        if name.endswith("_cases")
+        and member.__module__ == module.__name__
+        and not inspect.signature(member).parameters  # a table built from nothing else
+    ]
+
+
+ALL_TABLES = [
+    pytest.param(assignment, name, id=f"{assignment}:{name}")
     for assignment in sorted(CHECKS)
-    for names in TABLES
-    if hasattr(importlib.import_module(f"course.checks.{assignment}"), names[0])
+    for name in _tables(assignment)
 ]
 
 
+def test_every_assignment_writes_its_visible_checks_as_tables_of_cases():
+    assert {param.values[0] for param in ALL_TABLES} == set(CHECKS)
+
+
+@pytest.mark.parametrize(("assignment", "name"), ALL_TABLES)
+def test_a_table_of_cases_has_one_label_per_case_and_is_built_afresh(assignment, name):
+    """Each call of the table builds new inputs, so that a function that writes into them
+    cannot change the next call's (or the next student's, in one grading kernel)."""
+    build = getattr(importlib.import_module(f"course.checks.{assignment}"), name)
+    table, again = build(), build()
+    assert table and all(isinstance(case, Case) for case in table), table
+    assert len({case.label for case in table}) == len(table), "two cases share a label"
+    for case, other in zip(table, again, strict=True):
+        assert case.label == other.label
+        for key, value in case.inputs.items():
+            if isinstance(value, (np.ndarray, torch.Tensor, list, dict)):
+                assert value is not other.inputs[key], f"{case.label}: {key} is shared"
+
+
+# Where a part has one function, its table of cases (part_x_cases) and its check
+# (check_part_x) go together: the cases name that function's parameters.
 def _called(part: Any) -> str:
     """The name of the check that the part's visible cell calls."""
     source = assignments.solution(part.assignment).test_cells[part.visible_id].source
     return ast.parse(source).body[0].value.func.id
 
 
-def test_the_tables_of_cases_are_found():
-    assert {"a7_bert", "a8_gpt_decoding"} <= {param.values[0] for param in TABLED}
+def _one_function_parts() -> list[Any]:
+    found = []
+    for assignment in sorted(CHECKS):
+        tables = _tables(assignment)
+        for x in "abcde":
+            parts = [
+                p
+                for p in SHORT_PARTS
+                if p.assignment == assignment and _called(p) == f"check_part_{x}"
+            ]
+            if f"part_{x}_cases" in tables and len(parts) == 1 and len(parts[0].functions) == 1:
+                found.append(
+                    pytest.param(assignment, f"part_{x}_cases", parts[0], id=f"{assignment}:{x}")
+                )
+    return found
 
 
-@pytest.mark.parametrize(("assignment", "cases", "bad_inputs", "check"), TABLED)
-def test_a_table_of_cases_names_the_inputs_as_the_parameters_and_is_built_afresh(
-    assignment, cases, bad_inputs, check
-):
-    """Each case has a label of its own and, among its inputs, every parameter without a
-    default of the student's function that the part's check is given (the reference's
-    signature); each call of the table builds new inputs, so that a function that writes into
-    them cannot change the next call's. The bad inputs are argument lists."""
+TABLED = _one_function_parts()
+
+
+def test_the_tables_of_one_function_parts_are_found():
+    assert len({param.values[0] for param in TABLED}) >= 6, TABLED
+
+
+@pytest.mark.parametrize(("assignment", "cases", "part"), TABLED)
+def test_a_table_of_cases_names_the_inputs_as_the_parameters(assignment, cases, part):
+    """Each case has, among its inputs, every parameter without a default of the student's
+    function (the reference's signature), under the parameter's name."""
     module = importlib.import_module(f"course.checks.{assignment}")
-    part = next(p for p in SHORT_PARTS if p.assignment == assignment and _called(p) == check)
     (function,) = part.functions
     signature = inspect.signature(assignments.reference(assignment)[function])
     required = [n for n, p in signature.parameters.items() if p.default is inspect.Parameter.empty]
-    table, again = getattr(module, cases)(), getattr(module, cases)()
-    assert len({case.label for case in table}) == len(table), "two cases share a label"
-    for case, other in zip(table, again, strict=True):
+    for case in getattr(module, cases)():
         assert set(required) <= set(case.inputs), (case, required)
-        for name, value in case.inputs.items():
-            if isinstance(value, (np.ndarray, list, dict)):
-                assert value is not other.inputs[name], f"{case.label}: {name} is shared"
-    for said, (args, kwargs) in getattr(module, bad_inputs)().items():
-        assert said.startswith(f"{function}(") and isinstance(args, tuple), said
-        assert isinstance(kwargs, dict), said
