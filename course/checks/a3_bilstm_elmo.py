@@ -14,15 +14,14 @@ raises, IPython shows the cell's call and the student's frames, not this module'
 from __future__ import annotations
 
 import contextlib
-import functools
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
-from course.checks import CheckFailed, assert_close, expect_value_error, inputs_kept
+from course.checks import CheckFailed, assert_close, inputs_kept
 from course.checks.cases import Case, expect_floats
-from course.checks.rules import by_hand
+from course.checks.rules import by_hand, expect_refused
 
 __all__ = ["check_part_a", "check_part_b", "check_part_c", "check_part_d"]
 
@@ -42,17 +41,10 @@ def _gru_weights(
 
 
 def _expect_refused(name: str, function: Callable[..., Any], bad_inputs: list[Case]) -> None:
-    """``function`` must raise ValueError for each case's inputs, passed in order under the
-    part's rule (numpy's warnings silenced); a failure names ``name`` and the case."""
+    """``function`` must raise ValueError for each case's inputs, passed in order."""
     __tracebackhide__ = True
-    calls = {
-        f"{name} with {case.label}": functools.partial(
-            by_hand, ASSIGNMENT, function, *case.inputs.values()
-        )
-        for case in bad_inputs
-    }
-    with np.errstate(all="ignore"):
-        expect_value_error(calls)
+    calls = {f"{name} with {c.label}": (function, tuple(c.inputs.values()), {}) for c in bad_inputs}
+    expect_refused(ASSIGNMENT, calls)
 
 
 @contextlib.contextmanager

@@ -13,15 +13,14 @@ raises, IPython shows the cell's call and the student's frames, not this module'
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from course.checks import CheckFailed, as_numpy, assert_close, expect_value_error, inputs_kept
-from course.checks.cases import Case, describe, unpack
-from course.checks.rules import by_hand
+from course.checks import CheckFailed, as_numpy, assert_close, inputs_kept
+from course.checks.cases import Case, expect_tuple
+from course.checks.rules import by_hand, expect_refused
 
 __all__ = ["check_part_a", "check_part_b", "check_part_c", "check_part_d"]
 
@@ -52,27 +51,10 @@ def _shared_inputs() -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, np.n
 
 
 def _expect_refused(name: str, function: Callable[..., Any], bad_inputs: list[Case]) -> None:
-    """``function`` must raise ValueError for each case's inputs, passed in order under the
-    part's rule (numpy's warnings silenced); a failure names ``name`` and the case."""
+    """``function`` must raise ValueError for each case's inputs, passed in order."""
     __tracebackhide__ = True
-    calls = {
-        f"{name} with {case.label}": functools.partial(
-            by_hand, ASSIGNMENT, function, *case.inputs.values()
-        )
-        for case in bad_inputs
-    }
-    with np.errstate(all="ignore"):
-        expect_value_error(calls)
-
-
-def _unpack_tuple(result: Any, function: str, names: tuple[str, ...]) -> tuple[Any, ...]:
-    """:func:`course.checks.cases.unpack` for a tuple only, as the task asks (not a list)."""
-    __tracebackhide__ = True
-    if not isinstance(result, tuple):
-        raise CheckFailed(
-            f"{function} should return a tuple ({', '.join(names)}), got {describe(result)}"
-        )
-    return unpack(result, function, names)
+    calls = {f"{name} with {c.label}": (function, tuple(c.inputs.values()), {}) for c in bad_inputs}
+    expect_refused(ASSIGNMENT, calls)
 
 
 def expect_log_weights(
@@ -252,9 +234,7 @@ def check_part_b(log_attention: Callable[..., Any]) -> None:
                 np.errstate(all="ignore"),
             ):
                 result = by_hand(ASSIGNMENT, log_attention, scores, lengths, S, tau)
-            log_weights, context = _unpack_tuple(
-                result, "log_attention", ("log_weights", "context")
-            )
+            log_weights, context = expect_tuple(result, "log_attention", ("log_weights", "context"))
             expect_log_weights(
                 log_weights, np.array(case.expected_log_weights), real,
                 where=f"temperature {tau}", atol=1e-9,
@@ -368,7 +348,7 @@ def check_part_c(bahdanau_step: Callable[..., Any]) -> None:
             with inputs_kept("bahdanau_step", **inputs):
                 result = by_hand(ASSIGNMENT, bahdanau_step, *inputs.values())
             returned = ("log_probs", "h", "log_weights")
-            log_probs, h, log_weights = _unpack_tuple(result, "bahdanau_step", returned)
+            log_probs, h, log_weights = expect_tuple(result, "bahdanau_step", returned)
             expect_log_weights(
                 log_weights, np.array(case.expected_log_weights), real, where=where, atol=1e-9,
                 against=f"torch, scored with h_prev ({where})",
@@ -435,7 +415,7 @@ def check_part_d(
                     case.beam_size, case.max_len, case.alpha,
                 )  # fmt: skip
             returned = ("tokens", "log_prob", "normalised")
-            tokens, log_prob, normalised = _unpack_tuple(result, "beam_search_on_table", returned)
+            tokens, log_prob, normalised = expect_tuple(result, "beam_search_on_table", returned)
             found = [int(t) for t in tokens]
             if found != case.expected_tokens:
                 raise CheckFailed(

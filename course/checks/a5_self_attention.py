@@ -14,16 +14,15 @@ module's.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from course.checks import CheckFailed, assert_close, expect_value_error, inputs_kept
-from course.checks.cases import Case, describe, expect_array, unpack
+from course.checks import CheckFailed, assert_close, inputs_kept
+from course.checks.cases import Case, expect_array, expect_tuple
 from course.checks.cases import case as _case
-from course.checks.rules import by_hand
+from course.checks.rules import by_hand, expect_refused
 
 __all__ = ["check_part_a", "check_part_b", "check_part_c", "check_part_d"]
 
@@ -58,16 +57,6 @@ def expect_log_sum_exp(name: str, got: Any, expected: Any, *, against: str) -> N
     )
 
 
-def _unpack(result: Any, function: str, names: tuple[str, ...]) -> tuple[Any, ...]:
-    """:func:`unpack`, where only a tuple will do (the task asks for one, not a list)."""
-    __tracebackhide__ = True
-    if not isinstance(result, tuple):
-        raise CheckFailed(
-            f"{function} should return the tuple ({', '.join(names)}), got {describe(result)}"
-        )
-    return unpack(result, function, names)
-
-
 def _call(label: str, function: str, *args: Any) -> Case:
     """A call on bad input, ``function(*args)``, labelled with the call as it reads."""
     return Case(label, function=function, args=args)
@@ -77,11 +66,8 @@ def _expect_value_errors(cases: list[Case], **functions: Callable[..., Any]) -> 
     """Each case is a call on bad input, ``functions[case.function](*case.args)``, labelled
     with the call: it must raise ValueError."""
     __tracebackhide__ = True
-    expect_value_error(
-        {
-            bad.label: functools.partial(by_hand, ASSIGNMENT, functions[bad.function], *bad.args)
-            for bad in cases
-        }
+    expect_refused(
+        ASSIGNMENT, {bad.label: (functions[bad.function], bad.args, {}) for bad in cases}
     )
 
 
@@ -261,7 +247,7 @@ def _check_attention(attention: Callable[..., Any]) -> None:
         with case.named("attention"):
             with inputs_kept("attention", Q=Q, K=K, V=V, mask=mask):
                 result = by_hand(ASSIGNMENT, attention, Q, K, V, *masked)
-            Z, A, L = _unpack(result, "attention", ("Z", "A", "L"))
+            Z, A, L = expect_tuple(result, "attention", ("Z", "A", "L"))
             expect_array("A", A, np.shape(case.expected_Z)[:-1] + K.shape[-2:-1])  # (..., n, m)
             expect_array("Z", Z, np.shape(case.expected_Z))
             expect_array("L", L, np.shape(case.expected_L))
@@ -280,7 +266,7 @@ def _check_merge(attention: Callable[..., Any], merge_attention: Callable[..., A
         with case.named("merge_attention"):
             with inputs_kept("merge_attention", **pieces):
                 result = by_hand(ASSIGNMENT, merge_attention, *pieces.values())
-            Z, L = _unpack(result, "merge_attention", ("Z", "L"))
+            Z, L = expect_tuple(result, "merge_attention", ("Z", "L"))
             shares = "the mix of Z_a and Z_b by their shares e^(L_a - L), e^(L_b - L)"
             assert_close("Z", Z, case.expected_Z, atol=1e-9, against=shares)
             expect_log_sum_exp("L", L, case.expected_L, against="log(e^L_a + e^L_b)")
@@ -399,7 +385,7 @@ def check_part_b(multi_head_attention: Callable[..., Any]) -> None:
         with case.named("multi_head_attention"):
             with inputs_kept("multi_head_attention", X=X, params=params, mask=mask):
                 result = by_hand(ASSIGNMENT, multi_head_attention, X, params, h, *masked)
-            out, weights = _unpack(result, "multi_head_attention", ("out", "weights"))
+            out, weights = expect_tuple(result, "multi_head_attention", ("out", "weights"))
             shape = np.shape(case.expected_weights)
             expect_array("the weights (num_heads, n, n)", weights, shape)
             expect_array("out", out, np.shape(case.expected_out))

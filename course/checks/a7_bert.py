@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from course.checks import CheckFailed, assert_close, expect_value_error, inputs_kept
-from course.checks.cases import Case, describe, expect_array
-from course.checks.rules import by_hand
+from course.checks import CheckFailed, assert_close, inputs_kept
+from course.checks.cases import Case, describe, expect_array, expect_tuple
+from course.checks.rules import by_hand, expect_refused
 
 __all__ = ["check_part_a", "check_part_b", "check_part_c", "check_part_d"]
 
@@ -51,25 +51,6 @@ def expect_token_spans(mine: Any, where: str) -> None:
             )
 
 
-def _expect_array(name: str, value: Any, shape: tuple[int, ...], dtype: Any = None) -> None:
-    """:func:`~course.checks.cases.expect_array`, failing as a CheckFailed (shown briefly)."""
-    __tracebackhide__ = True
-    try:
-        expect_array(name, value, shape, dtype)
-    except AssertionError as error:
-        raise CheckFailed(str(error)) from None
-
-
-def _expect_tuple(result: Any, function: str, names: tuple[str, ...]) -> tuple[Any, ...]:
-    """``result`` if it is a tuple of ``len(names)`` values."""
-    __tracebackhide__ = True
-    if not (isinstance(result, tuple) and len(result) == len(names)):
-        raise CheckFailed(
-            f"{function} should return the tuple ({', '.join(names)}), got {describe(result)}"
-        )
-    return result
-
-
 def _share_within(name: str, hits: int, trials: int, probability: float) -> None:
     """hits / trials lies within 5 binomial standard deviations of probability."""
     __tracebackhide__ = True
@@ -90,12 +71,7 @@ def _args(*args: Any, **kwargs: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
 def _expect_rejected(function: Callable[..., Any], calls: dict[str, tuple]) -> None:
     """``function`` on each call's arguments (under the part's rule) raises ValueError."""
     __tracebackhide__ = True
-    expect_value_error(
-        {
-            said: functools.partial(by_hand, ASSIGNMENT, function, *args, **kwargs)
-            for said, (args, kwargs) in calls.items()
-        }
-    )
+    expect_refused(ASSIGNMENT, {said: (function, *call) for said, call in calls.items()})
 
 
 # -- Part A: mlm_mask ------------------------------------------------------------------------
@@ -176,10 +152,10 @@ def check_part_a(mlm_mask: Callable[..., Any]) -> None:
         with case.named("mlm_mask"):
             with inputs_kept("mlm_mask", ids=case.ids, special_ids=case.special_ids) as before:
                 result = masking(case.seed, *case.options)
-            corrupted, labels = _expect_tuple(result, "mlm_mask", ("corrupted", "labels"))
+            corrupted, labels = expect_tuple(result, "mlm_mask", ("corrupted", "labels"))
             ids = np.asarray(before["ids"])
             for name, array in (("corrupted", corrupted), ("labels", labels)):
-                _expect_array(name, array, ids.shape, np.int64)
+                expect_array(name, array, ids.shape, np.int64)
             chosen = labels != -100
             assert_close("labels at the selected positions", labels[chosen], ids[chosen], atol=0,
                          against="the original ids")  # fmt: skip
@@ -444,9 +420,9 @@ def _expect_mix_results(result: Any, case: Case) -> tuple[np.ndarray, np.ndarray
     float, all finite."""
     __tracebackhide__ = True
     names = ("pooled", "grad_w", "grad_gamma")
-    pooled, grad_w, grad_gamma = _expect_tuple(result, "layer_mix_backward", names)
-    _expect_array("pooled", pooled, np.shape(case.grad_pooled), np.float64)
-    _expect_array("grad_w", grad_w, np.shape(case.w), np.float64)
+    pooled, grad_w, grad_gamma = expect_tuple(result, "layer_mix_backward", names)
+    expect_array("pooled", pooled, np.shape(case.grad_pooled), np.float64)
+    expect_array("grad_w", grad_w, np.shape(case.w), np.float64)
     if not isinstance(grad_gamma, float):
         raise CheckFailed(f"grad_gamma should be a Python float, got {type(grad_gamma).__name__}")
     for name, value in zip(names, (pooled, grad_w, np.asarray(grad_gamma)), strict=True):

@@ -12,15 +12,14 @@ raises, IPython shows the cell's call and the student's frames, not this module'
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from course.checks import CheckFailed, assert_close, expect_value_error, inputs_kept
+from course.checks import CheckFailed, assert_close, inputs_kept
 from course.checks.cases import Case, describe, expect_array
-from course.checks.rules import by_hand
+from course.checks.rules import by_hand, expect_refused
 
 __all__ = ["check_part_a", "check_part_b", "check_part_c", "check_part_d", "check_part_e"]
 
@@ -28,15 +27,6 @@ ASSIGNMENT = "a8_gpt_decoding"
 
 
 # -- what the checks share -------------------------------------------------------------------
-
-
-def _expect_array(name: str, value: Any, shape: tuple[int, ...], dtype: Any = None) -> None:
-    """:func:`~course.checks.cases.expect_array`, failing as a CheckFailed (shown briefly)."""
-    __tracebackhide__ = True
-    try:
-        expect_array(name, value, shape, dtype)
-    except AssertionError as error:
-        raise CheckFailed(str(error)) from None
 
 
 def _args(*args: Any, **kwargs: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
@@ -47,12 +37,7 @@ def _args(*args: Any, **kwargs: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
 def _expect_rejected(function: Callable[..., Any], calls: dict[str, tuple]) -> None:
     """``function`` on each call's arguments (under the part's rule) raises ValueError."""
     __tracebackhide__ = True
-    expect_value_error(
-        {
-            said: functools.partial(by_hand, ASSIGNMENT, function, *args, **kwargs)
-            for said, (args, kwargs) in calls.items()
-        }
-    )
+    expect_refused(ASSIGNMENT, {said: (function, *call) for said, call in calls.items()})
 
 
 def _renormalised(pi: np.ndarray, kept: list[list[int]]) -> np.ndarray:
@@ -113,7 +98,7 @@ def check_part_a(temperature_probs: Callable[..., Any]) -> None:
         with case.named("temperature_probs"):
             with inputs_kept("temperature_probs", logits=case.logits):
                 probs = by_hand(ASSIGNMENT, temperature_probs, case.logits, case.temperature)
-            _expect_array("probs", probs, case.expected_probs.shape, np.float64)
+            expect_array("probs", probs, case.expected_probs.shape, np.float64)
             assert_close(
                 "probs", probs, case.expected_probs, atol=case.atol,
                 against="softmax(logits / τ) worked out by hand",
@@ -184,7 +169,7 @@ def check_part_b(sample_tokens: Callable[..., Any]) -> None:
         with case.named("sample_tokens"):
             with inputs_kept("sample_tokens", probs=case.probs, u=case.u):
                 tokens = by_hand(ASSIGNMENT, sample_tokens, case.probs, case.u)
-            _expect_array("the tokens", tokens, np.shape(case.u), np.int64)
+            expect_array("the tokens", tokens, np.shape(case.u), np.int64)
             if "expected_shares" in case.inputs:
                 _expect_shares(tokens, case.expected_shares)
             else:
@@ -240,7 +225,7 @@ def check_part_c(min_p_probs: Callable[..., Any]) -> None:
         with case.named("min_p_probs"):
             with inputs_kept("min_p_probs", logits=case.logits):
                 probs = by_hand(ASSIGNMENT, min_p_probs, case.logits, case.p_base)
-            _expect_array("probs", probs, case.expected_probs.shape)
+            expect_array("probs", probs, case.expected_probs.shape)
             assert_close(
                 "probs", probs, case.expected_probs, atol=1e-12,
                 against=f"the renormalised probabilities of tokens {case.kept}",
@@ -292,7 +277,7 @@ def check_part_d(typical_probs: Callable[..., Any]) -> None:
         with case.named("typical_probs"):
             with inputs_kept("typical_probs", logits=case.logits):
                 probs = by_hand(ASSIGNMENT, typical_probs, case.logits, case.p)
-            _expect_array("probs", probs, case.expected_probs.shape)
+            expect_array("probs", probs, case.expected_probs.shape)
             assert_close(
                 "probs", probs, case.expected_probs, atol=1e-12,
                 against=f"the renormalised probabilities of tokens {case.kept}",
@@ -370,9 +355,9 @@ def check_part_e(kv_attention_step: Callable[..., Any]) -> None:
                     f"{describe(result)}"
                 )
             z, new_keys, new_values = result
-            _expect_array("z", z, case.expected_z.shape)
-            _expect_array("new_keys", new_keys, case.expected_new_keys.shape)
-            _expect_array("new_values", new_values, case.expected_new_values.shape)
+            expect_array("z", z, case.expected_z.shape)
+            expect_array("new_keys", new_keys, case.expected_new_keys.shape)
+            expect_array("new_values", new_values, case.expected_new_values.shape)
             first, last = case.kept
             kept = (
                 f"positions {first} to {last}, oldest first"

@@ -31,6 +31,7 @@ __all__ = [
     "case",
     "strided",
     "unpack",
+    "expect_tuple",
     "expect_array",
     "expect_scalar",
     "expect_floats",
@@ -102,6 +103,16 @@ def unpack(result: Any, function_name: str, names: tuple[str, ...]) -> tuple[Any
             f"{function_name} should return a tuple ({', '.join(names)}), got {describe(result)}"
         )
     return tuple(result)
+
+
+def expect_tuple(result: Any, function_name: str, names: tuple[str, ...]) -> tuple[Any, ...]:
+    """:func:`unpack` where the task asks for a tuple: a list of the right length fails too."""
+    __tracebackhide__ = True
+    if not isinstance(result, tuple):
+        raise CheckFailed(
+            f"{function_name} should return a tuple ({', '.join(names)}), got {describe(result)}"
+        )
+    return unpack(result, function_name, names)
 
 
 def expect_array(name: str, value: Any, shape: tuple[int, ...], dtype: Any = None) -> np.ndarray:

@@ -17,14 +17,17 @@ The hidden tests build their traps from this module (the lists of :data:`RULES`,
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import pkgutil
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from course.checks import CheckFailed
+import numpy as np
+
+from course.checks import CheckFailed, expect_value_error
 
 __all__ = ["Rule", "RULES", "HelperForbidden", "collect_targets", "trapped", "by_hand"]
 
@@ -614,3 +617,21 @@ def by_hand(assignment: str, function: Callable[..., Any], *args: Any, **kwargs:
     if calls:
         raise refusal(calls[0])
     return returned
+
+
+def expect_refused(
+    assignment: str,
+    calls: Mapping[str, tuple[Callable[..., Any], tuple[Any, ...], Mapping[str, Any]]],
+) -> None:
+    """Each call, ``label: (function, args, kwargs)``, run by :func:`by_hand` under
+    ``assignment``'s rule with NumPy's warnings silenced, must raise ValueError: the visible
+    checks' calls on bad input. A failure names the call's label
+    (:func:`course.checks.expect_value_error`)."""
+    __tracebackhide__ = True
+    with np.errstate(all="ignore"):
+        expect_value_error(
+            {
+                label: functools.partial(by_hand, assignment, function, *args, **kwargs)
+                for label, (function, args, kwargs) in calls.items()
+            }
+        )

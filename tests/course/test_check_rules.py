@@ -11,8 +11,17 @@ import torch
 
 import course.metrics
 from course.checks import CheckFailed
-from course.checks.rules import RULES, HelperForbidden, Rule, by_hand, collect_targets, trapped
+from course.checks.rules import (
+    RULES,
+    HelperForbidden,
+    Rule,
+    by_hand,
+    collect_targets,
+    expect_refused,
+    trapped,
+)
 from tests.course.test_checks import kernel_errors
+from tests.messages import raises
 
 ASSIGNMENT = "a1_rnn_bptt"
 SUMMARY = RULES[ASSIGNMENT].summary
@@ -150,3 +159,25 @@ def test_a_students_own_error_in_a_check_shows_the_students_frames_and_not_the_c
     assert "----> 2     raise NotImplementedError" in text, text
     assert "course/checks" not in text and "by_hand" not in text, text
     assert error[-1].startswith("NotImplementedError"), error[-1]
+
+
+def test_expect_refused_wants_a_value_error_from_every_call_under_the_rule():
+    def positive(x):
+        if x <= 0:
+            raise ValueError(f"x must be positive, got {x}")
+        return np.log(x)  # NumPy's warning for log(0) would be silenced, not raised
+
+    def lax(x):
+        return x
+
+    def helper(x):
+        return course.metrics.record("01_rnn_bptt", "x", x)
+
+    expect_refused("a1_rnn_bptt", {"positive(0)": (positive, (0,), {}), "positive(x=-1)":
+                                   (positive, (), {"x": -1})})  # fmt: skip
+    with raises(CheckFailed, r"lax\(0\)", "should raise ValueError", "returned 0"):
+        expect_refused(
+            "a1_rnn_bptt", {"positive(0)": (positive, (0,), {}), "lax(0)": (lax, (0,), {})}
+        )
+    with raises(CheckFailed, r"helper\(0\)", "should raise ValueError", "HelperForbidden"):
+        expect_refused("a1_rnn_bptt", {"helper(0)": (helper, (0,), {})})

@@ -21,6 +21,7 @@ from course.checks import (
     expect_shape,
     expect_state,
 )
+from tests.grading.bug_injection import arrays_in
 from tests.messages import raises
 
 # --------------------------------------------------------------------------------------------
@@ -65,7 +66,7 @@ def test_as_numpy_rejects_values_that_numpy_cannot_convert():
         as_numpy(Unconvertible(), "x")
 
 
-def test_as_numpy_rejects_object_arrays():
+def test_as_numpy_rejects_objectarrays_in():
     with raises(TypeError, r"\bx\b", "numeric", "ragged"):
         as_numpy([object(), object()], "x")
 
@@ -106,7 +107,7 @@ def test_expect_shape_writes_one_dimensional_shapes_with_a_comma():
         expect_shape(np.zeros(3), (4,), "b")
 
 
-def test_expect_shape_rejects_non_arrays():
+def test_expect_shape_rejects_nonarrays_in():
     with raises(TypeError, r"\bb\b", "array or tensor", "NoneType"):
         expect_shape(None, (4,), "b")
 
@@ -238,7 +239,7 @@ def test_assert_close_reports_the_first_non_finite_entry(bad, shown):
         assert_close("probs", got, np.zeros((2, 2)))
 
 
-def test_assert_close_rejects_values_that_are_not_arrays():
+def test_assert_close_rejects_values_that_are_notarrays_in():
     with raises(TypeError, "hs", "array or tensor", "NoneType"):
         assert_close("hs", None, np.zeros(2))
     with raises(TypeError, "expected hs", "array or tensor", "dict"):
@@ -483,16 +484,6 @@ def _visible_tables() -> dict[str, object]:
     }
 
 
-def _arrays(value: object) -> list[np.ndarray]:
-    if isinstance(value, np.ndarray):
-        return [value]
-    if isinstance(value, dict):
-        value = list(value.values())
-    if isinstance(value, (list, tuple)):
-        return [array for item in value for array in _arrays(item)]
-    return []
-
-
 @pytest.mark.parametrize("name", sorted(_visible_tables()))
 def test_a_visible_case_table_is_made_afresh_at_each_call_with_a_label_per_case(name):
     """Two calls give the same cases in arrays of their own (a function that writes into one
@@ -507,8 +498,8 @@ def test_a_visible_case_table_is_made_afresh_at_each_call_with_a_label_per_case(
         expects = [key for key in one.inputs if key.startswith("expected_")]
         assert bool(expects) == name.endswith("_cases"), (one.label, expects)
         for key in (key for key in one.inputs if key != "table"):  # A4's table is the notebook's
-            for array in _arrays(one.inputs[key]):
-                shared = [np.shares_memory(array, b) for b in _arrays(other.inputs[key])]
+            for array in arrays_in(one.inputs[key]):
+                shared = [np.shares_memory(array, b) for b in arrays_in(other.inputs[key])]
                 assert not any(shared), f"{name}: {one.label}: {key} is shared between calls"
 
 
@@ -598,3 +589,11 @@ def test_unpack_and_expect_array_scalar_floats_say_what_came_back():
             call()
     assert cases.describe(torch.zeros(2, 1)) == "Tensor of shape (2, 1)"
     assert cases.describe({"a": 1}) == "dict"
+
+
+def test_expect_tuple_takes_a_tuple_only():
+    assert cases.expect_tuple((1, 2), "f", ("a", "b")) == (1, 2)
+    with raises(checks.CheckFailed, r"f should return a tuple \(a, b\)", "list of length 2"):
+        cases.expect_tuple([1, 2], "f", ("a", "b"))
+    with raises(checks.CheckFailed, "tuple of length 3"):
+        cases.expect_tuple((1, 2, 3), "f", ("a", "b"))

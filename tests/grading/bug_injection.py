@@ -13,7 +13,10 @@ Here, once: the reference namespace and the visible test cells of an assignment
 - :func:`row_id`: readable ids for the tables of bugs (``stable=False-probs contains nan``);
 - :func:`visible_mistake_tests` and :func:`shortcut_tests`: the two tests that every file
   writes as a table, made from the table;
-- :func:`expect_new_tables`: the case tables of a visible check are built afresh at each call;
+- :func:`expect_new_tables`: the case tables of a visible check are built afresh at each call
+  (:func:`arrays_in` finds the arrays of a case's input);
+- :func:`expect_bad_cases_refused`: a visible check's calls on bad input make the reference
+  raise ValueError;
 - :func:`heads_attention`: the attention of each head, with bug switches, which the independent
   implementations of Assignment 5 (multi-head attention) and 6 (an encoder layer) share.
 """
@@ -175,14 +178,14 @@ def shortcut_tests(rows: list[tuple[Callable, Callable, str, str]]) -> Callable:
 # -- the case tables of the visible checks ------------------------------------------------------
 
 
-def _arrays(value: Any) -> list[np.ndarray]:
+def arrays_in(value: Any) -> list[np.ndarray]:
     """The NumPy arrays in ``value`` (a case's input), through dicts, lists and tuples."""
     if isinstance(value, np.ndarray):
         return [value]
     if isinstance(value, dict):
         value = list(value.values())
     if isinstance(value, (list, tuple)):
-        return [array for item in value for array in _arrays(item)]
+        return [array for item in value for array in arrays_in(item)]
     return []
 
 
@@ -198,11 +201,23 @@ def expect_new_tables(*tables: Callable[[], list[Any]]) -> None:
         for one, two in zip(first, second, strict=True):
             assert list(one.inputs) == list(two.inputs), one.label
             for name in one.inputs:
-                old, new = _arrays(one.inputs[name]), _arrays(two.inputs[name])
+                old, new = arrays_in(one.inputs[name]), arrays_in(two.inputs[name])
                 assert len(old) == len(new), (one.label, name)
                 for a, b in zip(old, new, strict=True):
                     assert not np.shares_memory(a, b), f"{one.label}: {name} is shared"
                     np.testing.assert_array_equal(a, b, err_msg=f"{one.label}: {name}")
+
+
+def expect_bad_cases_refused(
+    tables: Iterable[Callable[[], list[Any]]], functions: dict[str, Callable[..., Any]]
+) -> None:
+    """Every call of the tables of bad inputs (Cases with ``function`` and ``args``, labelled
+    with the call as it reads) makes the reference of that function raise ValueError."""
+    for table in tables:
+        for bad in table():
+            assert bad.label.startswith(f"{bad.function}("), bad.label
+            with pytest.raises(ValueError):
+                functions[bad.function](*bad.args)
 
 
 # -- a piece that two assignments' independent implementations share ---------------------------

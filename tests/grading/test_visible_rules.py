@@ -23,7 +23,7 @@ import tests.grading.test_assignments as assignments
 from course.checks import CheckFailed
 from course.checks.cases import Case
 from course.checks.rules import RULES, HelperForbidden, collect_targets
-from tests.grading.bug_injection import case_label
+from tests.grading.bug_injection import case_label, expect_new_tables
 from tests.grading.solution_loader import run_cell
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
@@ -257,14 +257,8 @@ def test_a_table_of_cases_has_one_label_per_case_and_is_built_afresh(assignment,
     """Each call of the table builds new inputs, so that a function that writes into them
     cannot change the next call's (or the next student's, in one grading kernel)."""
     build = getattr(importlib.import_module(f"course.checks.{assignment}"), name)
-    table, again = build(), build()
-    assert table and all(isinstance(case, Case) for case in table), table
-    assert len({case.label for case in table}) == len(table), "two cases share a label"
-    for case, other in zip(table, again, strict=True):
-        assert case.label == other.label
-        for key, value in case.inputs.items():
-            if isinstance(value, (np.ndarray, torch.Tensor, list, dict)):
-                assert value is not other.inputs[key], f"{case.label}: {key} is shared"
+    assert build() and all(isinstance(case, Case) for case in build()), name
+    expect_new_tables(build)
 
 
 # Where a part has one function, its table of cases (part_x_cases) and its check
