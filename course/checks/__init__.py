@@ -11,7 +11,16 @@ through this package.
 Each assignment's visible tests live in a module of this package (``course.checks.a1_rnn_bptt``
 ...): a visible test cell calls one check with the student's functions. The check runs them
 under the rule of the part's hidden tests (:mod:`course.checks.rules`): no course helper and
-none of the library routines that would do the work.
+none of the library routines that would do the work. It reads its cases from a table
+(``part_a_cases()`` ...: each a :class:`course.checks.cases.Case` holding the function's
+inputs, named as its parameters, and the values expected of it, ``expected_<quantity>``), made
+afresh at each call so that a function that writes into its inputs cannot change the next
+case; a failure starts with the function and the case, ``[rnn_forward, three sequences ...] hs
+differs from the expected value by ...``. Then come the calls on bad input that the function
+must refuse with ValueError (``part_a_bad_inputs()`` or ``part_a_bad_cases()`` ..., run by
+:func:`course.checks.rules.expect_refused`). Every check sets ``__tracebackhide__``: when a
+student's own code raises, IPython shows the cell's call and the student's frames, not the
+check's.
 """
 
 from __future__ import annotations

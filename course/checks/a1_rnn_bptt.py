@@ -1,17 +1,8 @@
 """The visible tests of Assignment 1 (an RNN over a padded batch, BPTT, clipping).
 
-Each part's cases are a table, as in the hidden checks: ``part_a_cases()`` ... return
-:class:`course.checks.cases.Case` objects whose inputs are named as the student's function's
-parameters and whose expected values are named ``expected_<quantity>`` (Part B's gradients
-come from autograd, run on the inputs as they were before the call). A function builds the
-table afresh for each check, so a student's function that writes into its inputs cannot spoil
-the next run. A failure names the case, e.g. ``[rnn_forward, three sequences ...] hs differs
-from the expected value by ...``.
+Part B's gradients come from autograd, run on the inputs as they were before the call.
 
-Each test cell of the notebook calls one check with the student's functions, which run under
-the rule of the part's hidden tests (:func:`course.checks.rules.by_hand`). Every function
-here sets ``__tracebackhide__``: when a student's own code raises, IPython shows the cell's
-call and the student's frames, not this module's.
+Written as every module of visible tests is (the package's docstring, :mod:`course.checks`).
 """
 
 from __future__ import annotations

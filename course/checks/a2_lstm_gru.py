@@ -7,17 +7,7 @@ written by hand in torch (float64); all are printed to ten decimals. Part D's ex
 a count of pairs, 49 of 144. The course's own tests check that the hidden checks' references
 give these numbers.
 
-Each test cell of the notebook calls one check with the student's functions, which run under
-the rule of the part's hidden tests (:func:`course.checks.rules.by_hand`). Every function
-here sets ``__tracebackhide__``: when a student's own code raises, IPython shows the cell's
-call and the student's frames, not this module's.
-
-Each part's cases are a table, as in the hidden checks: ``part_a_cases()`` ... return
-:class:`course.checks.cases.Case` objects whose inputs are named as the student's function's
-parameters and whose expected values are named ``expected_<quantity>``. A function builds the
-table afresh for each check, so a student's function that writes into its inputs cannot spoil
-the next run. A failure names the case, e.g. ``[lstmp_cell_forward, two rows, D = 3, H = 3,
-P = 2] c differs from torch.nn.LSTM with proj_size by ...``.
+Written as every module of visible tests is (the package's docstring, :mod:`course.checks`).
 """
 
 from __future__ import annotations

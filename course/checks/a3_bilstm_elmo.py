@@ -1,14 +1,8 @@
 """The visible tests of Assignment 3 (a stacked bidirectional GRU, ELMo's scalar mix, context measures, senses).
 
-Each test cell of the notebook calls one check with the student's functions, which run under
-the rule of the part's hidden tests (:func:`course.checks.rules.by_hand`). A check reads its
-cases from a table (``part_a_cases()`` ...: each a :class:`course.checks.cases.Case` holding
-the function's inputs, named as its parameters, and the values expected of it, named
-``expected_<quantity>``), made afresh at each call so that a function that writes into its
-inputs cannot change the next test's; a failure starts with the function and the case. Then
-comes the bad input that each function must refuse with ValueError (``part_a_bad_inputs()``
-...), a case each. Every function here sets ``__tracebackhide__``: when a student's own code
-raises, IPython shows the cell's call and the student's frames, not this module's.
+The expected numbers were worked out once with an independent implementation.
+
+Written as every module of visible tests is (the package's docstring, :mod:`course.checks`).
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 """The visible tests of Assignment 5 (attention with empty rows and in pieces, multi-head
 attention, positions read back, partial RoPE).
 
-Each test cell of the notebook calls one check with the student's functions, which run under
-the rule of the part's hidden tests (:func:`course.checks.rules.by_hand`). A check runs its
-part's table of cases (``part_a_attention_cases()``, ``part_b_cases()`` ...: a :class:`Case`
-each, its inputs named as the function's parameters and its values ``expected_<quantity>``,
-worked out once with an independent implementation), so that a failure reads ``[attention, 3
-queries, 4 keys, no mask] A differs from ...``; then the calls on bad input that must raise
-ValueError (``part_a_bad_cases()`` ...). Every function here sets ``__tracebackhide__``: when a
-student's own code raises, IPython shows the cell's call and the student's frames, not this
-module's.
+The expected numbers were worked out once with an independent implementation.
+
+Written as every module of visible tests is (the package's docstring, :mod:`course.checks`).
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """The visible tests of Assignment 6 (RMSNorm and its backward pass, an encoder layer, the decoder's mask, parameter counts).
 
-Each test cell of the notebook calls one check with the student's functions, which run under
-the rule of the part's hidden tests (:func:`course.checks.rules.by_hand`). A check runs its
-part's table of cases (``part_a_cases()`` ...: a :class:`Case` each, its inputs named as the
-function's parameters and its values ``expected_<quantity>``, worked out once with torch), so
-that a failure reads ``[rms_norm, an all-zero row] y differs from ...``; then the calls on bad
-input that must raise ValueError (``part_a_bad_cases()`` ...). Every function here sets
-``__tracebackhide__``: when a student's own code raises, IPython shows the cell's call and the
-student's frames, not this module's.
+The expected numbers were worked out once with torch.
+
+Written as every module of visible tests is (the package's docstring, :mod:`course.checks`).
 """
 
 from __future__ import annotations

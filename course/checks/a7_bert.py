@@ -1,16 +1,10 @@
 """The visible tests of Assignment 7 (BERT's masking, WordPiece with offsets, next-sentence pairs, a layer mix's gradient).
 
-Each test cell of the notebook calls one check with the student's functions, which run under
-the rule of the part's hidden tests (:func:`course.checks.rules.by_hand`). Each part's cases
-are a table, ``part_x_cases()``: a :class:`~course.checks.cases.Case` per call, its inputs named
-as the function's parameters (``options``: the optional ones given by position) and what it
-must return as ``expected_<quantity>``: hard-coded values (the tokenizers library's tokens,
-torch.autograd's gradients) or, for the random draws, the expected shares, each checked within
-five binomial standard deviations. A failure starts with the case, e.g. ``[nsp_pairs, 40
-documents of 5 sentences, seed 3] pair 0: is_next should be a bool, got 0``. Then
-``part_x_bad_inputs()`` lists calls that must raise ValueError. Every check sets
-``__tracebackhide__``: when a student's own code raises, IPython shows the cell's call and the
-student's frames, not this module's.
+The expected values are hard-coded (the tokenizers library's tokens, torch.autograd's gradients)
+or, for the random draws, the expected shares, each checked within five binomial standard
+deviations; ``options`` holds the optional arguments, given by position.
+
+Written as every module of visible tests is (the package's docstring, :mod:`course.checks`).
 """
 
 from __future__ import annotations

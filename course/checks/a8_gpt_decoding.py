@@ -1,13 +1,8 @@
 """The visible tests of Assignment 8 (temperature, sampling, min-p, typical, a sliding-window KV step).
 
-Each test cell of the notebook calls one check with the student's functions, which run under
-the rule of the part's hidden tests (:func:`course.checks.rules.by_hand`). Each part's cases
-are a table, ``part_x_cases()``: a :class:`~course.checks.cases.Case` per call, its inputs named
-as the function's parameters and the values it must return as ``expected_<quantity>``
-(worked out by hand), so a failure starts with the case, e.g. ``[min_p_probs, p_base = 0.5:
-thresholds 0.25 and 0.15] probs differs from ...``. Then ``part_x_bad_inputs()`` lists calls
-that must raise ValueError. Every check sets ``__tracebackhide__``: when a student's own code
-raises, IPython shows the cell's call and the student's frames, not this module's.
+The expected values were worked out by hand.
+
+Written as every module of visible tests is (the package's docstring, :mod:`course.checks`).
 """
 
 from __future__ import annotations
