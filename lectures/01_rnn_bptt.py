@@ -218,6 +218,7 @@ hand, parts = bptt_gradients(xs, targets, hs.detach(), probs.detach(), params["W
 for p in params.values():
     p.grad = None
 loss.backward()  # autograd on the same graph
+# The text above derives these gradients by hand: autograd must agree with every one.
 print(f"{'gradient':>10}  {'shape':>8}  max |hand - autograd|")
 for name, p in params.items():
     gap = (hand[name] - p.grad).abs().max().item()

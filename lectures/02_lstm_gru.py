@@ -192,6 +192,7 @@ layer_gap = max(
 )
 print(f"max |ours - nn.LSTMCell| over all h_t and c_t: {cell_gap:.1e}")
 print(f"max |ours - nn.LSTM|     over all h_t and c_T: {layer_gap:.1e}")
+# The text above says how PyTorch lays out the weights: our cell must agree with nn.LSTM.
 assert cell_gap < 1e-6 and layer_gap < 1e-6
 
 # The same weights copied in Section 1's order (f, i, c, o) give a different cell:
@@ -253,6 +254,7 @@ for D_, H_ in ((D, H), (64, 128)):
         f"{D_:3d} {H_:4d} {counts['standard']:9,d} {counts['peephole']:9,d} "
         f"{counts['coupled']:9,d}   {library:,d} (its second bias adds 4H)"
     )
+    # the text's parameter counts of the three cells
     assert counts["standard"] == 4 * (H_ * (H_ + D_) + H_) == library - 4 * H_
     assert counts["peephole"] == counts["standard"] + 3 * H_
     assert counts["coupled"] == 3 * (H_ * (H_ + D_) + H_)

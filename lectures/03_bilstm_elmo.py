@@ -364,6 +364,7 @@ heldout_sentences = [sentence_tokens(s) for doc in load_prose("val") for s in do
 heldout_sample = heldout_sentences[::10]  # every tenth held-out sentence, to keep this quick
 stream = vocab.encode(train_sentences)  # (N,) word ids, sentence after sentence
 assert vocab == WordVocab.build(train_sentences, max_words=len(vocab))
+assert round(len(stream) / 1e6, 1) == 2.1, "the text above: 2.1 million training tokens"
 print(
     f"{len(train_sentences):,} training sentences, {len(stream):,} tokens; "
     f"{len(heldout_sample):,} held-out sentences for the figures below"

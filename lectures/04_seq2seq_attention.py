@@ -335,6 +335,7 @@ plt.show()
 # %%
 published_weights = torch.tensor([0.51, 0.28, 0.14, 0.07], dtype=torch.float64)
 print(f"the published weights sum to {published_weights.sum():.4f}")
+# The text quotes these published numbers and the ones worked out from them: keep them true.
 assert math.isclose(published_weights.sum(), 1.0)
 for C in (0.0, 3.0):
     worked_scores = published_weights.log() + C  # e_1k = log a_1k + C

@@ -330,6 +330,8 @@ for mode in ("bernoulli", "fixed"):
         f"{(selected.sum(1) == 0).sum()} sequences with none"
     )
     assert not selected[~eligible].any(), "a special token or padding was selected"
+# The text: a random replacement is drawn from the ordinary tokens, the original 1 time in 3,995
+assert len(wordpiece) - NUM_SPECIAL == 3995, "the text gives the number of ordinary tokens"
 
 # %% [markdown]
 # Two ways to pick the 15%. `transformers`' `DataCollatorForLanguageModeling` selects each
@@ -855,6 +857,7 @@ with tempfile.TemporaryDirectory() as folder:
             hf_gaps[f"{architecture}, NSP"] = float(nsp.detach())
             line += f", NSP logits {nsp:.1e}"
         print(line)
+# The text: the library computes the same logits from the saved files.
 assert max(hf_gaps.values()) < 1e-10, f"in float64 the two should agree to rounding: {hf_gaps}"
 
 # %% [markdown]
@@ -881,6 +884,7 @@ for name, cfg, paper in (("BERT-base", BERT_BASE, "110M"), ("BERT-large", BERT_L
         f"{name:<11} {cfg.num_layers:6d} {cfg.d_model:5d} {cfg.num_heads:5d} {encoder:22,d} "
         f"{formula.embeddings + formula.layers + formula.pooler:13,d} {paper:>6}"
     )
+    # the text's counts: the formula against the encoder built on the meta device
     assert encoder == formula.embeddings + formula.layers + formula.pooler, (
         f"{name}: the class and the formula should count the same parameters"
     )

@@ -190,6 +190,7 @@ with torch.no_grad():
 print("largest change in the logits of positions 1..5:", float((before - after)[0, :5].abs().max()))
 print("largest change at position 6 itself:           ", float((before - after)[0, 5].abs().max()))
 print("output layer is the token table:", tiny.lm_head.weight is tiny.token.weight)
+# The text above: no position reads a later one, and the output layer is the token table.
 assert torch.equal(before[0, :5], after[0, :5]), "changing the last token changed an earlier one"
 assert tiny.lm_head.weight is tiny.token.weight, "the output layer should be the token table"
 
@@ -399,7 +400,7 @@ with tempfile.TemporaryDirectory() as folder, torch.no_grad():
         gap = (ours(text_ids) - theirs(text_ids).logits).abs().max()
         gpt2_gaps[dtype] = float(gap)
         print(f"{str(dtype):<14} largest |logit difference| = {float(gap):.2e}")
-# The same logits, to the rounding of each precision:
+# The text above: the same logits, to the rounding of each precision.
 assert gpt2_gaps[torch.float32] < 1e-4 and gpt2_gaps[torch.float64] < 1e-10, gpt2_gaps
 
 # %% [markdown]

@@ -2,8 +2,11 @@
 
 A lecture's prose must not say what its cells do not show. A sentence in a markdown cell that has
 a digit or a comparison word (``COMPARISON_WORDS``) is *guarded* when the code cell just before or
-just after its markdown cell asserts something (an ``assert`` statement, or a ``record(...)``
-call of ``course.metrics``, which fails the build when its comparison does not hold), and
+just after its markdown cell guards the text: it calls ``record(...)`` of ``course.metrics``
+(which fails the build when its comparison does not hold), or it has an ``assert`` statement and
+says that it checks the prose, in an assert's message or in a comment (``TEXT_WORDS``: "the text
+below says...", "the slide's 1.5 billion", "as published"). An assert that checks something
+else (a gradient against autograd, a shape) guards no sentence beside it. A sentence is
 *allowed* when the lecture's allow-list (``lectures/claims/NN_name.toml``) names it with a reason:
 history, a published figure with its source, a definition, a fact of the mathematics shown, a
 setting the code beside it uses, or a pointer to where something is measured. Numbers that a
@@ -46,10 +49,13 @@ COMPARISON_WORDS = (
     "fails",
     "holds",
 )
+# The words by which an assert's message or a comment says that it checks the prose
+TEXT_WORDS = ("text", "summary", "says", "said", "slide", "slides", "paper", "published", "quotes")
 REASONS = ("history", "published", "definition", "mathematics", "setting", "pointer")
 
 _WORDS = re.compile(r"\b(" + "|".join(re.escape(w) for w in COMPARISON_WORDS) + r")\b", re.I)
 _DIGIT = re.compile(r"\d")
+_TEXT = re.compile(r"\b(" + "|".join(TEXT_WORDS) + r")\b", re.I)
 # What is not prose: display and inline maths, code, MyST roles and their targets, link targets,
 # HTML comments and tags, and the numbers that only name a part of the course.
 _STRIP = [
@@ -77,23 +83,32 @@ class Sentence:
     lecture: str  # the file's stem, "02_lstm_gru"
     cell: int  # the cell's number in the notebook, counted from 1
     text: str
-    guarded: bool  # the code cell before or after asserts something
+    guarded: bool  # the code cell before or after guards the text (_guards_text)
 
 
-def _asserts(source: str) -> bool:
-    """Whether a code cell asserts something: an ``assert`` statement or a ``record(...)`` call."""
+def _guards_text(source: str) -> bool:
+    """Whether a code cell guards the prose beside it: a ``record(...)`` call, or an ``assert``
+    statement in a cell that says it checks the text (``TEXT_WORDS`` in an assert's message or
+    in a comment)."""
+    comments = " ".join(re.findall(r"#(.*)$", source, re.M))
     try:
         tree = ast.parse(source)
     except SyntaxError:  # IPython magics: fall back on the text
-        return bool(re.search(r"^\s*assert\b|\brecord\(", source, re.M))
+        asserts = re.findall(r"^\s*assert\b(.*)$", source, re.M)
+        return bool(re.search(r"\brecord\(", source)) or bool(
+            asserts and _TEXT.search(" ".join(asserts) + " " + comments)
+        )
+    messages, asserting = [], False
     for node in ast.walk(tree):
         if isinstance(node, ast.Assert):
-            return True
+            asserting = True
+            if node.msg is not None:
+                messages.append(ast.get_source_segment(source, node.msg) or "")
         if isinstance(node, ast.Call):
             name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
             if name == "record":
                 return True
-    return False
+    return asserting and bool(_TEXT.search(" ".join(messages) + " " + comments))
 
 
 def prose(markdown: str) -> str:
@@ -137,7 +152,7 @@ def lecture_sentences(path: Path) -> list[Sentence]:
         if cell.cell_type != "markdown":
             continue
         neighbours = [cells[i] for i in (index - 1, index + 1) if 0 <= i < len(cells)]
-        guarded = any(c.cell_type == "code" and _asserts(c.source) for c in neighbours)
+        guarded = any(c.cell_type == "code" and _guards_text(c.source) for c in neighbours)
         for sentence in split_sentences(cell.source):
             if states_something(sentence):
                 found.append(Sentence(path.stem, index + 1, " ".join(sentence.split()), guarded))

@@ -27,7 +27,16 @@ x = 1
 # The loss is below 2.
 
 # %%
-assert loss < 2
+assert loss < 2, "the text above says so"
+
+# %%
+y = 2
+
+# %% [markdown]
+# The GRU beats the LSTM by 0.2 bits per character.
+
+# %%
+assert x == 1  # a check of something else: it guards no sentence
 """
 
 
@@ -47,13 +56,35 @@ def test_a_planted_false_sentence_is_listed(tmp_path):
         '[[allowed]]\nsentence = "We use Adam (Kingma and Ba, 2015)."\n'
         'reason = "published: Kingma and Ba 2015"\n',
     )
-    assert problems == ["09_planted cell 3: The RNN beats the LSTM by 0.3 bits per character."]
+    assert problems == [
+        "09_planted cell 3: The RNN beats the LSTM by 0.3 bits per character.",
+        "09_planted cell 8: The GRU beats the LSTM by 0.2 bits per character.",
+    ]
 
 
-def test_a_sentence_beside_an_assert_is_guarded_and_one_beside_none_is_not(tmp_path):
+def test_a_sentence_beside_an_assert_of_the_text_is_guarded_and_one_beside_another_is_not(
+    tmp_path,
+):
     problems = planted(tmp_path)
     assert any("Kingma and Ba" in p for p in problems)
     assert not any("below 2" in p for p in problems)
+    assert any("The GRU beats the LSTM" in p for p in problems)
+
+
+@pytest.mark.parametrize(
+    "source, guards",
+    [
+        ("assert loss < 2", False),
+        ('assert loss < 2, "the text below says the loss ends below 2"', True),
+        ("# The text above: both runs start alike.\nassert a == b", True),
+        ('assert n == 175, "the slide\'s 175 billion"', True),
+        ("record('01_rnn_bptt', 'loss', 1.0)", True),
+        ("# the text below\nprint(loss)", False),  # a comment, but nothing asserted
+        ("%time x = 1\nassert x == 1  # the text: one", True),  # IPython magic: read as text
+    ],
+)
+def test_what_guards_the_text(source, guards):
+    assert claims._guards_text(source) is guards
 
 
 def test_a_stale_or_unreasoned_allow_list_entry_is_an_error(tmp_path):
