@@ -21,11 +21,9 @@ import pytest
 import torch
 
 from autograder.hidden import a2_lstm_gru as hidden
-from course.checks import a2_lstm_gru as visible_checks
 from tests.grading.bug_injection import (
     Failure,
     expect_failure,
-    expect_new_tables,
     expect_shortcut,
     expect_traps,
     reference_namespace,
@@ -586,15 +584,6 @@ test_visible_tests_name_the_mistake = visible_mistake_tests(
         ),
     ],
 )
-
-
-def test_the_visible_case_tables_are_built_afresh_at_each_call():
-    expect_new_tables(
-        visible_checks.part_a_cases,
-        visible_checks.part_b_cases,
-        visible_checks.part_c_cases,
-        visible_checks.part_d_cases,
-    )
 
 
 # --------------------------------------------------------------------------------------------
