@@ -42,7 +42,8 @@ $(STAMP): requirements-student.txt requirements.txt requirements-dev.txt pyproje
 
 # The suite in TEST_WORKERS processes (pytest-xdist): much of it waits on kernels and browsers.
 # Groups (tools/xdist_groups.py): a module's tests in one worker, each JupyterLab of the student
-# flow and each attack batch in its own. TEST_WORKERS=0 runs it in this process alone.
+# flow and each attack batch in its own; the longest first (tests/group_seconds.json).
+# TEST_WORKERS=0 runs it in this process alone.
 TEST_WORKERS ?= 3
 test: all browser slurm
 	n=$(call threads_each,$(TEST_WORKERS)); OMP_NUM_THREADS=$$n MKL_NUM_THREADS=$$n \

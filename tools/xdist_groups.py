@@ -10,9 +10,18 @@ groups, each group to one worker:
   were written to (module fixtures made once, module-level state such as the website's page
   sizes seen by the test that reports them).
 
-The named groups, the long chains, are handed out first, in the order they are collected;
-then the modules, most tests first. A worker gets its next group when one test of its
-current group is left (xdist waits for two), so a new group waits behind one long test at most.
+The longest groups are handed out first, so that no long group starts when the others are
+nearly done and leaves the cores idle at the end: the groups named in ``tests/group_seconds.json``
+(``{group: seconds}``, each group's time in a full run, its setup included), longest first; then
+the other named groups, in the order they are collected; then the other modules, most tests
+first. A worker gets its next group when one test of its current group is left (xdist waits for
+two), so a new group waits behind one long test at most.
+
+Each run with ``--dist loadgroup`` measures its groups' times (the sum of their tests' setup, call
+and teardown) into ``build/group_seconds.json``, merged with what earlier runs measured there;
+``python -m tools.xdist_groups update`` copies them into ``tests/group_seconds.json``, where a
+fresh clone finds them. The file only orders the queue: a stale or missing time changes when a
+group starts, never what runs.
 
 Why not xdist's own ``loadgroup`` scheduler: it passes a test's group to the controller as a
 suffix of the test's node id, which pytest 9.2 no longer lets a plugin change
@@ -32,6 +41,8 @@ from pathlib import Path
 import pytest
 
 FOLDER_VARIABLE = "COURSE_XDIST_GROUPS"
+SECONDS_FILE = Path("tests") / "group_seconds.json"  # under the rootdir: the ordering's hint
+MEASURED_FILE = Path("build") / "group_seconds.json"  # under the rootdir: what runs measured
 
 
 def _grouping(config: pytest.Config) -> bool:
@@ -59,6 +70,7 @@ def pytest_configure(config: pytest.Config) -> None:
         folder = tempfile.mkdtemp(prefix="xdist-groups-")  # the controller: workers inherit it
         os.environ[FOLDER_VARIABLE] = folder
         config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
+        config.pluginmanager.register(_Timer(config.rootpath), "course-group-timer")
 
 
 @pytest.hookimpl(trylast=True)  # after xdist's own hook, which may still rename node ids
@@ -75,14 +87,78 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             group = module_of(item.nodeid)
             modules.setdefault(group, []).append(item)
         groups[item.nodeid] = group
-    by_size = sorted(modules.values(), key=len, reverse=True)  # stable: ties keep their order
-    items[:] = explicit + [item for module in by_size for item in module]
+    items[:] = ordered(explicit, modules, groups, expected_seconds(config.rootpath))
     folder = os.environ.get(FOLDER_VARIABLE)
     if folder:
         target = Path(folder) / f"{os.environ['PYTEST_XDIST_WORKER']}.json"
         partial = target.with_suffix(".partial")
         partial.write_text(json.dumps(groups))
         partial.replace(target)
+
+
+def expected_seconds(root: Path) -> dict[str, float]:
+    """{group: seconds} from ``root/tests/group_seconds.json``; {} where it is missing or
+    unreadable (the queue is then ordered as if no time were known)."""
+    try:
+        found = json.loads((root / SECONDS_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(found, dict):
+        return {}
+    return {str(k): float(v) for k, v in found.items() if isinstance(v, (int, float))}
+
+
+def ordered(
+    explicit: list[pytest.Item],
+    modules: dict[str, list[pytest.Item]],
+    groups: dict[str, str],
+    seconds: dict[str, float],
+) -> list[pytest.Item]:
+    """The items, a group's together: the groups with a known time, longest first; then the
+    other named groups in collection order; then the other modules, most tests first."""
+    members: dict[str, list[pytest.Item]] = {}
+    for item in explicit:
+        members.setdefault(groups[item.nodeid], []).append(item)
+    named = list(members)
+    members.update(modules)
+    known = sorted((g for g in members if g in seconds), key=lambda g: -seconds[g])
+    rest = [g for g in named if g not in seconds] + sorted(
+        (g for g in modules if g not in seconds), key=lambda g: -len(modules[g])
+    )  # sorted is stable: ties keep their order
+    return [item for group in known + rest for item in members[group]]
+
+
+class _Timer:
+    """On the controller: each test's time (setup, call and teardown), summed by group at the
+    end of the run and merged into ``build/group_seconds.json``."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.seconds: dict[str, float] = {}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.seconds[report.nodeid] = self.seconds.get(report.nodeid, 0.0) + report.duration
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        folder = os.environ.get(FOLDER_VARIABLE)
+        found = sorted(Path(folder).glob("*.json")) if folder else []
+        if not found or not self.seconds:
+            return
+        groups = json.loads(found[0].read_text())
+        by_group: dict[str, float] = {}
+        for nodeid, seconds in self.seconds.items():
+            group = groups.get(nodeid) or module_of(nodeid)
+            by_group[group] = by_group.get(group, 0.0) + seconds
+        target = self.root / MEASURED_FILE
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            earlier = json.loads(target.read_text()) if target.is_file() else {}
+            earlier.update({g: round(s, 1) for g, s in by_group.items()})
+            partial = target.with_suffix(".partial")
+            partial.write_text(json.dumps(dict(sorted(earlier.items())), indent=1) + "\n")
+            partial.replace(target)
+        except (OSError, ValueError):
+            pass  # a hint for the next ordering; the run's result does not depend on it
 
 
 @pytest.hookimpl(tryfirst=True, optionalhook=True)
@@ -114,3 +190,25 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
 
     config.option.loadscopereorder = False  # the workers' collection order is the queue's
     return GroupScheduling(config, log)
+
+
+def update(root: Path) -> dict[str, float]:
+    """Copy the measured times (``build/group_seconds.json``) into ``tests/group_seconds.json``,
+    whole seconds, keeping the groups measured in no run yet; return what was written."""
+    measured = json.loads((root / MEASURED_FILE).read_text())
+    kept = expected_seconds(root)
+    kept.update({g: float(s) for g, s in measured.items()})
+    written = {g: round(s) for g, s in sorted(kept.items())}
+    (root / SECONDS_FILE).write_text(json.dumps(written, indent=1) + "\n")
+    return written
+
+
+if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:] != ["update"]:
+        sys.exit("usage: python -m tools.xdist_groups update")
+    from tools.notebooks import REPO
+
+    written = update(REPO)
+    print(f"{REPO / SECONDS_FILE}: {len(written)} groups, {sum(written.values()):,.0f} s in all")
