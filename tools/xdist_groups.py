@@ -207,8 +207,10 @@ if __name__ == "__main__":
     import sys
 
     if sys.argv[1:] != ["update"]:
-        sys.exit("usage: python -m tools.xdist_groups update")
+        sys.exit("usage: python -m tools.xdist_groups update  (after a full `make test`)")
     from tools.notebooks import REPO
 
+    if not (REPO / MEASURED_FILE).is_file():
+        sys.exit(f"{REPO / MEASURED_FILE} is missing: run `make test` first, which measures it")
     written = update(REPO)
     print(f"{REPO / SECONDS_FILE}: {len(written)} groups, {sum(written.values()):,.0f} s in all")
