@@ -96,6 +96,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         partial.replace(target)
 
 
+def collected_groups() -> dict[str, str]:
+    """{node id: group} as the workers collected them (every worker writes the same; the
+    first file is read); {} where no worker has written one."""
+    folder = os.environ.get(FOLDER_VARIABLE)
+    found = sorted(Path(folder).glob("*.json")) if folder else []
+    return json.loads(found[0].read_text()) if found else {}
+
+
 def expected_seconds(root: Path) -> dict[str, float]:
     """{group: seconds} from ``root/tests/group_seconds.json``; {} where it is missing or
     unreadable (the queue is then ordered as if no time were known)."""
@@ -140,11 +148,9 @@ class _Timer:
         self.seconds[report.nodeid] = self.seconds.get(report.nodeid, 0.0) + report.duration
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        folder = os.environ.get(FOLDER_VARIABLE)
-        found = sorted(Path(folder).glob("*.json")) if folder else []
-        if not found or not self.seconds:
+        groups = collected_groups()
+        if not groups or not self.seconds:
             return
-        groups = json.loads(found[0].read_text())
         by_group: dict[str, float] = {}
         for nodeid, seconds in self.seconds.items():
             group = groups.get(nodeid) or module_of(nodeid)
@@ -174,8 +180,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
 
         def _split_scope(self, nodeid: str) -> str:
             if self._groups is None:
-                found = sorted(Path(os.environ[FOLDER_VARIABLE]).glob("*.json"))
-                self._groups = json.loads(found[0].read_text()) if found else {}
+                self._groups = collected_groups()
             return self._groups.get(nodeid) or module_of(nodeid)
 
         def _reschedule(self, node) -> None:
