@@ -1,4 +1,7 @@
-"""Short sweeps that choose a checkpoint recipe: ``python -m tools.sweeps bert|bilm VARIANT...``.
+"""Short sweeps that choose a checkpoint recipe: ``python -m tools.sweeps MODEL VARIANT...``.
+
+MODEL is ``bert``, ``bilm``, or one of Lecture 8's character models, ``char_gpt_english``,
+``char_lstm_english`` or ``char_rnn_english``.
 
 Each variant trains the recipe of ``tools.make_checkpoints`` with a few settings changed, for a
 short fixed number of steps (its schedule scaled to them: warm-up a tenth, linear decay to 0),
@@ -24,11 +27,16 @@ import torch
 
 from course.analysis.bert import heldout_batches
 from course.analysis.elmo import heldout_perplexity
+from course.analysis.lm import windowed_bits_per_char
 from course.data.bert_inputs import make_nsp_pairs, pretraining_batches
+from course.data.chars import CharVocab, random_windows
 from course.data.words import WordVocab, token_windows
 from course.models.bert import BertConfig, BertForPreTraining, evaluate_pretraining
 from course.models.bilm import BiLM
-from course.train import fit, linear_warmup_decay
+from course.models.gpt import GPT, GPTConfig
+from course.models.recurrent import CharLSTM, CharRNN
+from course.models.transformer import fuse_attention
+from course.train import fit, linear_warmup_decay, next_token_loss
 from tools import make_checkpoints as mc
 
 MODEL_KEYS = {"d_model", "num_layers", "num_heads", "d_ff", "dropout"}
@@ -147,7 +155,77 @@ def bilm_variant(settings: dict, steps: int) -> dict:
     }
 
 
-SWEEPS = {"bert": bert_variant, "bilm": bilm_variant}
+CHAR_MODEL_KEYS = {
+    "GPT": {"d_model", "num_layers", "num_heads", "d_ff"},
+    "CharLSTM": {"hidden_size", "embedding_dim"},
+    "CharRNN": {"hidden_size", "embedding_dim"},
+}
+
+
+def char_variant(name: str, settings: dict, steps: int) -> dict:
+    """Train Lecture 8's ``name`` (a model of ``CHAR_ENGLISH``) with ``settings`` changed
+    (``lr``, ``batch_size``, ``seq_len`` and the model's sizes) for ``steps`` steps; its
+    held-out bits/char, measured as the checkpoint's (the recipe's windows, each afresh). A
+    GPT given another ``d_model`` and no ``d_ff`` keeps the recipe's ratio of the two."""
+    recipe, spec = mc.CHAR_ENGLISH, mc.CHAR_ENGLISH["models"][name]
+    common, held = recipe["training"], recipe["heldout"]
+    keys = CHAR_MODEL_KEYS[spec["class"]]
+    unknown = set(settings) - keys - {"lr", "batch_size", "seq_len"}
+    if unknown:
+        raise ValueError(f"unknown settings {sorted(unknown)}")
+    train_text = mc.prose_text("train")
+    vocab = CharVocab.from_text(train_text)
+    batch_size = int(settings.get("batch_size", common["batch_size"]))
+    seq_len = int(settings.get("seq_len", common["seq_len"]))
+    lr = float(settings.get("lr", spec["lr"]))
+    config = {**spec["config"], **{k: int(settings[k]) for k in keys & set(settings)}}
+    torch.manual_seed(mc.SEED)
+    if spec["class"] == "GPT":
+        if "d_model" in settings and "d_ff" not in settings:
+            ratio = spec["config"]["d_ff"] // spec["config"]["d_model"]
+            config["d_ff"] = ratio * config["d_model"]
+        config["max_len"] = max(seq_len, held["window"])
+        model = fuse_attention(GPT(config=GPTConfig(vocab_size=len(vocab), **config)))
+        loss = GPT.loss
+    else:
+        model_class = {"CharLSTM": CharLSTM, "CharRNN": CharRNN}[spec["class"]]
+        model, loss = model_class(len(vocab), **config), next_token_loss
+    history = fit(
+        model,
+        loss,
+        random_windows(vocab.encode(train_text), batch_size, seq_len, seed=mc.SEED),
+        steps=steps,
+        lr=lr,
+        clip_norm=common["clip_norm"],
+        lr_schedule=linear_warmup_decay(max(1, steps // 10), steps),
+        progress=False,
+    )
+    heldout = vocab.encode(mc.prose_text("val")[: held["characters"]])
+    bits = windowed_bits_per_char(
+        model, heldout, window=held["window"], batch_size=held["batch_size"]
+    )
+    return {
+        "settings": settings,
+        "model": config,
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "batch_size": batch_size,
+        "seq_len": seq_len,
+        "lr": lr,
+        "steps": history.steps,
+        "characters": history.steps * batch_size * seq_len,
+        "ms_per_step": round(1000 * history.seconds / max(1, history.steps), 1),
+        "bits_per_char": round(bits, 4),
+    }
+
+
+SWEEPS = {
+    "bert": bert_variant,
+    "bilm": bilm_variant,
+    **{
+        name: lambda settings, steps, name=name: char_variant(name, settings, steps)
+        for name in mc.CHAR_ENGLISH["models"]
+    },
+}
 
 
 def main(argv: list[str] | None = None) -> int:
