@@ -37,53 +37,49 @@ def test_a_bilm_variant_trains_the_recipe_with_its_settings_changed(monkeypatch)
 
 
 PROSE = "In the beginning was the word, and the word was with God. Read the file. " * 40
+SMALL_GPT = {
+    "max_len": 32,
+    "d_model": 16,
+    "num_layers": 1,
+    "num_heads": 2,
+    "d_ff": 32,
+    "dropout": 0.0,
+}
 
 
 @pytest.fixture
-def short_prose(monkeypatch):
+def short_recipe(monkeypatch):
+    """CHAR_ENGLISH on a short text, with 2 windows of 32 a step and a small GPT: a second."""
+    english = mc.CHAR_ENGLISH
     monkeypatch.setattr(mc, "prose_text", lambda split, source="all": PROSE)
+    monkeypatch.setitem(english, "heldout", {**english["heldout"], "characters": 600, "window": 32})
     monkeypatch.setitem(
-        mc.CHAR_ENGLISH, "heldout", {**mc.CHAR_ENGLISH["heldout"], "characters": 600}
+        english, "training", {**english["training"], "batch_size": 2, "seq_len": 32}
     )
+    gpt = english["models"]["char_gpt_english"]
+    monkeypatch.setitem(english["models"], "char_gpt_english", {**gpt, "config": SMALL_GPT})
 
 
-def test_a_character_variant_trains_the_recipe_with_its_settings_changed(short_prose):
-    gpt = char_variant("char_gpt_english", {"d_model": 16, "num_layers": 1, "lr": 1e-2}, steps=3)
-    recipe = mc.CHAR_ENGLISH["models"]["char_gpt_english"]["config"]
-    ratio = recipe["d_ff"] // recipe["d_model"]
-    assert gpt["model"]["d_model"] == 16 and gpt["model"]["d_ff"] == ratio * 16  # the ratio kept
-    assert gpt["model"]["num_heads"] == recipe["num_heads"] and gpt["lr"] == 1e-2
-    assert gpt["steps"] == 3 and gpt["characters"] == 3 * gpt["batch_size"] * gpt["seq_len"]
-    lstm = char_variant("char_lstm_english", {"hidden_size": 8, "batch_size": 2}, steps=3)
-    assert lstm["model"]["hidden_size"] == 8 and lstm["batch_size"] == 2
-    assert lstm["parameters"] < gpt["parameters"]
+def test_a_character_variant_trains_the_recipe_with_its_settings_changed(short_recipe):
+    gpt = char_variant("char_gpt_english", {"d_model": 8, "lr": 1e-2}, steps=3)
+    ratio = SMALL_GPT["d_ff"] // SMALL_GPT["d_model"]
+    assert gpt["model"]["d_model"] == 8 and gpt["model"]["d_ff"] == ratio * 8  # the ratio kept
+    assert gpt["model"]["num_heads"] == SMALL_GPT["num_heads"] and gpt["lr"] == 1e-2
+    assert gpt["steps"] == 3 and gpt["characters"] == 3 * 2 * 32
+    lstm = char_variant("char_lstm_english", {"hidden_size": 8, "seq_len": 16}, steps=3)
+    assert lstm["model"]["hidden_size"] == 8 and lstm["seq_len"] == 16
+    assert lstm["characters"] == 3 * 2 * 16
     for result in (gpt, lstm):  # a vocabulary of a few dozen characters, barely trained
         assert 1 < result["bits_per_char"] < 8, result
     with pytest.raises(ValueError, match="unknown settings"):
         char_variant("char_lstm_english", {"d_model": 16}, steps=3)
 
 
-def test_the_base_character_variant_trains_the_recipes_model_the_same_each_time(
-    short_prose, monkeypatch
-):
+def test_the_base_character_variant_trains_the_recipes_model_the_same_each_time(short_recipe):
     """``base`` trains the recipe's model with the recipe's rate, seeded as the recipe is."""
-    english = mc.CHAR_ENGLISH
-    monkeypatch.setitem(
-        english, "training", {**english["training"], "batch_size": 2, "seq_len": 32}
-    )
-    monkeypatch.setitem(english["heldout"], "window", 32)
-    small = {
-        "max_len": 32,
-        "d_model": 16,
-        "num_layers": 1,
-        "num_heads": 2,
-        "d_ff": 32,
-        "dropout": 0.0,
-    }
-    gpt = english["models"]["char_gpt_english"]
-    monkeypatch.setitem(english["models"], "char_gpt_english", {**gpt, "config": small})
     first = char_variant("char_gpt_english", {}, steps=4)
-    assert first["model"] == small and first["lr"] == gpt["lr"]
+    rate = mc.CHAR_ENGLISH["models"]["char_gpt_english"]["lr"]
+    assert first["model"] == SMALL_GPT and first["lr"] == rate
     again = char_variant("char_gpt_english", {}, steps=4)
     timing = ("ms_per_step",)
     assert {k: v for k, v in again.items() if k not in timing} == {
