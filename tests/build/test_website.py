@@ -393,8 +393,28 @@ def _open(context, url: str):
     page.on("pageerror", lambda error: errors.append(f"uncaught: {error}"))
     page.on("requestfailed", lambda request: errors.append(f"failed: {request.url}"))
     page.on("response", lambda response: loaded.append(response.url))
+    pending: set = set()  # the page's requests not yet answered or failed (see _settled)
+    page.on("request", lambda request: pending.add(request))
+    page.on("requestfinished", lambda request: pending.discard(request))
+    page.on("requestfailed", lambda request: pending.discard(request))
+    page.pending_requests = pending
     response = page.goto(url, wait_until="load")
     return page, response, errors, loaded
+
+
+def _settled(page) -> None:
+    """Wait for the page's network to go idle (Playwright's "networkidle", within the context's
+    timeout). Where Playwright has not seen that moment by then but no request of the page is
+    outstanding by the page's own request events, the page has settled; one still loading
+    fails, naming what it waits for."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.wait_for_load_state("networkidle")
+    except PlaywrightTimeout:
+        page.wait_for_timeout(1_000)  # the events of requests that have just ended
+        waiting = sorted(request.url for request in page.pending_requests)
+        assert not waiting, f"the page is still loading {len(waiting)} request(s): {waiting[:5]}"
 
 
 TYPESET = """async () => {
@@ -720,7 +740,7 @@ def test_page_works_offline_in_a_browser(name, context, site_url):
                 bad.append(f"{link} (no #{fragment} in {target.name})")
         assert not bad, f"{name}: internal links that do not resolve: {bad}"
 
-        page.wait_for_load_state("networkidle")
+        _settled(page)
         assert not errors, f"{name}: " + "; ".join(errors)
         assert len(context.blocked) == blocked_before, (
             f"{name} tried to reach the internet: {context.blocked[blocked_before:]}"
