@@ -59,6 +59,27 @@ def parse_variant(text: str) -> dict[str, float | int]:
     return settings
 
 
+def _short_fit(model, loss, batches, steps: int, lr: float, clip_norm: float):
+    """``fit`` for a sweep: ``steps`` steps, warm-up a tenth of them, then linear decay to 0."""
+    return fit(model, loss, batches, steps=steps, lr=lr, clip_norm=clip_norm,
+               lr_schedule=linear_warmup_decay(max(1, steps // 10), steps), progress=False)  # fmt: skip
+
+
+def _window_run(settings, config, model, batch_size, seq_len, lr, history, unit: str) -> dict:
+    """What a sweep of windows of ``unit`` (tokens, characters) reports before its figures."""
+    return {
+        "settings": settings,
+        "model": config,
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "batch_size": batch_size,
+        "seq_len": seq_len,
+        "lr": lr,
+        "steps": history.steps,
+        unit: history.steps * batch_size * seq_len,
+        "ms_per_step": round(1000 * history.seconds / max(1, history.steps), 1),
+    }
+
+
 def bert_variant(settings: dict, steps: int) -> dict:
     """Train ``BERT_ENGLISH`` with ``settings`` changed for ``steps`` steps; its figures."""
     recipe = mc.BERT_ENGLISH
@@ -80,15 +101,8 @@ def bert_variant(settings: dict, steps: int) -> dict:
     batches = pretraining_batches(
         wordpiece, pairs, batch_size, mc.SEED, common["max_len"], common["mode"]
     )
-    history = fit(
-        model,
-        lambda m, batch: m.loss(batch),
-        batches,
-        steps=steps,
-        lr=lr,
-        clip_norm=common["clip_norm"],
-        lr_schedule=linear_warmup_decay(max(1, steps // 10), steps),
-        progress=False,
+    history = _short_fit(
+        model, lambda m, batch: m.loss(batch), batches, steps, lr, common["clip_norm"]
     )
     evaluation = heldout_batches(
         wordpiece, heldout_pairs, held["batch_size"], held["seed"], common["max_len"]
@@ -129,30 +143,18 @@ def bilm_variant(settings: dict, steps: int) -> dict:
     }
     torch.manual_seed(mc.SEED)
     model = BiLM(vocab_size=len(vocab), **model_settings)
-    history = fit(
+    history = _short_fit(
         model,
         lambda m, words: m.lm_loss(words),
         token_windows(vocab.encode(train), batch_size, seq_len, seed=mc.SEED),
-        steps=steps,
-        lr=lr,
-        clip_norm=common["clip_norm"],
-        lr_schedule=linear_warmup_decay(max(1, steps // 10), steps),
-        progress=False,
+        steps,
+        lr,
+        common["clip_norm"],
     )
     with torch.no_grad():
         figures = heldout_perplexity(model, vocab, heldout)
-    return {
-        "settings": settings,
-        "model": model_settings,
-        "parameters": sum(p.numel() for p in model.parameters()),
-        "batch_size": batch_size,
-        "seq_len": seq_len,
-        "lr": lr,
-        "steps": history.steps,
-        "tokens": history.steps * batch_size * seq_len,
-        "ms_per_step": round(1000 * history.seconds / max(1, history.steps), 1),
-        **{k: round(v, 2) for k, v in figures.items()},
-    }
+    run = _window_run(settings, model_settings, model, batch_size, seq_len, lr, history, "tokens")
+    return {**run, **{k: round(v, 2) for k, v in figures.items()}}
 
 
 CHAR_MODEL_KEYS = {
@@ -190,32 +192,20 @@ def char_variant(name: str, settings: dict, steps: int) -> dict:
     else:
         model_class = {"CharLSTM": CharLSTM, "CharRNN": CharRNN}[spec["class"]]
         model, loss = model_class(len(vocab), **config), next_token_loss
-    history = fit(
+    history = _short_fit(
         model,
         loss,
         random_windows(vocab.encode(train_text), batch_size, seq_len, seed=mc.SEED),
-        steps=steps,
-        lr=lr,
-        clip_norm=common["clip_norm"],
-        lr_schedule=linear_warmup_decay(max(1, steps // 10), steps),
-        progress=False,
+        steps,
+        lr,
+        common["clip_norm"],
     )
     heldout = vocab.encode(mc.prose_text("val")[: held["characters"]])
     bits = windowed_bits_per_char(
         model, heldout, window=held["window"], batch_size=held["batch_size"]
     )
-    return {
-        "settings": settings,
-        "model": config,
-        "parameters": sum(p.numel() for p in model.parameters()),
-        "batch_size": batch_size,
-        "seq_len": seq_len,
-        "lr": lr,
-        "steps": history.steps,
-        "characters": history.steps * batch_size * seq_len,
-        "ms_per_step": round(1000 * history.seconds / max(1, history.steps), 1),
-        "bits_per_char": round(bits, 4),
-    }
+    run = _window_run(settings, config, model, batch_size, seq_len, lr, history, "characters")
+    return {**run, "bits_per_char": round(bits, 4)}
 
 
 SWEEPS = {
