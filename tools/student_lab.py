@@ -186,8 +186,9 @@ class Lab:
     def page(self, path: str = "", workspace: str | None = None) -> str:
         """URL of a file in JupyterLab (or the Lab itself), logged in with the token.
 
-        A named ``workspace`` starts from an empty layout, instead of reopening the
-        notebooks of an earlier visit.
+        A ``workspace`` named for the first time starts from an empty layout, at the
+        launcher; JupyterLab saves its layout on the server, and a later visit to the same
+        name reopens the tabs left open in it.
         """
         where = f"/workspaces/{workspace}" if workspace else ""
         where += f"/tree/{path}" if path else ""

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import csv
 import fcntl
+import itertools
 import json
 import os
 import re
@@ -74,6 +75,10 @@ RAW_MYST = re.compile(
     re.M,
 )
 NOTEBOOK = ".jp-NotebookPanel:not(.lm-mod-hidden)"  # the notebook in the open tab
+# JupyterLab saves a named workspace's layout on the server and reopens it on the next visit:
+# a tab that a failed test left with a notebook open would come back in every new tab. Each
+# new tab gets a workspace of its own, which starts empty, at the launcher.
+_WORKSPACES = (f"student{n}" for n in itertools.count())
 
 
 @contextmanager
@@ -257,7 +262,7 @@ def _lab_tab(context, lab):
     page = context.new_page()
     page.lab_tab, page.errors = True, []
     page.on("pageerror", lambda error: page.errors.append(str(error)))
-    page.goto(lab.page(workspace="student"))
+    page.goto(lab.page(workspace=next(_WORKSPACES)))
     page.locator(".jp-LauncherCard").first.wait_for()
     return page
 
@@ -511,7 +516,7 @@ def test_doctor_then_handin_then_the_ta_grades_the_handed_in_file(installation, 
 @_in_lab(0)
 def test_no_teacher_panel_is_shown(context, lab):
     page = context.new_page()
-    page.goto(lab.page())
+    page.goto(lab.page(workspace=next(_WORKSPACES)))
     page.locator(".jp-LauncherCard").first.wait_for()
     assert not _teacher_panels_shown(page)
     for menu in ("File", "Edit", "View", "Run", "Kernel", "Tabs", "Settings", "Help"):
