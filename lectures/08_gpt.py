@@ -46,7 +46,6 @@
 # %%
 import inspect
 import math
-import statistics
 import tempfile
 import time
 
@@ -315,29 +314,41 @@ print(
 )
 assert abs(size_gap) <= 0.15, "the LSTM is sized to the GPT, within 15% of its parameters"
 assert figure["RNN"][0] < figure["GPT"][0] / 4, "the text says the RNN is far smaller"
-# What one training step costs each model on one thread, measured here (the recorded times
-# above come from runs that shared the machine's two cores with other work): forward and
-# backward on a batch of the recipe's shape, 32 windows of 256 characters, the GPT through
-# the fused attention its recipe trains with; the median of three.
+# What a training step costs each model. First its arithmetic, counted: every weight of a
+# matrix that multiplies a vector is one multiply-add per character (an embedding is a lookup,
+# no product; the GPT's output layer, the embedding's matrix tied to a Linear, multiplies),
+# and the GPT's attention adds, in each layer, the scores and the weighted sum over the
+# positions up to this one: 2 x d x (T + 1) / 2 on average over a window of T. Then its time
+# on this machine, one thread: forward and backward on a batch of the recipe's shape, 32
+# windows of 256 characters, the GPT through the fused attention its recipe trains with; the
+# least of three, the three models taken in turn.
+# (The recorded training times above come from runs that shared the machine's two cores.)
+gpt_config, (lstm_ckpt, _), (rnn_ckpt, _) = gpt_ckpt.config, models["LSTM"], models["RNN"]
+macs = {
+    "GPT": sum(m.weight.numel() for m in gpt_ckpt.modules() if isinstance(m, torch.nn.Linear))
+    + gpt_config.num_layers * gpt_config.d_model * (gpt_config.max_len + 1),
+    "LSTM": lstm_ckpt.lstm.weight_ih_l0.numel() + lstm_ckpt.lstm.weight_hh_l0.numel()
+    + lstm_ckpt.readout.weight.numel(),
+    "RNN": rnn_ckpt.rnn.weight_ih_l0.numel() + rnn_ckpt.rnn.weight_hh_l0.numel()
+    + rnn_ckpt.readout.weight.numel(),
+}  # fmt: skip
+macs_ratio = macs["GPT"] / macs["LSTM"]
+print("multiply-adds per character, forward: " + ", ".join(f"{n} {m:,}" for n, m in macs.items())
+      + f"; the GPT does {macs_ratio:.2f} times the LSTM's")  # fmt: skip
+assert macs_ratio > 1, "the text below says a step of the GPT does more arithmetic than the LSTM's"
 window_batch = heldout_ids[: 32 * 257].view(32, 257)
 window_batch = (window_batch[:, :-1], window_batch[:, 1:])  # (32, 256) inputs and targets
-step_ms = {}
-for name, (model, _) in models.items():
-    loss_of = GPT.loss if name == "GPT" else next_token_loss
-    fuse_attention(model, on=name == "GPT")
-    model.train()
-    times = []
-    for _ in range(3):
+times = {name: [] for name in models}
+for _round in range(3):
+    for name, (model, _) in models.items():
+        fuse_attention(model, on=name == "GPT").train()
         started = time.perf_counter()
-        loss_of(model, window_batch).backward()
-        times.append(time.perf_counter() - started)
-    model.zero_grad(set_to_none=True)
-    fuse_attention(model, on=False).eval()
-    step_ms[name] = 1000 * statistics.median(times)
-time_ratio = step_ms["GPT"] / step_ms["LSTM"]
-print("one training step, one thread: " + ", ".join(f"{n} {t:.0f} ms" for n, t in step_ms.items())
-      + f"; the GPT's costs {time_ratio:.1f} times the LSTM's")  # fmt: skip
-assert time_ratio > 1, "a step of the GPT costs more than a step of the LSTM"
+        (GPT.loss if name == "GPT" else next_token_loss)(model, window_batch).backward()
+        times[name].append(time.perf_counter() - started)
+        model.zero_grad(set_to_none=True)
+        fuse_attention(model, on=False).eval()
+print("one training step, one thread, on this machine: "
+      + ", ".join(f"{n} {1000 * min(t):.0f} ms" for n, t in times.items()))  # fmt: skip
 
 # %% [markdown]
 # The "recorded" column is the figure `make checkpoints` measured when it made each file; the
@@ -350,12 +361,14 @@ assert time_ratio > 1, "a step of the GPT costs more than a step of the LSTM"
 # then the RNN, and all three are far below the bigram. The GPT's lead over the LSTM is small
 # (the line above prints it; the record above checks that it is larger than the checkpoints'
 # spread between processors): at this size and budget, a well-tuned LSTM is nearly as good a
-# character model. It is not a fair race in *arithmetic*: on one CPU thread a training step
-# of the GPT costs more than a step of the LSTM (the last line above, measured by this page;
-# the cell checks all of this). Its strengths, every position of a window computed in
-# parallel and any position read directly, pay off on parallel hardware and long contexts;
-# on one CPU core at this size, the LSTM comes within that small lead for a fraction of the
-# GPT's arithmetic per step (the ratio is printed above).
+# character model. Nor is it a race of equal *arithmetic*: at the same size, a step of the
+# GPT does more multiply-adds per character than a step of the LSTM (counted above; the cell
+# checks it), because its attention compares each position with every one before it, and its
+# softmaxes and normalisations add work that the count leaves out. The time a step of each
+# took on this machine, one thread, is printed beside the count. The Transformer's strengths,
+# every position of a window computed in parallel and any position read directly, pay off on
+# parallel hardware and long contexts; on one CPU core at this size, the LSTM comes within
+# that small lead for less arithmetic per step.
 #
 # What does the checkpoint write? Its greedy continuation of a held-out prompt, and one sample:
 
@@ -1109,7 +1122,7 @@ assert gpt[2] < min(lstm[2], rnn[2]), "our GPT should beat the LSTM and the RNN"
 assert abs(lstm[0] / gpt[0] - 1) <= 0.15, "the LSTM should be within 15% of the GPT's size"
 worst = max(gpt[2], lstm[2], rnn[2])
 assert bigram_bpc - worst > worst - gpt[2], "all three should beat the bigram by far"
-assert step_ms["GPT"] > max(step_ms["LSTM"], step_ms["RNN"]), "recurrent steps cost less"
+assert macs["GPT"] > max(macs["LSTM"], macs["RNN"]), "recurrent steps do less arithmetic"
 assert set(likeliest) == set(least_varied) == {"greedy", "beam k=4"}, "search: likely, repetitive"
 assert torch.equal(*same) and (full - stepwise).abs().max() < 1e-4, "the cache changes nothing"
 assert 2 < speed_ups[-1] < work_ratios[-1], "more than twice as fast, far below the work saved"
@@ -1125,7 +1138,7 @@ assert kv_result.query_accuracy > max(kv_task.chance, kv_context_free) + 0.3, (
 #   layer, trained to predict the next token; ours is exactly GPT-2's computation.
 # * Trained on the same batches for the same steps, our small GPT beats an LSTM of about its
 #   size (within 15% of its parameters), narrowly, and an RNN, and all three beat a bigram
-#   model by far; per second of one CPU thread, the recurrent models are cheaper.
+#   model by far; a step of either recurrent model does less arithmetic.
 # * Greedy and beam search find likely but repetitive text; temperature, top-$k$ and
 #   top-$p$ trade likelihood for variety. The course's filters keep every tied token, like
 #   `transformers`' top-$k$; its top-$p$ differs from `transformers`' only at ties.
