@@ -584,6 +584,10 @@ for name, model, history in (
     start = time.perf_counter()
     outputs = translate(model, task, test_pairs)
     decode_seconds = time.perf_counter() - start
+    for _ in range(2 if decode_seconds < 1 else 0):  # a short run, the one most disturbed by
+        start = time.perf_counter()  # other work on the computer: the least of three
+        translate(model, task, test_pairs)
+        decode_seconds = min(decode_seconds, time.perf_counter() - start)
     results[name] = {
         "test": np.mean(exact_match(task, test_pairs, outputs)),
         "forms": np.mean(exact_match(task, form_pairs, translate(model, task, form_pairs))),
