@@ -46,6 +46,7 @@ def _score(page: str) -> str:
     return found.group(1)
 
 
+@pytest.mark.sandbox  # the grading command and its kernels, twice: not in `make test-fast`
 def test_feedback_goes_back_through_the_exchange_to_the_student_who_submitted(tmp_path):
     exchange, cache = tmp_path / "exchange", tmp_path / "cache"
     exchange.mkdir()
