@@ -9,7 +9,8 @@ made once for the whole test run. Without xdist, one JupyterLab serves every tes
 For each lecture: Run All (its training runs replaying what the build recorded, so each model
 is trained once in the whole run), no cell errors, no raw MyST markup in the rendered text, numbered equations typeset, every widget control live
 (moving it redraws its figure). For each assignment: the reference answers typed into the
-solution cells, Run All, every test cell passes, nbgrader's Validate button reports success.
+solution cells, Run All, every test cell passes; for the first assignment, nbgrader's Validate
+button reports failure as released and success when answered.
 No instructor panel (Formgrader, Course List, Create Assignment) anywhere. A failing check
 shows its message first and briefly. Nothing is fetched from the internet. Outside JupyterLab,
 in the same installation: ``python -m course doctor`` finds nothing to fix, ``python -m course
@@ -770,10 +771,13 @@ def test_assignment_with_the_reference_answers_passes_and_validates(context, lab
     page = _open_notebook(context, lab, path)
     assert not _teacher_panels_shown(page)
     _shot(page, f"{name}-opened")
-    if assignment == ASSIGNMENTS[0]:
-        # Validate can fail: as released, it does. Once is enough here: that every released
-        # notebook fails its tests is the build's "blank" student, autograded by nbgrader
-        # (tests/grading/test_grading.py), and Validate runs the same tests.
+    # Validate runs the notebook's visible tests again, in a kernel of its own (about 20 s in
+    # the loaded suite). It is clicked in the first assignment only, as released (it fails)
+    # and answered (it succeeds): in every other, Run All below runs the same tests in the
+    # same installation, and the build autogrades every assignment's blank and reference
+    # notebooks with nbgrader (tests/grading/test_grading.py).
+    validates = assignment == ASSIGNMENTS[0]
+    if validates:
         untouched = _validate(page, f"{name}-untouched")
         assert "Success!" not in untouched and "failed" in untouched.lower(), untouched
     cells = page.locator(f"{NOTEBOOK} .jp-Notebook .jp-Cell")
@@ -810,8 +814,9 @@ def test_assignment_with_the_reference_answers_passes_and_validates(context, lab
         f"{NOTEBOOK} .jp-CodeCell", has_text="visible test"
     ).first.scroll_into_view_if_needed()
     _shot(page, f"{name}-tests-pass")
-    result = _validate(page, name)
-    assert "Success! Your notebook passes all the tests." in result, result
+    if validates:
+        result = _validate(page, name)
+        assert "Success! Your notebook passes all the tests." in result, result
     assert not page.errors, f"{assignment}: JavaScript errors {page.errors}"
     _record(**{f"run_all_seconds/{name}": round(seconds, 1)})
     _close_notebook(page)
