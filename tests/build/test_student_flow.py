@@ -762,7 +762,7 @@ def _validate(page, name: str) -> str:
 
 
 @pytest.mark.parametrize("assignment", _notebook_params("assignments", ASSIGNMENTS))
-def test_assignment_with_the_reference_answers_passes_and_validates(context, lab, assignment):
+def test_assignment_with_the_reference_answers_passes_its_tests(context, lab, assignment):
     name = Path(assignment).stem
     reference = BUILD / "solutions" / assignment
     answers = filled_in_answers(reference)
