@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed
 # compiling to the first import). The build and the suite run without it.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: all venv test test-fast browser slurm bench checkpoints lab lint clean
+.PHONY: all venv test test-fast browser slurm system-packages bench checkpoints lab lint clean
 
 all: $(STAMP)
 	$(PY) -m tools.build all
@@ -45,7 +45,11 @@ $(STAMP): requirements-student.txt requirements.txt requirements-dev.txt pyproje
 # flow and each attack batch in its own; the longest first (tests/group_seconds.json).
 # TEST_WORKERS=0 runs it in this process alone.
 TEST_WORKERS ?= 3
-test: all browser slurm
+# What the suite needs is made in two make jobs: the build in one; in the other, Chromium and
+# Slurm installed from Debian when absent (about 70 s of apt-get on a fresh machine, which would
+# otherwise wait for the build to end), one after the other (dpkg allows one apt-get at a time).
+test:
+	$(MAKE) --no-print-directory -j2 all system-packages
 	n=$(call threads_each,$(TEST_WORKERS)); OMP_NUM_THREADS=$$n MKL_NUM_THREADS=$$n \
 	  OPENBLAS_NUM_THREADS=$$n $(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
@@ -83,6 +87,10 @@ slurm:
 	  $(SUDO) apt-get update -qq && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurmd slurmctld munge \
 	    >/dev/null; }
+
+system-packages:
+	@$(MAKE) --no-print-directory browser
+	@$(MAKE) --no-print-directory slurm
 
 bench: $(STAMP)
 	$(PY) -m tools.bench
