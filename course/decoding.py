@@ -10,6 +10,10 @@ Beam search reorders and copies hypotheses by indexing every tensor of the state
 first axis, so the state must hold nothing else per hypothesis. Units 4, 6 and 8 decode with
 these functions.
 
+A recurrent model with the course's interface, ``model(ids (B, T), state) -> (logits (B, T,
+V), new state)`` (``course.models.recurrent``), becomes a step function with
+:func:`recurrent_step`.
+
 Devices: the model and its state may live on any device. Greedy and beam search keep their
 bookkeeping (scores in float64, finished hypotheses) on the CPU, so they pick the same tokens on
 every device, and send the chosen tokens to the state's device (:func:`state_device`).
@@ -74,6 +78,7 @@ __all__ = [
     "top_p_filter",
     "filter_logits",
     "sample",
+    "recurrent_step",
 ]
 
 State = Any
@@ -395,3 +400,19 @@ def sample(
         scores, state = step(tokens, state)
         _check_log_probs(scores, B)
     return out
+
+
+def recurrent_step(model: Callable[..., tuple[torch.Tensor, State]]) -> StepFn:
+    """A step function for a recurrent model that reads ``model(ids (B, T), state)`` and
+    returns ``(logits (B, T, V), new state)``, as ``course.models.recurrent``'s CharRNN and
+    CharLSTM do: each call feeds one token per row and gives the log-probabilities of the next
+    (B, V). A ``state`` of None starts from the model's zero state."""
+
+    def step(tokens: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
+        if not isinstance(tokens, torch.Tensor) or tokens.dim() != 1:
+            shape = tuple(tokens.shape) if isinstance(tokens, torch.Tensor) else type(tokens)
+            raise ValueError(f"tokens: expected ids of shape (B,), got {shape}")
+        logits, state = model(tokens[:, None], state)  # (B, 1, V)
+        return logits[:, -1].log_softmax(-1), state
+
+    return step

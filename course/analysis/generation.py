@@ -6,15 +6,20 @@ For token sequences s (lists of ids or of words), with G_n(s) the list of the n-
     distinct-n      = |∪_s set(G_n(s))| / Σ_s |G_n(s)|                      (Li et al. 2016)
     repetition-n    = 1 − Σ_s |set(G_n(s))| / Σ_s |G_n(s)|       (seq-rep-n, Welleck et al. 2019)
     log-likelihood  = Σ_t log p(y_t | prompt, y_<t)        under the model that generated y
+    known words     = |{w ∈ W : w ∈ 𝒲}| / |W|    W: the words of the texts, 𝒲: a vocabulary
 
 distinct-n pools the n-grams of all sequences (a sampler that writes the same text every time
 scores low); repetition-n counts, within each sequence, the n-grams that repeat one seen
 earlier in it (a loop scores high), pooled over sequences. Greedy and beam search tend to high
 likelihood, low distinct-n and high repetition; sampling at a higher temperature, the reverse.
+The share of known words asks of a character model's text only whether it spells words: a
+word is a run of letters, lower-cased, and a text's last word is left out (a continuation cut
+at a length may end inside one); grammar and sense are not measured.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Hashable, Sequence
 
@@ -31,6 +36,8 @@ __all__ = [
     "repetition_rate",
     "continuation_log_likelihood",
     "generation_seconds",
+    "words_of",
+    "known_word_share",
 ]
 
 
@@ -64,6 +71,28 @@ def repetition_rate(sequences: Sequence[Sequence[Hashable]], n: int = 4) -> floa
     """The share of n-grams that repeat an earlier n-gram of the same sequence: in [0, 1)."""
     grams = _all_ngrams(sequences, n)
     return 1.0 - sum(len(set(gs)) for gs in grams) / sum(len(gs) for gs in grams)
+
+
+_WORD = re.compile(r"[^\W\d_]+")  # a run of letters (Unicode's), no digits or underscores
+
+
+def words_of(text: str) -> list[str]:
+    """The words of ``text`` in order: its runs of letters, lower-cased."""
+    if not isinstance(text, str):
+        raise TypeError(f"text: expected a str, got {type(text).__name__}")
+    return _WORD.findall(text.lower())
+
+
+def known_word_share(texts: Sequence[str], vocabulary: set[str]) -> float:
+    """The share of the words of ``texts`` (each text's last word left out) that are in
+    ``vocabulary``: in [0, 1]. ``vocabulary`` is a set of lower-case words, such as
+    ``set(words_of(training_text))``."""
+    if isinstance(texts, str):
+        raise TypeError("texts: expected a list of texts, got one str")
+    words = [w for text in texts for w in words_of(text)[:-1]]
+    if not words:
+        raise ValueError("texts: no words to score (each text's last word is left out)")
+    return sum(w in vocabulary for w in words) / len(words)
 
 
 @torch.no_grad()

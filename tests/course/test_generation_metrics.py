@@ -14,8 +14,10 @@ from course.analysis.generation import (
     continuation_log_likelihood,
     distinct_n,
     generation_seconds,
+    known_word_share,
     ngrams,
     repetition_rate,
+    words_of,
 )
 from course.analysis.lm import windowed_bits_per_char
 from course.analysis.permutation_lm import factorised_log_likelihood, permutation_masks
@@ -52,6 +54,30 @@ def test_metric_errors_are_clear():
         distinct_n("a text, not a list of texts", 1)
     with pytest.raises(TypeError, match="a list of sequences"):
         distinct_n(torch.tensor([1, 2, 3]), 1)  # type: ignore[arg-type]
+
+
+def test_known_word_share_counts_spelled_words_and_leaves_out_each_texts_last():
+    # Runs of letters, lower-cased: digits, underscores and punctuation split words.
+    assert words_of("The cat's 2nd_try, ÜBER-naïve!") == [
+        "the",
+        "cat",
+        "s",
+        "nd",
+        "try",
+        "über",
+        "naïve",
+    ]
+    vocabulary = {"the", "cat", "sat", "on", "a", "dog"}
+    texts = ["The cat sat on the ma", "a dog ran fas"]  # the last words, cut, are left out
+    # the, cat, sat, on, the: 5 known of 5; a, dog, ran: 2 of 3.
+    assert known_word_share(texts, vocabulary) == 7 / 8
+    assert known_word_share(["qqq zzz end"], vocabulary) == 0.0
+    with pytest.raises(TypeError, match="a list of texts"):
+        known_word_share("the cat sat", vocabulary)
+    with pytest.raises(ValueError, match="no words to score"):
+        known_word_share(["one", "12 34"], vocabulary)
+    with pytest.raises(TypeError, match="expected a str"):
+        words_of(b"bytes")  # type: ignore[arg-type]
 
 
 class BigramLM(torch.nn.Module):

@@ -20,7 +20,8 @@ from course.data.recall import (
     recall_loss,
     train_recall,
 )
-from course.models.recurrent import CharLSTM, SequenceTagger, set_forget_bias_
+from course.decoding import recurrent_step, sample
+from course.models.recurrent import CharLSTM, CharRNN, SequenceTagger, set_forget_bias_
 from course.viz.gradients import plot_cell_gradient_norms
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
@@ -71,6 +72,31 @@ def test_char_lstm_rejects_bad_input_and_works_with_bits_per_char():
         CharLSTM(0, 4)
     bpc = bits_per_char(model, torch.randint(0, 5, (200,)))
     assert 0 < bpc < 2 * np.log2(5)
+
+
+@pytest.mark.parametrize("cls", [CharRNN, CharLSTM])
+def test_recurrent_step_gives_the_forward_pass_one_character_at_a_time(cls):
+    torch.manual_seed(0)
+    model = cls(7, 5, embedding_dim=3).double().eval()
+    ids = torch.randint(7, (2, 6))
+    whole = model(ids)[0].log_softmax(-1)  # (2, 6, 7)
+    step, state = recurrent_step(model), None
+    for t in range(6):
+        log_probs, state = step(ids[:, t], state)
+        assert_close(f"step {t}", log_probs, whole[:, t], atol=1e-12)
+    with pytest.raises(ValueError, match="shape"):
+        step(ids, None)  # (B, T): one token per row is expected
+    # So course.decoding's sampler runs on it: the same draws from the same seed.
+    drawn = [
+        sample(
+            step,
+            ids[:, :2],
+            max_new_tokens=4,
+            generator=torch.Generator().manual_seed(1),
+        )
+        for _ in range(2)
+    ]
+    assert drawn[0].shape == (2, 4) and torch.equal(*drawn)
 
 
 def test_forget_bias_is_set_exactly():
