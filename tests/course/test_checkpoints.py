@@ -155,10 +155,13 @@ def test_lecture_2s_lstm_checkpoint_beats_a_plain_rnn_of_its_size_trained_the_sa
 
 def test_the_char_gpt_beats_a_recurrent_model_of_its_size_as_lecture_8_says():
     gpt, lstm = read_metadata("char_gpt_english"), read_metadata("char_lstm_english")
+    rnn = read_metadata("char_rnn_english")
     assert gpt["heldout"]["bits_per_char"] <= 1.60
-    # ahead of an LSTM of its size by more than the checkpoints' spread between processors
-    # (0.02, the measurements page): Lecture 8 records the same comparison with that margin
-    assert gpt["heldout"]["bits_per_char"] < lstm["heldout"]["bits_per_char"] - 0.02
+    # ahead of an LSTM of its size by at least a tenth of a bit per character, far more than the
+    # checkpoints' spread between processors (0.02, the measurements page): Lecture 8 records
+    # the same comparison with that margin; the RNN behind both
+    assert gpt["heldout"]["bits_per_char"] < lstm["heldout"]["bits_per_char"] - 0.10
+    assert lstm["heldout"]["bits_per_char"] < rnn["heldout"]["bits_per_char"] - 0.02
     # the LSTM within 15% of the GPT's parameters (the GPT's metadata counts its tied output
     # matrix twice: the model's own count is what the comparison is about)
     gpt_model, _ = load_checkpoint("char_gpt_english")
@@ -166,8 +169,10 @@ def test_the_char_gpt_beats_a_recurrent_model_of_its_size_as_lecture_8_says():
     sizes = [sum(p.numel() for p in m.parameters()) for m in (gpt_model, lstm_model)]
     assert abs(sizes[1] / sizes[0] - 1) <= 0.15, sizes
     # trained on the same batches, steps and schedule
-    same = ("batch_size", "seq_len", "steps", "warmup", "schedule", "clip_norm")
-    assert {k: gpt["training"][k] for k in same} == {k: lstm["training"][k] for k in same}
+    same = ("batch_size", "seq_len", "steps", "warmup", "schedule", "clip_norm", "seed")
+    recipes = [{k: meta["training"][k] for k in same} for meta in (gpt, lstm, rnn)]
+    assert recipes[0] == recipes[1] == recipes[2], recipes
+    assert len({meta["heldout"]["sha256"] for meta in (gpt, lstm, rnn)}) == 1, "one held-out text"
 
 
 def test_checkpoints_are_small_and_ship_in_the_package():
