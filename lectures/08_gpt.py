@@ -62,7 +62,7 @@ from course.analysis.generation import (
     words_of,
 )
 from course.analysis.in_context import context_free_accuracy, in_context_accuracy
-from course.analysis.lm import ngram_bits_per_char, windowed_bits_per_char
+from course.analysis.lm import ngram_bits_per_char, ngram_log_probs, windowed_bits_per_char
 from course.analysis.parameters import (
     count_gpt,
     forward_flops,
@@ -415,9 +415,7 @@ print("τ=0.8: ", repr(vocab.decode(drawn[0])))
 known_words = set(words_of(train_text))
 starts = [heldout.index(" ", 40 + 6000 * i) for i in range(16)]  # prompts ~6,000 chars apart
 word_prompts = torch.stack([vocab.encode(heldout[s - 40 : s + 1]) for s in starts])  # (16, 41)
-pairs = train_ids[:-1] * len(vocab) + train_ids[1:]
-bigram_counts = torch.bincount(pairs, minlength=len(vocab) ** 2).view(len(vocab), -1) + 1
-bigram_log_probs = (bigram_counts / bigram_counts.sum(-1, keepdim=True)).log()  # add-one
+bigram_log_probs = ngram_log_probs(train_ids, len(vocab), n=2)  # add-one, as bigram_bpc's
 steppers = {
     "GPT": (gpt_ckpt.decode_step, gpt_ckpt.start(len(starts), True)),  # with its KV cache
     "LSTM": (recurrent_step(models["LSTM"][0].eval()), None),  # None: the zero state

@@ -23,7 +23,13 @@ from course.checks import expect_dtype, expect_shape
 from course.data.chars import CharVocab
 from course.models import model_device
 
-__all__ = ["bits_per_char", "windowed_bits_per_char", "ngram_bits_per_char", "sample"]
+__all__ = [
+    "bits_per_char",
+    "windowed_bits_per_char",
+    "ngram_log_probs",
+    "ngram_bits_per_char",
+    "sample",
+]
 
 LN2 = math.log(2.0)
 
@@ -106,18 +112,32 @@ def ngram_bits_per_char(
         raise ValueError(f"train: need at least {n} characters, got {len(train_ids)}")
     if len(val_ids) < 2:
         raise ValueError(f"val: need at least 2 characters to score one, got {len(val_ids)}")
-    train_ids, val_ids = train_ids.long(), val_ids.long()
-    K = vocab_size  # |𝒱|
+    val_ids = val_ids.long()
+    log_p = ngram_log_probs(train_ids, vocab_size, n=n, k=k)
     if n == 1:
-        counts = torch.bincount(train_ids, minlength=K).double()  # (K,)
-        log_p = torch.log((counts + k) / (counts.sum() + k * K))  # (K,)
         nats = -log_p[val_ids[1:]]  # (N_val - 1,)
     else:
-        pairs = train_ids[:-1] * K + train_ids[1:]  # (N - 1,) index of (a, b)
-        counts = torch.bincount(pairs, minlength=K * K).double().view(K, K)  # (K, K)
-        log_p = torch.log((counts + k) / (counts.sum(dim=1, keepdim=True) + k * K))  # (K, K)
         nats = -log_p[val_ids[:-1], val_ids[1:]]  # (N_val - 1,)
     return float(nats.mean()) / LN2
+
+
+def ngram_log_probs(
+    train_ids: torch.Tensor, vocab_size: int, *, n: int = 1, k: float = 1.0
+) -> torch.Tensor:
+    """The add-k smoothed model of :func:`ngram_bits_per_char`, counted on ``train_ids`` (N,):
+    log p(b) (vocab_size,) for n=1, log p(b | a) (vocab_size, vocab_size), row a, for n=2;
+    float64. Its rows are the scores a step function gives to ``course.decoding.sample``."""
+    if n not in (1, 2):
+        raise ValueError(f"n: expected 1 (unigram) or 2 (bigram), got {n}")
+    if not k > 0:
+        raise ValueError(f"k: expected a positive smoothing constant, got {k}")
+    train_ids, K = train_ids.long(), vocab_size  # K = |𝒱|
+    if n == 1:
+        counts = torch.bincount(train_ids, minlength=K).double()  # (K,)
+        return torch.log((counts + k) / (counts.sum() + k * K))  # (K,)
+    pairs = train_ids[:-1] * K + train_ids[1:]  # (N - 1,) index of (a, b)
+    counts = torch.bincount(pairs, minlength=K * K).double().view(K, K)  # (K, K)
+    return torch.log((counts + k) / (counts.sum(dim=1, keepdim=True) + k * K))  # (K, K)
 
 
 @torch.no_grad()

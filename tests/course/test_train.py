@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from course import train as train_module
-from course.analysis.lm import bits_per_char, ngram_bits_per_char, sample
+from course.analysis.lm import bits_per_char, ngram_bits_per_char, ngram_log_probs, sample
 from course.data.chars import CharVocab, random_windows
 from course.models.recurrent import CharRNN
 from course.train import TrainingHistory, fit, next_token_loss, train_language_model
@@ -387,6 +387,15 @@ def test_ngram_baselines_on_a_tiny_example_computed_by_hand():
     # a larger vocabulary spreads the smoothing mass: p(1|0) = 2 / 5, p(1|1) = 1 / 3
     expected = (-math.log2(2 / 5) - math.log2(1 / 3)) / 2
     assert ngram_bits_per_char(train, val, n=2, vocab_size=3) == pytest.approx(expected)
+    # the table behind it: each row a distribution, p(1|0) = 2 / 5 and p(1|1) = 1 / 3 as above
+    table = ngram_log_probs(train, 3, n=2).exp()
+    assert table.shape == (3, 3) and torch.allclose(
+        table.sum(1), torch.ones(3, dtype=torch.float64)
+    )
+    assert table[0, 1].item() == pytest.approx(2 / 5) and table[1, 1].item() == pytest.approx(1 / 3)
+    assert ngram_log_probs(train, 2, n=1).exp().tolist() == pytest.approx([3 / 5, 2 / 5])
+    with pytest.raises(ValueError, match="n: expected 1"):
+        ngram_log_probs(train, 2, n=3)
 
 
 def test_ngram_baselines_accept_text_and_share_the_unknown_id():
